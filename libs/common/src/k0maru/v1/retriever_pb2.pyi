@@ -1,0 +1,186 @@
+# Generated from protos/k0maru/v1 by scripts/gen_protos.py; do not edit. Regenerate with:
+#   .venv/bin/python scripts/gen_protos.py
+from k0maru.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class SearchMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SEARCH_MODE_UNSPECIFIED: _ClassVar[SearchMode]
+    SEARCH_MODE_BM25: _ClassVar[SearchMode]
+    SEARCH_MODE_VECTOR: _ClassVar[SearchMode]
+    SEARCH_MODE_HYBRID: _ClassVar[SearchMode]
+SEARCH_MODE_UNSPECIFIED: SearchMode
+SEARCH_MODE_BM25: SearchMode
+SEARCH_MODE_VECTOR: SearchMode
+SEARCH_MODE_HYBRID: SearchMode
+
+class Scope(_message.Message):
+    __slots__ = ("diaries", "path_prefixes", "tags")
+    DIARIES_FIELD_NUMBER: _ClassVar[int]
+    PATH_PREFIXES_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    diaries: _containers.RepeatedScalarFieldContainer[str]
+    path_prefixes: _containers.RepeatedScalarFieldContainer[str]
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, diaries: _Optional[_Iterable[str]] = ..., path_prefixes: _Optional[_Iterable[str]] = ..., tags: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class TagMemoOptions(_message.Message):
+    __slots__ = ("enabled", "core_tags", "beta")
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    CORE_TAGS_FIELD_NUMBER: _ClassVar[int]
+    BETA_FIELD_NUMBER: _ClassVar[int]
+    enabled: bool
+    core_tags: _containers.RepeatedScalarFieldContainer[str]
+    beta: float
+    def __init__(self, enabled: _Optional[bool] = ..., core_tags: _Optional[_Iterable[str]] = ..., beta: _Optional[float] = ...) -> None: ...
+
+class SearchRequest(_message.Message):
+    __slots__ = ("query", "limit", "mode", "scope", "tagmemo", "explain", "dedup")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    TAGMEMO_FIELD_NUMBER: _ClassVar[int]
+    EXPLAIN_FIELD_NUMBER: _ClassVar[int]
+    DEDUP_FIELD_NUMBER: _ClassVar[int]
+    query: str
+    limit: int
+    mode: SearchMode
+    scope: Scope
+    tagmemo: TagMemoOptions
+    explain: bool
+    dedup: bool
+    def __init__(self, query: _Optional[str] = ..., limit: _Optional[int] = ..., mode: _Optional[_Union[SearchMode, str]] = ..., scope: _Optional[_Union[Scope, _Mapping]] = ..., tagmemo: _Optional[_Union[TagMemoOptions, _Mapping]] = ..., explain: _Optional[bool] = ..., dedup: _Optional[bool] = ...) -> None: ...
+
+class ChannelExplanation(_message.Message):
+    __slots__ = ("present", "rank", "score")
+    PRESENT_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    present: bool
+    rank: int
+    score: float
+    def __init__(self, present: _Optional[bool] = ..., rank: _Optional[int] = ..., score: _Optional[float] = ...) -> None: ...
+
+class TagFactor(_message.Message):
+    __slots__ = ("tag", "weight")
+    TAG_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    tag: str
+    weight: float
+    def __init__(self, tag: _Optional[str] = ..., weight: _Optional[float] = ...) -> None: ...
+
+class Explanation(_message.Message):
+    __slots__ = ("bm25", "vector", "graph_boost", "fused_score", "tagmemo_tags", "heading_path")
+    BM25_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_FIELD_NUMBER: _ClassVar[int]
+    GRAPH_BOOST_FIELD_NUMBER: _ClassVar[int]
+    FUSED_SCORE_FIELD_NUMBER: _ClassVar[int]
+    TAGMEMO_TAGS_FIELD_NUMBER: _ClassVar[int]
+    HEADING_PATH_FIELD_NUMBER: _ClassVar[int]
+    bm25: ChannelExplanation
+    vector: ChannelExplanation
+    graph_boost: float
+    fused_score: float
+    tagmemo_tags: _containers.RepeatedCompositeFieldContainer[TagFactor]
+    heading_path: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, bm25: _Optional[_Union[ChannelExplanation, _Mapping]] = ..., vector: _Optional[_Union[ChannelExplanation, _Mapping]] = ..., graph_boost: _Optional[float] = ..., fused_score: _Optional[float] = ..., tagmemo_tags: _Optional[_Iterable[_Union[TagFactor, _Mapping]]] = ..., heading_path: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class SearchHit(_message.Message):
+    __slots__ = ("path", "title", "snippet", "score", "diary", "tags", "chunk_index", "start_line", "end_line", "explain")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    SNIPPET_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    DIARY_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_INDEX_FIELD_NUMBER: _ClassVar[int]
+    START_LINE_FIELD_NUMBER: _ClassVar[int]
+    END_LINE_FIELD_NUMBER: _ClassVar[int]
+    EXPLAIN_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    title: str
+    snippet: str
+    score: float
+    diary: str
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    chunk_index: int
+    start_line: int
+    end_line: int
+    explain: Explanation
+    def __init__(self, path: _Optional[str] = ..., title: _Optional[str] = ..., snippet: _Optional[str] = ..., score: _Optional[float] = ..., diary: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., chunk_index: _Optional[int] = ..., start_line: _Optional[int] = ..., end_line: _Optional[int] = ..., explain: _Optional[_Union[Explanation, _Mapping]] = ...) -> None: ...
+
+class SearchResponse(_message.Message):
+    __slots__ = ("hits", "vault", "mode_used", "vector_coverage", "took_ms")
+    HITS_FIELD_NUMBER: _ClassVar[int]
+    VAULT_FIELD_NUMBER: _ClassVar[int]
+    MODE_USED_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_COVERAGE_FIELD_NUMBER: _ClassVar[int]
+    TOOK_MS_FIELD_NUMBER: _ClassVar[int]
+    hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
+    vault: str
+    mode_used: SearchMode
+    vector_coverage: float
+    took_ms: float
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., vault: _Optional[str] = ..., mode_used: _Optional[_Union[SearchMode, str]] = ..., vector_coverage: _Optional[float] = ..., took_ms: _Optional[float] = ...) -> None: ...
+
+class GetNoteRequest(_message.Message):
+    __slots__ = ("path",)
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    def __init__(self, path: _Optional[str] = ...) -> None: ...
+
+class Note(_message.Message):
+    __slots__ = ("document", "backlinks")
+    DOCUMENT_FIELD_NUMBER: _ClassVar[int]
+    BACKLINKS_FIELD_NUMBER: _ClassVar[int]
+    document: _common_pb2.Document
+    backlinks: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, document: _Optional[_Union[_common_pb2.Document, _Mapping]] = ..., backlinks: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class BacklinksRequest(_message.Message):
+    __slots__ = ("path",)
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    def __init__(self, path: _Optional[str] = ...) -> None: ...
+
+class BacklinksResponse(_message.Message):
+    __slots__ = ("paths",)
+    PATHS_FIELD_NUMBER: _ClassVar[int]
+    paths: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, paths: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class IndexStatusRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class IndexStatusResponse(_message.Message):
+    __slots__ = ("vault", "last_applied_seq", "documents", "chunks", "chunks_with_vectors")
+    VAULT_FIELD_NUMBER: _ClassVar[int]
+    LAST_APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
+    DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_WITH_VECTORS_FIELD_NUMBER: _ClassVar[int]
+    vault: str
+    last_applied_seq: int
+    documents: int
+    chunks: int
+    chunks_with_vectors: int
+    def __init__(self, vault: _Optional[str] = ..., last_applied_seq: _Optional[int] = ..., documents: _Optional[int] = ..., chunks: _Optional[int] = ..., chunks_with_vectors: _Optional[int] = ...) -> None: ...
+
+class ReindexRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ReindexResponse(_message.Message):
+    __slots__ = ("documents",)
+    DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    documents: int
+    def __init__(self, documents: _Optional[int] = ...) -> None: ...
