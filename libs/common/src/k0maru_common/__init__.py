@@ -1,0 +1,73 @@
+"""Pieces every k0maru service shares: settings, errors, gRPC serving, events, vault paths."""
+
+from ._errors import (
+    DependencyFailed,
+    InvalidInput,
+    JournalTruncated,
+    K0Error,
+    NotFound,
+    NotReady,
+    OutsideVault,
+    TooLarge,
+    error_from_rpc,
+)
+from ._events import TOPIC, ChangePublisher, ChangeSubscriber
+from ._streams import (
+    DEAD_STREAM,
+    EMBED_GROUP,
+    JOBS_STREAM,
+    RESULTS_GROUP,
+    RESULTS_STREAM,
+    TOKEN_LEDGER,
+    cache_key,
+    vector_from_bytes,
+    vector_to_bytes,
+)
+from ._logging import configure_logging
+from ._process import die_with_parent
+from ._server import (
+    CHANNEL_OPTIONS,
+    ErrorMappingInterceptor,
+    GrpcService,
+    health_state,
+    wait_until_serving,
+)
+from ._settings import K0Settings, default_data_root
+from ._vault import confine, default_data_dir, relative_posix, vault_id
+
+__all__ = [
+    "DEAD_STREAM",
+    "EMBED_GROUP",
+    "JOBS_STREAM",
+    "RESULTS_GROUP",
+    "RESULTS_STREAM",
+    "TOKEN_LEDGER",
+    "cache_key",
+    "vector_from_bytes",
+    "vector_to_bytes",
+    "CHANNEL_OPTIONS",
+    "TOPIC",
+    "ChangePublisher",
+    "ChangeSubscriber",
+    "DependencyFailed",
+    "ErrorMappingInterceptor",
+    "GrpcService",
+    "InvalidInput",
+    "JournalTruncated",
+    "K0Error",
+    "K0Settings",
+    "NotFound",
+    "NotReady",
+    "OutsideVault",
+    "TooLarge",
+    "configure_logging",
+    "confine",
+    "default_data_dir",
+    "default_data_root",
+    "die_with_parent",
+    "error_from_rpc",
+    "health_state",
+    "relative_posix",
+    "vault_id",
+    "wait_until_serving",
+]

@@ -1,0 +1,68 @@
+"""The k0maru exception tree, mapped to gRPC status codes in exactly one place.
+
+    K0Error                      base; never raised directly
+    ├── InvalidInput             the caller sent something unusable     → INVALID_ARGUMENT
+    │   └── OutsideVault         a path that escapes the vault          → INVALID_ARGUMENT
+    ├── NotFound                 a named thing does not exist           → NOT_FOUND
+    ├── TooLarge                 a request or file over a limit         → RESOURCE_EXHAUSTED
+    ├── JournalTruncated         since_seq older than the journal keeps → OUT_OF_RANGE
+    ├── NotReady                 the service is still starting          → UNAVAILABLE
+    └── DependencyFailed         another service or store failed        → UNAVAILABLE
+
+Servers raise these; `ErrorMappingInterceptor` turns them into statuses with the message
+intact. Anything else becomes INTERNAL with a generic message (and a logged traceback).
+"""
+
+from __future__ import annotations
+
+import grpc
+
+
+class K0Error(Exception):
+    """Base of every error k0maru reports to a caller."""
+
+    code: grpc.StatusCode = grpc.StatusCode.INTERNAL
+
+
+class InvalidInput(K0Error):
+    code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class OutsideVault(InvalidInput):
+    """A path that resolves outside the vault (.., absolute paths, escaping symlinks)."""
+
+
+class NotFound(K0Error):
+    code = grpc.StatusCode.NOT_FOUND
+
+
+class TooLarge(K0Error):
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+class JournalTruncated(K0Error):
+    code = grpc.StatusCode.OUT_OF_RANGE
+
+
+class NotReady(K0Error):
+    code = grpc.StatusCode.UNAVAILABLE
+
+
+class DependencyFailed(K0Error):
+    code = grpc.StatusCode.UNAVAILABLE
+
+
+_CODE_TO_ERROR: dict[grpc.StatusCode, type[K0Error]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidInput,
+    grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: TooLarge,
+    grpc.StatusCode.OUT_OF_RANGE: JournalTruncated,
+    grpc.StatusCode.UNAVAILABLE: DependencyFailed,
+}
+
+
+def error_from_rpc(exc: grpc.RpcError) -> K0Error:
+    """Turn a failed client call back into the matching K0Error (clients' side of the map)."""
+    code = exc.code() if isinstance(exc, grpc.Call) else grpc.StatusCode.UNKNOWN
+    details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
+    return _CODE_TO_ERROR.get(code, DependencyFailed)(details or str(code))

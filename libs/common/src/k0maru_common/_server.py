@@ -1,0 +1,155 @@
+"""gRPC server helper: stock health service, one error mapping, graceful SIGTERM shutdown.
+
+Lifecycle: `GrpcService(...)` binds the port with health NOT_SERVING; the service registers
+its servicers, opens its resources and calls `set_serving(True)` only when it can do its job;
+`wait_for_termination()` blocks until SIGTERM/SIGINT, then health goes NOT_SERVING, the
+server stops with a grace period, and the caller closes its resources.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from ._errors import K0Error
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+]
+
+log = logging.getLogger(__name__)
+
+
+class ErrorMappingInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
+    """Maps K0Error to its status code; anything else to INTERNAL with a logged traceback."""
+
+    def __init__(self, service: str) -> None:
+        self._service = service
+
+    def _abort(self, exc: Exception, context: grpc.ServicerContext, method: str) -> None:
+        if isinstance(exc, K0Error):
+            context.abort(exc.code, str(exc))
+        log.exception("%s %s failed", self._service, method)
+        context.abort(grpc.StatusCode.INTERNAL, f"internal error in {self._service} {method}")
+
+    def intercept_service(self, continuation: Callable[..., Any], details: Any) -> Any:
+        handler = continuation(details)
+        if handler is None:
+            return None
+        method = details.method
+        if handler.unary_unary:
+            inner_uu = handler.unary_unary
+
+            def unary_unary(request: Any, context: grpc.ServicerContext) -> Any:
+                try:
+                    return inner_uu(request, context)
+                except Exception as exc:  # mapped once, here
+                    self._abort(exc, context, method)
+
+            return grpc.unary_unary_rpc_method_handler(
+                unary_unary, handler.request_deserializer, handler.response_serializer
+            )
+        if handler.unary_stream:
+            inner_us = handler.unary_stream
+
+            def unary_stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+                try:
+                    yield from inner_us(request, context)
+                except Exception as exc:
+                    self._abort(exc, context, method)
+
+            return grpc.unary_stream_rpc_method_handler(
+                unary_stream, handler.request_deserializer, handler.response_serializer
+            )
+        return handler
+
+
+class GrpcService:
+    """One service's gRPC server with the stock health service under its own name."""
+
+    def __init__(self, name: str, address: str, max_workers: int = 16) -> None:
+        self.name = name
+        self.server = grpc.server(
+            ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=name),
+            interceptors=[ErrorMappingInterceptor(name)],
+            options=CHANNEL_OPTIONS,
+        )
+        self._health = health.HealthServicer(experimental_non_blocking=True)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, self.server)
+        self.set_serving(False)
+        self.port = self.server.add_insecure_port(address)
+        if self.port == 0:
+            raise OSError(f"{name}: cannot bind gRPC address {address}")
+        host = address.rsplit(":", 1)[0]
+        self.address = f"{host}:{self.port}"
+        self._stop = threading.Event()
+
+    def set_serving(self, serving: bool) -> None:
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if serving
+            else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        for service in ("", self.name):
+            self._health.set(service, status)
+
+    def start(self) -> None:
+        self.server.start()
+        log.info("%s listening on %s", self.name, self.address)
+
+    def install_signal_handlers(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda _s, _f: self._stop.set())
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def wait_for_termination(self, grace_s: float = 3.0) -> None:
+        """Block until a stop is requested, then go NOT_SERVING and stop gracefully."""
+        self._stop.wait()
+        self.set_serving(False)
+        self.server.stop(grace_s).wait()
+        log.info("%s stopped", self.name)
+
+
+def wait_until_serving(address: str, service: str, timeout_s: float) -> bool:
+    """Poll a server's health endpoint until it reports SERVING (True) or time runs out."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            try:
+                reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=1.0)
+                if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                    return True
+            except grpc.RpcError:
+                pass
+            time.sleep(0.05)
+    return False
+
+
+def health_state(address: str, service: str, timeout_s: float = 1.0) -> str:
+    """SERVING, NOT_SERVING, UNKNOWN, or UNREACHABLE."""
+    with grpc.insecure_channel(address) as channel:
+        try:
+            reply = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=service), timeout=timeout_s
+            )
+        except grpc.RpcError:
+            return "UNREACHABLE"
+    return str(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))

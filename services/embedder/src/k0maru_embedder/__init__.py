@@ -1,0 +1,1 @@
+"""k0maru embedder: ONNX sentence embeddings for queries (gRPC) and chunks (Redis stream jobs)."""

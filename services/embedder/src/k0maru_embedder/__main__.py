@@ -1,0 +1,16 @@
+"""`python -m k0maru_embedder`: run one embedder worker."""
+
+from k0maru_common import configure_logging
+
+from .config import EmbedderSettings
+from .server import run
+
+
+def main() -> None:
+    settings = EmbedderSettings()
+    configure_logging("embedder", settings.log_level)
+    run(settings)
+
+
+if __name__ == "__main__":
+    main()

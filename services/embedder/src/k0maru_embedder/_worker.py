@@ -1,0 +1,174 @@
+"""StreamWorker: embedding jobs from a Redis consumer group, with a shared cache.
+
+At-least-once: a result is written to the results stream in the same MULTI/EXEC as the
+job's XACK, so a worker killed at any point either delivered a result or leaves the job
+pending, to be reclaimed by another worker (XAUTOCLAIM) after `claim_idle_ms`. A job
+delivered `max_attempts` times, or one that fails alone, goes to the dead-letter stream
+with its reason; the worker carries on.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections import deque
+
+import redis
+import xxhash
+
+from k0maru_common import (
+    DEAD_STREAM,
+    EMBED_GROUP,
+    JOBS_STREAM,
+    RESULTS_STREAM,
+    K0Error,
+    cache_key,
+    vector_to_bytes,
+)
+
+from ._model import OnnxEmbedder, normalise_text
+
+log = logging.getLogger(__name__)
+Message = tuple[bytes, dict[bytes, bytes]]
+
+
+class ThroughputMeter:
+    """Texts embedded in total and per second over the last minute."""
+
+    def __init__(self) -> None:
+        self.processed = 0
+        self._recent: deque[tuple[float, int]] = deque()
+        self._lock = threading.Lock()
+
+    def add(self, n: int) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self.processed += n
+            self._recent.append((now, n))
+            while self._recent and now - self._recent[0][0] > 60:
+                self._recent.popleft()
+
+    def per_second(self) -> float:
+        now = time.monotonic()
+        with self._lock:
+            recent = [(t, n) for t, n in self._recent if now - t <= 60]
+        if not recent:
+            return 0.0
+        span = max(now - recent[0][0], 1.0)
+        return sum(n for _, n in recent) / span
+
+
+class StreamWorker:
+    def __init__(self, client: redis.Redis, embedder: OnnxEmbedder, meter: ThroughputMeter,
+                 batch_size: int, claim_idle_ms: int, max_attempts: int) -> None:
+        self._redis = client
+        self._embedder = embedder
+        self._meter = meter
+        self._batch = batch_size
+        self._claim_idle_ms = claim_idle_ms
+        self._max_attempts = max_attempts
+        self.consumer = f"embedder-{os.getpid()}"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="stream-worker", daemon=True)
+
+    def ensure_group(self) -> None:
+        try:
+            self._redis.xgroup_create(JOBS_STREAM, EMBED_GROUP, id="0", mkstream=True)
+        except redis.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    def start(self) -> None:
+        self.ensure_group()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        last_claim = 0.0
+        while not self._stop.is_set():
+            try:
+                if time.monotonic() - last_claim > self._claim_idle_ms / 2000:
+                    last_claim = time.monotonic()
+                    self._reclaim()
+                reply = self._redis.xreadgroup(EMBED_GROUP, self.consumer, {JOBS_STREAM: ">"}, count=self._batch, block=500)
+                for _stream, messages in reply or []:
+                    self.process(messages)
+            except redis.ConnectionError:
+                log.warning("Redis unavailable; retrying")
+                self._stop.wait(1.0)
+            except redis.ResponseError as exc:
+                if "NOGROUP" in str(exc):
+                    self.ensure_group()
+                else:
+                    raise
+
+    def _reclaim(self) -> None:
+        _next, messages, _deleted = self._redis.xautoclaim(
+            JOBS_STREAM, EMBED_GROUP, self.consumer, min_idle_time=self._claim_idle_ms, count=self._batch
+        )
+        if not messages:
+            return
+        live: list[Message] = []
+        for msg_id, fields in messages:
+            pending = self._redis.xpending_range(JOBS_STREAM, EMBED_GROUP, min=msg_id, max=msg_id, count=1)
+            if pending and pending[0]["times_delivered"] > self._max_attempts:
+                self._dead_letter(msg_id, fields, f"delivered {pending[0]['times_delivered']} times without a result")
+            else:
+                live.append((msg_id, fields))
+        if live:
+            log.info("reclaimed %d jobs from dead or stuck workers", len(live))
+            self.process(live)
+
+    def process(self, messages: list[Message]) -> None:
+        """Answer a batch of jobs: cached vectors first, then one ONNX run for the rest."""
+        model_id = self._embedder.preset.model_id
+        jobs = [(msg_id, fields) for msg_id, fields in messages if fields]
+        texts = [normalise_text(fields.get(b"text", b"").decode("utf-8", "replace")) for _, fields in jobs]
+        keys = [cache_key(model_id, xxhash.xxh3_64_hexdigest(t.encode())) for t in texts]
+        cached = self._redis.mget(keys) if keys else []
+        vectors: dict[int, bytes] = {i: v for i, v in enumerate(cached) if v}
+        todo = [i for i in range(len(jobs)) if i not in vectors]
+        failures: dict[int, str] = {}
+        if todo:
+            try:
+                computed = self._embedder.embed([texts[i] for i in todo])
+                for i, row in zip(todo, computed, strict=True):
+                    vectors[i] = vector_to_bytes(row)
+            except K0Error:
+                for i in todo:  # one bad text must not fail its neighbours
+                    try:
+                        vectors[i] = vector_to_bytes(self._embedder.embed([texts[i]])[0])
+                    except K0Error as exc:
+                        failures[i] = str(exc)
+            self._meter.add(len(todo) - len(failures))
+        pipe = self._redis.pipeline(transaction=True)
+        for i, (msg_id, fields) in enumerate(jobs):
+            if i in failures:
+                pipe.xadd(DEAD_STREAM, {**_meta(fields), b"reason": failures[i].encode()})
+            else:
+                pipe.xadd(RESULTS_STREAM, {**_meta(fields), b"model": model_id.encode(), b"vector": vectors[i]})
+                if i in todo:
+                    pipe.set(keys[i], vectors[i])
+            pipe.xack(JOBS_STREAM, EMBED_GROUP, msg_id)
+            pipe.xdel(JOBS_STREAM, msg_id)
+        for msg_id, fields in messages:
+            if not fields:  # deleted while pending
+                pipe.xack(JOBS_STREAM, EMBED_GROUP, msg_id)
+        pipe.execute()
+
+    def _dead_letter(self, msg_id: bytes, fields: dict[bytes, bytes], reason: str) -> None:
+        log.warning("job %s to dead letter: %s", fields.get(b"id", b"?").decode(errors="replace"), reason)
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.xadd(DEAD_STREAM, {**_meta(fields), b"reason": reason.encode()})
+        pipe.xack(JOBS_STREAM, EMBED_GROUP, msg_id)
+        pipe.xdel(JOBS_STREAM, msg_id)
+        pipe.execute()
+
+
+def _meta(fields: dict[bytes, bytes]) -> dict[bytes, bytes]:
+    return {b"id": fields.get(b"id", b""), b"hash": fields.get(b"hash", b"")}

@@ -1,0 +1,21 @@
+"""Embedder settings (K0_ environment variables)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from k0maru_common import K0Settings
+
+
+class EmbedderSettings(K0Settings):
+    model: str = Field("minilm-l6-int8", description="model preset name, or 'custom'")
+    model_path: Path | None = Field(None, description="ONNX file for the custom preset")
+    tokenizer_path: Path | None = Field(None, description="tokenizer.json for the custom preset")
+    dimension: int = Field(0, description="vector size for the custom preset")
+    threads: int = Field(1, description="onnxruntime intra-op threads")
+    batch_size: int = Field(32, description="texts per ONNX run and per stream read")
+    redis_url: str = Field("redis://127.0.0.1:6379/0", description="Redis/Valkey for jobs and the cache")
+    claim_idle_ms: int = Field(15_000, description="reclaim jobs pending longer than this")
+    max_attempts: int = Field(3, description="deliveries before a job goes to dead letter")

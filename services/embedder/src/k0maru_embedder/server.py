@@ -1,0 +1,75 @@
+"""Embedder gRPC service: Embed (query vectors, low latency) and Info; runs a StreamWorker."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+
+import grpc
+import redis
+
+from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
+from k0maru_common import GrpcService, InvalidInput, K0Error, TooLarge
+
+from ._model import OnnxEmbedder
+from ._presets import resolve_preset
+from ._worker import StreamWorker, ThroughputMeter
+from .config import EmbedderSettings
+
+log = logging.getLogger(__name__)
+MAX_TEXTS = 256
+MAX_TEXT_CHARS = 100_000
+
+
+class EmbedderServicer(embedder_pb2_grpc.EmbedderServicer):  # type: ignore[misc]
+    def __init__(self, embedder: OnnxEmbedder, meter: ThroughputMeter) -> None:
+        self._embedder = embedder
+        self._meter = meter
+
+    def Embed(self, request: embedder_pb2.EmbedRequest, context: grpc.ServicerContext) -> embedder_pb2.EmbedResponse:
+        if not request.texts:
+            raise InvalidInput("no texts to embed")
+        if len(request.texts) > MAX_TEXTS:
+            raise TooLarge(f"at most {MAX_TEXTS} texts per call")
+        for i, text in enumerate(request.texts):
+            if len(text) > MAX_TEXT_CHARS:
+                raise TooLarge(f"text {i} has {len(text)} characters; the limit is {MAX_TEXT_CHARS}")
+            if not text.strip():
+                raise InvalidInput(f"text {i} is empty")
+        vectors = self._embedder.embed(list(request.texts), is_query=request.is_query)
+        self._meter.add(len(request.texts))
+        preset = self._embedder.preset
+        return embedder_pb2.EmbedResponse(
+            vectors=[embedder_pb2.Vector(values=row.tolist()) for row in vectors],
+            model=preset.model_id, dimension=preset.dimension,
+        )
+
+    def Info(self, request: embedder_pb2.EmbedderInfoRequest, context: grpc.ServicerContext) -> embedder_pb2.EmbedderInfo:
+        preset = self._embedder.preset
+        return embedder_pb2.EmbedderInfo(
+            model=preset.model_id, dimension=preset.dimension, max_tokens=preset.max_tokens, pid=os.getpid(),
+            processed=self._meter.processed, chunks_per_s=self._meter.per_second(), state="SERVING",
+        )
+
+
+def run(settings: EmbedderSettings) -> None:
+    service = GrpcService("k0maru.v1.Embedder", settings.grpc_addr)
+    service.install_signal_handlers()
+    service.start()  # health answers NOT_SERVING while the model loads
+    try:
+        preset = resolve_preset(settings.model, settings.model_path, settings.tokenizer_path, settings.dimension)
+        embedder = OnnxEmbedder(preset, threads=settings.threads, batch_size=settings.batch_size)
+    except K0Error as exc:
+        log.error("cannot start: %s", exc)
+        raise SystemExit(f"embedder: {exc}") from exc
+    meter = ThroughputMeter()
+    client = redis.Redis.from_url(settings.redis_url)
+    worker = StreamWorker(client, embedder, meter, settings.batch_size, settings.claim_idle_ms, settings.max_attempts)
+    embedder_pb2_grpc.add_EmbedderServicer_to_server(EmbedderServicer(embedder, meter), service.server)
+    worker.start()
+    service.set_serving(True)
+    with contextlib.suppress(KeyboardInterrupt):
+        service.wait_for_termination()
+    worker.stop()
+    client.close()

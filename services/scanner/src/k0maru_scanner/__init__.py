@@ -1,0 +1,1 @@
+"""k0maru scanner: reads the vault, owns the manifest and the change journal."""

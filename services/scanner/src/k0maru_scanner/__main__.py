@@ -1,0 +1,16 @@
+"""`python -m k0maru_scanner`: run the scanner service."""
+
+from k0maru_common import configure_logging
+
+from .config import ScannerSettings
+from .server import run
+
+
+def main() -> None:
+    settings = ScannerSettings()  # type: ignore[call-arg]
+    configure_logging("scanner", settings.log_level)
+    run(settings)
+
+
+if __name__ == "__main__":
+    main()

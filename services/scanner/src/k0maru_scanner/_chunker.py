@@ -1,0 +1,102 @@
+"""Heading sections → chunks the embedder can take whole.
+
+Token counts are estimated cheaply (words, digits runs and each other non-space character
+count one; long words count one per 8 letters) and kept under a budget below the model's
+256-token window, so a chunk is never truncated by the embedder. Long sections are cut at
+sentence ends (`.!?。？！` and newlines) with a one-sentence overlap.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+
+import xxhash
+
+DEFAULT_BUDGET = 200
+_TOKEN = re.compile(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]")
+_SENTENCE = re.compile(r"(?<=[。？！.!?\n])")
+
+
+@dataclass
+class Section:
+    heading_path: list[str]
+    start_line: int
+    lines: list[str]
+
+
+@dataclass(frozen=True)
+class ChunkSpec:
+    index: int
+    text: str
+    heading_path: tuple[str, ...]
+    start_line: int
+    end_line: int
+
+    @property
+    def hash(self) -> str:
+        return xxhash.xxh3_64_hexdigest(self.text.encode())
+
+
+def estimate_tokens(text: str) -> int:
+    return sum(1 + len(t) // 8 for t in _TOKEN.findall(text))
+
+
+def chunk_sections(sections: list[Section], budget: int = DEFAULT_BUDGET) -> list[ChunkSpec]:
+    chunks: list[ChunkSpec] = []
+    for section in sections:
+        text = "\n".join(section.lines)
+        if not text.strip():
+            continue
+        line_starts = [0]
+        for line in section.lines[:-1]:
+            line_starts.append(line_starts[-1] + len(line) + 1)
+        for start, end in _pieces(text, budget):
+            piece = text[start:end].strip()
+            if not piece:
+                continue
+            first = section.start_line + bisect_right(line_starts, start) - 1
+            last = section.start_line + bisect_right(line_starts, max(start, end - 1)) - 1
+            chunks.append(ChunkSpec(len(chunks), piece, tuple(section.heading_path), first, last))
+    return chunks
+
+
+def _pieces(text: str, budget: int) -> list[tuple[int, int]]:
+    """Character ranges of `text`, each within the token budget."""
+    if estimate_tokens(text) <= budget:
+        return [(0, len(text))]
+    spans: list[tuple[int, int, int]] = []  # start, end, tokens
+    pos = 0
+    for sentence in _SENTENCE.split(text):
+        if not sentence:
+            continue
+        spans.extend(_hard_split(pos, sentence, budget))
+        pos += len(sentence)
+    pieces: list[tuple[int, int]] = []
+    i = 0
+    while i < len(spans):
+        start, tokens, j = spans[i][0], 0, i
+        while j < len(spans) and (j == i or tokens + spans[j][2] <= budget):
+            tokens += spans[j][2]
+            j += 1
+        pieces.append((start, spans[j - 1][1]))
+        if j >= len(spans):
+            break
+        # one sentence of overlap when it fits comfortably
+        i = j - 1 if j - 1 > i and spans[j - 1][2] <= budget // 4 else j
+    return pieces
+
+
+def _hard_split(offset: int, sentence: str, budget: int) -> list[tuple[int, int, int]]:
+    tokens = estimate_tokens(sentence)
+    if tokens <= budget:
+        return [(offset, offset + len(sentence), tokens)]
+    out: list[tuple[int, int, int]] = []
+    matches = list(_TOKEN.finditer(sentence))
+    for k in range(0, len(matches), budget // 2):
+        group = matches[k : k + budget // 2]
+        start = group[0].start()
+        end = matches[k + budget // 2].start() if k + budget // 2 < len(matches) else len(sentence)
+        out.append((offset + start, offset + end, sum(1 + len(m.group(0)) // 8 for m in group)))
+    return out

@@ -1,0 +1,136 @@
+"""The manifest (path → size, mtime_ns, xxh3, parsed-at) and the change journal, in SQLite.
+
+The scanner is their only writer. The manifest is mirrored in memory so a no-change rescan
+never touches the database; every batch of changes is written in one transaction, journal
+rows included, so `seq` and the manifest never disagree after a crash.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    parsed_at_ms INTEGER NOT NULL,
+    skipped_reason TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS journal (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind INTEGER NOT NULL,
+    path TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    old_path TEXT NOT NULL DEFAULT '',
+    at_ms INTEGER NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    path: str
+    size: int
+    mtime_ns: int
+    hash: str
+    parsed_at_ms: int
+    skipped_reason: str = ""
+
+    @property
+    def indexed(self) -> bool:
+        return not self.skipped_reason
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    seq: int
+    kind: int
+    path: str
+    hash: str
+    old_path: str
+    at_ms: int
+
+
+@dataclass
+class Batch:
+    """What one scan decided; applied atomically by `Manifest.commit`."""
+
+    upserts: list[FileRecord]
+    removals: list[str]
+    events: list[tuple[int, str, str, str]]  # kind, path, hash, old_path
+
+
+class Manifest:
+    def __init__(self, path: Path, journal_keep: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._path = path
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._lock = threading.Lock()
+        self._keep = journal_keep
+        self.files: dict[str, FileRecord] = {
+            row[0]: FileRecord(*row) for row in self._db.execute("SELECT path, size, mtime_ns, hash, parsed_at_ms, skipped_reason FROM files")
+        }
+
+    def commit(self, batch: Batch, now_ms: int) -> list[JournalEntry]:
+        """Write a batch in one transaction; return the journal entries it created."""
+        entries: list[JournalEntry] = []
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
+                    [(r.path, r.size, r.mtime_ns, r.hash, r.parsed_at_ms, r.skipped_reason) for r in batch.upserts],
+                )
+                self._db.executemany("DELETE FROM files WHERE path = ?", [(p,) for p in batch.removals])
+                for kind, path, hash_, old in batch.events:
+                    cur = self._db.execute(
+                        "INSERT INTO journal (kind, path, hash, old_path, at_ms) VALUES (?, ?, ?, ?, ?)",
+                        (kind, path, hash_, old, now_ms),
+                    )
+                    entries.append(JournalEntry(int(cur.lastrowid or 0), kind, path, hash_, old, now_ms))
+                if entries:
+                    self._db.execute("DELETE FROM journal WHERE seq <= ?", (entries[-1].seq - self._keep,))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        for record in batch.upserts:
+            self.files[record.path] = record
+        for path in batch.removals:
+            self.files.pop(path, None)
+        return entries
+
+    def last_seq(self) -> int:
+        with self._lock:
+            row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'journal'").fetchone()
+        return int(row[0]) if row else 0
+
+    def oldest_seq(self) -> int:
+        with self._lock:
+            row = self._db.execute("SELECT MIN(seq) FROM journal").fetchone()
+        return int(row[0]) if row and row[0] is not None else self.last_seq() + 1
+
+    def changes(self, since_seq: int, limit: int = 0) -> Iterator[JournalEntry]:
+        sql = "SELECT seq, kind, path, hash, old_path, at_ms FROM journal WHERE seq > ? ORDER BY seq"
+        params: tuple[int, ...] = (since_seq,)
+        if limit:
+            sql += " LIMIT ?"
+            params = (since_seq, limit)
+        reader = sqlite3.connect(self._path)  # its own snapshot, apart from the writer
+        try:
+            for row in reader.execute(sql, params):
+                yield JournalEntry(*row)
+        finally:
+            reader.close()
+
+    def close(self) -> None:
+        self._db.close()

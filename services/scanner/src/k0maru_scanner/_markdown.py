@@ -1,0 +1,209 @@
+"""Markdown notes → Document: frontmatter, title, tags, links and chunks.
+
+Rules follow Obsidian where it has them: tags are not read from code spans, fences or
+headings' leading hashes; `#a/b` nests; any Unicode letter may appear in a tag; wikilinks
+`[[T]]`, `[[T|alias]]`, `[[T#heading]]`, `[[T#^block]]` (and `[[T^block]]`), embeds
+`![[T]]`, and Markdown links to `.md` files. VCP's `Tag:` lines are read too, but anchored
+at the start of a line (VCP's unanchored regex also matches "HashTag:").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import unquote
+
+import yaml
+
+from ._chunker import Section, chunk_sections
+
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
+_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
+_MD_LINK_DEST = re.compile(r"\]\([^)]*\)")
+_INLINE_TAG = re.compile(r"(?<![\w/\\=&?#\-.])#([\w\-/]+)")
+_TAG_LINE = re.compile(r"^\s*tag[:：][ \t]*(.+)$", re.IGNORECASE)
+_TAG_LINE_SPLIT = re.compile(r"[,，、;；|｜]")
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+_MD_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(<?([^)<>\s]+?\.(?:md|markdown))(#[^)\s>]*)?>?(?:\s+\"[^\"]*\")?\)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ParsedLink:
+    target: str
+    alias: str = ""
+    heading: str = ""
+    block: str = ""
+    embed: bool = False
+    markdown: bool = False
+    line: int = 0
+
+
+@dataclass
+class ParsedNote:
+    path: str
+    title: str
+    diary: str
+    frontmatter: dict[str, Any]
+    tags: list[str]
+    aliases: list[str]
+    links: list[ParsedLink]
+    sections: list[Section]
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def frontmatter_json(self) -> str:
+        return json.dumps(self.frontmatter, ensure_ascii=False, default=_json_default, sort_keys=True)
+
+
+def _json_default(value: object) -> str:
+    if isinstance(value, date | datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def diary_of(path: str) -> str:
+    parts = PurePosixPath(path).parts
+    return parts[0] if len(parts) >= 2 else "Root"
+
+
+def split_frontmatter(text: str) -> tuple[str | None, str, int]:
+    """(yaml text or None, body, number of lines the frontmatter block takes)."""
+    if not (text.startswith("---\n") or text.startswith("---\r\n")):
+        return None, text, 0
+    lines = text.splitlines(keepends=True)
+    for i in range(1, len(lines)):
+        if lines[i].rstrip("\r\n") in ("---", "..."):
+            return "".join(lines[1:i]), "".join(lines[i + 1 :]), i + 1
+    return None, text, 0
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v for v in re.split(r"[,\s]+", value) if v]
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value if v is not None and str(v).strip()]
+    return [str(value)]
+
+
+def _clean_tag(tag: str) -> str:
+    return tag.strip().lstrip("#").strip().rstrip("/")
+
+
+def parse_note(path: str, text: str) -> ParsedNote:
+    """Parse one note. Never raises on content: problems are recorded instead."""
+    problems: list[str] = []
+    text = text.removeprefix("\ufeff")
+    fm_text, body, fm_lines = split_frontmatter(text)
+    frontmatter: dict[str, Any] = {}
+    if fm_text is not None:
+        try:
+            loaded = yaml.safe_load(fm_text)
+        except yaml.YAMLError as exc:
+            problems.append(f"frontmatter is not valid YAML: {str(exc).splitlines()[0]}")
+        else:
+            if isinstance(loaded, dict):
+                frontmatter = {str(k): v for k, v in loaded.items()}
+            elif loaded is not None:
+                problems.append("frontmatter is not a mapping")
+
+    tags: list[str] = []
+    for raw in _as_list(frontmatter.get("tags", frontmatter.get("tag"))):
+        tags.append(_clean_tag(raw))
+    aliases = [a.strip() for a in _as_list_keep_spaces(frontmatter.get("aliases", frontmatter.get("alias")))]
+
+    links: list[ParsedLink] = []
+    sections: list[Section] = []
+    heading_stack: list[tuple[int, str]] = []
+    first_h1 = ""
+    in_fence: str | None = None
+    current = Section(heading_path=[], start_line=fm_lines + 1, lines=[])
+    for offset, raw_line in enumerate(body.splitlines()):
+        line_no = fm_lines + offset + 1
+        fence = _FENCE.match(raw_line)
+        if in_fence is not None:
+            current.lines.append(raw_line)
+            if fence and fence.group(1)[0] == in_fence[0] and len(fence.group(1)) >= len(in_fence):
+                in_fence = None
+            continue
+        if fence:
+            in_fence = fence.group(1)
+            current.lines.append(raw_line)
+            continue
+        heading = _HEADING.match(raw_line)
+        if heading:
+            level, heading_text = len(heading.group(1)), heading.group(2).strip()
+            if level == 1 and not first_h1:
+                first_h1 = heading_text
+            if current.lines:
+                sections.append(current)
+            while heading_stack and heading_stack[-1][0] >= level:
+                heading_stack.pop()
+            heading_stack.append((level, heading_text))
+            current = Section(heading_path=[h for _, h in heading_stack], start_line=line_no, lines=[raw_line])
+        else:
+            current.lines.append(raw_line)
+        code_free = _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), raw_line)
+        links.extend(_links_in(code_free, line_no))
+        tag_line = _TAG_LINE.match(code_free)
+        if tag_line:
+            tags.extend(t.strip().rstrip("。.").strip() for t in _TAG_LINE_SPLIT.split(tag_line.group(1)))
+        for match in _INLINE_TAG.finditer(_MD_LINK_DEST.sub(lambda m: " " * len(m.group(0)), code_free)):
+            tag = match.group(1).rstrip("/")
+            if tag and not tag.startswith("/") and not tag.isdigit():
+                tags.append(tag)
+    if current.lines:
+        sections.append(current)
+
+    title = str(frontmatter.get("title") or "").strip() or first_h1 or PurePosixPath(path).stem
+    return ParsedNote(
+        path=path,
+        title=title,
+        diary=diary_of(path),
+        frontmatter=frontmatter,
+        tags=list(dict.fromkeys(t for t in tags if t)),
+        aliases=[a for a in aliases if a],
+        links=links,
+        sections=sections,
+        problems=problems,
+    )
+
+
+def _as_list_keep_spaces(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return _as_list(value)
+
+
+def _links_in(line: str, line_no: int) -> list[ParsedLink]:
+    found: list[ParsedLink] = []
+    for match in _WIKILINK.finditer(line):
+        inner = match.group(2).replace("\\|", "|")
+        target, _, alias = inner.partition("|")
+        target, _, heading = target.partition("#")
+        block = ""
+        if heading.startswith("^"):
+            block, heading = heading[1:], ""
+        elif "^" in target:
+            target, _, block = target.partition("^")
+        target = target.strip().removesuffix(".md")
+        if target or heading or block:
+            found.append(ParsedLink(target, alias.strip(), heading.strip(), block.strip(), match.group(1) == "!", False, line_no))
+    for match in _MD_LINK.finditer(line):
+        dest = unquote(match.group(3))
+        if "://" in dest:
+            continue
+        heading = unquote(match.group(4) or "").lstrip("#")
+        found.append(ParsedLink(re.sub(r"\.(md|markdown)$", "", dest, flags=re.I), match.group(2).strip(), heading, "", match.group(1) == "!", True, line_no))
+    return found
+
+
+__all__ = ["ParsedLink", "ParsedNote", "chunk_sections", "diary_of", "parse_note", "split_frontmatter"]

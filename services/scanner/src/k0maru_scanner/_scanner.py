@@ -1,0 +1,210 @@
+"""IncrementalScanner: the three-level decision per file, rename detection, one transaction.
+
+Per file: unknown path → added; same size and mtime_ns → unchanged, with no read at all;
+otherwise read and xxh3-64 it: same hash → only the manifest's mtime moves (no event), else
+modified. Paths gone from disk → deleted, unless an added path has the same hash, in which
+case the pair is one rename. Files that cannot be indexed (too large, binary, invalid UTF-8,
+unreadable, vanished) are recorded with the reason and never stop a scan.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import xxhash
+
+from k0maru.v1 import common_pb2
+
+from ._manifest import Batch, FileRecord, JournalEntry, Manifest
+
+log = logging.getLogger(__name__)
+
+EXTENSIONS = (".md", ".markdown", ".txt")
+ADDED, MODIFIED, DELETED, RENAMED = (
+    common_pb2.CHANGE_KIND_ADDED,
+    common_pb2.CHANGE_KIND_MODIFIED,
+    common_pb2.CHANGE_KIND_DELETED,
+    common_pb2.CHANGE_KIND_RENAMED,
+)
+
+
+@dataclass(frozen=True)
+class IgnoreRules:
+    folders: frozenset[str] = frozenset({"node_modules", "trash"})
+    prefixes: tuple[str, ...] = ()
+    suffixes: tuple[str, ...] = ()
+
+    def skip_dir(self, name: str) -> bool:
+        return name.startswith(".") or name in self.folders
+
+    def wants_file(self, name: str) -> bool:
+        if name.startswith(".") or not name.lower().endswith(EXTENSIONS):
+            return False
+        stem = name.rsplit(".", 1)[0]
+        if any(name.startswith(p) for p in self.prefixes):
+            return False
+        return not any(stem.endswith(s) or name.endswith(s) for s in self.suffixes)
+
+
+@dataclass
+class ScanResult:
+    added: int = 0
+    modified: int = 0
+    deleted: int = 0
+    renamed: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    ms: float = 0.0
+    entries: tuple[JournalEntry, ...] = ()
+
+
+class ContentError(Exception):
+    """A file that cannot be indexed; the message is the reason recorded in the manifest."""
+
+
+def read_note_text(path: Path, max_bytes: int) -> tuple[bytes, str]:
+    """Bytes and decoded text of a note, or ContentError with a reason."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise ContentError("vanished during the scan") from exc
+    except OSError as exc:
+        raise ContentError(f"unreadable: {exc.strerror or exc}") from exc
+    if len(data) > max_bytes:
+        raise ContentError(f"too large: {len(data)} bytes > {max_bytes}")
+    if b"\x00" in data:
+        raise ContentError("binary content (NUL bytes)")
+    try:
+        return data, data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ContentError(f"invalid UTF-8 at byte {exc.start}") from exc
+
+
+class IncrementalScanner:
+    def __init__(self, vault: Path, manifest: Manifest, rules: IgnoreRules, max_file_bytes: int,
+                 on_events: Callable[[list[JournalEntry]], None] | None = None) -> None:
+        self.vault = vault.resolve()
+        self.manifest = manifest
+        self.rules = rules
+        self.max_file_bytes = max_file_bytes
+        self._on_events = on_events
+        self._lock = threading.Lock()
+
+    def walk(self) -> dict[str, os.stat_result]:
+        """Every candidate note under the vault with its stat; symlinked folders are not followed."""
+        found: dict[str, os.stat_result] = {}
+        stack = [(str(self.vault), "")]
+        while stack:
+            folder, prefix = stack.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError as exc:
+                log.warning("cannot list %s: %s", folder, exc)
+                continue
+            for entry in entries:
+                rel = prefix + entry.name
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if not self.rules.skip_dir(entry.name):
+                            stack.append((entry.path, rel + "/"))
+                        continue
+                    if not self.rules.wants_file(entry.name):
+                        continue
+                    st = entry.stat(follow_symlinks=True)
+                except OSError:
+                    continue  # vanished or a dangling symlink
+                if stat.S_ISREG(st.st_mode):
+                    found[rel] = st
+        return found
+
+    def scan(self, force_full: bool = False) -> ScanResult:
+        with self._lock:
+            return self._scan(force_full)
+
+    def _scan(self, force_full: bool) -> ScanResult:
+        started = time.perf_counter()
+        now_ms = int(time.time() * 1000)
+        result = ScanResult()
+        known = self.manifest.files
+        on_disk = self.walk()
+        upserts: list[FileRecord] = []
+        added: dict[str, FileRecord] = {}
+        modified: list[FileRecord] = []
+        for rel, st in on_disk.items():
+            old = known.get(rel)
+            if old is not None and not force_full and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
+                if old.indexed:
+                    result.unchanged += 1
+                else:
+                    result.skipped += 1
+                continue
+            record = self._examine(rel, st, now_ms)
+            if not record.indexed:
+                result.skipped += 1
+                upserts.append(record)
+                if old is not None and old.indexed:
+                    modified.append(record)  # was indexed, now is not: delete below
+                continue
+            upserts.append(record)
+            if old is None or not old.indexed:
+                added[rel] = record
+            elif old.hash != record.hash or force_full:
+                modified.append(record)
+            else:
+                result.unchanged += 1  # touched: only the mtime moves
+        gone = [path for path in known if path not in on_disk]
+
+        events: list[tuple[int, str, str, str]] = []
+        by_hash: dict[str, list[str]] = {}
+        for rel, record in added.items():
+            by_hash.setdefault(record.hash, []).append(rel)
+        for path in sorted(gone):
+            old = known[path]
+            candidates = by_hash.get(old.hash) if old.indexed else None
+            if candidates:
+                new_path = candidates.pop(0)
+                del added[new_path]
+                events.append((RENAMED, new_path, old.hash, path))
+                result.renamed += 1
+            elif old.indexed:
+                events.append((DELETED, path, "", ""))
+                result.deleted += 1
+        for rel in sorted(added):
+            events.append((ADDED, rel, added[rel].hash, ""))
+            result.added += 1
+        for record in sorted(modified, key=lambda r: r.path):
+            if record.indexed:
+                events.append((MODIFIED, record.path, record.hash, ""))
+                result.modified += 1
+            else:
+                events.append((DELETED, record.path, "", ""))
+                result.deleted += 1
+
+        if upserts or gone:
+            entries = self.manifest.commit(Batch(upserts, gone, events), now_ms)
+            result.entries = tuple(entries)
+            if entries and self._on_events:
+                self._on_events(entries)
+        result.ms = (time.perf_counter() - started) * 1000
+        return result
+
+    def _examine(self, rel: str, st: os.stat_result, now_ms: int) -> FileRecord:
+        if st.st_size > self.max_file_bytes:
+            return FileRecord(rel, st.st_size, st.st_mtime_ns, "", now_ms, f"too large: {st.st_size} bytes > {self.max_file_bytes}")
+        try:
+            path = self.vault / rel
+            if path.is_symlink():
+                target = path.resolve()
+                if self.vault not in target.parents:
+                    raise ContentError("symlink points outside the vault")
+            data, _text = read_note_text(path, self.max_file_bytes)
+        except (ContentError, OSError, RuntimeError) as exc:
+            return FileRecord(rel, st.st_size, st.st_mtime_ns, "", now_ms, str(exc) or type(exc).__name__)
+        return FileRecord(rel, st.st_size, st.st_mtime_ns, xxhash.xxh3_64_hexdigest(data), now_ms)

@@ -1,0 +1,24 @@
+"""Scanner settings (K0_ environment variables)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from k0maru_common import K0Settings
+
+
+class ScannerSettings(K0Settings):
+    vault: Path = Field(description="the vault folder to read")
+    data_dir: Path = Field(description="where the scanner keeps its manifest")
+    events_addr: str = Field("tcp://127.0.0.1:5561", description="ZeroMQ PUB bind address")
+    max_file_bytes: int = Field(2 * 1024 * 1024, description="larger files are skipped")
+    ignore_folders: list[str] = Field(default_factory=lambda: ["node_modules", "trash"])
+    ignore_prefixes: list[str] = Field(default_factory=list)
+    ignore_suffixes: list[str] = Field(default_factory=list)
+    watch: bool = Field(True, description="watch the vault for changes")
+    window_s: float = Field(1.0, description="fixed collection window for file events")
+    window_max_files: int = Field(50, description="flush the window early at this many files")
+    rescan_interval_s: float = Field(30.0, description="periodic safety rescan")
+    journal_keep: int = Field(500_000, description="journal entries kept for catch-up")

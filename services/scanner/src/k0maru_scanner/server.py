@@ -1,0 +1,168 @@
+"""Scanner gRPC service: Scan, Changes, GetDocuments, ListDocuments, Status."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import grpc
+import xxhash
+import zmq
+
+from k0maru.v1 import common_pb2, scanner_pb2, scanner_pb2_grpc
+from k0maru_common import ChangePublisher, GrpcService, InvalidInput, JournalTruncated, OutsideVault, confine, vault_id
+
+from ._chunker import chunk_sections
+from ._manifest import JournalEntry, Manifest
+from ._markdown import parse_note
+from ._scanner import ContentError, IgnoreRules, IncrementalScanner, ScanResult, read_note_text
+from ._watcher import ChangeWatcher
+from .config import ScannerSettings
+
+log = logging.getLogger(__name__)
+MAX_PATHS_PER_CALL = 1000
+
+
+def to_event(entry: JournalEntry, vid: str) -> common_pb2.ChangeEvent:
+    return common_pb2.ChangeEvent(seq=entry.seq, kind=entry.kind, path=entry.path, hash=entry.hash,  # type: ignore[arg-type]
+                                  old_path=entry.old_path, at_unix_ms=entry.at_ms, vault_id=vid)
+
+
+def to_stats(result: ScanResult, last_seq: int) -> scanner_pb2.ScanStats:
+    return scanner_pb2.ScanStats(added=result.added, modified=result.modified, deleted=result.deleted,
+                                 renamed=result.renamed, unchanged=result.unchanged, skipped=result.skipped,
+                                 ms=result.ms, last_seq=last_seq)
+
+
+def parse_document(scanner: IncrementalScanner, rel: str) -> common_pb2.Document | None:
+    """The note as it is on disk now, or None when it is gone or not indexable."""
+    record = scanner.manifest.files.get(rel)
+    if record is None or not record.indexed:
+        return None
+    path = confine(scanner.vault, rel)
+    try:
+        st = path.stat()
+        data, text = read_note_text(path, scanner.max_file_bytes)
+    except (ContentError, OSError):
+        return None
+    note = parse_note(rel, text)
+    return common_pb2.Document(
+        path=rel, title=note.title, diary=note.diary, frontmatter_json=note.frontmatter_json,
+        tags=note.tags, aliases=note.aliases,
+        links=[common_pb2.Link(target=lk.target, alias=lk.alias, heading=lk.heading, block=lk.block,
+                               embed=lk.embed, markdown=lk.markdown, line=lk.line) for lk in note.links],
+        chunks=[common_pb2.Chunk(index=c.index, text=c.text, heading_path=list(c.heading_path),
+                                 start_line=c.start_line, end_line=c.end_line, hash=c.hash)
+                for c in chunk_sections(note.sections)],
+        hash=xxhash.xxh3_64_hexdigest(data), size=len(data), mtime_ns=st.st_mtime_ns, problems=note.problems,
+    )
+
+
+class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
+    def __init__(self, scanner: IncrementalScanner, vid: str, watcher: ChangeWatcher | None) -> None:
+        self._scanner = scanner
+        self._vid = vid
+        self._watcher = watcher
+
+    def Scan(self, request: scanner_pb2.ScanRequest, context: grpc.ServicerContext) -> scanner_pb2.ScanStats:
+        result = self._scanner.scan(force_full=request.force_full)
+        return to_stats(result, self._scanner.manifest.last_seq())
+
+    def Changes(self, request: scanner_pb2.ChangesRequest, context: grpc.ServicerContext) -> Iterator[common_pb2.ChangeEvent]:
+        manifest = self._scanner.manifest
+        oldest = manifest.oldest_seq()
+        if request.since_seq + 1 < oldest:
+            raise JournalTruncated(f"journal starts at seq {oldest}; since_seq {request.since_seq} is older: reconcile from ListDocuments")
+        for entry in manifest.changes(request.since_seq, request.limit):
+            yield to_event(entry, self._vid)
+
+    def GetDocuments(self, request: scanner_pb2.GetDocumentsRequest, context: grpc.ServicerContext) -> scanner_pb2.GetDocumentsResponse:
+        if len(request.paths) > MAX_PATHS_PER_CALL:
+            raise InvalidInput(f"at most {MAX_PATHS_PER_CALL} paths per call")
+        reply = scanner_pb2.GetDocumentsResponse()
+        for rel in request.paths:
+            try:
+                doc = parse_document(self._scanner, rel)
+            except OutsideVault:
+                doc = None
+            if doc is None:
+                reply.missing.append(rel)
+            else:
+                reply.documents.append(doc)
+        return reply
+
+    def ListDocuments(self, request: scanner_pb2.ListDocumentsRequest, context: grpc.ServicerContext) -> Iterator[scanner_pb2.ManifestEntry]:
+        for record in sorted(self._scanner.manifest.files.values(), key=lambda r: r.path):
+            if record.indexed or request.include_skipped:
+                yield scanner_pb2.ManifestEntry(path=record.path, size=record.size, mtime_ns=record.mtime_ns, hash=record.hash,
+                                                parsed_at_unix_ms=record.parsed_at_ms, skipped_reason=record.skipped_reason)
+
+    def Status(self, request: scanner_pb2.ScannerStatusRequest, context: grpc.ServicerContext) -> scanner_pb2.ScannerStatus:
+        files = self._scanner.manifest.files.values()
+        skipped = sum(1 for r in files if not r.indexed)
+        return scanner_pb2.ScannerStatus(
+            vault=str(self._scanner.vault), vault_id=self._vid, last_seq=self._scanner.manifest.last_seq(),
+            oldest_seq=self._scanner.manifest.oldest_seq(), documents=len(self._scanner.manifest.files) - skipped,
+            skipped=skipped, watching=bool(self._watcher and self._watcher.running),
+        )
+
+
+@dataclass
+class ScannerApp:
+    service: GrpcService
+    scanner: IncrementalScanner
+    watcher: ChangeWatcher | None
+    publisher: ChangePublisher
+    context: zmq.Context[zmq.Socket[bytes]]
+
+    def close(self) -> None:
+        if self.watcher:
+            self.watcher.stop()
+        self.publisher.close()
+        self.context.term()
+        self.scanner.manifest.close()
+
+
+def open_scanner(settings: ScannerSettings, on_events: object = None) -> IncrementalScanner:
+    if not settings.vault.is_dir():
+        raise SystemExit(f"scanner: vault {settings.vault} is not a folder")
+    manifest = Manifest(settings.data_dir / "scanner" / "manifest.sqlite", settings.journal_keep)
+    rules = IgnoreRules(frozenset(settings.ignore_folders), tuple(settings.ignore_prefixes), tuple(settings.ignore_suffixes))
+    return IncrementalScanner(settings.vault, manifest, rules, settings.max_file_bytes, on_events)  # type: ignore[arg-type]
+
+
+def build_server(settings: ScannerSettings) -> ScannerApp:
+    """Open the manifest, bind gRPC and ZeroMQ, run the first scan, then go SERVING."""
+    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    publisher = ChangePublisher(context, settings.events_addr)
+    vid = vault_id(settings.vault)
+
+    def publish(entries: list[JournalEntry]) -> None:
+        for entry in entries:
+            publisher.publish(to_event(entry, vid))
+
+    scanner = open_scanner(settings, publish)
+    watcher = ChangeWatcher(scanner, settings.window_s, settings.window_max_files, settings.rescan_interval_s) if settings.watch else None
+    service = GrpcService("k0maru.v1.Scanner", settings.grpc_addr)
+    scanner_pb2_grpc.add_ScannerServicer_to_server(ScannerServicer(scanner, vid, watcher), service.server)
+    return ScannerApp(service, scanner, watcher, publisher, context)
+
+
+def run(settings: ScannerSettings) -> None:
+    app = build_server(settings)
+    app.service.install_signal_handlers()
+    app.service.start()
+    started = time.perf_counter()
+    result = app.scanner.scan()
+    log.info("initial scan: %d added, %d modified, %d deleted, %d unchanged, %d skipped in %.1f ms (%.0f ms with startup)",
+             result.added, result.modified, result.deleted, result.unchanged, result.skipped, result.ms,
+             (time.perf_counter() - started) * 1000)
+    if app.watcher:
+        app.watcher.start()
+    app.service.set_serving(True)
+    with contextlib.suppress(KeyboardInterrupt):
+        app.service.wait_for_termination()
+    app.close()
