@@ -10,7 +10,7 @@ import grpc
 import redis
 
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
-from k0maru_common import GrpcService, InvalidInput, K0Error, TooLarge
+from k0maru_common import GrpcService, InvalidInput, K0Error, NotReady, TooLarge
 
 from ._model import OnnxEmbedder
 from ._presets import resolve_preset
@@ -23,9 +23,18 @@ MAX_TEXT_CHARS = 100_000
 
 
 class EmbedderServicer(embedder_pb2_grpc.EmbedderServicer):  # type: ignore[misc]
-    def __init__(self, embedder: OnnxEmbedder, meter: ThroughputMeter) -> None:
-        self._embedder = embedder
+    def __init__(self, meter: ThroughputMeter) -> None:
+        self._loaded: OnnxEmbedder | None = None
         self._meter = meter
+
+    def loaded(self, embedder: OnnxEmbedder) -> None:
+        self._loaded = embedder
+
+    @property
+    def _embedder(self) -> OnnxEmbedder:
+        if self._loaded is None:
+            raise NotReady("the model is still loading")
+        return self._loaded
 
     def Embed(self, request: embedder_pb2.EmbedRequest, context: grpc.ServicerContext) -> embedder_pb2.EmbedResponse:
         if not request.texts:
@@ -55,6 +64,9 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServicer):  # type: ignore[misc
 
 def run(settings: EmbedderSettings) -> None:
     service = GrpcService("k0maru.v1.Embedder", settings.grpc_addr)
+    meter = ThroughputMeter()
+    servicer = EmbedderServicer(meter)
+    embedder_pb2_grpc.add_EmbedderServicer_to_server(servicer, service.server)
     service.install_signal_handlers()
     service.start()  # health answers NOT_SERVING while the model loads
     try:
@@ -63,10 +75,9 @@ def run(settings: EmbedderSettings) -> None:
     except K0Error as exc:
         log.error("cannot start: %s", exc)
         raise SystemExit(f"embedder: {exc}") from exc
-    meter = ThroughputMeter()
+    servicer.loaded(embedder)
     client = redis.Redis.from_url(settings.redis_url)
     worker = StreamWorker(client, embedder, meter, settings.batch_size, settings.claim_idle_ms, settings.max_attempts)
-    embedder_pb2_grpc.add_EmbedderServicer_to_server(EmbedderServicer(embedder, meter), service.server)
     worker.start()
     service.set_serving(True)
     with contextlib.suppress(KeyboardInterrupt):

@@ -1,0 +1,1 @@
+"""k0maru retriever: BM25 (tantivy), vectors (Qdrant), the link graph, and hybrid search."""

@@ -1,0 +1,132 @@
+"""Bm25Index: one tantivy document per chunk; the retriever process is its only writer."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import tantivy
+
+from ._analysis import BM25Analyzer
+
+
+@dataclass(frozen=True)
+class Scope:
+    diaries: tuple[str, ...] = ()
+    path_prefixes: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+
+    def matches(self, path: str, diary: str, tags: list[str]) -> bool:
+        if self.diaries and diary not in self.diaries:
+            return False
+        if self.path_prefixes and not any(path == p.rstrip("/") or path.startswith(p.rstrip("/") + "/") or (not p.endswith("/") and path.startswith(p)) for p in self.path_prefixes):
+            return False
+        return all(t in tags for t in self.tags)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.diaries or self.path_prefixes or self.tags)
+
+
+def folders_of(path: str) -> list[str]:
+    """Every ancestor folder of a path ("a", "a/b"), for prefix filtering."""
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    chunk_id: str
+    path: str
+    diary: str
+    tags: list[str]
+    text: str  # already including title and headings
+
+
+SCHEMA_VERSION = "1"
+
+
+class Bm25Index:
+    def __init__(self, directory: Path, analyzer: BM25Analyzer) -> None:
+        self._analyzer = analyzer
+        version_file = directory / "k0-schema-version"
+        if directory.exists() and (not version_file.exists() or version_file.read_text() != SCHEMA_VERSION):
+            shutil.rmtree(directory)  # rebuildable from the vault
+        directory.mkdir(parents=True, exist_ok=True)
+        version_file.write_text(SCHEMA_VERSION)
+        builder = tantivy.SchemaBuilder()
+        builder.add_text_field("id", stored=True, tokenizer_name="raw")
+        builder.add_text_field("path", stored=True, tokenizer_name="raw")
+        builder.add_text_field("diary", tokenizer_name="raw")
+        builder.add_text_field("tags", tokenizer_name="raw")
+        builder.add_text_field("folders", tokenizer_name="raw")
+        builder.add_text_field("text", tokenizer_name="whitespace")
+        self._schema = builder.build()
+        self._index = tantivy.Index(self._schema, path=str(directory), reuse=True)
+        self._writer = self._index.writer(heap_size=50_000_000, num_threads=1)
+        self._dirty = False
+
+    def delete_path(self, path: str) -> None:
+        self._writer.delete_documents_by_term("path", path)
+        self._dirty = True
+
+    def add(self, row: ChunkRow) -> None:
+        doc = tantivy.Document(id=row.chunk_id, path=row.path, diary=row.diary, text=self._analyzer.joined(row.text))
+        for tag in row.tags:
+            doc.add_text("tags", tag)
+        for folder in folders_of(row.path):
+            doc.add_text("folders", folder)
+        self._writer.add_document(doc)
+        self._dirty = True
+
+    def commit(self) -> None:
+        if self._dirty:
+            self._writer.commit()
+            self._index.reload()
+            self._dirty = False
+
+    def clear(self) -> None:
+        self._writer.delete_all_documents()
+        self._dirty = True
+
+    def search(self, query: str, limit: int, scope: Scope) -> list[tuple[str, float]]:
+        """(chunk id, BM25 score), best first. Never raises on query syntax: no parser is used."""
+        terms = self._analyzer.query_terms(query)
+        if not terms or limit <= 0:
+            return []
+        should = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "text", t)) for t in terms]
+        )
+        clauses = [(tantivy.Occur.Must, should)]
+        clauses.extend(self._scope_clauses(scope))
+        searcher = self._index.searcher()
+        hits = searcher.search(tantivy.Query.boolean_query(clauses), limit, count=False).hits
+        return [(searcher.doc(address).get_first("id"), float(score)) for score, address in hits]
+
+    def _scope_clauses(self, scope: Scope) -> list[tuple[tantivy.Occur, tantivy.Query]]:
+        def any_of(field: str, values: list[str]) -> tantivy.Query:
+            return tantivy.Query.boolean_query([(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, field, v)) for v in values])
+
+        clauses = []
+        if scope.diaries:
+            clauses.append((tantivy.Occur.Must, any_of("diary", list(scope.diaries))))
+        if scope.path_prefixes:
+            subs = []
+            for prefix in scope.path_prefixes:
+                p = prefix.rstrip("/")
+                subs.append((tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "folders", p)))
+                subs.append((tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "path", p)))
+                if not prefix.endswith("/"):
+                    subs.append((tantivy.Occur.Should, tantivy.Query.regex_query(self._schema, "path", _regex_escape(p) + ".*")))
+            clauses.append((tantivy.Occur.Must, tantivy.Query.boolean_query(subs)))
+        for tag in scope.tags:
+            clauses.append((tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "tags", tag)))
+        return clauses
+
+    def count(self) -> int:
+        return int(self._index.searcher().num_docs)
+
+
+def _regex_escape(text: str) -> str:
+    return "".join("\\" + c if c in r".^$*+?()[]{}|\/-&~#@<>\"" else c for c in text)

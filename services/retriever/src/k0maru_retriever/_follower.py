@@ -1,0 +1,150 @@
+"""EventFollower: keeps the NoteIndex equal to the scanner's view of the vault.
+
+Start: reconcile (the scanner's manifest against the indexed hashes: missing, stale and
+extra documents all fixed), then follow ZeroMQ events in `seq` order. A gap, a quiet
+period or a restart triggers catch-up through Scanner.Changes; a journal that no longer
+reaches back far enough (OUT_OF_RANGE) triggers a reconcile. Every step is idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+import grpc
+import zmq
+
+from k0maru.v1 import common_pb2, scanner_pb2, scanner_pb2_grpc
+from k0maru_common import CHANNEL_OPTIONS, ChangeSubscriber
+
+from ._index import EmbedJob, NoteIndex
+
+log = logging.getLogger(__name__)
+FETCH_BATCH = 200
+CHANGES_PAGE = 5000
+
+
+class EventFollower:
+    def __init__(self, index: NoteIndex, scanner_addr: str, events_addr: str,
+                 enqueue: Callable[[list[EmbedJob]], None], catchup_interval_s: float) -> None:
+        self._index = index
+        self._channel = grpc.insecure_channel(scanner_addr, options=CHANNEL_OPTIONS)
+        self._scanner = scanner_pb2_grpc.ScannerStub(self._channel)
+        self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+        self._subscriber = ChangeSubscriber(self._context, events_addr)
+        self._enqueue = enqueue
+        self._interval = catchup_interval_s
+        self._stop = threading.Event()
+        self.ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="follower", daemon=True)
+
+    @property
+    def last_applied_seq(self) -> int:
+        return self._index.state.last_applied_seq
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._subscriber.close()
+        self._context.term()
+        self._channel.close()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.reconcile()
+                self.catch_up()
+                break
+            except grpc.RpcError as exc:
+                log.warning("scanner not reachable yet (%s); retrying", exc.code())
+                self._stop.wait(0.5)
+        self.ready.set()
+        last_poll = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                event = self._subscriber.receive(200)
+                if event is not None:
+                    events = [event]
+                    while len(events) < CHANGES_PAGE and (more := self._subscriber.receive(0)) is not None:
+                        events.append(more)
+                    self._apply_events(events)
+                elif time.monotonic() - last_poll >= self._interval:
+                    self.catch_up()
+                    last_poll = time.monotonic()
+            except grpc.RpcError as exc:
+                log.warning("scanner call failed (%s); will catch up", exc.code())
+                self._stop.wait(0.5)
+
+    def _apply_events(self, events: list[common_pb2.ChangeEvent]) -> None:
+        fresh = sorted((e for e in events if e.seq > self.last_applied_seq), key=lambda e: e.seq)
+        if not fresh:
+            return
+        expected = self.last_applied_seq + 1
+        contiguous = []
+        for event in fresh:
+            if event.seq != expected:
+                break
+            contiguous.append(event)
+            expected += 1
+        if contiguous:
+            self.apply(contiguous)
+        if len(contiguous) < len(fresh):
+            log.info("gap in events after seq %d; catching up", self.last_applied_seq)
+            self.catch_up()
+
+    def catch_up(self) -> None:
+        """Apply every journal entry after last_applied_seq; reconcile if the journal is too short."""
+        while not self._stop.is_set():
+            try:
+                page = list(self._scanner.Changes(scanner_pb2.ChangesRequest(since_seq=self.last_applied_seq, limit=CHANGES_PAGE), timeout=30))
+            except grpc.RpcError as exc:
+                if exc.code() == grpc.StatusCode.OUT_OF_RANGE:
+                    log.info("journal truncated past seq %d; reconciling", self.last_applied_seq)
+                    self.reconcile()
+                    continue
+                raise
+            for start in range(0, len(page), FETCH_BATCH * 5):
+                self.apply(page[start : start + FETCH_BATCH * 5])
+            if len(page) < CHANGES_PAGE:
+                return
+
+    def apply(self, events: list[common_pb2.ChangeEvent]) -> None:
+        """Apply a contiguous run of events: last state per path wins; documents fetched in batches."""
+        final: dict[str, bool] = {}  # path → present after these events
+        for event in events:
+            if event.kind == common_pb2.CHANGE_KIND_RENAMED:
+                final[event.old_path] = False
+            final[event.path] = event.kind != common_pb2.CHANGE_KIND_DELETED
+        self._sync_paths([p for p, present in final.items() if present], [p for p, present in final.items() if not present])
+        self._index.commit(events[-1].seq)
+
+    def reconcile(self) -> None:
+        status = self._scanner.Status(scanner_pb2.ScannerStatusRequest(), timeout=10)
+        manifest = {e.path: e.hash for e in self._scanner.ListDocuments(scanner_pb2.ListDocumentsRequest(), timeout=120)}
+        indexed = {p: d.hash for p, d in self._index.state.docs.items()}
+        extra = [p for p in indexed if p not in manifest]
+        stale = [p for p, h in manifest.items() if indexed.get(p) != h]
+        self._sync_paths(stale, extra)
+        self._index.commit(max(status.last_seq, self.last_applied_seq))
+        self._enqueue(self._index.missing_vectors())
+        log.info("reconciled: %d fetched, %d removed, %d documents in the index", len(stale), len(extra), len(manifest))
+
+    def _sync_paths(self, refresh: Iterable[str], remove: Iterable[str]) -> None:
+        for path in remove:
+            self._index.remove(path)
+        paths = list(refresh)
+        jobs: list[EmbedJob] = []
+        for start in range(0, len(paths), FETCH_BATCH):
+            batch = paths[start : start + FETCH_BATCH]
+            reply = self._scanner.GetDocuments(scanner_pb2.GetDocumentsRequest(paths=batch), timeout=60)
+            for doc in reply.documents:
+                jobs.extend(self._index.apply(doc))
+            for path in reply.missing:
+                self._index.remove(path)
+        if jobs:
+            self._enqueue(jobs)

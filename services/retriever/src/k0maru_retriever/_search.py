@@ -1,0 +1,134 @@
+"""HybridSearcher: BM25 and vector pools → RRF + 1-hop wikilink boost → note hits."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import grpc
+import numpy as np
+
+from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
+from k0maru_common import CHANNEL_OPTIONS
+
+from ._bm25 import Scope
+from ._fusion import FusedHit, rrf_fuse, single_channel, snippet
+from ._index import NoteIndex, split_chunk_id
+
+log = logging.getLogger(__name__)
+MAX_LIMIT = 100
+MAX_QUERY_CHARS = 10_000
+BM25, VECTOR, HYBRID = retriever_pb2.SEARCH_MODE_BM25, retriever_pb2.SEARCH_MODE_VECTOR, retriever_pb2.SEARCH_MODE_HYBRID
+
+
+@dataclass(frozen=True)
+class FusionParams:
+    k: int = 60
+    w_bm25: float = 0.5
+    w_vector: float = 0.5
+    graph_boost: float = 0.05
+
+
+class QueryEmbedder:
+    """Query vectors from the embedder workers, round-robin over every address in the target."""
+
+    def __init__(self, target: str, timeout_s: float = 2.0) -> None:
+        options = [*CHANNEL_OPTIONS, ("grpc.service_config", '{"loadBalancingConfig":[{"round_robin":{}}]}')]
+        self._channel = grpc.insecure_channel(target, options=options)
+        self._stub = embedder_pb2_grpc.EmbedderStub(self._channel)
+        self._timeout = timeout_s
+
+    def embed(self, text: str) -> np.ndarray | None:
+        try:
+            reply = self._stub.Embed(embedder_pb2.EmbedRequest(texts=[text[:2000]], is_query=True), timeout=self._timeout)
+        except grpc.RpcError as exc:
+            log.warning("query embedding failed (%s); answering from BM25", exc.code())
+            return None
+        return np.asarray(reply.vectors[0].values, dtype=np.float32)
+
+    def close(self) -> None:
+        self._channel.close()
+
+
+class HybridSearcher:
+    def __init__(self, index: NoteIndex, embedder: QueryEmbedder | None, params: FusionParams, vault: str) -> None:
+        self._index = index
+        self._embedder = embedder
+        self._params = params
+        self._vault = vault
+
+    def search(self, request: retriever_pb2.SearchRequest) -> retriever_pb2.SearchResponse:
+        started = time.perf_counter()
+        query = request.query.strip()[:MAX_QUERY_CHARS]
+        limit = min(request.limit or 10, MAX_LIMIT)
+        mode = request.mode or HYBRID
+        scope = Scope(tuple(request.scope.diaries), tuple(request.scope.path_prefixes), tuple(request.scope.tags))
+        docs, chunks, with_vectors = self._index.counts()
+        coverage = with_vectors / chunks if chunks else 0.0
+        response = retriever_pb2.SearchResponse(vault=self._vault, mode_used=mode, vector_coverage=coverage)
+        if not query:
+            response.took_ms = (time.perf_counter() - started) * 1000
+            return response
+        pool = max(3 * limit, 20)
+        bm25: list[tuple[str, float, str]] = []
+        vector: list[tuple[str, float, str]] = []
+        if mode in (BM25, HYBRID):
+            bm25 = self._collapse(self._index.bm25.search(query, pool * 4, scope), pool, scope)
+        if mode in (VECTOR, HYBRID) and with_vectors and self._embedder is not None:
+            qv = self._embedder.embed(query)
+            if qv is not None:
+                with self._index.lock:
+                    raw = self._index.vectors.search(qv, pool * 4, scope)
+                vector = self._collapse(raw, pool, scope)
+        best_chunk = {p: c for p, _s, c in reversed(vector)} | {p: c for p, _s, c in reversed(bm25)}
+        p = self._params
+        if mode == HYBRID:
+            if not vector:
+                response.mode_used = BM25
+            with self._index.lock:
+                fused = rrf_fuse([(a, s) for a, s, _ in bm25], [(a, s) for a, s, _ in vector], k=p.k,
+                                 w_bm25=p.w_bm25, w_vector=p.w_vector, boost=p.graph_boost,
+                                 connected=self._index.graph.connected)
+        elif mode == VECTOR:
+            fused = single_channel([(a, s) for a, s, _ in vector[:limit]], k=p.k, vector=True)
+        else:
+            fused = single_channel([(a, s) for a, s, _ in bm25[:limit]], k=p.k)
+        for hit in fused[:limit]:
+            response.hits.append(self._to_hit(hit, best_chunk[hit.path], query, request.explain))
+        response.took_ms = (time.perf_counter() - started) * 1000
+        return response
+
+    def _collapse(self, ranked: list[tuple[str, float]], pool: int, scope: Scope) -> list[tuple[str, float, str]]:
+        """Chunk hits → the first (best) chunk of each note, scope-filtered, at most `pool` notes."""
+        seen: dict[str, tuple[float, str]] = {}
+        docs = self._index.state.docs
+        for cid, score in ranked:
+            path, _ = split_chunk_id(cid)
+            if path in seen or path not in docs:
+                continue
+            doc = docs[path]
+            if not scope.empty and not scope.matches(path, doc.diary, list(doc.tags)):
+                continue
+            seen[path] = (score, cid)
+            if len(seen) >= pool:
+                break
+        return [(path, score, cid) for path, (score, cid) in seen.items()]
+
+    def _to_hit(self, hit: FusedHit, cid: str, query: str, explain: bool) -> retriever_pb2.SearchHit:
+        path, index = split_chunk_id(cid)
+        doc = self._index.state.docs[path]
+        chunk = doc.chunks[index] if index < len(doc.chunks) else None
+        out = retriever_pb2.SearchHit(
+            path=path, title=doc.title, snippet=snippet(chunk.text if chunk else "", query), score=hit.score,
+            diary=doc.diary, tags=list(doc.tags), chunk_index=index,
+            start_line=chunk.start_line if chunk else 0, end_line=chunk.end_line if chunk else 0,
+        )
+        if explain:
+            out.explain.CopyFrom(retriever_pb2.Explanation(
+                bm25=retriever_pb2.ChannelExplanation(present=hit.bm25_rank > 0, rank=hit.bm25_rank, score=hit.bm25_score),
+                vector=retriever_pb2.ChannelExplanation(present=hit.vector_rank > 0, rank=hit.vector_rank, score=hit.vector_score),
+                graph_boost=hit.boost, fused_score=hit.score,
+                heading_path=list(chunk.heading_path) if chunk else [],
+            ))
+        return out

@@ -1,0 +1,85 @@
+"""IndexState: what the retriever has applied, persisted in its own SQLite.
+
+docs: path → the Document it indexed (hash included); vectors: chunk id → hash of the text
+its stored vector was computed from; meta: last_applied_seq. Kept in memory, written
+through in one transaction per batch.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+from k0maru.v1 import common_pb2
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS docs (path TEXT PRIMARY KEY, hash TEXT NOT NULL, document BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS vectors (chunk_id TEXT PRIMARY KEY, hash TEXT NOT NULL);
+"""
+
+
+class IndexState:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._lock = threading.Lock()
+        self.docs: dict[str, common_pb2.Document] = {}
+        for _path, blob in self._db.execute("SELECT path, document FROM docs"):
+            doc = common_pb2.Document()
+            doc.ParseFromString(blob)
+            self.docs[doc.path] = doc
+        self.vectors: dict[str, str] = dict(self._db.execute("SELECT chunk_id, hash FROM vectors"))
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'last_applied_seq'").fetchone()
+        self.last_applied_seq = int(row[0]) if row else 0
+        self._pending_docs: dict[str, common_pb2.Document | None] = {}
+        self._pending_vectors: dict[str, str | None] = {}
+
+    def put_doc(self, doc: common_pb2.Document) -> None:
+        self.docs[doc.path] = doc
+        self._pending_docs[doc.path] = doc
+
+    def drop_doc(self, path: str) -> None:
+        self.docs.pop(path, None)
+        self._pending_docs[path] = None
+
+    def put_vector(self, chunk_id: str, hash_: str) -> None:
+        self.vectors[chunk_id] = hash_
+        self._pending_vectors[chunk_id] = hash_
+
+    def drop_vector(self, chunk_id: str) -> None:
+        self.vectors.pop(chunk_id, None)
+        self._pending_vectors[chunk_id] = None
+
+    def commit(self, last_applied_seq: int | None = None) -> None:
+        with self._lock:
+            docs, self._pending_docs = self._pending_docs, {}
+            vectors, self._pending_vectors = self._pending_vectors, {}
+            self._db.execute("BEGIN")
+            try:
+                self._db.executemany("INSERT OR REPLACE INTO docs VALUES (?, ?, ?)",
+                                     [(p, d.hash, d.SerializeToString()) for p, d in docs.items() if d is not None])
+                self._db.executemany("DELETE FROM docs WHERE path = ?", [(p,) for p, d in docs.items() if d is None])
+                self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", [(c, h) for c, h in vectors.items() if h is not None])
+                self._db.executemany("DELETE FROM vectors WHERE chunk_id = ?", [(c,) for c, h in vectors.items() if h is None])
+                if last_applied_seq is not None:
+                    self.last_applied_seq = last_applied_seq
+                    self._db.execute("INSERT OR REPLACE INTO meta VALUES ('last_applied_seq', ?)", (str(last_applied_seq),))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def clear(self) -> None:
+        with self._lock:
+            self._db.executescript("DELETE FROM docs; DELETE FROM vectors; DELETE FROM meta;")
+        self.docs.clear()
+        self.vectors.clear()
+        self.last_applied_seq = 0
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,27 @@
+"""Retriever settings (K0_ environment variables)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from k0maru_common import K0Settings
+
+
+class RetrieverSettings(K0Settings):
+    vault: Path = Field(description="the vault (for naming it in responses)")
+    data_dir: Path = Field(description="where the retriever keeps its indexes")
+    scanner_addr: str = Field("127.0.0.1:50051", description="scanner gRPC address")
+    events_addr: str = Field("tcp://127.0.0.1:5561", description="scanner ZeroMQ PUB address")
+    embedder_target: str = Field("", description="gRPC target of the embedders, e.g. ipv4:127.0.0.1:7001,127.0.0.1:7002 or dns:///embedder:50052 (empty: BM25 only)")
+    redis_url: str = Field("redis://127.0.0.1:6379/0", description="Redis/Valkey for embedding jobs")
+    vector_backend: Literal["edge", "qdrant"] = Field("edge", description="Qdrant Edge in-process, or a Qdrant server")
+    qdrant_url: str = Field(":memory:", description="Qdrant server URL for the 'qdrant' backend")
+    vector_dim: int = Field(384, description="vector size of the embedding model")
+    rrf_k: int = Field(60, description="RRF constant")
+    weight_bm25: float = Field(0.5, description="RRF weight of the BM25 channel")
+    weight_vector: float = Field(0.5, description="RRF weight of the vector channel")
+    graph_boost: float = Field(0.05, description="added to a hit linked to another candidate")
+    catchup_interval_s: float = Field(2.0, description="poll the journal this often even without events")
