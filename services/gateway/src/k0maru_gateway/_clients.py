@@ -1,0 +1,62 @@
+"""StackClient: gRPC stubs for one running stack, and the error mapping for callers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+
+from k0maru.v1 import (
+    embedder_pb2_grpc,
+    offload_pb2_grpc,
+    retriever_pb2_grpc,
+    scanner_pb2_grpc,
+)
+from k0maru_common import CHANNEL_OPTIONS, error_from_rpc
+
+T = TypeVar("T")
+ROUND_ROBIN = '{"loadBalancingConfig":[{"round_robin":{}}]}'
+
+
+def embedder_target(addresses: list[str]) -> str:
+    """A gRPC target spreading calls over every embedder worker (ipv4: list or one name)."""
+    if len(addresses) == 1:
+        return addresses[0]
+    return "ipv4:" + ",".join(addresses)
+
+
+@dataclass
+class StackClient:
+    vault: str
+    addresses: dict[str, str]
+
+    def __post_init__(self) -> None:
+        self._channels: list[grpc.Channel] = []
+        self.scanner = scanner_pb2_grpc.ScannerStub(self._channel(self.addresses["scanner"]))
+        self.retriever = retriever_pb2_grpc.RetrieverStub(self._channel(self.addresses["retriever"]))
+        self.offload = offload_pb2_grpc.OffloadStub(self._channel(self.addresses["offload"]))
+        embedders = [a for n, a in sorted(self.addresses.items()) if n.startswith("embedder")]
+        self.embedder = (
+            embedder_pb2_grpc.EmbedderStub(self._channel(embedder_target(embedders), ROUND_ROBIN)) if embedders else None
+        )
+
+    def _channel(self, target: str, service_config: str | None = None) -> grpc.Channel:
+        options: list[tuple[str, Any]] = list(CHANNEL_OPTIONS)
+        if service_config:
+            options.append(("grpc.service_config", service_config))
+        channel = grpc.insecure_channel(target, options=options)
+        self._channels.append(channel)
+        return channel
+
+    def call(self, method: Callable[..., T], request: Any, timeout: float = 30.0) -> T:
+        """Call a unary RPC; failures come back as K0Error with the server's message."""
+        try:
+            return method(request, timeout=timeout)
+        except grpc.RpcError as exc:
+            raise error_from_rpc(exc) from exc
+
+    def close(self) -> None:
+        for channel in self._channels:
+            channel.close()

@@ -1,0 +1,114 @@
+"""The HTTP console: /healthz, /api/search (the search debugger), /api/status, and the page."""
+
+from __future__ import annotations
+
+import hmac
+from importlib import resources
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+from starlette.concurrency import run_in_threadpool
+
+from k0maru.v1 import offload_pb2, retriever_pb2
+from k0maru_common import InvalidInput, K0Error, NotFound, NotReady, TooLarge, health_state
+
+from ._clients import StackClient
+
+MAX_QUERY_CHARS = 10_000
+MODES = {"hybrid": retriever_pb2.SEARCH_MODE_HYBRID, "bm25": retriever_pb2.SEARCH_MODE_BM25, "vector": retriever_pb2.SEARCH_MODE_VECTOR}
+
+
+def _status_for(exc: K0Error) -> int:
+    if isinstance(exc, InvalidInput):
+        return 400
+    if isinstance(exc, NotFound):
+        return 404
+    if isinstance(exc, TooLarge):
+        return 413
+    return 503 if isinstance(exc, NotReady) else 502
+
+
+def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": h.path, "title": h.title, "snippet": h.snippet, "score": h.score,
+                           "diary": h.diary, "tags": list(h.tags), "lines": [h.start_line, h.end_line]}
+    if explain:
+        e = h.explain
+        out["explain"] = {
+            "bm25": {"rank": e.bm25.rank, "score": e.bm25.score} if e.bm25.present else None,
+            "vector": {"rank": e.vector.rank, "score": e.vector.score} if e.vector.present else None,
+            "graph_boost": e.graph_boost, "fused_score": e.fused_score, "heading_path": list(e.heading_path),
+        }
+    return out
+
+
+def build_console(client: StackClient, token: str = "") -> Starlette:
+    page = resources.files("k0maru_gateway").joinpath("static/index.html").read_text(encoding="utf-8")
+
+    def authorized(request: Request) -> bool:
+        if not token:
+            return True
+        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip() or request.query_params.get("token", "")
+        return hmac.compare_digest(given, token)
+
+    async def guarded(request: Request, handler: Any) -> Response:
+        if not authorized(request):
+            return JSONResponse({"error": "missing or wrong token"}, status_code=401)
+        try:
+            return await handler(request)
+        except K0Error as exc:
+            return JSONResponse({"error": str(exc)}, status_code=_status_for(exc))
+
+    async def healthz(request: Request) -> Response:
+        state = await run_in_threadpool(health_state, client.addresses["retriever"], "k0maru.v1.Retriever")
+        ok = state == "SERVING"
+        return JSONResponse({"status": "ok" if ok else "degraded", "retriever": state, "vault": client.vault},
+                            status_code=200 if ok else 503)
+
+    async def search(request: Request) -> Response:
+        async def handle(req: Request) -> Response:
+            q = req.query_params.get("q", "")
+            if not q.strip():
+                raise InvalidInput("parameter q is required")
+            if len(q) > MAX_QUERY_CHARS:
+                raise TooLarge(f"q is longer than {MAX_QUERY_CHARS} characters")
+            mode = req.query_params.get("mode", "hybrid")
+            if mode not in MODES:
+                raise InvalidInput(f"mode must be one of {', '.join(MODES)}")
+            try:
+                limit = int(req.query_params.get("limit", "10"))
+            except ValueError as exc:
+                raise InvalidInput("limit must be an integer") from exc
+            if not 1 <= limit <= 100:
+                raise InvalidInput("limit must be between 1 and 100")
+            explain = req.query_params.get("explain", "1") not in ("0", "false", "")
+            request_pb = retriever_pb2.SearchRequest(query=q, limit=limit, mode=MODES[mode], explain=explain)
+            reply = await run_in_threadpool(client.call, client.retriever.Search, request_pb, 10.0)
+            return JSONResponse({
+                "vault": reply.vault, "query": q, "mode_used": retriever_pb2.SearchMode.Name(reply.mode_used).removeprefix("SEARCH_MODE_").lower(),
+                "vector_coverage": reply.vector_coverage, "took_ms": reply.took_ms,
+                "hits": [hit_json(h, explain) for h in reply.hits],
+            })
+        return await guarded(request, handle)
+
+    async def status(request: Request) -> Response:
+        async def handle(_req: Request) -> Response:
+            index = await run_in_threadpool(client.call, client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 5.0)
+            tokens = await run_in_threadpool(client.call, client.offload.TokenStats, offload_pb2.TokenStatsRequest(), 5.0)
+            return JSONResponse({
+                "vault": client.vault,
+                "index": {"documents": index.documents, "chunks": index.chunks, "chunks_with_vectors": index.chunks_with_vectors,
+                          "last_applied_seq": index.last_applied_seq},
+                "tokens": {"offloads": tokens.offloads, "original": tokens.original_tokens, "summary": tokens.summary_tokens,
+                           "saved_ratio": tokens.saved_ratio},
+            })
+        return await guarded(request, handle)
+
+    async def index(request: Request) -> Response:
+        return HTMLResponse(page, media_type="text/html; charset=utf-8")
+
+    return Starlette(routes=[
+        Route("/", index), Route("/healthz", healthz), Route("/api/search", search), Route("/api/status", status),
+    ])

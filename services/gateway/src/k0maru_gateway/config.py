@@ -1,0 +1,31 @@
+"""Gateway settings (K0_ environment variables)."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+from pydantic import Field, model_validator
+
+from k0maru_common import K0Settings
+
+
+class GatewaySettings(K0Settings):
+    vault: Path = Field(description="the vault this gateway answers for")
+    scanner_addr: str = Field("127.0.0.1:50051", description="scanner gRPC address")
+    retriever_addr: str = Field("127.0.0.1:50053", description="retriever gRPC address")
+    offload_addr: str = Field("127.0.0.1:50054", description="offload gRPC address")
+    embedder_target: str = Field("", description="embedders' gRPC target (for status)")
+    http_host: str = Field("127.0.0.1", description="console bind address")
+    http_port: int = Field(7878, description="console port")
+    console_token: str = Field("", description="bearer token required by the console (mandatory off loopback)")
+
+    @model_validator(mode="after")
+    def _token_off_loopback(self) -> GatewaySettings:
+        try:
+            loopback = self.http_host == "localhost" or ipaddress.ip_address(self.http_host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback and not self.console_token:
+            raise ValueError(f"K0_HTTP_HOST={self.http_host} is not loopback: set K0_CONSOLE_TOKEN")
+        return self

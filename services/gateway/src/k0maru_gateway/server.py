@@ -1,0 +1,46 @@
+"""Gateway service: the HTTP console on uvicorn, plus a gRPC health endpoint for orchestration."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import uvicorn
+
+from k0maru_common import GrpcService
+
+from ._clients import StackClient
+from ._console import build_console
+from .config import GatewaySettings
+
+log = logging.getLogger(__name__)
+
+
+def stack_client(settings: GatewaySettings) -> StackClient:
+    addresses = {"scanner": settings.scanner_addr, "retriever": settings.retriever_addr, "offload": settings.offload_addr}
+    if settings.embedder_target:
+        addresses["embedder"] = settings.embedder_target
+    return StackClient(str(settings.vault), addresses)
+
+
+def run(settings: GatewaySettings) -> None:
+    client = stack_client(settings)
+    service = GrpcService("k0maru.v1.Gateway", settings.grpc_addr)
+    service.start()
+    app = build_console(client, settings.console_token)
+    server = uvicorn.Server(uvicorn.Config(app, host=settings.http_host, port=settings.http_port,
+                                           log_level="warning", access_log=False))
+
+    def mark_serving() -> None:
+        while not server.started and not server.should_exit:
+            time.sleep(0.02)
+        if server.started:
+            service.set_serving(True)
+            log.info("console on http://%s:%d/", settings.http_host, settings.http_port)
+
+    threading.Thread(target=mark_serving, daemon=True).start()
+    server.run()  # handles SIGTERM/SIGINT itself
+    service.request_stop()
+    service.wait_for_termination()
+    client.close()

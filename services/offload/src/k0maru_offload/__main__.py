@@ -1,0 +1,16 @@
+"""`python -m k0maru_offload`: run the offload service."""
+
+from k0maru_common import configure_logging
+
+from .config import OffloadSettings
+from .server import run
+
+
+def main() -> None:
+    settings = OffloadSettings()  # type: ignore[call-arg]
+    configure_logging("offload", settings.log_level)
+    run(settings)
+
+
+if __name__ == "__main__":
+    main()

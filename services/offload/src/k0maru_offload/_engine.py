@@ -1,0 +1,160 @@
+"""OffloadEngine: logs over the threshold go to <vault>/.k0maru/refs; the caller gets a summary.
+
+At or under the threshold the text passes through unchanged. Over it, the raw log is
+written atomically to `<refs>/<task_id>_<node_id>.log` (node id = "node_" + xxh3-64 hex of
+the content, so the same log offloaded twice is one file), and the caller gets the first
+error, its location, counts, how to look closer, and a Mermaid diagram of the run.
+`inspect` reads slices back; node ids are validated, so no other file can be read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import xxhash
+
+from k0maru_common import InvalidInput, NotFound, TooLarge
+
+from ._logscan import LogFindings, scan_log
+from ._tokens import estimate_tokens
+
+NODE_ID = re.compile(r"^node_[0-9a-f]{16}$")
+MAX_INSPECT_LINES = 400
+MAX_LINE_CHARS = 2000
+
+
+@dataclass
+class Offloaded:
+    offloaded: bool
+    summary: str
+    line_count: int
+    original_tokens: int
+    summary_tokens: int
+    node_id: str = ""
+    ref_path: str = ""
+    mermaid: str = ""
+    findings: LogFindings = field(default_factory=LogFindings)
+
+
+def sanitize_task_id(task_id: str) -> str:
+    """Task ids name files: letters, digits, `_` and `-` only, at most 64; others refused."""
+    if not task_id:
+        return ""
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", task_id):
+        raise InvalidInput("task_id may contain only letters, digits, '_' and '-' (at most 64)")
+    return task_id
+
+
+def _mermaid_label(text: str, limit: int = 60) -> str:
+    text = text.replace('"', "'").replace("\n", " ")
+    text = re.sub(r"[<>{}\[\]|`]", " ", text).strip()
+    return (text[: limit - 1] + "…") if len(text) > limit else (text or "-")
+
+
+def mermaid(command: str, exit_code: int | None, lines: int, f: LogFindings, node_id: str) -> str:
+    exit_text = "exit ?" if exit_code is None else f"exit {exit_code}"
+    rows = [
+        "flowchart TD",
+        f'    run["{_mermaid_label(command or "log")}"] --> exit{{"{exit_text}"}}',
+        f'    exit --> captured["{lines} lines captured"]',
+    ]
+    if f.first_error:
+        rows.append(f'    captured --> err["first error: {_mermaid_label(f.error_code or f.first_error, 40)}"]')
+        rows.append(f'    err --> msg["{_mermaid_label(f.first_error)}"]')
+        if f.location:
+            rows.append(f'    err --> loc["at {_mermaid_label(f.location)}"]')
+    else:
+        rows.append('    captured --> err["no error line recognised"]')
+    rows.append(f'    captured --> counts["{f.errors} errors, {f.warnings} warnings"]')
+    if f.failed_tests:
+        rows.append(f'    captured --> tests["{f.failed_tests} failed tests"]')
+    rows.append(f'    captured --> ref[("{node_id}.log")]')
+    rows.append(f'    ref --> inspect["k0maru inspect {node_id}"]')
+    rows.append("    classDef bad fill:#7f1d1d,color:#fff")
+    rows.append("    class err bad")
+    return "\n".join(rows)
+
+
+class OffloadEngine:
+    def __init__(self, vault: Path, threshold: int, max_bytes: int) -> None:
+        self.vault = vault.resolve()
+        self.refs = self.vault / ".k0maru" / "refs"
+        self.threshold = threshold
+        self.max_bytes = max_bytes
+
+    def offload(self, text: str, task_id: str = "", threshold: int = 0, command: str = "",
+                exit_code: int | None = None) -> Offloaded:
+        if len(text.encode("utf-8", "replace")) > self.max_bytes:
+            raise TooLarge(f"log is larger than {self.max_bytes} bytes")
+        task = sanitize_task_id(task_id)
+        limit = threshold or self.threshold
+        lines = text.splitlines()
+        tokens = estimate_tokens(text)
+        if len(lines) <= limit:
+            return Offloaded(False, text, len(lines), tokens, tokens)
+        raw = "\n".join(lines) + "\n"
+        node_id = "node_" + xxhash.xxh3_64_hexdigest(raw.encode("utf-8", "replace"))
+        path = self.refs / (f"{task}_{node_id}.log" if task else f"{node_id}.log")
+        if not path.exists():
+            self.refs.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.refs, prefix=".tmp-", suffix=".log")
+            with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as out:
+                out.write(raw)
+            os.replace(tmp, path)
+        f = scan_log(lines)
+        rel = path.relative_to(self.vault).as_posix()
+        head = f"[offloaded] {len(lines)} lines ({tokens} tokens) -> {rel}"
+        if command:
+            head += f"\ncommand: {command}" + ("" if exit_code is None else f" (exit {exit_code})")
+        body = [head]
+        if f.first_error:
+            body.append(f"first error [{f.language}]: {f.first_error[:300]}")
+            body.append(f"at: {f.location or 'location not found'} (log line {f.error_line})")
+        else:
+            body.append("first error: none recognised")
+        body.append(f"counts: {f.errors} errors, {f.warnings} warnings, {f.failed_tests} failed tests")
+        body.append(f"inspect: k0maru inspect {node_id} --around-error | --lines A:B | --grep REGEX")
+        summary = "\n".join(body)
+        diagram = mermaid(command, exit_code, len(lines), f, node_id)
+        return Offloaded(True, summary, len(lines), tokens, estimate_tokens(summary + diagram), node_id, rel, diagram, f)
+
+    def _find(self, node_id: str) -> Path:
+        node_id = node_id.strip().removesuffix(".log")
+        if not NODE_ID.match(node_id):
+            raise InvalidInput(f"invalid node id {node_id!r}: expected node_ followed by 16 hex digits")
+        if self.refs.is_dir():
+            for entry in os.scandir(self.refs):
+                if entry.is_file(follow_symlinks=False) and (entry.name == f"{node_id}.log" or entry.name.endswith(f"_{node_id}.log")):
+                    return Path(entry.path)
+        raise NotFound(f"no offloaded log {node_id} in {self.refs.relative_to(self.vault)}")
+
+    def inspect(self, node_id: str, start: int = 0, end: int = 0, grep: str = "", context: int = 0,
+                around_first_error: bool = False) -> tuple[list[tuple[int, str]], int]:
+        """Numbered lines (1-based) of an offloaded log, bounded to MAX_INSPECT_LINES."""
+        lines = self._find(node_id).read_text(encoding="utf-8", errors="replace").splitlines()
+        total = len(lines)
+        if grep:
+            try:
+                pattern = re.compile(grep)
+            except re.error as exc:
+                raise InvalidInput(f"invalid grep pattern: {exc}") from exc
+            wanted: set[int] = set()
+            for i, line in enumerate(lines):
+                if pattern.search(line):
+                    wanted.update(range(max(0, i - context), min(total, i + context + 1)))
+            picked = sorted(wanted)
+        elif around_first_error:
+            at = scan_log(lines).error_line or 1
+            span = context or 15
+            picked = list(range(max(0, at - 1 - span), min(total, at + span)))
+        else:
+            if end and start and end < start:
+                raise InvalidInput("end_line is before start_line")
+            lo = max(1, start or 1) - 1
+            hi = min(total, end or total)
+            picked = list(range(lo, hi))
+        return [(i + 1, lines[i][:MAX_LINE_CHARS]) for i in picked[:MAX_INSPECT_LINES]], total

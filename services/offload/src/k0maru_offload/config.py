@@ -1,0 +1,17 @@
+"""Offload settings (K0_ environment variables)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from k0maru_common import K0Settings
+
+
+class OffloadSettings(K0Settings):
+    vault: Path = Field(description="the vault: refs go to <vault>/.k0maru/refs, notes into the vault")
+    redis_url: str = Field("redis://127.0.0.1:6379/0", description="Redis/Valkey for the token ledger")
+    threshold_lines: int = Field(50, description="logs longer than this are offloaded")
+    max_log_bytes: int = Field(64 * 1024 * 1024, description="largest log accepted")
+    skills_export_dir: Path = Field(Path.home() / ".hermes" / "skills", description="where exported skill cards go")
