@@ -7,7 +7,6 @@ Run: .venv/bin/python scripts/gen_protos.py            (writes the committed stu
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from grpc_tools import protoc
@@ -24,7 +23,15 @@ def generate(out: Path) -> list[Path]:
     pkg.mkdir(parents=True, exist_ok=True)
     protos = sorted(str(p.relative_to(PROTO_ROOT)) for p in (PROTO_ROOT / "k0maru" / "v1").glob("*.proto"))
     grpc_include = Path(protoc.__file__).parent / "_proto"
-    args = ["protoc", f"-I{PROTO_ROOT}", f"-I{grpc_include}", f"--python_out={out}", f"--pyi_out={out}", f"--grpc_python_out={out}", *protos]
+    args = [
+        "protoc",
+        f"-I{PROTO_ROOT}",
+        f"-I{grpc_include}",
+        f"--python_out={out}",
+        f"--pyi_out={out}",
+        f"--grpc_python_out={out}",
+        *protos,
+    ]
     if protoc.main(args) != 0:
         raise SystemExit("protoc failed")
     for init in (out / "k0maru" / "__init__.py", pkg / "__init__.py"):
@@ -43,4 +50,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -12,6 +12,16 @@ from ._errors import (
     error_from_rpc,
 )
 from ._events import TOPIC, ChangePublisher, ChangeSubscriber
+from ._logging import configure_logging
+from ._process import die_with_parent
+from ._server import (
+    CHANNEL_OPTIONS,
+    ErrorMappingInterceptor,
+    GrpcService,
+    health_state,
+    wait_until_serving,
+)
+from ._settings import K0Settings, default_data_root
 from ._streams import (
     DEAD_STREAM,
     EMBED_GROUP,
@@ -23,29 +33,16 @@ from ._streams import (
     vector_from_bytes,
     vector_to_bytes,
 )
-from ._logging import configure_logging
-from ._process import die_with_parent
-from ._server import (
-    CHANNEL_OPTIONS,
-    ErrorMappingInterceptor,
-    GrpcService,
-    health_state,
-    wait_until_serving,
-)
-from ._settings import K0Settings, default_data_root
 from ._vault import confine, default_data_dir, relative_posix, vault_id
 
 __all__ = [
+    "CHANNEL_OPTIONS",
     "DEAD_STREAM",
     "EMBED_GROUP",
     "JOBS_STREAM",
     "RESULTS_GROUP",
     "RESULTS_STREAM",
     "TOKEN_LEDGER",
-    "cache_key",
-    "vector_from_bytes",
-    "vector_to_bytes",
-    "CHANNEL_OPTIONS",
     "TOPIC",
     "ChangePublisher",
     "ChangeSubscriber",
@@ -60,6 +57,7 @@ __all__ = [
     "NotReady",
     "OutsideVault",
     "TooLarge",
+    "cache_key",
     "configure_logging",
     "confine",
     "default_data_dir",
@@ -69,5 +67,7 @@ __all__ = [
     "health_state",
     "relative_posix",
     "vault_id",
+    "vector_from_bytes",
+    "vector_to_bytes",
     "wait_until_serving",
 ]

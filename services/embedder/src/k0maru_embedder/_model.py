@@ -13,9 +13,8 @@ import time
 
 import numpy as np
 import onnxruntime as ort
-from tokenizers import Tokenizer
-
 from k0maru_common import InvalidInput, NotReady
+from tokenizers import Tokenizer
 
 from ._presets import ModelPreset
 

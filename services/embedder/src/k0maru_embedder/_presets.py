@@ -51,8 +51,9 @@ PRESETS = {"minilm-l6-int8": minilm_l6_int8}
 DEFAULT_PRESET = "minilm-l6-int8"
 
 
-def resolve_preset(name: str, model_path: Path | None = None, tokenizer_path: Path | None = None,
-                   dimension: int = 0) -> ModelPreset:
+def resolve_preset(
+    name: str, model_path: Path | None = None, tokenizer_path: Path | None = None, dimension: int = 0
+) -> ModelPreset:
     if name == "custom":
         if not (model_path and tokenizer_path and dimension):
             raise InvalidInput("model 'custom' needs K0_MODEL_PATH, K0_TOKENIZER_PATH and K0_DIMENSION")

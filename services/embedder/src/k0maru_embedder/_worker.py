@@ -14,10 +14,10 @@ import os
 import threading
 import time
 from collections import deque
+from typing import Any
 
 import redis
 import xxhash
-
 from k0maru_common import (
     DEAD_STREAM,
     EMBED_GROUP,
@@ -61,9 +61,16 @@ class ThroughputMeter:
 
 
 class StreamWorker:
-    def __init__(self, client: redis.Redis, embedder: OnnxEmbedder, meter: ThroughputMeter,
-                 batch_size: int, claim_idle_ms: int, max_attempts: int) -> None:
-        self._redis = client
+    def __init__(
+        self,
+        client: redis.Redis,
+        embedder: OnnxEmbedder,
+        meter: ThroughputMeter,
+        batch_size: int,
+        claim_idle_ms: int,
+        max_attempts: int,
+    ) -> None:
+        self._redis: Any = client  # bytes replies; redis-py's unions do not narrow
         self._embedder = embedder
         self._meter = meter
         self._batch = batch_size
@@ -95,7 +102,9 @@ class StreamWorker:
                 if time.monotonic() - last_claim > self._claim_idle_ms / 2000:
                     last_claim = time.monotonic()
                     self._reclaim()
-                reply = self._redis.xreadgroup(EMBED_GROUP, self.consumer, {JOBS_STREAM: ">"}, count=self._batch, block=500)
+                reply = self._redis.xreadgroup(
+                    EMBED_GROUP, self.consumer, {JOBS_STREAM: ">"}, count=self._batch, block=500
+                )
                 for _stream, messages in reply or []:
                     self.process(messages)
             except redis.ConnectionError:
@@ -170,5 +179,5 @@ class StreamWorker:
         pipe.execute()
 
 
-def _meta(fields: dict[bytes, bytes]) -> dict[bytes, bytes]:
+def _meta(fields: dict[bytes, bytes]) -> dict[Any, Any]:
     return {b"id": fields.get(b"id", b""), b"hash": fields.get(b"hash", b"")}

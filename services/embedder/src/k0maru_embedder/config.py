@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
-
 from k0maru_common import K0Settings
+from pydantic import Field
 
 
 class EmbedderSettings(K0Settings):

@@ -8,7 +8,6 @@ import os
 
 import grpc
 import redis
-
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
 from k0maru_common import GrpcService, InvalidInput, K0Error, NotReady, TooLarge
 
@@ -51,14 +50,22 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServicer):  # type: ignore[misc
         preset = self._embedder.preset
         return embedder_pb2.EmbedResponse(
             vectors=[embedder_pb2.Vector(values=row.tolist()) for row in vectors],
-            model=preset.model_id, dimension=preset.dimension,
+            model=preset.model_id,
+            dimension=preset.dimension,
         )
 
-    def Info(self, request: embedder_pb2.EmbedderInfoRequest, context: grpc.ServicerContext) -> embedder_pb2.EmbedderInfo:
+    def Info(
+        self, request: embedder_pb2.EmbedderInfoRequest, context: grpc.ServicerContext
+    ) -> embedder_pb2.EmbedderInfo:
         preset = self._embedder.preset
         return embedder_pb2.EmbedderInfo(
-            model=preset.model_id, dimension=preset.dimension, max_tokens=preset.max_tokens, pid=os.getpid(),
-            processed=self._meter.processed, chunks_per_s=self._meter.per_second(), state="SERVING",
+            model=preset.model_id,
+            dimension=preset.dimension,
+            max_tokens=preset.max_tokens,
+            pid=os.getpid(),
+            processed=self._meter.processed,
+            chunks_per_s=self._meter.per_second(),
+            state="SERVING",
         )
 
 

@@ -7,7 +7,7 @@ from .server import run
 
 
 def main() -> None:
-    settings = GatewaySettings()  # type: ignore[call-arg]
+    settings = GatewaySettings()
     configure_logging("gateway", settings.log_level)
     run(settings)
 

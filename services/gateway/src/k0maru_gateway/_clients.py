@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
-
 from k0maru.v1 import (
     embedder_pb2_grpc,
     offload_pb2_grpc,
@@ -39,7 +38,9 @@ class StackClient:
         self.offload = offload_pb2_grpc.OffloadStub(self._channel(self.addresses["offload"]))
         embedders = [a for n, a in sorted(self.addresses.items()) if n.startswith("embedder")]
         self.embedder = (
-            embedder_pb2_grpc.EmbedderStub(self._channel(embedder_target(embedders), ROUND_ROBIN)) if embedders else None
+            embedder_pb2_grpc.EmbedderStub(self._channel(embedder_target(embedders), ROUND_ROBIN))
+            if embedders
+            else None
         )
 
     def _channel(self, target: str, service_config: str | None = None) -> grpc.Channel:

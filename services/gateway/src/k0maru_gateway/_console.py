@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import hmac
 from importlib import resources
+from collections.abc import Awaitable, Callable
 from typing import Any
-
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import Route
-from starlette.concurrency import run_in_threadpool
 
 from k0maru.v1 import offload_pb2, retriever_pb2
 from k0maru_common import InvalidInput, K0Error, NotFound, NotReady, TooLarge, health_state
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
 
 from ._clients import StackClient
 
 MAX_QUERY_CHARS = 10_000
-MODES = {"hybrid": retriever_pb2.SEARCH_MODE_HYBRID, "bm25": retriever_pb2.SEARCH_MODE_BM25, "vector": retriever_pb2.SEARCH_MODE_VECTOR}
+MODES = {
+    "hybrid": retriever_pb2.SEARCH_MODE_HYBRID,
+    "bm25": retriever_pb2.SEARCH_MODE_BM25,
+    "vector": retriever_pb2.SEARCH_MODE_VECTOR,
+}
 
 
 def _status_for(exc: K0Error) -> int:
@@ -32,14 +36,23 @@ def _status_for(exc: K0Error) -> int:
 
 
 def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"path": h.path, "title": h.title, "snippet": h.snippet, "score": h.score,
-                           "diary": h.diary, "tags": list(h.tags), "lines": [h.start_line, h.end_line]}
+    out: dict[str, Any] = {
+        "path": h.path,
+        "title": h.title,
+        "snippet": h.snippet,
+        "score": h.score,
+        "diary": h.diary,
+        "tags": list(h.tags),
+        "lines": [h.start_line, h.end_line],
+    }
     if explain:
         e = h.explain
         out["explain"] = {
             "bm25": {"rank": e.bm25.rank, "score": e.bm25.score} if e.bm25.present else None,
             "vector": {"rank": e.vector.rank, "score": e.vector.score} if e.vector.present else None,
-            "graph_boost": e.graph_boost, "fused_score": e.fused_score, "heading_path": list(e.heading_path),
+            "graph_boost": e.graph_boost,
+            "fused_score": e.fused_score,
+            "heading_path": list(e.heading_path),
         }
     return out
 
@@ -50,10 +63,12 @@ def build_console(client: StackClient, token: str = "") -> Starlette:
     def authorized(request: Request) -> bool:
         if not token:
             return True
-        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip() or request.query_params.get("token", "")
+        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip() or request.query_params.get(
+            "token", ""
+        )
         return hmac.compare_digest(given, token)
 
-    async def guarded(request: Request, handler: Any) -> Response:
+    async def guarded(request: Request, handler: Callable[[Request], Awaitable[Response]]) -> Response:
         if not authorized(request):
             return JSONResponse({"error": "missing or wrong token"}, status_code=401)
         try:
@@ -64,8 +79,10 @@ def build_console(client: StackClient, token: str = "") -> Starlette:
     async def healthz(request: Request) -> Response:
         state = await run_in_threadpool(health_state, client.addresses["retriever"], "k0maru.v1.Retriever")
         ok = state == "SERVING"
-        return JSONResponse({"status": "ok" if ok else "degraded", "retriever": state, "vault": client.vault},
-                            status_code=200 if ok else 503)
+        return JSONResponse(
+            {"status": "ok" if ok else "degraded", "retriever": state, "vault": client.vault},
+            status_code=200 if ok else 503,
+        )
 
     async def search(request: Request) -> Response:
         async def handle(req: Request) -> Response:
@@ -86,29 +103,55 @@ def build_console(client: StackClient, token: str = "") -> Starlette:
             explain = req.query_params.get("explain", "1") not in ("0", "false", "")
             request_pb = retriever_pb2.SearchRequest(query=q, limit=limit, mode=MODES[mode], explain=explain)
             reply = await run_in_threadpool(client.call, client.retriever.Search, request_pb, 10.0)
-            return JSONResponse({
-                "vault": reply.vault, "query": q, "mode_used": retriever_pb2.SearchMode.Name(reply.mode_used).removeprefix("SEARCH_MODE_").lower(),
-                "vector_coverage": reply.vector_coverage, "took_ms": reply.took_ms,
-                "hits": [hit_json(h, explain) for h in reply.hits],
-            })
+            return JSONResponse(
+                {
+                    "vault": reply.vault,
+                    "query": q,
+                    "mode_used": retriever_pb2.SearchMode.Name(reply.mode_used).removeprefix("SEARCH_MODE_").lower(),
+                    "vector_coverage": reply.vector_coverage,
+                    "took_ms": reply.took_ms,
+                    "hits": [hit_json(h, explain) for h in reply.hits],
+                }
+            )
+
         return await guarded(request, handle)
 
     async def status(request: Request) -> Response:
         async def handle(_req: Request) -> Response:
-            index = await run_in_threadpool(client.call, client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 5.0)
-            tokens = await run_in_threadpool(client.call, client.offload.TokenStats, offload_pb2.TokenStatsRequest(), 5.0)
-            return JSONResponse({
-                "vault": client.vault,
-                "index": {"documents": index.documents, "chunks": index.chunks, "chunks_with_vectors": index.chunks_with_vectors,
-                          "last_applied_seq": index.last_applied_seq},
-                "tokens": {"offloads": tokens.offloads, "original": tokens.original_tokens, "summary": tokens.summary_tokens,
-                           "saved_ratio": tokens.saved_ratio},
-            })
+            index = await run_in_threadpool(
+                client.call, client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 5.0
+            )
+            tokens = await run_in_threadpool(
+                client.call, client.offload.TokenStats, offload_pb2.TokenStatsRequest(), 5.0
+            )
+            return JSONResponse(
+                {
+                    "vault": client.vault,
+                    "index": {
+                        "documents": index.documents,
+                        "chunks": index.chunks,
+                        "chunks_with_vectors": index.chunks_with_vectors,
+                        "last_applied_seq": index.last_applied_seq,
+                    },
+                    "tokens": {
+                        "offloads": tokens.offloads,
+                        "original": tokens.original_tokens,
+                        "summary": tokens.summary_tokens,
+                        "saved_ratio": tokens.saved_ratio,
+                    },
+                }
+            )
+
         return await guarded(request, handle)
 
     async def index(request: Request) -> Response:
         return HTMLResponse(page, media_type="text/html; charset=utf-8")
 
-    return Starlette(routes=[
-        Route("/", index), Route("/healthz", healthz), Route("/api/search", search), Route("/api/status", status),
-    ])
+    return Starlette(
+        routes=[
+            Route("/", index),
+            Route("/healthz", healthz),
+            Route("/api/search", search),
+            Route("/api/status", status),
+        ]
+    )

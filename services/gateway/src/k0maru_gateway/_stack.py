@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
-
 from k0maru_common import default_data_dir, die_with_parent, health_state, wait_until_serving
 
 STATE_FILE = "stack.json"
@@ -106,8 +105,15 @@ class Launcher:
         log_dir = self.data_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         with open(log_dir / f"{name}.log", "ab") as log:
-            proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                    preexec_fn=die_with_parent, close_fds=True)  # noqa: PLW1509 - needed for PDEATHSIG
+            proc = subprocess.Popen(
+                argv,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                preexec_fn=die_with_parent,
+                close_fds=True,
+            )
         self.procs.append((name, proc))
         return proc
 
@@ -130,8 +136,23 @@ class Launcher:
         redis_port = free_port()
         valkey_dir = self.data_dir / "valkey"
         valkey_dir.mkdir(parents=True, exist_ok=True)
-        self._spawn("valkey", [str(get_binary_path()), "--port", str(redis_port), "--bind", "127.0.0.1",
-                               "--save", "", "--appendonly", "no", "--dir", str(valkey_dir)], dict(os.environ))
+        self._spawn(
+            "valkey",
+            [
+                str(get_binary_path()),
+                "--port",
+                str(redis_port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(valkey_dir),
+            ],
+            dict(os.environ),
+        )
         redis_url = f"redis://127.0.0.1:{redis_port}/0"
         self._wait_redis(redis_url)
         addresses = {"redis": redis_url, "scanner": f"127.0.0.1:{free_port()}", "offload": f"127.0.0.1:{free_port()}"}
@@ -143,11 +164,16 @@ class Launcher:
         embedders = [a for n, a in addresses.items() if n.startswith("embedder")]
         base = {
             **os.environ,
-            "K0_VAULT": str(self.vault), "K0_DATA_DIR": str(self.data_dir), "K0_REDIS_URL": redis_url,
-            "K0_SCANNER_ADDR": addresses["scanner"], "K0_EVENTS_ADDR": events_addr,
-            "K0_RETRIEVER_ADDR": addresses["retriever"], "K0_OFFLOAD_ADDR": addresses["offload"],
+            "K0_VAULT": str(self.vault),
+            "K0_DATA_DIR": str(self.data_dir),
+            "K0_REDIS_URL": redis_url,
+            "K0_SCANNER_ADDR": addresses["scanner"],
+            "K0_EVENTS_ADDR": events_addr,
+            "K0_RETRIEVER_ADDR": addresses["retriever"],
+            "K0_OFFLOAD_ADDR": addresses["offload"],
             "K0_EMBEDDER_TARGET": ("ipv4:" + ",".join(embedders)) if embedders else "",
-            "PYTHONUNBUFFERED": "1", **self.extra_env,
+            "PYTHONUNBUFFERED": "1",
+            **self.extra_env,
         }
         py = sys.executable
         self._spawn("scanner", [py, "-m", "k0maru_scanner"], {**base, "K0_GRPC_ADDR": addresses["scanner"]})
@@ -157,13 +183,27 @@ class Launcher:
         self._wait("scanner", addresses["scanner"], started)
         self._spawn("retriever", [py, "-m", "k0maru_retriever"], {**base, "K0_GRPC_ADDR": addresses["retriever"]})
         http_port = self.http_port if self.http_port else free_port(self.http_host)
-        self._spawn("gateway", [py, "-m", "k0maru_gateway"],
-                    {**base, "K0_GRPC_ADDR": addresses["gateway"], "K0_HTTP_HOST": self.http_host, "K0_HTTP_PORT": str(http_port)})
+        self._spawn(
+            "gateway",
+            [py, "-m", "k0maru_gateway"],
+            {
+                **base,
+                "K0_GRPC_ADDR": addresses["gateway"],
+                "K0_HTTP_HOST": self.http_host,
+                "K0_HTTP_PORT": str(http_port),
+            },
+        )
         for name, addr in addresses.items():
             if name != "redis":
                 self._wait(name, addr, started)
-        self.state = StackState(str(self.vault), str(self.data_dir), os.getpid(), addresses,
-                                f"http://{self.http_host}:{http_port}/", {n: p.pid for n, p in self.procs})
+        self.state = StackState(
+            str(self.vault),
+            str(self.data_dir),
+            os.getpid(),
+            addresses,
+            f"http://{self.http_host}:{http_port}/",
+            {n: p.pid for n, p in self.procs},
+        )
         self.state.write()
         return self.state
 
@@ -193,8 +233,10 @@ class Launcher:
             self._check_alive()
             remaining = self.startup_timeout_s - (time.monotonic() - started)
             if remaining <= 0:
-                raise StartupError(f"{name} did not become SERVING within {self.startup_timeout_s:.0f} s "
-                                   f"(see {self.data_dir / 'logs' / (name + '.log')})")
+                raise StartupError(
+                    f"{name} did not become SERVING within {self.startup_timeout_s:.0f} s "
+                    f"(see {self.data_dir / 'logs' / (name + '.log')})"
+                )
             if wait_until_serving(address, health_name(name), min(0.5, remaining)):
                 return
 

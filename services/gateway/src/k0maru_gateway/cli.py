@@ -1,12 +1,12 @@
 """`k0maru`: the launcher and thin gRPC clients for a vault's stack.
 
-  k0maru up      --vault DIR [--embedders N] [--port P]   start the stack, print the console URL
-  k0maru mcp     --vault DIR                               MCP over stdio (uses or starts a stack)
-  k0maru status  --vault DIR [--json]                      exit 0 only if every service is SERVING
-  k0maru search  QUERY --vault DIR [--mode M] [--explain]  print hits
-  k0maru scan    --vault DIR                               one scan; last line is JSON stats
-  k0maru offload [--vault DIR] [--task-id ID] -- CMD       run CMD, offload long output
-  k0maru inspect NODE_ID [--vault DIR] [--lines A:B] [--grep RE] [--around-error]
+k0maru up      --vault DIR [--embedders N] [--port P]   start the stack, print the console URL
+k0maru mcp     --vault DIR                               MCP over stdio (uses or starts a stack)
+k0maru status  --vault DIR [--json]                      exit 0 only if every service is SERVING
+k0maru search  QUERY --vault DIR [--mode M] [--explain]  print hits
+k0maru scan    --vault DIR                               one scan; last line is JSON stats
+k0maru offload [--vault DIR] [--task-id ID] -- CMD       run CMD, offload long output
+k0maru inspect NODE_ID [--vault DIR] [--lines A:B] [--grep RE] [--around-error]
 """
 
 from __future__ import annotations
@@ -27,7 +27,11 @@ from k0maru_common import K0Error, configure_logging
 from ._clients import StackClient
 from ._stack import Launcher, StackState, StartupError, resolve_data_dir
 
-MODES = {"hybrid": retriever_pb2.SEARCH_MODE_HYBRID, "bm25": retriever_pb2.SEARCH_MODE_BM25, "vector": retriever_pb2.SEARCH_MODE_VECTOR}
+MODES = {
+    "hybrid": retriever_pb2.SEARCH_MODE_HYBRID,
+    "bm25": retriever_pb2.SEARCH_MODE_BM25,
+    "vector": retriever_pb2.SEARCH_MODE_VECTOR,
+}
 
 
 class Terminated(Exception):
@@ -58,7 +62,13 @@ def _require_stack(args: argparse.Namespace) -> StackClient:
 
 
 def _launcher(args: argparse.Namespace, vault: Path, http_port: int) -> Launcher:
-    return Launcher(vault, resolve_data_dir(vault, args.data_dir), embedders=args.embedders, http_host=args.host, http_port=http_port)
+    return Launcher(
+        vault,
+        resolve_data_dir(vault, args.data_dir),
+        embedders=args.embedders,
+        http_host=args.host,
+        http_port=http_port,
+    )
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -68,7 +78,10 @@ def cmd_up(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         state = launcher.start()
-        print(f"k0maru: {vault} is served by {len(state.pids)} processes, all healthy in {time.perf_counter() - started:.1f} s", flush=True)
+        print(
+            f"k0maru: {vault} is served by {len(state.pids)} processes, all healthy in {time.perf_counter() - started:.1f} s",
+            flush=True,
+        )
         print(f"k0maru: console {state.console_url}", flush=True)
         print(f"k0maru: logs in {launcher.data_dir / 'logs'}; Ctrl+C stops everything", flush=True)
         while True:
@@ -128,29 +141,49 @@ def cmd_status(args: argparse.Namespace) -> int:
     index: dict[str, int] = {}
     try:
         reply = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 3.0)
-        index = {"documents": reply.documents, "chunks": reply.chunks, "chunks_with_vectors": reply.chunks_with_vectors,
-                 "last_applied_seq": reply.last_applied_seq}
+        index = {
+            "documents": reply.documents,
+            "chunks": reply.chunks,
+            "chunks_with_vectors": reply.chunks_with_vectors,
+            "last_applied_seq": reply.last_applied_seq,
+        }
     except K0Error:
         pass
     finally:
         client.close()
     if args.json:
-        print(json.dumps({"vault": state.vault, "running": True, "services": services, "addresses": state.addresses,
-                          "console": state.console_url, "index": index}))
+        print(
+            json.dumps(
+                {
+                    "vault": state.vault,
+                    "running": True,
+                    "services": services,
+                    "addresses": state.addresses,
+                    "console": state.console_url,
+                    "index": index,
+                }
+            )
+        )
     else:
         print(f"vault   {state.vault}\nconsole {state.console_url}")
         for name, value in services.items():
             print(f"{name:<12} {value:<12} {state.addresses[name]}")
         if index:
-            print(f"index   {index['documents']} notes, {index['chunks']} chunks, {index['chunks_with_vectors']} with vectors")
+            print(
+                f"index   {index['documents']} notes, {index['chunks']} chunks, {index['chunks_with_vectors']} with vectors"
+            )
     return 0 if ok else 1
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     client = _require_stack(args)
     try:
-        reply = client.call(client.retriever.Search, retriever_pb2.SearchRequest(
-            query=args.query, limit=args.limit, mode=MODES[args.mode], explain=args.explain))
+        reply = client.call(
+            client.retriever.Search,
+            retriever_pb2.SearchRequest(
+                query=args.query, limit=args.limit, mode=MODES[args.mode], explain=args.explain
+            ),
+        )
     except K0Error as exc:
         print(f"k0maru: {exc}", file=sys.stderr)
         return 1
@@ -159,7 +192,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.json:
         from ._console import hit_json
 
-        print(json.dumps({"vault": reply.vault, "hits": [hit_json(h, args.explain) for h in reply.hits]}, ensure_ascii=False))
+        print(
+            json.dumps(
+                {"vault": reply.vault, "hits": [hit_json(h, args.explain) for h in reply.hits]}, ensure_ascii=False
+            )
+        )
         return 0
     if not reply.hits:
         print(f"no notes match {args.query!r} in {reply.vault}")
@@ -182,17 +219,33 @@ def cmd_scan(args: argparse.Namespace) -> int:
             s = client.call(client.scanner.Scan, scanner_pb2.ScanRequest(force_full=args.full), 600.0)
         finally:
             client.close()
-        stats = {"added": s.added, "modified": s.modified, "deleted": s.deleted, "renamed": s.renamed,
-                 "unchanged": s.unchanged, "skipped": s.skipped, "ms": round(s.ms, 3)}
+        stats = {
+            "added": s.added,
+            "modified": s.modified,
+            "deleted": s.deleted,
+            "renamed": s.renamed,
+            "unchanged": s.unchanged,
+            "skipped": s.skipped,
+            "ms": round(s.ms, 3),
+        }
     else:
         from k0maru_scanner.config import ScannerSettings
         from k0maru_scanner.server import open_scanner
 
-        scanner = open_scanner(ScannerSettings(vault=vault, data_dir=resolve_data_dir(vault, args.data_dir), watch=False))
+        scanner = open_scanner(
+            ScannerSettings(vault=vault, data_dir=resolve_data_dir(vault, args.data_dir), watch=False)
+        )
         r = scanner.scan(force_full=args.full)
         scanner.manifest.close()
-        stats = {"added": r.added, "modified": r.modified, "deleted": r.deleted, "renamed": r.renamed,
-                 "unchanged": r.unchanged, "skipped": r.skipped, "ms": round(r.ms, 3)}
+        stats = {
+            "added": r.added,
+            "modified": r.modified,
+            "deleted": r.deleted,
+            "renamed": r.renamed,
+            "unchanged": r.unchanged,
+            "skipped": r.skipped,
+            "ms": round(r.ms, 3),
+        }
     print(json.dumps(stats))
     return 0
 
@@ -227,7 +280,9 @@ def cmd_offload(args: argparse.Namespace) -> int:
     else:
         text = sys.stdin.buffer.read().decode("utf-8", "replace")
     state = StackState.load(resolve_data_dir(vault, args.data_dir))
-    request = offload_pb2.OffloadLogRequest(text=text, task_id=args.task_id, threshold=threshold, command=" ".join(command))
+    request = offload_pb2.OffloadLogRequest(
+        text=text, task_id=args.task_id, threshold=threshold, command=" ".join(command)
+    )
     if exit_code is not None:
         request.exit_code = exit_code
     try:
@@ -241,7 +296,9 @@ def cmd_offload(args: argparse.Namespace) -> int:
         else:
             from k0maru_offload._engine import OffloadEngine
 
-            result = OffloadEngine(vault, threshold, 64 * 1024 * 1024).offload(text, args.task_id, threshold, " ".join(command), exit_code)
+            result = OffloadEngine(vault, threshold, 64 * 1024 * 1024).offload(
+                text, args.task_id, threshold, " ".join(command), exit_code
+            )
             offloaded, summary, diagram = result.offloaded, result.summary, result.mermaid
     except K0Error as exc:
         print(f"k0maru: {exc}", file=sys.stderr)
@@ -266,7 +323,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     try:
         from k0maru_offload._engine import OffloadEngine
 
-        lines, total = OffloadEngine(vault, 50, 64 * 1024 * 1024).inspect(args.node_id, start, end, args.grep, args.context, args.around_error)
+        lines, total = OffloadEngine(vault, 50, 64 * 1024 * 1024).inspect(
+            args.node_id, start, end, args.grep, args.context, args.around_error
+        )
     except K0Error as exc:
         print(f"k0maru: {exc}", file=sys.stderr)
         return 2
@@ -277,7 +336,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="k0maru", description="Long-term memory for AI coding agents over a Markdown vault.")
+    parser = argparse.ArgumentParser(
+        prog="k0maru", description="Long-term memory for AI coding agents over a Markdown vault."
+    )
     sub = parser.add_subparsers(dest="command_name", required=True)
 
     def with_vault(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -314,8 +375,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = {"up": cmd_up, "mcp": cmd_mcp, "status": cmd_status, "search": cmd_search, "scan": cmd_scan,
-            "offload": cmd_offload, "inspect": cmd_inspect}
+COMMANDS = {
+    "up": cmd_up,
+    "mcp": cmd_mcp,
+    "status": cmd_status,
+    "search": cmd_search,
+    "scan": cmd_scan,
+    "offload": cmd_offload,
+    "inspect": cmd_inspect,
+}
 
 
 def main(argv: list[str] | None = None) -> None:

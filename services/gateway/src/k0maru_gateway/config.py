@@ -5,9 +5,8 @@ from __future__ import annotations
 import ipaddress
 from pathlib import Path
 
-from pydantic import Field, model_validator
-
 from k0maru_common import K0Settings
+from pydantic import Field, model_validator
 
 
 class GatewaySettings(K0Settings):

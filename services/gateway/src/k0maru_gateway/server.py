@@ -7,7 +7,6 @@ import threading
 import time
 
 import uvicorn
-
 from k0maru_common import GrpcService
 
 from ._clients import StackClient
@@ -18,7 +17,11 @@ log = logging.getLogger(__name__)
 
 
 def stack_client(settings: GatewaySettings) -> StackClient:
-    addresses = {"scanner": settings.scanner_addr, "retriever": settings.retriever_addr, "offload": settings.offload_addr}
+    addresses = {
+        "scanner": settings.scanner_addr,
+        "retriever": settings.retriever_addr,
+        "offload": settings.offload_addr,
+    }
     if settings.embedder_target:
         addresses["embedder"] = settings.embedder_target
     return StackClient(str(settings.vault), addresses)
@@ -29,8 +32,9 @@ def run(settings: GatewaySettings) -> None:
     service = GrpcService("k0maru.v1.Gateway", settings.grpc_addr)
     service.start()
     app = build_console(client, settings.console_token)
-    server = uvicorn.Server(uvicorn.Config(app, host=settings.http_host, port=settings.http_port,
-                                           log_level="warning", access_log=False))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=settings.http_host, port=settings.http_port, log_level="warning", access_log=False)
+    )
 
     def mark_serving() -> None:
         while not server.started and not server.should_exit:

@@ -7,7 +7,7 @@ from .server import run
 
 
 def main() -> None:
-    settings = OffloadSettings()  # type: ignore[call-arg]
+    settings = OffloadSettings()
     configure_logging("offload", settings.log_level)
     run(settings)
 

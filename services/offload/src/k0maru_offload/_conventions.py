@@ -15,10 +15,22 @@ from pathlib import Path
 
 RULE_FILES = (".k0maru/rules.md", "AGENTS.md", "CLAUDE.md", "RULES.md", "CONVENTIONS.md")
 _KEYS = {
-    "decision": "decision", "decisions": "decision", "adr": "decision",
-    "log": "log", "logs": "log", "journal": "log", "daily": "log", "records": "log", "notes": "log",
-    "concept": "concept", "concepts": "concept", "wiki": "concept", "card": "concept", "cards": "concept",
-    "skill": "skill", "skills": "skill",
+    "decision": "decision",
+    "decisions": "decision",
+    "adr": "decision",
+    "log": "log",
+    "logs": "log",
+    "journal": "log",
+    "daily": "log",
+    "records": "log",
+    "notes": "log",
+    "concept": "concept",
+    "concepts": "concept",
+    "wiki": "concept",
+    "card": "concept",
+    "cards": "concept",
+    "skill": "skill",
+    "skills": "skill",
 }
 _TOPOLOGY = {
     "decision": ("decisions", "adr", "docs/adr", "docs/decisions", "architecture"),
@@ -63,11 +75,23 @@ def sniff(vault: Path) -> Conventions:
             if category and _safe(folder) and category not in conv.folders:
                 conv.folders[category] = folder
                 conv.evidence.append(f"{name}: {category} → {folder}/")
-    top = sorted(e.name for e in os.scandir(vault) if e.is_dir() and not e.name.startswith(".")) if vault.is_dir() else []
+    top = (
+        sorted(e.name for e in os.scandir(vault) if e.is_dir() and not e.name.startswith(".")) if vault.is_dir() else []
+    )
     if sum(1 for n in top if re.match(r"^\d{2}[_ .-]", n)) >= 2:
         conv.folder_scheme = "johnny-decimal"
-        conv.evidence.append("top-level folders numbered like Johnny-Decimal: " + ", ".join(n for n in top if re.match(r"^\d{2}", n))[:200])
-    elif sum(1 for n in top if re.sub(r"^\d+[_ .-]*", "", n).lower() in {"projects", "areas", "resources", "archive", "archives"}) >= 3:
+        conv.evidence.append(
+            "top-level folders numbered like Johnny-Decimal: "
+            + ", ".join(n for n in top if re.match(r"^\d{2}", n))[:200]
+        )
+    elif (
+        sum(
+            1
+            for n in top
+            if re.sub(r"^\d+[_ .-]*", "", n).lower() in {"projects", "areas", "resources", "archive", "archives"}
+        )
+        >= 3
+    ):
         conv.folder_scheme = "para"
         conv.evidence.append("PARA folders (Projects/Areas/Resources/Archive)")
     for category, candidates in _TOPOLOGY.items():
@@ -75,7 +99,9 @@ def sniff(vault: Path) -> Conventions:
             continue
         found = next((c for c in candidates if (vault / c).is_dir()), None)
         if found is None:  # numbered variants: 10_Decisions, 00_Logs, …
-            found = next((n for n in top for c in candidates if re.sub(r"^\d+[_ .-]*", "", n).lower() == c.lower()), None)
+            found = next(
+                (n for n in top for c in candidates if re.sub(r"^\d+[_ .-]*", "", n).lower() == c.lower()), None
+            )
         if found:
             conv.folders[category] = found
             conv.evidence.append(f"folder {found}/ holds {category} notes")
@@ -91,7 +117,12 @@ def _naming_style(vault: Path, conv: Conventions) -> str:
         if not directory.is_dir():
             continue
         for entry in sorted(os.scandir(directory), key=lambda e: e.name)[:200]:
-            if entry.is_file() and entry.name.endswith(".md") and not entry.name.startswith(".") and entry.name.upper() not in {"AGENTS.MD", "CLAUDE.MD", "RULES.MD", "CONVENTIONS.MD", "README.MD"}:
+            if (
+                entry.is_file()
+                and entry.name.endswith(".md")
+                and not entry.name.startswith(".")
+                and entry.name.upper() not in {"AGENTS.MD", "CLAUDE.MD", "RULES.MD", "CONVENTIONS.MD", "README.MD"}
+            ):
                 if _DATE_NAME.match(entry.name):
                     dated += 1
                 else:

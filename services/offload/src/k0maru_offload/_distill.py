@@ -13,8 +13,12 @@ from pathlib import Path
 
 from ._logscan import scan_log
 
-_COMMAND = re.compile(r"^\s*(?:\$ |> )(.+)|^\s*((?:cargo|python3?|pytest|uv|pip|npm|npx|yarn|pnpm|node|tsc|go|gcc|g\+\+|clang|make|cmake|javac|java|mvn|gradle|git) .*)")
-_IDENTIFIER = re.compile(r"\b(?:E\d{4}|TS\d{4}|[A-Z][A-Za-z]+(?:Error|Exception)|[A-Z_]{4,}|[\w./-]+\.(?:rs|py|go|ts|tsx|js|c|cc|cpp|h|java):\d+)\b")
+_COMMAND = re.compile(
+    r"^\s*(?:\$ |> )(.+)|^\s*((?:cargo|python3?|pytest|uv|pip|npm|npx|yarn|pnpm|node|tsc|go|gcc|g\+\+|clang|make|cmake|javac|java|mvn|gradle|git) .*)"
+)
+_IDENTIFIER = re.compile(
+    r"\b(?:E\d{4}|TS\d{4}|[A-Z][A-Za-z]+(?:Error|Exception)|[A-Z_]{4,}|[\w./-]+\.(?:rs|py|go|ts|tsx|js|c|cc|cpp|h|java):\d+)\b"
+)
 _VERIFY = re.compile(r"\b(test|check|build|run|verify|pytest|tsc)\b")
 
 
@@ -48,15 +52,19 @@ def distill(trace: str, title: str = "") -> SkillCard:
     def fence(items: list[str], lang: str = "bash") -> str:
         return f"```{lang}\n" + "\n".join(items) + "\n```" if items else "_none recorded in the trace_"
 
-    body = "\n\n".join([
-        f"# {name}",
-        "## Failure signature\n\n" + f"`{signature[:300]}`" + (f"\n\nat `{findings.location}`" if findings.location else ""),
-        f"## Stack\n\n- language: {language}\n- error code: {findings.error_code or 'n/a'}",
-        "## Root-cause identifiers\n\n" + ("\n".join(f"- `{i}`" for i in idents) or "_none found_"),
-        "## How it was located\n\n" + fence(before) + "\n\n" + fence(around, "text"),
-        "## Fix\n\n" + fence(fix),
-        "## Verify\n\n" + fence(verify),
-    ])
+    body = "\n\n".join(
+        [
+            f"# {name}",
+            "## Failure signature\n\n"
+            + f"`{signature[:300]}`"
+            + (f"\n\nat `{findings.location}`" if findings.location else ""),
+            f"## Stack\n\n- language: {language}\n- error code: {findings.error_code or 'n/a'}",
+            "## Root-cause identifiers\n\n" + ("\n".join(f"- `{i}`" for i in idents) or "_none found_"),
+            "## How it was located\n\n" + fence(before) + "\n\n" + fence(around, "text"),
+            "## Fix\n\n" + fence(fix),
+            "## Verify\n\n" + fence(verify),
+        ]
+    )
     return SkillCard(name, body, tags, language)
 
 
@@ -65,8 +73,16 @@ def export_hermes(card: SkillCard, directory: Path, slug: str) -> Path:
     import yaml
 
     directory.mkdir(parents=True, exist_ok=True)
-    meta = {"name": slug, "description": card.title, "trigger": card.title,
-            "parameters": {"type": "object", "properties": {}}, "tags": list(card.tags)}
+    meta = {
+        "name": slug,
+        "description": card.title,
+        "trigger": card.title,
+        "parameters": {"type": "object", "properties": {}},
+        "tags": list(card.tags),
+    }
     path = directory / f"{slug}.md"
-    path.write_text(f"---\n{yaml.safe_dump(meta, allow_unicode=True, sort_keys=False).strip()}\n---\n\n{card.markdown}\n", encoding="utf-8")
+    path.write_text(
+        f"---\n{yaml.safe_dump(meta, allow_unicode=True, sort_keys=False).strip()}\n---\n\n{card.markdown}\n",
+        encoding="utf-8",
+    )
     return path

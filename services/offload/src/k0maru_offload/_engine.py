@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import xxhash
-
 from k0maru_common import InvalidInput, NotFound, TooLarge
 
 from ._logscan import LogFindings, scan_log
@@ -86,8 +85,9 @@ class OffloadEngine:
         self.threshold = threshold
         self.max_bytes = max_bytes
 
-    def offload(self, text: str, task_id: str = "", threshold: int = 0, command: str = "",
-                exit_code: int | None = None) -> Offloaded:
+    def offload(
+        self, text: str, task_id: str = "", threshold: int = 0, command: str = "", exit_code: int | None = None
+    ) -> Offloaded:
         if len(text.encode("utf-8", "replace")) > self.max_bytes:
             raise TooLarge(f"log is larger than {self.max_bytes} bytes")
         task = sanitize_task_id(task_id)
@@ -120,7 +120,9 @@ class OffloadEngine:
         body.append(f"inspect: k0maru inspect {node_id} --around-error | --lines A:B | --grep REGEX")
         summary = "\n".join(body)
         diagram = mermaid(command, exit_code, len(lines), f, node_id)
-        return Offloaded(True, summary, len(lines), tokens, estimate_tokens(summary + diagram), node_id, rel, diagram, f)
+        return Offloaded(
+            True, summary, len(lines), tokens, estimate_tokens(summary + diagram), node_id, rel, diagram, f
+        )
 
     def _find(self, node_id: str) -> Path:
         node_id = node_id.strip().removesuffix(".log")
@@ -128,12 +130,21 @@ class OffloadEngine:
             raise InvalidInput(f"invalid node id {node_id!r}: expected node_ followed by 16 hex digits")
         if self.refs.is_dir():
             for entry in os.scandir(self.refs):
-                if entry.is_file(follow_symlinks=False) and (entry.name == f"{node_id}.log" or entry.name.endswith(f"_{node_id}.log")):
+                if entry.is_file(follow_symlinks=False) and (
+                    entry.name == f"{node_id}.log" or entry.name.endswith(f"_{node_id}.log")
+                ):
                     return Path(entry.path)
         raise NotFound(f"no offloaded log {node_id} in {self.refs.relative_to(self.vault)}")
 
-    def inspect(self, node_id: str, start: int = 0, end: int = 0, grep: str = "", context: int = 0,
-                around_first_error: bool = False) -> tuple[list[tuple[int, str]], int]:
+    def inspect(
+        self,
+        node_id: str,
+        start: int = 0,
+        end: int = 0,
+        grep: str = "",
+        context: int = 0,
+        around_first_error: bool = False,
+    ) -> tuple[list[tuple[int, str]], int]:
         """Numbered lines (1-based) of an offloaded log, bounded to MAX_INSPECT_LINES."""
         lines = self._find(node_id).read_text(encoding="utf-8", errors="replace").splitlines()
         total = len(lines)

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-
 from k0maru_common import InvalidInput, OutsideVault, TooLarge, confine
 
 from ._conventions import sniff

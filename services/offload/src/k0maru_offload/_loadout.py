@@ -62,9 +62,16 @@ def build_loadout(vault: Path, max_chars: int = 6000) -> Loadout:
     parts = [f"# Loadout for {vault.name}"]
     for name, text in loadout.rules:
         parts.append(f"## Rules ({name})\n\n{text.strip()}")
-    parts.append("## Conventions\n\n" + f"- folders: {conv.folder_scheme}; names: {conv.naming_style}\n"
-                 + "\n".join(f"- {c}: {f}/" for c, f in sorted(conv.folders.items())))
-    for heading, items in (("Hub notes", loadout.hubs), ("Recent decisions", loadout.decisions), ("Skills", loadout.skills)):
+    parts.append(
+        "## Conventions\n\n"
+        + f"- folders: {conv.folder_scheme}; names: {conv.naming_style}\n"
+        + "\n".join(f"- {c}: {f}/" for c, f in sorted(conv.folders.items()))
+    )
+    for heading, items in (
+        ("Hub notes", loadout.hubs),
+        ("Recent decisions", loadout.decisions),
+        ("Skills", loadout.skills),
+    ):
         if items:
             parts.append(f"## {heading}\n\n" + "\n".join(f"- [[{i.removesuffix('.md')}]]" for i in items))
     text = "\n\n".join(parts)

@@ -37,7 +37,9 @@ _RUST_ARROW = re.compile(r"^\s*--> (\S+:\d+:\d+)")
 _RUST_PANIC = re.compile(r"thread '[^']*' panicked at (?:'(.*)', )?(\S+:\d+:\d+)")
 _PY_TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):")
 _PY_FILE = re.compile(r'^\s*File "([^"]+)", line (\d+)')
-_PY_EXC = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)|AssertionError|StopIteration)\b:?\s*(.*)")
+_PY_EXC = re.compile(
+    r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)|AssertionError|StopIteration)\b:?\s*(.*)"
+)
 _PYTEST_LOC = re.compile(r"^(\S+\.py):(\d+): (\w+)")
 _PYTEST_E = re.compile(r"^E\s{2,}(.+)")
 _GO_PANIC = re.compile(r"^(panic|fatal error): (.+)")
@@ -55,8 +57,12 @@ _JAVA_AT = re.compile(r"^\s+at .+\((\S+\.(?:java|kt|scala)):(\d+)\)")
 _NODE_EXC = re.compile(r"^(?:Uncaught )?((?:[A-Z]\w*)?Error)(?: \[(\w+)\])?: (.+)")
 _NODE_AT = re.compile(r"^\s+at (?:.+ \()?((?:file://)?[^()\s]+:\d+:\d+)\)?")
 
-_WARNING = re.compile(r"^warning(\[|:)|: warning[:\s]|^WARN\b|\bDeprecationWarning\b|^\S+\.\w+:\d+(:\d+)?: warning", re.IGNORECASE)
-_ERROR_COUNT = re.compile(r"^error(\[E\d+\])?:|: (fatal )?error[: ]|error TS\d+|^Traceback \(|^panic: |^fatal error: |^Exception in thread|^\w*Error: ")
+_WARNING = re.compile(
+    r"^warning(\[|:)|: warning[:\s]|^WARN\b|\bDeprecationWarning\b|^\S+\.\w+:\d+(:\d+)?: warning", re.IGNORECASE
+)
+_ERROR_COUNT = re.compile(
+    r"^error(\[E\d+\])?:|: (fatal )?error[: ]|error TS\d+|^Traceback \(|^panic: |^fatal error: |^Exception in thread|^\w*Error: "
+)
 _FAILED_TEST = re.compile(r"^test \S+ \.\.\. FAILED|^FAILED \S|^\s*--- FAIL: |^\s+✕ |^\s*✗ |^not ok \d+")
 
 
@@ -74,7 +80,7 @@ def scan_log(lines: list[str]) -> LogFindings:
             findings.warnings += 1
         if _FAILED_TEST.search(line):
             findings.failed_tests += 1
-    for i, line in enumerate(clean):
+    for i in range(len(clean)):
         if _first_error_at(clean, i, findings):
             findings.error_line = i + 1
             break
@@ -85,7 +91,7 @@ def _ahead(lines: list[str], i: int) -> list[str]:
     return lines[i + 1 : i + 1 + LOOKAHEAD]
 
 
-def _first_error_at(lines: list[str], i: int, f: LogFindings) -> bool:  # noqa: C901 - one case per format
+def _first_error_at(lines: list[str], i: int, f: LogFindings) -> bool:
     line = lines[i]
     if m := _RUST_ERROR.match(line):
         if m.group(2).startswith(("aborting due to", "could not compile")):
@@ -117,7 +123,10 @@ def _first_error_at(lines: list[str], i: int, f: LogFindings) -> bool:  # noqa: 
     if m := _GO_PANIC.match(line):
         f.language, f.error_code, f.first_error = "go", m.group(1), line.strip()
         locations = [g.group(1) for g in map(_GO_LOC.match, _ahead(lines, i)) if g]
-        f.location = next((loc for loc in locations if "/runtime/" not in loc and "/src/testing/" not in loc), locations[0] if locations else "")
+        f.location = next(
+            (loc for loc in locations if "/runtime/" not in loc and "/src/testing/" not in loc),
+            locations[0] if locations else "",
+        )
         return True
     if m := _GO_FAIL.match(line):
         f.language, f.error_code = "go", "test failure"

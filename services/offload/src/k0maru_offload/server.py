@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from typing import Any
 
 import grpc
 import redis
-
 from k0maru.v1 import offload_pb2, offload_pb2_grpc
 from k0maru_common import TOKEN_LEDGER, GrpcService, InvalidInput
 
@@ -30,7 +30,7 @@ class TokenLedger:
     """Tokens before and after offloading, in a Redis hash the console reads."""
 
     def __init__(self, client: redis.Redis) -> None:
-        self._redis = client
+        self._redis: Any = client  # bytes replies; redis-py's unions do not narrow
 
     def record(self, original: int, summary: int) -> None:
         try:
@@ -54,68 +54,122 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
         self._flush = FlushEngine(settings.vault)
         self._ledger = ledger
 
-    def OffloadLog(self, request: offload_pb2.OffloadLogRequest, context: grpc.ServicerContext) -> offload_pb2.OffloadResult:
+    def OffloadLog(
+        self, request: offload_pb2.OffloadLogRequest, context: grpc.ServicerContext
+    ) -> offload_pb2.OffloadResult:
         exit_code = request.exit_code if request.HasField("exit_code") else None
         result = self._engine.offload(request.text, request.task_id, request.threshold, request.command, exit_code)
         if result.offloaded:
             self._ledger.record(result.original_tokens, result.summary_tokens)
         f = result.findings
         return offload_pb2.OffloadResult(
-            offloaded=result.offloaded, node_id=result.node_id, summary=result.summary, mermaid=result.mermaid,
-            original_tokens=result.original_tokens, summary_tokens=result.summary_tokens, ref_path=result.ref_path,
-            line_count=result.line_count, first_error=f.first_error, first_location=f.location,
-            errors=f.errors, warnings=f.warnings, failed_tests=f.failed_tests,
+            offloaded=result.offloaded,
+            node_id=result.node_id,
+            summary=result.summary,
+            mermaid=result.mermaid,
+            original_tokens=result.original_tokens,
+            summary_tokens=result.summary_tokens,
+            ref_path=result.ref_path,
+            line_count=result.line_count,
+            first_error=f.first_error,
+            first_location=f.location,
+            errors=f.errors,
+            warnings=f.warnings,
+            failed_tests=f.failed_tests,
         )
 
-    def InspectLogNode(self, request: offload_pb2.InspectRequest, context: grpc.ServicerContext) -> offload_pb2.InspectResponse:
-        lines, total = self._engine.inspect(request.node_id, request.start_line, request.end_line, request.grep,
-                                            request.context, request.around_first_error)
-        return offload_pb2.InspectResponse(node_id=request.node_id.strip().removesuffix(".log"), total_lines=total,
-                                           lines=[offload_pb2.LogLine(number=n, text=t) for n, t in lines])
+    def InspectLogNode(
+        self, request: offload_pb2.InspectRequest, context: grpc.ServicerContext
+    ) -> offload_pb2.InspectResponse:
+        lines, total = self._engine.inspect(
+            request.node_id,
+            request.start_line,
+            request.end_line,
+            request.grep,
+            request.context,
+            request.around_first_error,
+        )
+        return offload_pb2.InspectResponse(
+            node_id=request.node_id.strip().removesuffix(".log"),
+            total_lines=total,
+            lines=[offload_pb2.LogLine(number=n, text=t) for n, t in lines],
+        )
 
-    def FlushSession(self, request: offload_pb2.FlushRequest, context: grpc.ServicerContext) -> offload_pb2.FlushResponse:
-        note = FlushNote(request.title, request.content, request.category, tuple(request.tags),
-                         tuple(request.related_notes), request.source or "k0maru flush_session")
+    def FlushSession(
+        self, request: offload_pb2.FlushRequest, context: grpc.ServicerContext
+    ) -> offload_pb2.FlushResponse:
+        note = FlushNote(
+            request.title,
+            request.content,
+            request.category,
+            tuple(request.tags),
+            tuple(request.related_notes),
+            request.source or "k0maru flush_session",
+        )
         path, outcome = self._flush.flush(note)
         return offload_pb2.FlushResponse(path=path, outcome=OUTCOMES[outcome])
 
-    def DistillSkill(self, request: offload_pb2.DistillRequest, context: grpc.ServicerContext) -> offload_pb2.DistillResponse:
+    def DistillSkill(
+        self, request: offload_pb2.DistillRequest, context: grpc.ServicerContext
+    ) -> offload_pb2.DistillResponse:
         trace = request.trace
         if request.node_id:
             lines, _total = self._engine.inspect(request.node_id, 0, 100_000)
-            trace = "\n".join(t for _n, t in lines) if not trace else trace
+            trace = trace if trace else "\n".join(t for _n, t in lines)
         if not trace.strip():
             raise InvalidInput("give a trace or the node_id of an offloaded log")
         card = distill(trace, request.title)
-        path, outcome = self._flush.flush(FlushNote(card.title, card.markdown, "skill", card.tags, (), "k0maru distill"))
+        path, outcome = self._flush.flush(
+            FlushNote(card.title, card.markdown, "skill", card.tags, (), "k0maru distill")
+        )
         exported = ""
         if request.export:
             exported = str(export_hermes(card, self._settings.skills_export_dir, slugify(card.title)))
-        return offload_pb2.DistillResponse(path=path, outcome=OUTCOMES[outcome], skill_markdown=card.markdown, exported_path=exported)
-
-    def GetProjectLoadout(self, request: offload_pb2.LoadoutRequest, context: grpc.ServicerContext) -> offload_pb2.Loadout:
-        loadout = build_loadout(self._settings.vault, request.max_chars or 6000)
-        return offload_pb2.Loadout(
-            vault=str(self._settings.vault), rules=[offload_pb2.RuleFile(path=p, text=t) for p, t in loadout.rules],
-            conventions=_report(loadout.conventions), hub_notes=loadout.hubs, recent_decisions=loadout.decisions,
-            skills=loadout.skills, markdown=loadout.markdown,
+        return offload_pb2.DistillResponse(
+            path=path, outcome=OUTCOMES[outcome], skill_markdown=card.markdown, exported_path=exported
         )
 
-    def Conventions(self, request: offload_pb2.ConventionsRequest, context: grpc.ServicerContext) -> offload_pb2.ConventionReport:
+    def GetProjectLoadout(
+        self, request: offload_pb2.LoadoutRequest, context: grpc.ServicerContext
+    ) -> offload_pb2.Loadout:
+        loadout = build_loadout(self._settings.vault, request.max_chars or 6000)
+        return offload_pb2.Loadout(
+            vault=str(self._settings.vault),
+            rules=[offload_pb2.RuleFile(path=p, text=t) for p, t in loadout.rules],
+            conventions=_report(loadout.conventions),
+            hub_notes=loadout.hubs,
+            recent_decisions=loadout.decisions,
+            skills=loadout.skills,
+            markdown=loadout.markdown,
+        )
+
+    def Conventions(
+        self, request: offload_pb2.ConventionsRequest, context: grpc.ServicerContext
+    ) -> offload_pb2.ConventionReport:
         return _report(sniff(self._settings.vault.resolve()))
 
-    def TokenStats(self, request: offload_pb2.TokenStatsRequest, context: grpc.ServicerContext) -> offload_pb2.TokenStatsResponse:
+    def TokenStats(
+        self, request: offload_pb2.TokenStatsRequest, context: grpc.ServicerContext
+    ) -> offload_pb2.TokenStatsResponse:
         totals = self._ledger.totals()
         original, summary = totals.get("original_tokens", 0), totals.get("summary_tokens", 0)
-        return offload_pb2.TokenStatsResponse(offloads=totals.get("offloads", 0), original_tokens=original, summary_tokens=summary,
-                                              saved_ratio=(1 - summary / original) if original else 0.0)
+        return offload_pb2.TokenStatsResponse(
+            offloads=totals.get("offloads", 0),
+            original_tokens=original,
+            summary_tokens=summary,
+            saved_ratio=(1 - summary / original) if original else 0.0,
+        )
 
 
 def _report(conv: Conventions) -> offload_pb2.ConventionReport:
     return offload_pb2.ConventionReport(
-        folder_scheme=conv.folder_scheme, naming_style=conv.naming_style, notes_folder=conv.folders.get("log", ""),
-        decisions_folder=conv.folders.get("decision", ""), skills_folder=conv.folders.get("skill", ""),
-        evidence=conv.evidence, rule_files=conv.rule_files,
+        folder_scheme=conv.folder_scheme,
+        naming_style=conv.naming_style,
+        notes_folder=conv.folders.get("log", ""),
+        decisions_folder=conv.folders.get("decision", ""),
+        skills_folder=conv.folders.get("skill", ""),
+        evidence=conv.evidence,
+        rule_files=conv.rule_files,
     )
 
 

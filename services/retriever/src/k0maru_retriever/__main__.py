@@ -7,7 +7,7 @@ from .server import run
 
 
 def main() -> None:
-    settings = RetrieverSettings()  # type: ignore[call-arg]
+    settings = RetrieverSettings()
     configure_logging("retriever", settings.log_level)
     run(settings)
 

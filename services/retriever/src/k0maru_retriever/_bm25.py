@@ -20,7 +20,12 @@ class Scope:
     def matches(self, path: str, diary: str, tags: list[str]) -> bool:
         if self.diaries and diary not in self.diaries:
             return False
-        if self.path_prefixes and not any(path == p.rstrip("/") or path.startswith(p.rstrip("/") + "/") or (not p.endswith("/") and path.startswith(p)) for p in self.path_prefixes):
+        if self.path_prefixes and not any(
+            path == p.rstrip("/")
+            or path.startswith(p.rstrip("/") + "/")
+            or (not p.endswith("/") and path.startswith(p))
+            for p in self.path_prefixes
+        ):
             return False
         return all(t in tags for t in self.tags)
 
@@ -102,11 +107,13 @@ class Bm25Index:
         clauses.extend(self._scope_clauses(scope))
         searcher = self._index.searcher()
         hits = searcher.search(tantivy.Query.boolean_query(clauses), limit, count=False).hits
-        return [(searcher.doc(address).get_first("id"), float(score)) for score, address in hits]
+        return [(str(searcher.doc(address).get_first("id")), float(score)) for score, address in hits]
 
     def _scope_clauses(self, scope: Scope) -> list[tuple[tantivy.Occur, tantivy.Query]]:
         def any_of(field: str, values: list[str]) -> tantivy.Query:
-            return tantivy.Query.boolean_query([(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, field, v)) for v in values])
+            return tantivy.Query.boolean_query(
+                [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, field, v)) for v in values]
+            )
 
         clauses = []
         if scope.diaries:
@@ -118,7 +125,9 @@ class Bm25Index:
                 subs.append((tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "folders", p)))
                 subs.append((tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "path", p)))
                 if not prefix.endswith("/"):
-                    subs.append((tantivy.Occur.Should, tantivy.Query.regex_query(self._schema, "path", _regex_escape(p) + ".*")))
+                    subs.append(
+                        (tantivy.Occur.Should, tantivy.Query.regex_query(self._schema, "path", _regex_escape(p) + ".*"))
+                    )
             clauses.append((tantivy.Occur.Must, tantivy.Query.boolean_query(subs)))
         for tag in scope.tags:
             clauses.append((tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "tags", tag)))

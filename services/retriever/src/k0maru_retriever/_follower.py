@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable
 
 import grpc
 import zmq
-
 from k0maru.v1 import common_pb2, scanner_pb2, scanner_pb2_grpc
 from k0maru_common import CHANNEL_OPTIONS, ChangeSubscriber
 
@@ -27,8 +26,14 @@ CHANGES_PAGE = 5000
 
 
 class EventFollower:
-    def __init__(self, index: NoteIndex, scanner_addr: str, events_addr: str,
-                 enqueue: Callable[[list[EmbedJob]], None], catchup_interval_s: float) -> None:
+    def __init__(
+        self,
+        index: NoteIndex,
+        scanner_addr: str,
+        events_addr: str,
+        enqueue: Callable[[list[EmbedJob]], None],
+        catchup_interval_s: float,
+    ) -> None:
         self._index = index
         self._channel = grpc.insecure_channel(scanner_addr, options=CHANNEL_OPTIONS)
         self._scanner = scanner_pb2_grpc.ScannerStub(self._channel)
@@ -101,7 +106,11 @@ class EventFollower:
         """Apply every journal entry after last_applied_seq; reconcile if the journal is too short."""
         while not self._stop.is_set():
             try:
-                page = list(self._scanner.Changes(scanner_pb2.ChangesRequest(since_seq=self.last_applied_seq, limit=CHANGES_PAGE), timeout=30))
+                page = list(
+                    self._scanner.Changes(
+                        scanner_pb2.ChangesRequest(since_seq=self.last_applied_seq, limit=CHANGES_PAGE), timeout=30
+                    )
+                )
             except grpc.RpcError as exc:
                 if exc.code() == grpc.StatusCode.OUT_OF_RANGE:
                     log.info("journal truncated past seq %d; reconciling", self.last_applied_seq)
@@ -120,12 +129,16 @@ class EventFollower:
             if event.kind == common_pb2.CHANGE_KIND_RENAMED:
                 final[event.old_path] = False
             final[event.path] = event.kind != common_pb2.CHANGE_KIND_DELETED
-        self._sync_paths([p for p, present in final.items() if present], [p for p, present in final.items() if not present])
+        self._sync_paths(
+            [p for p, present in final.items() if present], [p for p, present in final.items() if not present]
+        )
         self._index.commit(events[-1].seq)
 
     def reconcile(self) -> None:
         status = self._scanner.Status(scanner_pb2.ScannerStatusRequest(), timeout=10)
-        manifest = {e.path: e.hash for e in self._scanner.ListDocuments(scanner_pb2.ListDocumentsRequest(), timeout=120)}
+        manifest = {
+            e.path: e.hash for e in self._scanner.ListDocuments(scanner_pb2.ListDocumentsRequest(), timeout=120)
+        }
         indexed = {p: d.hash for p, d in self._index.state.docs.items()}
         extra = [p for p in indexed if p not in manifest]
         stale = [p for p, h in manifest.items() if indexed.get(p) != h]

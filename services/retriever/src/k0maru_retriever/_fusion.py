@@ -33,9 +33,16 @@ def channel_weights(w_bm25: float, w_vector: float, has_bm25: bool, has_vector: 
     return (1.0, 0.0) if has_bm25 else (0.0, 1.0)
 
 
-def rrf_fuse(bm25: list[tuple[str, float]], vector: list[tuple[str, float]], *, k: int = 60,
-             w_bm25: float = 0.5, w_vector: float = 0.5, boost: float = 0.05,
-             connected: Callable[[str, set[str]], bool] | None = None) -> list[FusedHit]:
+def rrf_fuse(
+    bm25: list[tuple[str, float]],
+    vector: list[tuple[str, float]],
+    *,
+    k: int = 60,
+    w_bm25: float = 0.5,
+    w_vector: float = 0.5,
+    boost: float = 0.05,
+    connected: Callable[[str, set[str]], bool] | None = None,
+) -> list[FusedHit]:
     """Fuse two ranked lists of (path, channel score), each already one entry per note."""
     if not bm25 and not vector:
         return []

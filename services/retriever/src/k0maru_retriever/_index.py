@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import xxhash
-
 from k0maru.v1 import common_pb2
 
 from ._bm25 import Bm25Index, ChunkRow
@@ -65,17 +64,31 @@ class NoteIndex:
             prefix = "\n".join(filter(None, [doc.title, " ".join(doc.tags), " ".join(doc.aliases)]))
             for chunk in doc.chunks:
                 heading = " ".join(chunk.heading_path)
-                self.bm25.add(ChunkRow(chunk_id(doc.path, chunk.index), doc.path, doc.diary, list(doc.tags),
-                                       f"{prefix}\n{heading}\n{chunk.text}"))
+                self.bm25.add(
+                    ChunkRow(
+                        chunk_id(doc.path, chunk.index),
+                        doc.path,
+                        doc.diary,
+                        list(doc.tags),
+                        f"{prefix}\n{heading}\n{chunk.text}",
+                    )
+                )
             self.graph.set_note(doc.path, [lk.target for lk in doc.links if lk.target])
             keys = {chunk_id(doc.path, c.index): (vector_key(doc, c), c) for c in doc.chunks}
             if old is not None:
-                self._drop_vectors([chunk_id(old.path, c.index) for c in old.chunks
-                                    if chunk_id(old.path, c.index) not in keys])
-            stale = [cid for cid, (key, _c) in keys.items() if cid in self.state.vectors and self.state.vectors[cid] != key]
+                self._drop_vectors(
+                    [chunk_id(old.path, c.index) for c in old.chunks if chunk_id(old.path, c.index) not in keys]
+                )
+            stale = [
+                cid for cid, (key, _c) in keys.items() if cid in self.state.vectors and self.state.vectors[cid] != key
+            ]
             self._drop_vectors(stale)
             self.state.put_doc(doc)
-            return [EmbedJob(cid, key, embed_text(doc, c)) for cid, (key, c) in keys.items() if self.state.vectors.get(cid) != key]
+            return [
+                EmbedJob(cid, key, embed_text(doc, c))
+                for cid, (key, c) in keys.items()
+                if self.state.vectors.get(cid) != key
+            ]
 
     def remove(self, path: str) -> None:
         with self.lock:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Any
 
 import redis
-
 from k0maru_common import JOBS_STREAM, RESULTS_GROUP, RESULTS_STREAM, vector_from_bytes
 
 from ._index import EmbedJob, NoteIndex
@@ -26,7 +26,7 @@ CONSUMER = "retriever"
 class EmbeddingPipeline:
     def __init__(self, index: NoteIndex, redis_url: str, sweep_interval_s: float = 15.0) -> None:
         self._index = index
-        self._redis = redis.Redis.from_url(redis_url)
+        self._redis: Any = redis.Redis.from_url(redis_url)  # bytes replies; redis-py's unions do not narrow
         self._sweep_s = sweep_interval_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="vectors", daemon=True)
@@ -63,7 +63,9 @@ class EmbeddingPipeline:
         while not self._stop.is_set():
             try:
                 self._ensure_group()
-                reply = self._redis.xreadgroup(RESULTS_GROUP, CONSUMER, {RESULTS_STREAM: start_id}, count=256, block=300)
+                reply = self._redis.xreadgroup(
+                    RESULTS_GROUP, CONSUMER, {RESULTS_STREAM: start_id}, count=256, block=300
+                )
                 messages = reply[0][1] if reply else []
                 if start_id == "0" and not messages:
                     start_id = ">"

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import grpc
 import numpy as np
-
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
 from k0maru_common import CHANNEL_OPTIONS
 
@@ -19,7 +18,11 @@ from ._index import NoteIndex, split_chunk_id
 log = logging.getLogger(__name__)
 MAX_LIMIT = 100
 MAX_QUERY_CHARS = 10_000
-BM25, VECTOR, HYBRID = retriever_pb2.SEARCH_MODE_BM25, retriever_pb2.SEARCH_MODE_VECTOR, retriever_pb2.SEARCH_MODE_HYBRID
+BM25, VECTOR, HYBRID = (
+    retriever_pb2.SEARCH_MODE_BM25,
+    retriever_pb2.SEARCH_MODE_VECTOR,
+    retriever_pb2.SEARCH_MODE_HYBRID,
+)
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,9 @@ class QueryEmbedder:
 
     def embed(self, text: str) -> np.ndarray | None:
         try:
-            reply = self._stub.Embed(embedder_pb2.EmbedRequest(texts=[text[:2000]], is_query=True), timeout=self._timeout)
+            reply = self._stub.Embed(
+                embedder_pb2.EmbedRequest(texts=[text[:2000]], is_query=True), timeout=self._timeout
+            )
         except grpc.RpcError as exc:
             log.warning("query embedding failed (%s); answering from BM25", exc.code())
             return None
@@ -64,7 +69,7 @@ class HybridSearcher:
         limit = min(request.limit or 10, MAX_LIMIT)
         mode = request.mode or HYBRID
         scope = Scope(tuple(request.scope.diaries), tuple(request.scope.path_prefixes), tuple(request.scope.tags))
-        docs, chunks, with_vectors = self._index.counts()
+        _docs, chunks, with_vectors = self._index.counts()
         coverage = with_vectors / chunks if chunks else 0.0
         response = retriever_pb2.SearchResponse(vault=self._vault, mode_used=mode, vector_coverage=coverage)
         if not query:
@@ -87,9 +92,15 @@ class HybridSearcher:
             if not vector:
                 response.mode_used = BM25
             with self._index.lock:
-                fused = rrf_fuse([(a, s) for a, s, _ in bm25], [(a, s) for a, s, _ in vector], k=p.k,
-                                 w_bm25=p.w_bm25, w_vector=p.w_vector, boost=p.graph_boost,
-                                 connected=self._index.graph.connected)
+                fused = rrf_fuse(
+                    [(a, s) for a, s, _ in bm25],
+                    [(a, s) for a, s, _ in vector],
+                    k=p.k,
+                    w_bm25=p.w_bm25,
+                    w_vector=p.w_vector,
+                    boost=p.graph_boost,
+                    connected=self._index.graph.connected,
+                )
         elif mode == VECTOR:
             fused = single_channel([(a, s) for a, s, _ in vector[:limit]], k=p.k, vector=True)
         else:
@@ -120,15 +131,28 @@ class HybridSearcher:
         doc = self._index.state.docs[path]
         chunk = doc.chunks[index] if index < len(doc.chunks) else None
         out = retriever_pb2.SearchHit(
-            path=path, title=doc.title, snippet=snippet(chunk.text if chunk else "", query), score=hit.score,
-            diary=doc.diary, tags=list(doc.tags), chunk_index=index,
-            start_line=chunk.start_line if chunk else 0, end_line=chunk.end_line if chunk else 0,
+            path=path,
+            title=doc.title,
+            snippet=snippet(chunk.text if chunk else "", query),
+            score=hit.score,
+            diary=doc.diary,
+            tags=list(doc.tags),
+            chunk_index=index,
+            start_line=chunk.start_line if chunk else 0,
+            end_line=chunk.end_line if chunk else 0,
         )
         if explain:
-            out.explain.CopyFrom(retriever_pb2.Explanation(
-                bm25=retriever_pb2.ChannelExplanation(present=hit.bm25_rank > 0, rank=hit.bm25_rank, score=hit.bm25_score),
-                vector=retriever_pb2.ChannelExplanation(present=hit.vector_rank > 0, rank=hit.vector_rank, score=hit.vector_score),
-                graph_boost=hit.boost, fused_score=hit.score,
-                heading_path=list(chunk.heading_path) if chunk else [],
-            ))
+            out.explain.CopyFrom(
+                retriever_pb2.Explanation(
+                    bm25=retriever_pb2.ChannelExplanation(
+                        present=hit.bm25_rank > 0, rank=hit.bm25_rank, score=hit.bm25_score
+                    ),
+                    vector=retriever_pb2.ChannelExplanation(
+                        present=hit.vector_rank > 0, rank=hit.vector_rank, score=hit.vector_score
+                    ),
+                    graph_boost=hit.boost,
+                    fused_score=hit.score,
+                    heading_path=list(chunk.heading_path) if chunk else [],
+                )
+            )
         return out

@@ -61,14 +61,23 @@ class IndexState:
             vectors, self._pending_vectors = self._pending_vectors, {}
             self._db.execute("BEGIN")
             try:
-                self._db.executemany("INSERT OR REPLACE INTO docs VALUES (?, ?, ?)",
-                                     [(p, d.hash, d.SerializeToString()) for p, d in docs.items() if d is not None])
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO docs VALUES (?, ?, ?)",
+                    [(p, d.hash, d.SerializeToString()) for p, d in docs.items() if d is not None],
+                )
                 self._db.executemany("DELETE FROM docs WHERE path = ?", [(p,) for p, d in docs.items() if d is None])
-                self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", [(c, h) for c, h in vectors.items() if h is not None])
-                self._db.executemany("DELETE FROM vectors WHERE chunk_id = ?", [(c,) for c, h in vectors.items() if h is None])
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO vectors VALUES (?, ?)",
+                    [(c, h) for c, h in vectors.items() if h is not None],
+                )
+                self._db.executemany(
+                    "DELETE FROM vectors WHERE chunk_id = ?", [(c,) for c, h in vectors.items() if h is None]
+                )
                 if last_applied_seq is not None:
                     self.last_applied_seq = last_applied_seq
-                    self._db.execute("INSERT OR REPLACE INTO meta VALUES ('last_applied_seq', ?)", (str(last_applied_seq),))
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO meta VALUES ('last_applied_seq', ?)", (str(last_applied_seq),)
+                    )
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")

@@ -35,8 +35,14 @@ class VectorPoint:
     vector: np.ndarray
 
     def payload(self) -> dict[str, Any]:
-        return {"chunk_id": self.chunk_id, "hash": self.hash, "path": self.path, "diary": self.diary,
-                "tags": list(self.tags), "folders": [*folders_of(self.path), self.path]}
+        return {
+            "chunk_id": self.chunk_id,
+            "hash": self.hash,
+            "path": self.path,
+            "diary": self.diary,
+            "tags": list(self.tags),
+            "folders": [*folders_of(self.path), self.path],
+        }
 
 
 class VectorStore(Protocol):
@@ -77,9 +83,11 @@ class EdgeVectorStore:
             return
         qe = self._qe
         with self._lock:
-            self._shard.update(qe.UpdateOperation.upsert_points(
-                [qe.Point(id=point_id(p.chunk_id), vector=p.vector.tolist(), payload=p.payload()) for p in points]
-            ))
+            self._shard.update(
+                qe.UpdateOperation.upsert_points(
+                    [qe.Point(id=point_id(p.chunk_id), vector=p.vector.tolist(), payload=p.payload()) for p in points]
+                )
+            )
 
     def delete(self, chunk_ids: list[str]) -> None:
         if chunk_ids:
@@ -94,9 +102,15 @@ class EdgeVectorStore:
         for tag in scope.tags:
             must.append(qe.FieldCondition(key="tags", match=qe.MatchValue(tag)))
         if scope.path_prefixes and all(p.endswith("/") for p in scope.path_prefixes):
-            must.append(qe.FieldCondition(key="folders", match=qe.MatchAny([p.rstrip("/") for p in scope.path_prefixes])))
-        request = qe.QueryRequest(limit=limit, query=qe.Query.Nearest(vector.tolist()), with_payload=True,
-                                  filter=qe.Filter(must=must) if must else None)
+            must.append(
+                qe.FieldCondition(key="folders", match=qe.MatchAny([p.rstrip("/") for p in scope.path_prefixes]))
+            )
+        request = qe.QueryRequest(
+            limit=limit,
+            query=qe.Query.Nearest(vector.tolist()),
+            with_payload=True,
+            filter=qe.Filter(must=must) if must else None,
+        )
         with self._lock:
             hits = self._shard.query(request)
         return [(h.payload["chunk_id"], float(h.score)) for h in hits]
@@ -132,20 +146,28 @@ class QdrantServerStore:
     def _ensure(self) -> None:
         m = self._m
         if not self._client.collection_exists(self._collection):
-            self._client.create_collection(self._collection, vectors_config=m.VectorParams(size=self._dim, distance=m.Distance.COSINE))
+            self._client.create_collection(
+                self._collection, vectors_config=m.VectorParams(size=self._dim, distance=m.Distance.COSINE)
+            )
             if not self._local:  # the local engine has no payload indexes and warns about them
                 for key in PAYLOAD_KEYS:
                     self._client.create_payload_index(self._collection, key, field_schema=m.PayloadSchemaType.KEYWORD)
 
     def upsert(self, points: list[VectorPoint]) -> None:
         if points:
-            self._client.upsert(self._collection, points=[
-                self._m.PointStruct(id=point_id(p.chunk_id), vector=p.vector.tolist(), payload=p.payload()) for p in points
-            ])
+            self._client.upsert(
+                self._collection,
+                points=[
+                    self._m.PointStruct(id=point_id(p.chunk_id), vector=p.vector.tolist(), payload=p.payload())
+                    for p in points
+                ],
+            )
 
     def delete(self, chunk_ids: list[str]) -> None:
         if chunk_ids:
-            self._client.delete(self._collection, points_selector=self._m.PointIdsList(points=[point_id(c) for c in chunk_ids]))
+            self._client.delete(
+                self._collection, points_selector=self._m.PointIdsList(points=[point_id(c) for c in chunk_ids])
+            )
 
     def search(self, vector: np.ndarray, limit: int, scope: Scope) -> list[tuple[str, float]]:
         m = self._m
@@ -155,11 +177,18 @@ class QdrantServerStore:
         for tag in scope.tags:
             must.append(m.FieldCondition(key="tags", match=m.MatchValue(value=tag)))
         if scope.path_prefixes and all(p.endswith("/") for p in scope.path_prefixes):
-            must.append(m.FieldCondition(key="folders", match=m.MatchAny(any=[p.rstrip("/") for p in scope.path_prefixes])))
+            must.append(
+                m.FieldCondition(key="folders", match=m.MatchAny(any=[p.rstrip("/") for p in scope.path_prefixes]))
+            )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # local mode warns past 20k points
-            reply = self._client.query_points(self._collection, query=vector.tolist(), limit=limit, with_payload=True,
-                                              query_filter=m.Filter(must=must) if must else None)
+            reply = self._client.query_points(
+                self._collection,
+                query=vector.tolist(),
+                limit=limit,
+                with_payload=True,
+                query_filter=m.Filter(must=must) if must else None,
+            )
         return [(str(p.payload["chunk_id"]), float(p.score)) for p in reply.points if p.payload]
 
     def count(self) -> int:

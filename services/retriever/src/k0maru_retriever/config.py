@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
-
 from k0maru_common import K0Settings
+from pydantic import Field
 
 
 class RetrieverSettings(K0Settings):
@@ -15,7 +14,10 @@ class RetrieverSettings(K0Settings):
     data_dir: Path = Field(description="where the retriever keeps its indexes")
     scanner_addr: str = Field("127.0.0.1:50051", description="scanner gRPC address")
     events_addr: str = Field("tcp://127.0.0.1:5561", description="scanner ZeroMQ PUB address")
-    embedder_target: str = Field("", description="gRPC target of the embedders, e.g. ipv4:127.0.0.1:7001,127.0.0.1:7002 or dns:///embedder:50052 (empty: BM25 only)")
+    embedder_target: str = Field(
+        "",
+        description="gRPC target of the embedders, e.g. ipv4:127.0.0.1:7001,127.0.0.1:7002 or dns:///embedder:50052 (empty: BM25 only)",
+    )
     redis_url: str = Field("redis://127.0.0.1:6379/0", description="Redis/Valkey for embedding jobs")
     vector_backend: Literal["edge", "qdrant"] = Field("edge", description="Qdrant Edge in-process, or a Qdrant server")
     qdrant_url: str = Field(":memory:", description="Qdrant server URL for the 'qdrant' backend")

@@ -7,7 +7,6 @@ import logging
 from dataclasses import dataclass
 
 import grpc
-
 from k0maru.v1 import retriever_pb2, retriever_pb2_grpc
 from k0maru_common import GrpcService, NotFound, NotReady, OutsideVault, confine
 
@@ -33,7 +32,9 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
             raise NotReady("the retriever is still building its index")
         return self._app
 
-    def Search(self, request: retriever_pb2.SearchRequest, context: grpc.ServicerContext) -> retriever_pb2.SearchResponse:
+    def Search(
+        self, request: retriever_pb2.SearchRequest, context: grpc.ServicerContext
+    ) -> retriever_pb2.SearchResponse:
         return self._ready().searcher.search(request)
 
     def GetNote(self, request: retriever_pb2.GetNoteRequest, context: grpc.ServicerContext) -> retriever_pb2.Note:
@@ -45,7 +46,9 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
                 raise NotFound(f"no indexed note at {request.path!r}")
             return retriever_pb2.Note(document=doc, backlinks=sorted(app.index.graph.backlinks(request.path)))
 
-    def Backlinks(self, request: retriever_pb2.BacklinksRequest, context: grpc.ServicerContext) -> retriever_pb2.BacklinksResponse:
+    def Backlinks(
+        self, request: retriever_pb2.BacklinksRequest, context: grpc.ServicerContext
+    ) -> retriever_pb2.BacklinksResponse:
         app = self._ready()
         try:
             confine(app.settings.vault, request.path)
@@ -54,12 +57,21 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
         with app.index.lock:
             return retriever_pb2.BacklinksResponse(paths=sorted(app.index.graph.backlinks(request.path)))
 
-    def IndexStatus(self, request: retriever_pb2.IndexStatusRequest, context: grpc.ServicerContext) -> retriever_pb2.IndexStatusResponse:
+    def IndexStatus(
+        self, request: retriever_pb2.IndexStatusRequest, context: grpc.ServicerContext
+    ) -> retriever_pb2.IndexStatusResponse:
         docs, chunks, vectors = self._app.index.counts()
-        return retriever_pb2.IndexStatusResponse(vault=str(self._app.settings.vault), last_applied_seq=self._app.follower.last_applied_seq,
-                                                 documents=docs, chunks=chunks, chunks_with_vectors=vectors)
+        return retriever_pb2.IndexStatusResponse(
+            vault=str(self._app.settings.vault),
+            last_applied_seq=self._app.follower.last_applied_seq,
+            documents=docs,
+            chunks=chunks,
+            chunks_with_vectors=vectors,
+        )
 
-    def Reindex(self, request: retriever_pb2.ReindexRequest, context: grpc.ServicerContext) -> retriever_pb2.ReindexResponse:
+    def Reindex(
+        self, request: retriever_pb2.ReindexRequest, context: grpc.ServicerContext
+    ) -> retriever_pb2.ReindexResponse:
         app = self._ready()
         with app.index.lock:
             app.index.clear()
@@ -96,12 +108,21 @@ def open_vector_store(settings: RetrieverSettings) -> VectorStore:
 
 def build_server(settings: RetrieverSettings) -> RetrieverApp:
     root = settings.data_dir / "retriever"
-    index = NoteIndex(Bm25Index(root / "bm25", BM25Analyzer()), open_vector_store(settings),
-                      IndexState(root / "state.sqlite"), settings.vector_dim)
+    index = NoteIndex(
+        Bm25Index(root / "bm25", BM25Analyzer()),
+        open_vector_store(settings),
+        IndexState(root / "state.sqlite"),
+        settings.vector_dim,
+    )
     pipeline = EmbeddingPipeline(index, settings.redis_url) if settings.embedder_target else None
     query_embedder = QueryEmbedder(settings.embedder_target) if settings.embedder_target else None
-    follower = EventFollower(index, settings.scanner_addr, settings.events_addr,
-                             pipeline.enqueue if pipeline else (lambda _jobs: None), settings.catchup_interval_s)
+    follower = EventFollower(
+        index,
+        settings.scanner_addr,
+        settings.events_addr,
+        pipeline.enqueue if pipeline else (lambda _jobs: None),
+        settings.catchup_interval_s,
+    )
     params = FusionParams(settings.rrf_k, settings.weight_bm25, settings.weight_vector, settings.graph_boost)
     searcher = HybridSearcher(index, query_embedder, params, str(settings.vault))
     service = GrpcService("k0maru.v1.Retriever", settings.grpc_addr)

@@ -7,7 +7,7 @@ from .server import run
 
 
 def main() -> None:
-    settings = ScannerSettings()  # type: ignore[call-arg]
+    settings = ScannerSettings()
     configure_logging("scanner", settings.log_level)
     run(settings)
 

@@ -16,6 +16,7 @@ import xxhash
 
 DEFAULT_BUDGET = 200
 _TOKEN = re.compile(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]")
+_HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s")
 _SENTENCE = re.compile(r"(?<=[。？！.!?\n])")
 
 
@@ -45,7 +46,17 @@ def estimate_tokens(text: str) -> int:
 
 def chunk_sections(sections: list[Section], budget: int = DEFAULT_BUDGET) -> list[ChunkSpec]:
     chunks: list[ChunkSpec] = []
-    for section in sections:
+    merged: list[Section] = []
+    for section in sections:  # a heading with no body of its own joins the section after it
+        if (
+            merged
+            and len([ln for ln in merged[-1].lines if ln.strip()]) == 1
+            and _HEADING_LINE.match(merged[-1].lines[0])
+        ):
+            previous = merged.pop()
+            section = Section(section.heading_path, previous.start_line, previous.lines + section.lines)
+        merged.append(section)
+    for section in merged:
         text = "\n".join(section.lines)
         if not text.strip():
             continue

@@ -77,7 +77,8 @@ class Manifest:
         self._lock = threading.Lock()
         self._keep = journal_keep
         self.files: dict[str, FileRecord] = {
-            row[0]: FileRecord(*row) for row in self._db.execute("SELECT path, size, mtime_ns, hash, parsed_at_ms, skipped_reason FROM files")
+            row[0]: FileRecord(*row)
+            for row in self._db.execute("SELECT path, size, mtime_ns, hash, parsed_at_ms, skipped_reason FROM files")
         }
 
     def commit(self, batch: Batch, now_ms: int) -> list[JournalEntry]:

@@ -29,7 +29,9 @@ _INLINE_TAG = re.compile(r"(?<![\w/\\=&?#\-.])#([\w\-/]+)")
 _TAG_LINE = re.compile(r"^\s*tag[:：][ \t]*(.+)$", re.IGNORECASE)
 _TAG_LINE_SPLIT = re.compile(r"[,，、;；|｜]")
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
-_MD_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(<?([^)<>\s]+?\.(?:md|markdown))(#[^)\s>]*)?>?(?:\s+\"[^\"]*\")?\)", re.IGNORECASE)
+_MD_LINK = re.compile(
+    r"(!?)\[([^\]\n]*)\]\(<?([^)<>\s]+?\.(?:md|markdown))(#[^)\s>]*)?>?(?:\s+\"[^\"]*\")?\)", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -196,13 +198,25 @@ def _links_in(line: str, line_no: int) -> list[ParsedLink]:
             target, _, block = target.partition("^")
         target = target.strip().removesuffix(".md")
         if target or heading or block:
-            found.append(ParsedLink(target, alias.strip(), heading.strip(), block.strip(), match.group(1) == "!", False, line_no))
+            found.append(
+                ParsedLink(target, alias.strip(), heading.strip(), block.strip(), match.group(1) == "!", False, line_no)
+            )
     for match in _MD_LINK.finditer(line):
         dest = unquote(match.group(3))
         if "://" in dest:
             continue
         heading = unquote(match.group(4) or "").lstrip("#")
-        found.append(ParsedLink(re.sub(r"\.(md|markdown)$", "", dest, flags=re.I), match.group(2).strip(), heading, "", match.group(1) == "!", True, line_no))
+        found.append(
+            ParsedLink(
+                re.sub(r"\.(md|markdown)$", "", dest, flags=re.I),
+                match.group(2).strip(),
+                heading,
+                "",
+                match.group(1) == "!",
+                True,
+                line_no,
+            )
+        )
     return found
 
 

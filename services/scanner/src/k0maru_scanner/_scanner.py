@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import xxhash
-
 from k0maru.v1 import common_pb2
 
 from ._manifest import Batch, FileRecord, JournalEntry, Manifest
@@ -88,8 +87,14 @@ def read_note_text(path: Path, max_bytes: int) -> tuple[bytes, str]:
 
 
 class IncrementalScanner:
-    def __init__(self, vault: Path, manifest: Manifest, rules: IgnoreRules, max_file_bytes: int,
-                 on_events: Callable[[list[JournalEntry]], None] | None = None) -> None:
+    def __init__(
+        self,
+        vault: Path,
+        manifest: Manifest,
+        rules: IgnoreRules,
+        max_file_bytes: int,
+        on_events: Callable[[list[JournalEntry]], None] | None = None,
+    ) -> None:
         self.vault = vault.resolve()
         self.manifest = manifest
         self.rules = rules
@@ -197,7 +202,9 @@ class IncrementalScanner:
 
     def _examine(self, rel: str, st: os.stat_result, now_ms: int) -> FileRecord:
         if st.st_size > self.max_file_bytes:
-            return FileRecord(rel, st.st_size, st.st_mtime_ns, "", now_ms, f"too large: {st.st_size} bytes > {self.max_file_bytes}")
+            return FileRecord(
+                rel, st.st_size, st.st_mtime_ns, "", now_ms, f"too large: {st.st_size} bytes > {self.max_file_bytes}"
+            )
         try:
             path = self.vault / rel
             if path.is_symlink():

@@ -53,8 +53,14 @@ class ChangeWatcher:
         deadline: float | None = None
         last_scan = time.monotonic()
         for changes in watchfiles.watch(
-            self._scanner.vault, stop_event=self._stop, step=20, debounce=int(self._window_s * 1000),
-            yield_on_timeout=True, rust_timeout=100, recursive=True, ignore_permission_denied=True,
+            self._scanner.vault,
+            stop_event=self._stop,
+            step=20,
+            debounce=int(self._window_s * 1000),
+            yield_on_timeout=True,
+            rust_timeout=100,
+            recursive=True,
+            ignore_permission_denied=True,
         ):
             now = time.monotonic()
             fresh = {path for _change, path in changes if self._wanted(path)}
@@ -76,4 +82,11 @@ class ChangeWatcher:
             return
         changed = result.added + result.modified + result.deleted + result.renamed
         if changed:
-            log.info("scan: +%d ~%d -%d >%d in %.1f ms", result.added, result.modified, result.deleted, result.renamed, result.ms)
+            log.info(
+                "scan: +%d ~%d -%d >%d in %.1f ms",
+                result.added,
+                result.modified,
+                result.deleted,
+                result.renamed,
+                result.ms,
+            )

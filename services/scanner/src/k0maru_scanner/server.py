@@ -11,7 +11,6 @@ from dataclasses import dataclass
 import grpc
 import xxhash
 import zmq
-
 from k0maru.v1 import common_pb2, scanner_pb2, scanner_pb2_grpc
 from k0maru_common import ChangePublisher, GrpcService, InvalidInput, JournalTruncated, OutsideVault, confine, vault_id
 
@@ -27,14 +26,28 @@ MAX_PATHS_PER_CALL = 1000
 
 
 def to_event(entry: JournalEntry, vid: str) -> common_pb2.ChangeEvent:
-    return common_pb2.ChangeEvent(seq=entry.seq, kind=entry.kind, path=entry.path, hash=entry.hash,  # type: ignore[arg-type]
-                                  old_path=entry.old_path, at_unix_ms=entry.at_ms, vault_id=vid)
+    return common_pb2.ChangeEvent(
+        seq=entry.seq,
+        kind=common_pb2.ChangeKind.Name(entry.kind),
+        path=entry.path,
+        hash=entry.hash,
+        old_path=entry.old_path,
+        at_unix_ms=entry.at_ms,
+        vault_id=vid,
+    )
 
 
 def to_stats(result: ScanResult, last_seq: int) -> scanner_pb2.ScanStats:
-    return scanner_pb2.ScanStats(added=result.added, modified=result.modified, deleted=result.deleted,
-                                 renamed=result.renamed, unchanged=result.unchanged, skipped=result.skipped,
-                                 ms=result.ms, last_seq=last_seq)
+    return scanner_pb2.ScanStats(
+        added=result.added,
+        modified=result.modified,
+        deleted=result.deleted,
+        renamed=result.renamed,
+        unchanged=result.unchanged,
+        skipped=result.skipped,
+        ms=result.ms,
+        last_seq=last_seq,
+    )
 
 
 def parse_document(scanner: IncrementalScanner, rel: str) -> common_pb2.Document | None:
@@ -50,14 +63,39 @@ def parse_document(scanner: IncrementalScanner, rel: str) -> common_pb2.Document
         return None
     note = parse_note(rel, text)
     return common_pb2.Document(
-        path=rel, title=note.title, diary=note.diary, frontmatter_json=note.frontmatter_json,
-        tags=note.tags, aliases=note.aliases,
-        links=[common_pb2.Link(target=lk.target, alias=lk.alias, heading=lk.heading, block=lk.block,
-                               embed=lk.embed, markdown=lk.markdown, line=lk.line) for lk in note.links],
-        chunks=[common_pb2.Chunk(index=c.index, text=c.text, heading_path=list(c.heading_path),
-                                 start_line=c.start_line, end_line=c.end_line, hash=c.hash)
-                for c in chunk_sections(note.sections)],
-        hash=xxhash.xxh3_64_hexdigest(data), size=len(data), mtime_ns=st.st_mtime_ns, problems=note.problems,
+        path=rel,
+        title=note.title,
+        diary=note.diary,
+        frontmatter_json=note.frontmatter_json,
+        tags=note.tags,
+        aliases=note.aliases,
+        links=[
+            common_pb2.Link(
+                target=lk.target,
+                alias=lk.alias,
+                heading=lk.heading,
+                block=lk.block,
+                embed=lk.embed,
+                markdown=lk.markdown,
+                line=lk.line,
+            )
+            for lk in note.links
+        ],
+        chunks=[
+            common_pb2.Chunk(
+                index=c.index,
+                text=c.text,
+                heading_path=list(c.heading_path),
+                start_line=c.start_line,
+                end_line=c.end_line,
+                hash=c.hash,
+            )
+            for c in chunk_sections(note.sections)
+        ],
+        hash=xxhash.xxh3_64_hexdigest(data),
+        size=len(data),
+        mtime_ns=st.st_mtime_ns,
+        problems=note.problems,
     )
 
 
@@ -71,15 +109,21 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
         result = self._scanner.scan(force_full=request.force_full)
         return to_stats(result, self._scanner.manifest.last_seq())
 
-    def Changes(self, request: scanner_pb2.ChangesRequest, context: grpc.ServicerContext) -> Iterator[common_pb2.ChangeEvent]:
+    def Changes(
+        self, request: scanner_pb2.ChangesRequest, context: grpc.ServicerContext
+    ) -> Iterator[common_pb2.ChangeEvent]:
         manifest = self._scanner.manifest
         oldest = manifest.oldest_seq()
         if request.since_seq + 1 < oldest:
-            raise JournalTruncated(f"journal starts at seq {oldest}; since_seq {request.since_seq} is older: reconcile from ListDocuments")
+            raise JournalTruncated(
+                f"journal starts at seq {oldest}; since_seq {request.since_seq} is older: reconcile from ListDocuments"
+            )
         for entry in manifest.changes(request.since_seq, request.limit):
             yield to_event(entry, self._vid)
 
-    def GetDocuments(self, request: scanner_pb2.GetDocumentsRequest, context: grpc.ServicerContext) -> scanner_pb2.GetDocumentsResponse:
+    def GetDocuments(
+        self, request: scanner_pb2.GetDocumentsRequest, context: grpc.ServicerContext
+    ) -> scanner_pb2.GetDocumentsResponse:
         if len(request.paths) > MAX_PATHS_PER_CALL:
             raise InvalidInput(f"at most {MAX_PATHS_PER_CALL} paths per call")
         reply = scanner_pb2.GetDocumentsResponse()
@@ -94,19 +138,33 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
                 reply.documents.append(doc)
         return reply
 
-    def ListDocuments(self, request: scanner_pb2.ListDocumentsRequest, context: grpc.ServicerContext) -> Iterator[scanner_pb2.ManifestEntry]:
+    def ListDocuments(
+        self, request: scanner_pb2.ListDocumentsRequest, context: grpc.ServicerContext
+    ) -> Iterator[scanner_pb2.ManifestEntry]:
         for record in sorted(self._scanner.manifest.files.values(), key=lambda r: r.path):
             if record.indexed or request.include_skipped:
-                yield scanner_pb2.ManifestEntry(path=record.path, size=record.size, mtime_ns=record.mtime_ns, hash=record.hash,
-                                                parsed_at_unix_ms=record.parsed_at_ms, skipped_reason=record.skipped_reason)
+                yield scanner_pb2.ManifestEntry(
+                    path=record.path,
+                    size=record.size,
+                    mtime_ns=record.mtime_ns,
+                    hash=record.hash,
+                    parsed_at_unix_ms=record.parsed_at_ms,
+                    skipped_reason=record.skipped_reason,
+                )
 
-    def Status(self, request: scanner_pb2.ScannerStatusRequest, context: grpc.ServicerContext) -> scanner_pb2.ScannerStatus:
+    def Status(
+        self, request: scanner_pb2.ScannerStatusRequest, context: grpc.ServicerContext
+    ) -> scanner_pb2.ScannerStatus:
         files = self._scanner.manifest.files.values()
         skipped = sum(1 for r in files if not r.indexed)
         return scanner_pb2.ScannerStatus(
-            vault=str(self._scanner.vault), vault_id=self._vid, last_seq=self._scanner.manifest.last_seq(),
-            oldest_seq=self._scanner.manifest.oldest_seq(), documents=len(self._scanner.manifest.files) - skipped,
-            skipped=skipped, watching=bool(self._watcher and self._watcher.running),
+            vault=str(self._scanner.vault),
+            vault_id=self._vid,
+            last_seq=self._scanner.manifest.last_seq(),
+            oldest_seq=self._scanner.manifest.oldest_seq(),
+            documents=len(self._scanner.manifest.files) - skipped,
+            skipped=skipped,
+            watching=bool(self._watcher and self._watcher.running),
         )
 
 
@@ -130,7 +188,9 @@ def open_scanner(settings: ScannerSettings, on_events: object = None) -> Increme
     if not settings.vault.is_dir():
         raise SystemExit(f"scanner: vault {settings.vault} is not a folder")
     manifest = Manifest(settings.data_dir / "scanner" / "manifest.sqlite", settings.journal_keep)
-    rules = IgnoreRules(frozenset(settings.ignore_folders), tuple(settings.ignore_prefixes), tuple(settings.ignore_suffixes))
+    rules = IgnoreRules(
+        frozenset(settings.ignore_folders), tuple(settings.ignore_prefixes), tuple(settings.ignore_suffixes)
+    )
     return IncrementalScanner(settings.vault, manifest, rules, settings.max_file_bytes, on_events)  # type: ignore[arg-type]
 
 
@@ -145,7 +205,11 @@ def build_server(settings: ScannerSettings) -> ScannerApp:
             publisher.publish(to_event(entry, vid))
 
     scanner = open_scanner(settings, publish)
-    watcher = ChangeWatcher(scanner, settings.window_s, settings.window_max_files, settings.rescan_interval_s) if settings.watch else None
+    watcher = (
+        ChangeWatcher(scanner, settings.window_s, settings.window_max_files, settings.rescan_interval_s)
+        if settings.watch
+        else None
+    )
     service = GrpcService("k0maru.v1.Scanner", settings.grpc_addr)
     scanner_pb2_grpc.add_ScannerServicer_to_server(ScannerServicer(scanner, vid, watcher), service.server)
     return ScannerApp(service, scanner, watcher, publisher, context)
@@ -157,9 +221,16 @@ def run(settings: ScannerSettings) -> None:
     app.service.start()
     started = time.perf_counter()
     result = app.scanner.scan()
-    log.info("initial scan: %d added, %d modified, %d deleted, %d unchanged, %d skipped in %.1f ms (%.0f ms with startup)",
-             result.added, result.modified, result.deleted, result.unchanged, result.skipped, result.ms,
-             (time.perf_counter() - started) * 1000)
+    log.info(
+        "initial scan: %d added, %d modified, %d deleted, %d unchanged, %d skipped in %.1f ms (%.0f ms with startup)",
+        result.added,
+        result.modified,
+        result.deleted,
+        result.unchanged,
+        result.skipped,
+        result.ms,
+        (time.perf_counter() - started) * 1000,
+    )
     if app.watcher:
         app.watcher.start()
     app.service.set_serving(True)
