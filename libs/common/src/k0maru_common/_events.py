@@ -7,6 +7,7 @@ subscriber that sees a gap catches up through Scanner.Changes.
 from __future__ import annotations
 
 import zmq
+
 from k0maru.v1 import common_pb2
 
 TOPIC = b"k0.change"

@@ -13,8 +13,9 @@ import time
 
 import numpy as np
 import onnxruntime as ort
-from k0maru_common import InvalidInput, NotReady
 from tokenizers import Tokenizer
+
+from k0maru_common import InvalidInput, NotReady
 
 from ._presets import ModelPreset
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import redis
 import xxhash
+
 from k0maru_common import (
     DEAD_STREAM,
     EMBED_GROUP,

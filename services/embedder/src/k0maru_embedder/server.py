@@ -8,6 +8,7 @@ import os
 
 import grpc
 import redis
+
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
 from k0maru_common import GrpcService, InvalidInput, K0Error, NotReady, TooLarge
 

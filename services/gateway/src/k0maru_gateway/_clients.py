@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
+
 from k0maru.v1 import (
     embedder_pb2_grpc,
     offload_pb2_grpc,

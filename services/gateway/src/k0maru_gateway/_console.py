@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import hmac
-from importlib import resources
 from collections.abc import Awaitable, Callable
+from importlib import resources
 from typing import Any
 
-from k0maru.v1 import offload_pb2, retriever_pb2
-from k0maru_common import InvalidInput, K0Error, NotFound, NotReady, TooLarge, health_state
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
+
+from k0maru.v1 import offload_pb2, retriever_pb2
+from k0maru_common import InvalidInput, K0Error, NotFound, NotReady, TooLarge, health_state
 
 from ._clients import StackClient
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from k0maru.v1 import offload_pb2, retriever_pb2
-from k0maru_common import K0Error
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
+
+from k0maru.v1 import offload_pb2, retriever_pb2
+from k0maru_common import K0Error
 
 from ._clients import StackClient
 

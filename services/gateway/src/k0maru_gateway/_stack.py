@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
+
 from k0maru_common import default_data_dir, die_with_parent, health_state, wait_until_serving
 
 STATE_FILE = "stack.json"

@@ -5,8 +5,9 @@ from __future__ import annotations
 import ipaddress
 from pathlib import Path
 
-from k0maru_common import K0Settings
 from pydantic import Field, model_validator
+
+from k0maru_common import K0Settings
 
 
 class GatewaySettings(K0Settings):

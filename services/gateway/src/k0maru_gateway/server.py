@@ -7,6 +7,7 @@ import threading
 import time
 
 import uvicorn
+
 from k0maru_common import GrpcService
 
 from ._clients import StackClient

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import xxhash
+
 from k0maru_common import InvalidInput, NotFound, TooLarge
 
 from ._logscan import LogFindings, scan_log
@@ -55,26 +56,22 @@ def _mermaid_label(text: str, limit: int = 60) -> str:
 
 
 def mermaid(command: str, exit_code: int | None, lines: int, f: LogFindings, node_id: str) -> str:
+    """A small flowchart of the run: command → exit → captured log → first error and counts."""
     exit_text = "exit ?" if exit_code is None else f"exit {exit_code}"
     rows = [
         "flowchart TD",
-        f'    run["{_mermaid_label(command or "log")}"] --> exit{{"{exit_text}"}}',
-        f'    exit --> captured["{lines} lines captured"]',
+        f'  run["{_mermaid_label(command or "log", 40)}"] --> ex{{"{exit_text}"}}',
+        f'  ex --> log[("{lines} lines: {node_id}")]',
     ]
     if f.first_error:
-        rows.append(f'    captured --> err["first error: {_mermaid_label(f.error_code or f.first_error, 40)}"]')
-        rows.append(f'    err --> msg["{_mermaid_label(f.first_error)}"]')
+        rows.append(f'  log --> err["{_mermaid_label(f.error_code or f.first_error, 30)}"]')
         if f.location:
-            rows.append(f'    err --> loc["at {_mermaid_label(f.location)}"]')
-    else:
-        rows.append('    captured --> err["no error line recognised"]')
-    rows.append(f'    captured --> counts["{f.errors} errors, {f.warnings} warnings"]')
-    if f.failed_tests:
-        rows.append(f'    captured --> tests["{f.failed_tests} failed tests"]')
-    rows.append(f'    captured --> ref[("{node_id}.log")]')
-    rows.append(f'    ref --> inspect["k0maru inspect {node_id}"]')
-    rows.append("    classDef bad fill:#7f1d1d,color:#fff")
-    rows.append("    class err bad")
+            rows.append(f'  err --> loc["{_mermaid_label(f.location, 50)}"]')
+    counts = f"{f.errors} err, {f.warnings} warn" + (f", {f.failed_tests} failed" if f.failed_tests else "")
+    rows.append(f'  log --> n["{counts}"]')
+    rows.append("  classDef bad fill:#7f1d1d,color:#fff")
+    if f.first_error:
+        rows.append("  class err bad")
     return "\n".join(rows)
 
 
@@ -107,17 +104,15 @@ class OffloadEngine:
             os.replace(tmp, path)
         f = scan_log(lines)
         rel = path.relative_to(self.vault).as_posix()
-        head = f"[offloaded] {len(lines)} lines ({tokens} tokens) -> {rel}"
-        if command:
-            head += f"\ncommand: {command}" + ("" if exit_code is None else f" (exit {exit_code})")
-        body = [head]
+        status = "" if exit_code is None else f", exit {exit_code}"
+        body = [f"[offloaded] {len(lines)} lines{status} -> {rel}"]
         if f.first_error:
-            body.append(f"first error [{f.language}]: {f.first_error[:300]}")
-            body.append(f"at: {f.location or 'location not found'} (log line {f.error_line})")
+            body.append(f"first error: {f.first_error[:200]}")
+            body.append(f"at: {f.location or '?'} (log line {f.error_line})")
         else:
             body.append("first error: none recognised")
-        body.append(f"counts: {f.errors} errors, {f.warnings} warnings, {f.failed_tests} failed tests")
-        body.append(f"inspect: k0maru inspect {node_id} --around-error | --lines A:B | --grep REGEX")
+        body.append(f"{f.errors} errors, {f.warnings} warnings, {f.failed_tests} failed tests")
+        body.append(f"more: k0maru inspect {node_id} --around-error | --lines A:B | --grep RE")
         summary = "\n".join(body)
         diagram = mermaid(command, exit_code, len(lines), f, node_id)
         return Offloaded(
@@ -129,11 +124,14 @@ class OffloadEngine:
         if not NODE_ID.match(node_id):
             raise InvalidInput(f"invalid node id {node_id!r}: expected node_ followed by 16 hex digits")
         if self.refs.is_dir():
-            for entry in os.scandir(self.refs):
-                if entry.is_file(follow_symlinks=False) and (
-                    entry.name == f"{node_id}.log" or entry.name.endswith(f"_{node_id}.log")
-                ):
-                    return Path(entry.path)
+            with os.scandir(self.refs) as entries:
+                for entry in entries:
+                    if (
+                        entry.is_file(follow_symlinks=False)
+                        and entry.name in (f"{node_id}.log",)
+                        or entry.name.endswith(f"_{node_id}.log")
+                    ):
+                        return Path(entry.path)
         raise NotFound(f"no offloaded log {node_id} in {self.refs.relative_to(self.vault)}")
 
     def inspect(

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+
 from k0maru_common import InvalidInput, OutsideVault, TooLarge, confine
 
 from ._conventions import sniff

@@ -34,7 +34,7 @@ class LogFindings:
 
 _RUST_ERROR = re.compile(r"^error(?:\[(E\d{4})\])?: (.+)")
 _RUST_ARROW = re.compile(r"^\s*--> (\S+:\d+:\d+)")
-_RUST_PANIC = re.compile(r"thread '[^']*' panicked at (?:'(.*)', )?(\S+:\d+:\d+)")
+_RUST_PANIC = re.compile(r"thread '[^']*'(?: \(\d+\))? panicked at (?:'(.*)', )?(\S+:\d+:\d+)")
 _PY_TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\):")
 _PY_FILE = re.compile(r'^\s*File "([^"]+)", line (\d+)')
 _PY_EXC = re.compile(
@@ -94,7 +94,7 @@ def _ahead(lines: list[str], i: int) -> list[str]:
 def _first_error_at(lines: list[str], i: int, f: LogFindings) -> bool:
     line = lines[i]
     if m := _RUST_ERROR.match(line):
-        if m.group(2).startswith(("aborting due to", "could not compile")):
+        if m.group(2).startswith(("aborting due to", "could not compile", "test failed, to rerun")):
             return False
         f.language, f.error_code, f.first_error = "rust", m.group(1) or "", line.strip()
         f.location = next((a.group(1) for a in map(_RUST_ARROW.match, _ahead(lines, i)) if a), "")

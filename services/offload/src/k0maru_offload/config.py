@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from k0maru_common import K0Settings
 from pydantic import Field
+
+from k0maru_common import K0Settings
 
 
 class OffloadSettings(K0Settings):

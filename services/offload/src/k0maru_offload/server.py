@@ -8,6 +8,7 @@ from typing import Any
 
 import grpc
 import redis
+
 from k0maru.v1 import offload_pb2, offload_pb2_grpc
 from k0maru_common import TOKEN_LEDGER, GrpcService, InvalidInput
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 
 import grpc
 import zmq
+
 from k0maru.v1 import common_pb2, scanner_pb2, scanner_pb2_grpc
 from k0maru_common import CHANNEL_OPTIONS, ChangeSubscriber
 

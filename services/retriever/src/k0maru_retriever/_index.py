@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import xxhash
+
 from k0maru.v1 import common_pb2
 
 from ._bm25 import Bm25Index, ChunkRow

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 import redis
+
 from k0maru_common import JOBS_STREAM, RESULTS_GROUP, RESULTS_STREAM, vector_from_bytes
 
 from ._index import EmbedJob, NoteIndex

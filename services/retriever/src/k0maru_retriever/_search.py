@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import grpc
 import numpy as np
+
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
 from k0maru_common import CHANNEL_OPTIONS
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from k0maru_common import K0Settings
 from pydantic import Field
+
+from k0maru_common import K0Settings
 
 
 class RetrieverSettings(K0Settings):

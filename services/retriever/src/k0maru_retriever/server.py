@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass
 
 import grpc
+
 from k0maru.v1 import retriever_pb2, retriever_pb2_grpc
 from k0maru_common import GrpcService, NotFound, NotReady, OutsideVault, confine
 

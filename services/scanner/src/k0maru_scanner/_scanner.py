@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import xxhash
+
 from k0maru.v1 import common_pb2
 
 from ._manifest import Batch, FileRecord, JournalEntry, Manifest

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import grpc
 import xxhash
 import zmq
+
 from k0maru.v1 import common_pb2, scanner_pb2, scanner_pb2_grpc
 from k0maru_common import ChangePublisher, GrpcService, InvalidInput, JournalTruncated, OutsideVault, confine, vault_id
 

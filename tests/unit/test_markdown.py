@@ -1,0 +1,73 @@
+"""The Markdown model: frontmatter, titles, tags, links, diaries."""
+
+from __future__ import annotations
+
+import json
+
+from k0maru_scanner._markdown import parse_note
+
+
+def test_frontmatter_title_tags_aliases():
+    note = parse_note(
+        "a/b.md",
+        "---\ntitle: Real Title\naliases: [One, Two]\ntags: [x, '#y']\ndate: 2026-01-02\n---\n# Heading\nbody\n",
+    )
+    assert note.title == "Real Title"
+    assert note.aliases == ["One", "Two"]
+    assert note.tags == ["x", "y"]
+    assert json.loads(note.frontmatter_json)["date"] == "2026-01-02"
+    assert note.diary == "a"
+
+
+def test_title_falls_back_to_h1_then_file_name():
+    assert parse_note("n.md", "intro\n# First\n# Second\n").title == "First"
+    assert parse_note("dir/my note.md", "no heading here").title == "my note"
+
+
+def test_broken_yaml_still_indexes_body_and_records_problem():
+    note = parse_note("x.md", "---\ntitle: [unclosed\n---\n# Body Title\ntext #tag\n")
+    assert note.problems and "YAML" in note.problems[0]
+    assert note.title == "Body Title"
+    assert note.tags == ["tag"]
+    assert note.frontmatter == {}
+
+
+def test_inline_tags_follow_obsidian_rules():
+    text = "\n".join(
+        [
+            "# Heading is not a tag",
+            "## Also #real-tag in a heading line",
+            "text #alpha and #nested/child and #中文标签 and #123 and a#b and `#code`",
+            "```",
+            "#infence",
+            "```",
+            "[link](#anchor) http://x.y/#frag #trail/",
+        ]
+    )
+    tags = parse_note("t.md", text).tags
+    assert tags == ["real-tag", "alpha", "nested/child", "中文标签", "trail"]
+
+
+def test_vcp_tag_lines_with_their_separators():
+    note = parse_note("t.md", "body\nTag: 部署, 运维，数据库、缓存; 队列|消息｜流。\nHashTag: not-a-tag-line\n")
+    assert note.tags == ["部署", "运维", "数据库", "缓存", "队列", "消息", "流"]
+
+
+def test_links_of_every_form():
+    text = "[[Plain]] [[Target|Alias]] [[Note#Heading]] [[Doc#^block1]] [[Other^blk]] ![[Embedded.png]]\n[md](sub/file%20name.md#part) [web](https://x.y/a.md) `[[in code]]`"
+    links = parse_note("s.md", text).links
+    seen = [(lk.target, lk.alias, lk.heading, lk.block, lk.embed, lk.markdown) for lk in links]
+    assert ("Plain", "", "", "", False, False) in seen
+    assert ("Target", "Alias", "", "", False, False) in seen
+    assert ("Note", "", "Heading", "", False, False) in seen
+    assert ("Doc", "", "", "block1", False, False) in seen
+    assert ("Other", "", "", "blk", False, False) in seen
+    assert ("Embedded.png", "", "", "", True, False) in seen
+    assert ("sub/file name", "md", "part", "", False, True) in seen
+    assert all(lk.target != "in code" for lk in links)
+    assert all("x.y" not in lk.target for lk in links)
+
+
+def test_diary_is_first_folder_or_root():
+    assert parse_note("top.md", "x").diary == "Root"
+    assert parse_note("work/deep/n.md", "x").diary == "work"

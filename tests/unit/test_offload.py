@@ -1,0 +1,176 @@
+"""Offload, inspect, flush and distill on real logs recorded by tests/fixtures/logs/record.sh."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from k0maru_common import InvalidInput, NotFound, OutsideVault
+from k0maru_offload._conventions import sniff
+from k0maru_offload._distill import distill
+from k0maru_offload._engine import OffloadEngine
+from k0maru_offload._flush import FlushEngine, FlushNote
+from k0maru_offload._logscan import scan_log
+
+LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
+
+# fixture → (language, text in the first error, location suffix)
+EXPECTED = {
+    "rust_e0502": ("rust", "error[E0502]", "src/main.rs:64:5"),
+    "rust_panic": ("rust", "index out of bounds", "src/lib.rs:602:67"),
+    "python_traceback": ("python", "KeyError: 'token'", "app.py:2"),
+    "pytest_failure": ("python", "assert 6 == 7", "test_many.py:7"),
+    "gcc_error": ("c/c++", "undeclared", "main.c:121:44"),
+    "javac_error": ("java", "incompatible types", "Main.java:3"),
+    "java_exception": ("java", "IllegalStateException: queue drained twice", "Main.java:3"),
+    "node_typeerror": ("node", "TypeError: Cannot read properties of undefined", "app.js:3:18"),
+    "tsc_errors": ("typescript", "TS2322", "a.ts:1:7"),
+    "go_deadlock": ("go", "all goroutines are asleep", "main.go:10"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_first_error_and_location_on_real_logs(name: str):
+    path = LOGS / f"{name}.log"
+    if not path.exists():
+        pytest.fail(f"fixture {path.name} missing: run tests/fixtures/logs/record.sh")
+    language, error, location = EXPECTED[name]
+    findings = scan_log(path.read_text().splitlines())
+    assert findings.language == language
+    assert error in findings.first_error
+    assert findings.location.endswith(location)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_long_logs_shrink_by_97_percent(name: str, vault: Path):
+    text = (LOGS / f"{name}.log").read_text()
+    result = OffloadEngine(vault, 50, 10**8).offload(text, task_id="t1", command=name, exit_code=1)
+    if result.line_count <= 50:
+        assert not result.offloaded and result.summary == text
+        return
+    assert result.offloaded and (vault / result.ref_path).read_text() == "\n".join(text.splitlines()) + "\n"
+    assert result.ref_path == f".k0maru/refs/t1_{result.node_id}.log"
+    assert EXPECTED[name][2] in result.summary and result.node_id in result.mermaid
+    assert result.mermaid.startswith("flowchart TD") and 5 <= len(result.mermaid.splitlines()) <= 16
+    if result.line_count >= 500:
+        assert result.summary_tokens <= 0.03 * result.original_tokens
+
+
+def test_under_threshold_passes_through(vault: Path):
+    engine = OffloadEngine(vault, 50, 10**8)
+    text = "\n".join(f"line {i}" for i in range(50))
+    result = engine.offload(text)
+    assert not result.offloaded and result.summary == text
+    assert not (vault / ".k0maru").exists()
+
+
+def test_inspect_slices_grep_and_first_error(vault: Path):
+    engine = OffloadEngine(vault, 50, 10**8)
+    node = engine.offload((LOGS / "python_traceback.log").read_text()).node_id
+    lines, total = engine.inspect(node, 10, 12)
+    assert [n for n, _ in lines] == [10, 11, 12] and total > 600
+    grep, _ = engine.inspect(node, grep=r"KeyError", context=1)
+    assert any("KeyError" in t for _, t in grep) and len(grep) == 2  # the last line: one line of context before it
+    around, _ = engine.inspect(node, around_first_error=True, context=2)
+    assert any("Traceback" in t for _, t in around)
+    with pytest.raises(InvalidInput):
+        engine.inspect(node, grep="(unclosed")
+
+
+@pytest.mark.parametrize(
+    "bad", ["../../etc/passwd", "node_../../x", "/etc/passwd", "node_123", "NODE_0123456789abcdef"]
+)
+def test_node_ids_are_validated(vault: Path, bad: str):
+    with pytest.raises(InvalidInput):
+        OffloadEngine(vault, 50, 10**8).inspect(bad)
+
+
+def test_unknown_node_is_not_found(vault: Path):
+    with pytest.raises(NotFound):
+        OffloadEngine(vault, 50, 10**8).inspect("node_0123456789abcdef")
+
+
+@pytest.mark.parametrize("task", ["../x", "a/b", "x" * 65, "semi;colon"])
+def test_task_ids_are_validated(vault: Path, task: str):
+    with pytest.raises(InvalidInput):
+        OffloadEngine(vault, 50, 10**8).offload("x\n" * 60, task_id=task)
+
+
+def test_flush_outcomes_and_conventions(vault: Path):
+    (vault / "AGENTS.md").write_text("- decisions: docs/adr\n- logs: journal\n")
+    (vault / "journal").mkdir()
+    (vault / "journal" / "2026-01-01-old.md").write_text("x")
+    engine = FlushEngine(vault)
+    note = FlushNote("Use WAL mode", "We chose WAL.", "decision", ("sqlite",), ("SQLite busy",))
+    path, outcome = engine.flush(note)
+    assert outcome == "created" and path.startswith("docs/adr/") and path.endswith("-use-wal-mode.md")
+    text = (vault / path).read_text()
+    assert text.startswith("---\ntitle: Use WAL mode\n") and "- [[SQLite busy]]" in text and "tags:\n- sqlite" in text
+    assert engine.flush(note) == (path, "up_to_date")
+    other, outcome = engine.flush(FlushNote("Use WAL mode", "Different body.", "decision"))
+    assert outcome == "versioned" and other.endswith("-use-wal-mode-v2.md")
+    log_path, _ = engine.flush(FlushNote("Session", "did things"))
+    assert log_path.startswith("journal/")
+
+
+def test_twenty_concurrent_flushes_lose_nothing(vault: Path):
+    engine = FlushEngine(vault)
+    results: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def flush(i: int, same: bool) -> None:
+        r = engine.flush(FlushNote("Race", "same body" if same else f"body {i}"))
+        with lock:
+            results.append(r)
+
+    threads = [threading.Thread(target=flush, args=(i, False)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    paths = {p for p, _ in results}
+    assert len(paths) == 20
+    bodies = {(vault / p).read_text().split("\n\n", 2)[-1] for p in paths}
+    assert bodies == {f"body {i}\n" for i in range(20)}
+    results.clear()
+    threads = [threading.Thread(target=flush, args=(i, True)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({p for p, _ in results}) == 1
+
+
+@pytest.mark.parametrize("title,category", [("../../escape", ""), ("ok", "../outside"), ("ok", "/abs"), ("a\x00b", "")])
+def test_flush_refuses_escaping_names(vault: Path, title: str, category: str):
+    with pytest.raises(OutsideVault):
+        FlushEngine(vault).flush(FlushNote(title, "x", category))
+    assert not any(vault.parent.glob("*.md"))
+
+
+def test_conventions_detect_johnny_decimal_and_dated_names(vault: Path):
+    for folder in ("00_Inbox", "10_Projects", "20_Cards"):
+        (vault / folder).mkdir()
+    (vault / "decisions").mkdir()
+    for name in ("2026-01-01-a.md", "2026-01-02-b.md"):
+        (vault / "decisions" / name).write_text("x")
+    conv = sniff(vault)
+    assert conv.folder_scheme == "johnny-decimal"
+    assert conv.folders["decision"] == "decisions"
+    assert conv.naming_style == "date-slug"
+
+
+def test_distill_writes_one_frontmatter_skill_card(vault: Path):
+    trace = (
+        "$ cargo build\n"
+        + (LOGS / "rust_e0502.log").read_text()
+        + "\n$ sed -i 's/&v\\[0\\]/v[0]/' src/main.rs\n$ cargo test\n"
+    )
+    card = distill(trace)
+    assert "E0502" in card.title and "src/main.rs:64:5" in card.markdown
+    assert "sed -i" in card.markdown.split("## Fix", 1)[1] and "cargo test" in card.markdown.split("## Verify", 1)[1]
+    path, outcome = FlushEngine(vault).flush(FlushNote(card.title, card.markdown, "skill", card.tags))
+    text = (vault / path).read_text()
+    assert path.startswith("skills/") and outcome == "created" and text.count("\n---\n") == 1

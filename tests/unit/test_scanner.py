@@ -1,0 +1,130 @@
+"""The incremental scanner's state machine and its handling of bad files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from k0maru.v1 import common_pb2
+from k0maru_scanner._manifest import Manifest
+from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
+
+K = common_pb2
+
+
+def make(vault: Path, data: Path, max_bytes: int = 2 * 1024 * 1024) -> IncrementalScanner:
+    return IncrementalScanner(vault, Manifest(data / "m.sqlite", 100_000), IgnoreRules(), max_bytes)
+
+
+def kinds(result) -> list[tuple[int, str]]:
+    return [(e.kind, e.path) for e in result.entries]
+
+
+def test_add_touch_edit_delete(vault: Path, tmp_path: Path):
+    (vault / "a.md").write_text("hello")
+    scanner = make(vault, tmp_path)
+    assert kinds(scanner.scan()) == [(K.CHANGE_KIND_ADDED, "a.md")]
+    assert scanner.scan().entries == ()
+    st = (vault / "a.md").stat()
+    os.utime(vault / "a.md", ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    touched = scanner.scan()
+    assert touched.entries == () and touched.unchanged == 1
+    assert scanner.manifest.files["a.md"].mtime_ns == st.st_mtime_ns + 5_000_000_000
+    (vault / "a.md").write_text("hello, edited")
+    assert kinds(scanner.scan()) == [(K.CHANGE_KIND_MODIFIED, "a.md")]
+    (vault / "a.md").unlink()
+    assert kinds(scanner.scan()) == [(K.CHANGE_KIND_DELETED, "a.md")]
+
+
+def test_unchanged_files_are_not_read(vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    for i in range(20):
+        (vault / f"n{i}.md").write_text(f"note {i}")
+    scanner = make(vault, tmp_path)
+    scanner.scan()
+    reads: list[Path] = []
+    original = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or original(self))
+    result = scanner.scan()
+    assert result.unchanged == 20 and reads == []
+
+
+def test_rename_is_one_event(vault: Path, tmp_path: Path):
+    (vault / "old.md").write_text("same content")
+    scanner = make(vault, tmp_path)
+    scanner.scan()
+    (vault / "sub").mkdir()
+    (vault / "old.md").rename(vault / "sub" / "new.md")
+    result = scanner.scan()
+    assert result.renamed == 1 and result.added == 0 and result.deleted == 0
+    assert [(e.kind, e.path, e.old_path) for e in result.entries] == [(K.CHANGE_KIND_RENAMED, "sub/new.md", "old.md")]
+
+
+def test_ignored_folders_and_names(vault: Path, tmp_path: Path):
+    for rel in (
+        ".git/x.md",
+        ".obsidian/y.md",
+        ".k0maru/refs/z.md",
+        "node_modules/m.md",
+        "ok/n.md",
+        "img.png",
+        ".hidden.md",
+        "t.txt",
+        "m.markdown",
+    ):
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_text("x")
+    result = make(vault, tmp_path).scan()
+    assert sorted(e.path for e in result.entries) == ["m.markdown", "ok/n.md", "t.txt"]
+
+
+def test_bad_files_are_skipped_with_reasons(vault: Path, tmp_path: Path):
+    (vault / "binary.md").write_bytes(b"abc\x00def")
+    (vault / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))
+    (vault / "huge.md").write_text("x" * 5000)
+    (vault / "good.md").write_text("fine")
+    (vault / "loop").mkdir()
+    (vault / "loop" / "self").symlink_to(vault / "loop")
+    (vault / "dangling.md").symlink_to(vault / "missing.md")
+    outside = tmp_path / "outside.md"
+    outside.write_text("secret")
+    (vault / "escape.md").symlink_to(outside)
+    scanner = make(vault, tmp_path, max_bytes=1000)
+    result = scanner.scan()
+    assert [e.path for e in result.entries] == ["good.md"]
+    reasons = {p: r.skipped_reason for p, r in scanner.manifest.files.items() if not r.indexed}
+    assert "binary" in reasons["binary.md"]
+    assert "UTF-8" in reasons["latin1.md"]
+    assert "too large" in reasons["huge.md"]
+    assert "outside" in reasons["escape.md"]
+    (vault / "latin1.md").write_text("café, fixed")
+    assert kinds(scanner.scan()) == [(K.CHANGE_KIND_ADDED, "latin1.md")]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_unreadable_file_is_skipped(vault: Path, tmp_path: Path):
+    (vault / "locked.md").write_text("x")
+    (vault / "locked.md").chmod(0)
+    scanner = make(vault, tmp_path)
+    assert scanner.scan().skipped == 1
+
+
+def test_seq_survives_restart_and_journal_replays(vault: Path, tmp_path: Path):
+    scanner = make(vault, tmp_path)
+    for i in range(3):
+        (vault / f"{i}.md").write_text(str(i))
+        scanner.scan()
+    scanner.manifest.close()
+    again = make(vault, tmp_path)
+    (vault / "3.md").write_text("3")
+    assert [e.seq for e in again.scan().entries] == [4]
+    assert [e.seq for e in again.manifest.changes(1)] == [2, 3, 4]
+
+
+def test_file_that_becomes_too_large_is_deleted_from_index(vault: Path, tmp_path: Path):
+    (vault / "grow.md").write_text("small")
+    scanner = make(vault, tmp_path, max_bytes=100)
+    scanner.scan()
+    (vault / "grow.md").write_text("x" * 500)
+    assert kinds(scanner.scan()) == [(K.CHANGE_KIND_DELETED, "grow.md")]
