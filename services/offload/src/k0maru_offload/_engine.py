@@ -126,11 +126,8 @@ class OffloadEngine:
         if self.refs.is_dir():
             with os.scandir(self.refs) as entries:
                 for entry in entries:
-                    if (
-                        entry.is_file(follow_symlinks=False)
-                        and entry.name in (f"{node_id}.log",)
-                        or entry.name.endswith(f"_{node_id}.log")
-                    ):
+                    wanted = entry.name == f"{node_id}.log" or entry.name.endswith(f"_{node_id}.log")
+                    if wanted and entry.is_file(follow_symlinks=False):
                         return Path(entry.path)
         raise NotFound(f"no offloaded log {node_id} in {self.refs.relative_to(self.vault)}")
 
