@@ -1,0 +1,71 @@
+"""docker-compose.yml checked offline: the Compose JSON schema, cross-references, and settings names."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from k0maru_embedder.config import EmbedderSettings
+from k0maru_gateway.config import GatewaySettings
+from k0maru_offload.config import OffloadSettings
+from k0maru_retriever.config import RetrieverSettings
+from k0maru_scanner.config import ScannerSettings
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = Path(__file__).resolve().parents[1] / "fixtures" / "compose.schema.json"  # from the npm package dclint 3.1.0
+SETTINGS = {"scanner": ScannerSettings, "embedder": EmbedderSettings, "retriever": RetrieverSettings,
+            "offload": OffloadSettings, "gateway": GatewaySettings}
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+
+
+def test_schema_valid(compose: dict):
+    import json
+
+    schema = json.loads(SCHEMA.read_text())
+    jsonschema.Draft7Validator(schema).validate(compose)  # the schema says draft-07 with an https URL jsonschema does not know
+
+
+def test_cross_references(compose: dict):
+    services = compose["services"]
+    for name, svc in services.items():
+        for dep in svc.get("depends_on", {}):
+            assert dep in services, f"{name} depends on unknown {dep}"
+            assert svc["depends_on"][dep]["condition"] == "service_healthy"
+            assert "healthcheck" in services[dep], f"{dep} has no health check"
+        for net in svc.get("networks", []):
+            assert net in compose["networks"]
+        for vol in svc.get("volumes", []):
+            source = vol.split(":")[0]
+            if not source.startswith(("$", ".", "/")):
+                assert source in compose["volumes"], f"{name}: volume {source} undefined"
+        if "build" in svc:
+            dockerfile = ROOT / svc["build"]["dockerfile"]
+            assert dockerfile.exists() and svc["build"]["context"] == "."
+            text = dockerfile.read_text()
+            assert "USER " in text and text.count("FROM ") >= 2 and f"k0maru_{name}" in text
+        assert "healthcheck" in svc
+
+
+def test_environment_names_are_settings(compose: dict):
+    for name, cls in SETTINGS.items():
+        env = compose["services"][name]["environment"]
+        fields = set(cls.model_fields)
+        for key in env:
+            assert key.startswith("K0_") and key[3:].lower() in fields, f"{name}: {key} is not a {cls.__name__} field"
+
+
+def test_embedder_scales_and_console_is_loopback_and_token_protected(compose: dict):
+    embedder = compose["services"]["embedder"]
+    assert "container_name" not in embedder and "ports" not in embedder
+    gateway = compose["services"]["gateway"]
+    assert all(p.startswith("127.0.0.1:") for p in gateway["ports"])
+    assert re.search(r"\$\{K0_CONSOLE_TOKEN:\?", gateway["environment"]["K0_CONSOLE_TOKEN"])
+    assert compose["services"]["retriever"]["environment"]["K0_EMBEDDER_TARGET"].startswith("dns:///embedder")
