@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The two commands of a fresh machine (only Python 3.11 needed; uv is installed if missing):
+#   ./run.sh up [k0maru up options]   set up .venv and run the stack on examples/vault (or $K0_VAULT)
+#   ./run.sh test                     set up .venv and run ruff, mypy and pytest
+set -euo pipefail
+cd "$(dirname "$0")"
+export UV_PYTHON_DOWNLOADS=never  # use the machine's Python 3.11; never fetch one
+
+uv_cmd() {
+  if command -v uv >/dev/null 2>&1; then
+    uv "$@"
+  else
+    if [ ! -x .uv-tool/bin/uv ]; then
+      echo "run.sh: installing uv into .uv-tool/" >&2
+      python3 -m venv .uv-tool
+      .uv-tool/bin/python -m pip install --quiet --disable-pip-version-check "uv==0.13.9"
+    fi
+    .uv-tool/bin/uv "$@"
+  fi
+}
+
+case "${1:-}" in
+  up)
+    shift
+    uv_cmd sync --frozen --quiet
+    exec .venv/bin/k0maru up --vault "${K0_VAULT:-examples/vault}" "$@"
+    ;;
+  test)
+    uv_cmd sync --frozen --quiet
+    .venv/bin/ruff check .
+    .venv/bin/ruff format --check .
+    .venv/bin/mypy
+    exec .venv/bin/pytest
+    ;;
+  *)
+    echo "usage: ./run.sh up [--embedders N] [--port P] | ./run.sh test" >&2
+    exit 2
+    ;;
+esac

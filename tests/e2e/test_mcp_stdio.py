@@ -1,0 +1,130 @@
+"""The whole stack as an agent host uses it: `k0maru mcp` over stdio, driven by the MCP SDK's client."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from tests.conftest import write_notes
+
+pytestmark = pytest.mark.e2e
+K0MARU = str(Path(sys.executable).parent / "k0maru")
+NOTES = {
+    "db/sqlite busy.md": "---\ntags: [sqlite]\n---\n# SQLite busy\n\n`SQLITE_BUSY` means the database is locked; set busy_timeout and use WAL.\n",
+    "rust/borrows.md": "# Borrow checker\n\nerror[E0502] happens when a mutable borrow overlaps a shared one. See [[sqlite busy]].\n",
+    "cooking.md": "# Pancakes\n\nFlour, eggs, milk. Rest the batter for twenty minutes.\n",
+}
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead for our purposes
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def wait_until_dead(pids: list[int], timeout_s: float) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        left = [p for p in pids if alive(p)]
+        if not left:
+            return []
+        time.sleep(0.1)
+    return [p for p in pids if alive(p)]
+
+
+def structured(result) -> dict:  # type: ignore[no-untyped-def]
+    assert not result.is_error, result.content
+    return result.structured_content
+
+
+async def recall(session: ClientSession, query: str) -> list[str]:
+    data = structured(await session.call_tool("recall_memory", {"query": query, "limit": 3}))
+    return [h["path"] for h in data["hits"]]
+
+
+def test_recall_add_and_clean_exit(vault: Path, tmp_path: Path):
+    write_notes(vault, NOTES)
+    data_dir = tmp_path / "data"
+    params = StdioServerParameters(command=K0MARU, args=["mcp", "--vault", str(vault), "--data-dir", str(data_dir)],
+                                   env={**os.environ, "K0_LOG_LEVEL": "WARNING"})
+    pids: list[int] = []
+
+    async def scenario() -> None:
+        with anyio.fail_after(180):
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                tools = {t.name for t in (await session.list_tools()).tools}
+                assert {"recall_memory", "offload_log", "inspect_log_node", "flush_session",
+                        "distill_session_skill", "get_project_loadout"} <= tools
+                state = json.loads((data_dir / "stack.json").read_text())
+                pids.extend(state["pids"].values())
+                data = structured(await session.call_tool("recall_memory", {"query": "SQLITE_BUSY locked"}))
+                assert data["vault"] == str(vault.resolve())
+                assert data["hits"][0]["path"] == "db/sqlite busy.md"
+                assert (await recall(session, "mutable borrow E0502"))[0] == "rust/borrows.md"
+
+                write_notes(vault, {"new/kafka.md": "# Kafka lag\n\nConsumer lag grows when the partition rebalance storm hits.\n"})
+                found: list[str] = []
+                with anyio.fail_after(30):
+                    while "new/kafka.md" not in found:
+                        found = await recall(session, "partition rebalance storm")
+                        await anyio.sleep(0.2)
+
+                bad = await session.call_tool("recall_memory", {"query": "   "})
+                assert bad.is_error
+                bad = await session.call_tool("inspect_log_node", {"node_id": "../../etc/passwd"})
+                assert bad.is_error and "invalid node id" in bad.content[0].text
+
+    anyio.run(scenario)
+    assert pids, "the stack never started"
+    assert wait_until_dead(pids, 30) == [], "processes of the stack outlived the MCP client"
+    assert not (data_dir / "stack.json").exists()
+
+
+def test_sigkill_of_launcher_leaves_nothing(vault: Path, tmp_path: Path):
+    write_notes(vault, NOTES)
+    data_dir = tmp_path / "data"
+    launcher = subprocess.Popen([K0MARU, "up", "--vault", str(vault), "--data-dir", str(data_dir), "--port", "0"],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert launcher.stdout is not None
+        deadline = time.monotonic() + 120
+        for line in launcher.stdout:
+            if "console http" in line or time.monotonic() > deadline:
+                break
+        state = json.loads((data_dir / "stack.json").read_text())
+        pids = list(state["pids"].values())
+        assert len(pids) == 6 and all(alive(p) for p in pids)
+        status = subprocess.run([K0MARU, "status", "--vault", str(vault), "--data-dir", str(data_dir), "--json"],
+                                capture_output=True, text=True, timeout=30)
+        assert status.returncode == 0, status.stdout + status.stderr
+        report = json.loads(status.stdout)
+        assert set(report["services"].values()) == {"SERVING"}
+        assert set(report["addresses"]) >= {"scanner", "embedder-1", "retriever", "offload", "gateway"}
+        os.kill(launcher.pid, signal.SIGKILL)
+        launcher.wait(timeout=10)
+        assert wait_until_dead(pids, 30) == []
+        status = subprocess.run([K0MARU, "status", "--vault", str(vault), "--data-dir", str(data_dir)],
+                                capture_output=True, text=True, timeout=30)
+        assert status.returncode == 1
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+        if launcher.stdout is not None:
+            launcher.stdout.close()
