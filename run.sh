@@ -19,14 +19,25 @@ uv_cmd() {
   fi
 }
 
+MEMBERS=(libs/common services/scanner services/embedder services/retriever services/offload services/gateway)
+
+setup() {
+  # .venv from the committed locks (versions + hashes), then the workspace packages, editable.
+  [ -x .venv/bin/python ] || uv_cmd venv --quiet --python python3.11 .venv
+  uv_cmd pip sync --quiet --python .venv/bin/python --require-hashes requirements.lock requirements-dev.lock
+  local editables=()
+  for m in "${MEMBERS[@]}"; do editables+=(-e "$m"); done
+  uv_cmd pip install --quiet --python .venv/bin/python --no-deps --no-build-isolation "${editables[@]}"
+}
+
 case "${1:-}" in
   up)
     shift
-    uv_cmd sync --frozen --quiet
+    setup
     exec .venv/bin/k0maru up --vault "${K0_VAULT:-examples/vault}" "$@"
     ;;
   test)
-    uv_cmd sync --frozen --quiet
+    setup
     .venv/bin/ruff check .
     .venv/bin/ruff format --check .
     .venv/bin/mypy
