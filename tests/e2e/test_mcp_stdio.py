@@ -60,8 +60,11 @@ async def recall(session: ClientSession, query: str) -> list[str]:
 def test_recall_add_and_clean_exit(vault: Path, tmp_path: Path):
     write_notes(vault, NOTES)
     data_dir = tmp_path / "data"
-    params = StdioServerParameters(command=K0MARU, args=["mcp", "--vault", str(vault), "--data-dir", str(data_dir)],
-                                   env={**os.environ, "K0_LOG_LEVEL": "WARNING"})
+    params = StdioServerParameters(
+        command=K0MARU,
+        args=["mcp", "--vault", str(vault), "--data-dir", str(data_dir)],
+        env={**os.environ, "K0_LOG_LEVEL": "WARNING"},
+    )
     pids: list[int] = []
 
     async def scenario() -> None:
@@ -69,8 +72,14 @@ def test_recall_add_and_clean_exit(vault: Path, tmp_path: Path):
             async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
                 await session.initialize()
                 tools = {t.name for t in (await session.list_tools()).tools}
-                assert {"recall_memory", "offload_log", "inspect_log_node", "flush_session",
-                        "distill_session_skill", "get_project_loadout"} <= tools
+                assert {
+                    "recall_memory",
+                    "offload_log",
+                    "inspect_log_node",
+                    "flush_session",
+                    "distill_session_skill",
+                    "get_project_loadout",
+                } <= tools
                 state = json.loads((data_dir / "stack.json").read_text())
                 pids.extend(state["pids"].values())
                 data = structured(await session.call_tool("recall_memory", {"query": "SQLITE_BUSY locked"}))
@@ -78,7 +87,10 @@ def test_recall_add_and_clean_exit(vault: Path, tmp_path: Path):
                 assert data["hits"][0]["path"] == "db/sqlite busy.md"
                 assert (await recall(session, "mutable borrow E0502"))[0] == "rust/borrows.md"
 
-                write_notes(vault, {"new/kafka.md": "# Kafka lag\n\nConsumer lag grows when the partition rebalance storm hits.\n"})
+                write_notes(
+                    vault,
+                    {"new/kafka.md": "# Kafka lag\n\nConsumer lag grows when the partition rebalance storm hits.\n"},
+                )
                 found: list[str] = []
                 with anyio.fail_after(30):
                     while "new/kafka.md" not in found:
@@ -99,8 +111,12 @@ def test_recall_add_and_clean_exit(vault: Path, tmp_path: Path):
 def test_sigkill_of_launcher_leaves_nothing(vault: Path, tmp_path: Path):
     write_notes(vault, NOTES)
     data_dir = tmp_path / "data"
-    launcher = subprocess.Popen([K0MARU, "up", "--vault", str(vault), "--data-dir", str(data_dir), "--port", "0"],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    launcher = subprocess.Popen(
+        [K0MARU, "up", "--vault", str(vault), "--data-dir", str(data_dir), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         assert launcher.stdout is not None
         deadline = time.monotonic() + 120
@@ -110,8 +126,12 @@ def test_sigkill_of_launcher_leaves_nothing(vault: Path, tmp_path: Path):
         state = json.loads((data_dir / "stack.json").read_text())
         pids = list(state["pids"].values())
         assert len(pids) == 6 and all(alive(p) for p in pids)
-        status = subprocess.run([K0MARU, "status", "--vault", str(vault), "--data-dir", str(data_dir), "--json"],
-                                capture_output=True, text=True, timeout=30)
+        status = subprocess.run(
+            [K0MARU, "status", "--vault", str(vault), "--data-dir", str(data_dir), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert status.returncode == 0, status.stdout + status.stderr
         report = json.loads(status.stdout)
         assert set(report["services"].values()) == {"SERVING"}
@@ -119,8 +139,12 @@ def test_sigkill_of_launcher_leaves_nothing(vault: Path, tmp_path: Path):
         os.kill(launcher.pid, signal.SIGKILL)
         launcher.wait(timeout=10)
         assert wait_until_dead(pids, 30) == []
-        status = subprocess.run([K0MARU, "status", "--vault", str(vault), "--data-dir", str(data_dir)],
-                                capture_output=True, text=True, timeout=30)
+        status = subprocess.run(
+            [K0MARU, "status", "--vault", str(vault), "--data-dir", str(data_dir)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert status.returncode == 1
     finally:
         if launcher.poll() is None:

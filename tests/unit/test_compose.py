@@ -17,8 +17,13 @@ from k0maru_scanner.config import ScannerSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = Path(__file__).resolve().parents[1] / "fixtures" / "compose.schema.json"  # from the npm package dclint 3.1.0
-SETTINGS = {"scanner": ScannerSettings, "embedder": EmbedderSettings, "retriever": RetrieverSettings,
-            "offload": OffloadSettings, "gateway": GatewaySettings}
+SETTINGS = {
+    "scanner": ScannerSettings,
+    "embedder": EmbedderSettings,
+    "retriever": RetrieverSettings,
+    "offload": OffloadSettings,
+    "gateway": GatewaySettings,
+}
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +35,9 @@ def test_schema_valid(compose: dict):
     import json
 
     schema = json.loads(SCHEMA.read_text())
-    jsonschema.Draft7Validator(schema).validate(compose)  # the schema says draft-07 with an https URL jsonschema does not know
+    jsonschema.Draft7Validator(schema).validate(
+        compose
+    )  # the schema says draft-07 with an https URL jsonschema does not know
 
 
 def test_cross_references(compose: dict):

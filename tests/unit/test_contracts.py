@@ -34,7 +34,13 @@ def test_every_rpc_of_the_design_exists():
     assert methods(embedder_pb2, "Embedder") == {"Embed", "Info"}
     assert methods(retriever_pb2, "Retriever") == {"Search", "GetNote", "Backlinks", "IndexStatus", "Reindex"}
     assert methods(offload_pb2, "Offload") == {
-        "OffloadLog", "InspectLogNode", "FlushSession", "DistillSkill", "GetProjectLoadout", "Conventions", "TokenStats",
+        "OffloadLog",
+        "InspectLogNode",
+        "FlushSession",
+        "DistillSkill",
+        "GetProjectLoadout",
+        "Conventions",
+        "TokenStats",
     }
 
 
