@@ -100,6 +100,7 @@ class Launcher:
     def __post_init__(self) -> None:
         self.vault = self.vault.resolve()
         self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self._commands: dict[str, tuple[list[str], dict[str, str]]] = {}
         self.state: StackState | None = None
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -116,7 +117,21 @@ class Launcher:
                 close_fds=True,
             )
         self.procs.append((name, proc))
+        self._commands[name] = (argv, env)
         return proc
+
+    def restart(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """Kill one child (SIGKILL by default, as a crash would) and start it again, healthy."""
+        index = next(i for i, (n, _p) in enumerate(self.procs) if n == name)
+        _name, proc = self.procs.pop(index)
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+        argv, env = self._commands[name]
+        self._spawn(name, argv, env)
+        if self.state is not None:
+            self._wait(name, self.state.addresses[name], time.monotonic())
+            self.state.pids[name] = self.procs[-1][1].pid
+            self.state.write()
 
     def start(self) -> StackState:
         """Start every process and wait until each health check says SERVING."""
@@ -174,6 +189,7 @@ class Launcher:
             "K0_OFFLOAD_ADDR": addresses["offload"],
             "K0_EMBEDDER_TARGET": ("ipv4:" + ",".join(embedders)) if embedders else "",
             "PYTHONUNBUFFERED": "1",
+            "PYTHONFAULTHANDLER": "1",
             **self.extra_env,
         }
         py = sys.executable

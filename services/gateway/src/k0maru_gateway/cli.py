@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from types import FrameType
 
+import grpc
+
 from k0maru.v1 import offload_pb2, retriever_pb2, scanner_pb2
 from k0maru_common import K0Error, configure_logging
 
@@ -127,6 +129,44 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     return 0
 
 
+def _embedder_report(state: StackState, services: dict[str, str]) -> list[dict[str, object]]:
+    from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
+
+    report: list[dict[str, object]] = []
+    for name, addr in sorted(state.addresses.items()):
+        if not name.startswith("embedder"):
+            continue
+        entry: dict[str, object] = {
+            "name": name,
+            "pid": state.pids.get(name, 0),
+            "state": services.get(name, "UNKNOWN"),
+            "processed": 0,
+            "chunks_per_s": 0.0,
+        }
+        with grpc.insecure_channel(addr) as channel:
+            try:
+                info = embedder_pb2_grpc.EmbedderStub(channel).Info(embedder_pb2.EmbedderInfoRequest(), timeout=2.0)
+                entry.update(pid=info.pid, processed=info.processed, chunks_per_s=round(info.chunks_per_s, 2))
+            except grpc.RpcError:
+                pass
+        report.append(entry)
+    return report
+
+
+def _queue_report(redis_url: str) -> dict[str, int]:
+    import redis
+
+    from k0maru_common import DEAD_STREAM, JOBS_STREAM
+
+    client = redis.Redis.from_url(redis_url, socket_timeout=2)
+    try:
+        return {"pending": int(client.xlen(JOBS_STREAM)), "dead_letter": int(client.xlen(DEAD_STREAM))}
+    except redis.RedisError:
+        return {"pending": -1, "dead_letter": -1}
+    finally:
+        client.close()
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     vault, state = _running(args)
     if state is None:
@@ -151,6 +191,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         pass
     finally:
         client.close()
+    embedders = _embedder_report(state, services)
+    queue = _queue_report(state.addresses["redis"])
     if args.json:
         print(
             json.dumps(
@@ -160,6 +202,8 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "services": services,
                     "addresses": state.addresses,
                     "console": state.console_url,
+                    "embedders": embedders,
+                    "queue": queue,
                     "index": index,
                 }
             )
@@ -168,6 +212,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"vault   {state.vault}\nconsole {state.console_url}")
         for name, value in services.items():
             print(f"{name:<12} {value:<12} {state.addresses[name]}")
+        for e in embedders:
+            print(f"{e['name']:<12} pid {e['pid']}: {e['processed']} embedded, {e['chunks_per_s']} chunks/s")
+        print(f"queue   {queue['pending']} jobs pending, {queue['dead_letter']} in dead letter")
         if index:
             print(
                 f"index   {index['documents']} notes, {index['chunks']} chunks, {index['chunks_with_vectors']} with vectors"

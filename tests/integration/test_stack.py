@@ -1,0 +1,144 @@
+"""The real stack as local processes: indexing follows the vault, vectors arrive, crashes converge."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from k0maru.v1 import retriever_pb2
+from k0maru_gateway._clients import StackClient
+from k0maru_gateway._stack import Launcher
+from tests.conftest import write_notes
+
+pytestmark = pytest.mark.integration
+K0MARU = str(Path(sys.executable).parent / "k0maru")
+HYBRID, BM25, VECTOR = retriever_pb2.SEARCH_MODE_HYBRID, retriever_pb2.SEARCH_MODE_BM25, retriever_pb2.SEARCH_MODE_VECTOR
+
+NOTES = {
+    "eng/sqlite.md": "# SQLite locking\n\n`SQLITE_BUSY` is returned when another connection holds the write lock.\n",
+    "eng/rust.md": "---\ntags: [rust]\n---\n# Borrowing\n\nerror[E0502]: cannot borrow as mutable because it is also borrowed as immutable.\n",
+    "eng/cache.md": "# Caching\n\nA write-through cache keeps the store and the cache in step. See [[sqlite]].\n",
+    "zh/分词.md": "# 中文分词\n\n借用检查器报错时，先看不可变引用的作用域。jieba 分词让关键词检索支持中文。\n",
+    "mixed.md": "# Mixed note 混合笔记\n\nThe deployment uses docker compose; 部署 使用 向量 数据库 Qdrant.\n",
+}
+
+
+def wait_for(predicate, timeout_s: float = 30.0, what: str = "condition"):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Launcher, StackClient, Path]]:
+    root = tmp_path_factory.mktemp("stack")
+    vault = write_notes(root / "vault", NOTES)
+    launcher = Launcher(vault, root / "data", embedders=1, http_port=0)
+    state = launcher.start()
+    client = StackClient(state.vault, state.addresses)
+    yield launcher, client, vault
+    client.close()
+    launcher.stop()
+
+
+def search(client: StackClient, query: str, mode: int = HYBRID, limit: int = 5, **scope: list[str]) -> list[str]:
+    reply = client.call(client.retriever.Search, retriever_pb2.SearchRequest(
+        query=query, limit=limit, mode=mode, explain=True, scope=retriever_pb2.Scope(**scope)))
+    return [h.path for h in reply.hits]
+
+
+def coverage(client: StackClient) -> float:
+    status = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest())
+    return status.chunks_with_vectors / status.chunks if status.chunks else 0.0
+
+
+def test_bm25_vector_and_hybrid_find_the_right_note(stack):
+    _launcher, client, _vault = stack
+    wait_for(lambda: coverage(client) == 1.0, 60, "every chunk to have a vector")
+    assert search(client, "SQLITE_BUSY", BM25)[0] == "eng/sqlite.md"
+    assert search(client, "E0502", BM25)[0] == "eng/rust.md"
+    assert search(client, "database lock held by another connection", VECTOR)[0] == "eng/sqlite.md"
+    # The default English model cannot read Chinese (STACK.md); BM25 with jieba finds it.
+    assert search(client, "检查器", BM25)[0] == "zh/分词.md"
+    assert search(client, "部署", BM25)[0] == "mixed.md"
+    reply = client.call(client.retriever.Search, retriever_pb2.SearchRequest(query="write-through cache sqlite", explain=True))
+    top = {h.path: h for h in reply.hits}
+    assert top["eng/cache.md"].explain.graph_boost == pytest.approx(0.05)  # links to eng/sqlite.md, also a candidate
+    assert reply.vector_coverage == 1.0 and reply.mode_used == HYBRID
+
+
+def test_scope_filters(stack):
+    _launcher, client, _vault = stack
+    assert set(search(client, "borrow cache sqlite 借用", diaries=["zh"])) == {"zh/分词.md"}
+    assert search(client, "borrow", tags=["rust"]) == ["eng/rust.md"]
+    assert set(search(client, "sqlite cache borrow", path_prefixes=["eng/"])) <= {"eng/sqlite.md", "eng/cache.md", "eng/rust.md"}
+
+
+@pytest.mark.parametrize("query", ["", "   ", 'title:"unterminated', "AND OR NOT ((", "x" * 10_000, "*?^~[]{}"])
+def test_bad_queries_never_error(stack, query: str):
+    _launcher, client, _vault = stack
+    reply = client.call(client.retriever.Search, retriever_pb2.SearchRequest(query=query))
+    assert reply.vault
+
+
+def test_edits_renames_and_deletes_are_followed(stack):
+    _launcher, client, vault = stack
+    write_notes(vault, {"eng/new.md": "# Flaky test\n\nThe flaky integration test times out under heavy load.\n"})
+    wait_for(lambda: search(client, "flaky integration", BM25)[:1] == ["eng/new.md"], 15, "new note by BM25")
+    wait_for(lambda: search(client, "test that sometimes fails when the machine is busy", VECTOR)[:1] == ["eng/new.md"], 30, "new note by vector")
+    (vault / "eng/new.md").write_text("# Flaky test\n\nNow about quarantined snapshots instead.\n")
+    wait_for(lambda: search(client, "quarantined snapshots", BM25)[:1] == ["eng/new.md"], 15, "edit")
+    assert "eng/new.md" not in search(client, "heavy load", BM25)
+    (vault / "archive").mkdir()
+    (vault / "eng/new.md").rename(vault / "archive/moved.md")
+    wait_for(lambda: search(client, "quarantined snapshots", BM25)[:1] == ["archive/moved.md"], 15, "rename")
+    assert "eng/new.md" not in search(client, "quarantined snapshots flaky", BM25, limit=20)
+    (vault / "archive/moved.md").unlink()
+    wait_for(lambda: "archive/moved.md" not in search(client, "quarantined snapshots", HYBRID, limit=20), 15, "delete")
+    assert "archive/moved.md" not in search(client, "quarantined snapshots flaky", VECTOR, limit=20)
+
+
+def test_bad_files_never_take_the_stack_down(stack):
+    _launcher, client, vault = stack
+    (vault / "bin.md").write_bytes(b"\x00\x01\x02binary")
+    (vault / "latin.md").write_bytes("r\xe9sum\xe9".encode("latin-1"))
+    (vault / "broken.md").write_text("---\ntitle: [oops\n---\n# Still indexed\n\nbody with zebra crossing\n")
+    wait_for(lambda: search(client, "zebra crossing", BM25)[:1] == ["broken.md"], 15, "broken frontmatter note")
+    assert search(client, "SQLITE_BUSY", BM25)[0] == "eng/sqlite.md"
+
+
+def test_retriever_crash_converges_to_a_fresh_build(stack, tmp_path: Path):
+    launcher, client, vault = stack
+    write_notes(vault, {f"bulk/n{i}.md": f"# Bulk {i}\n\nbulk note number {i} about topic{i % 7}\n" for i in range(300)})
+    launcher.restart("retriever")  # SIGKILL, likely mid-indexing, then start again
+    status = launcher.state.health()
+    assert status["retriever"] == "SERVING"
+    wait_for(lambda: client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest()).documents >= 300 + len(NOTES),
+             60, "the bulk notes")
+    queries = ["topic3 bulk", "SQLITE_BUSY", "检查器", "bulk note number 42"]
+    after_crash = {q: search(client, q, BM25, limit=10) for q in queries}
+    reply = client.call(client.retriever.Reindex, retriever_pb2.ReindexRequest())
+    assert reply.documents >= 300
+    fresh = {q: search(client, q, BM25, limit=10) for q in queries}
+    assert after_crash == fresh
+
+
+def test_status_json_reports_every_worker(stack):
+    launcher, _client, vault = stack
+    out = subprocess.run([K0MARU, "status", "--vault", str(vault), "--data-dir", str(launcher.data_dir), "--json"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["embedders"] and report["embedders"][0]["processed"] > 0 and report["embedders"][0]["state"] == "SERVING"
+    assert set(report["queue"]) == {"pending", "dead_letter"}
+    assert set(report["index"]) >= {"documents", "chunks", "chunks_with_vectors"}
