@@ -1,0 +1,148 @@
+"""Embedder workers on a real Valkey: crashes lose nothing, poison jobs go to dead letter, bad input is refused."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+import redis
+
+from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
+from k0maru_common import DEAD_STREAM, JOBS_STREAM, RESULTS_STREAM, die_with_parent, vector_from_bytes, wait_until_serving
+from k0maru_gateway._stack import free_port
+
+pytestmark = pytest.mark.integration
+
+
+class Worker:
+    def __init__(self, redis_url: str, log: Path, claim_idle_ms: int = 1500, **env: str) -> None:
+        self.address = f"127.0.0.1:{free_port()}"
+        self.log = log
+        with open(log, "wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "k0maru_embedder"], stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent,
+                env={**os.environ, "K0_GRPC_ADDR": self.address, "K0_REDIS_URL": redis_url,
+                     "K0_CLAIM_IDLE_MS": str(claim_idle_ms), "K0_BATCH_SIZE": "8", **env},
+            )
+
+    def wait_ready(self) -> None:
+        assert wait_until_serving(self.address, "k0maru.v1.Embedder", 60), self.log.read_text()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=20)
+
+
+@pytest.fixture
+def workers(valkey_url: str, tmp_path: Path) -> Iterator[list[Worker]]:
+    started: list[Worker] = []
+    yield started
+    for w in started:
+        w.stop()
+
+
+def results(client: redis.Redis) -> list[tuple[str, str, bytes]]:
+    return [(f[b"id"].decode(), f[b"hash"].decode(), f[b"vector"]) for _id, f in client.xrange(RESULTS_STREAM)]
+
+
+def wait_for(predicate, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_kill_9_mid_batch_loses_nothing(valkey_url: str, workers: list[Worker], tmp_path: Path):
+    client = redis.Redis.from_url(valkey_url)
+    victim = Worker(valkey_url, tmp_path / "victim.log")
+    workers.append(victim)
+    victim.wait_ready()
+    n = 240
+    for i in range(n):
+        client.xadd(JOBS_STREAM, {"id": f"note.md#{i}", "hash": f"h{i}", "text": f"chunk number {i} about topic {i % 13}"})
+    wait_for(lambda: client.xlen(RESULTS_STREAM) >= 16, 60, "the first results")
+    os.kill(victim.proc.pid, signal.SIGKILL)
+    victim.proc.wait()
+    done_before = client.xlen(RESULTS_STREAM)
+    assert done_before < n, "the victim finished everything before it was killed"
+    survivor = Worker(valkey_url, tmp_path / "survivor.log")
+    workers.append(survivor)
+    survivor.wait_ready()
+    wait_for(lambda: {r[0] for r in results(client)} == {f"note.md#{i}" for i in range(n)}, 120, "every job's result")
+    wait_for(lambda: client.xlen(JOBS_STREAM) == 0, 30, "the job stream to drain")
+    applied: dict[str, str] = {}
+    for job_id, job_hash, vector in results(client):  # what the retriever applies, idempotently
+        assert vector_from_bytes(vector).shape == (384,)
+        assert applied.setdefault(job_id, job_hash) == job_hash
+    assert len(applied) == n and client.xlen(DEAD_STREAM) == 0
+
+
+def test_poison_job_goes_to_dead_letter_and_others_go_on(valkey_url: str, workers: list[Worker], tmp_path: Path):
+    client = redis.Redis.from_url(valkey_url)
+    w = Worker(valkey_url, tmp_path / "w.log")
+    workers.append(w)
+    w.wait_ready()
+    client.xadd(JOBS_STREAM, {"id": "a#0", "hash": "h", "text": "a fine chunk"})
+    client.xadd(JOBS_STREAM, {"id": "poison#0", "hash": "h", "text": "   \n  "})
+    client.xadd(JOBS_STREAM, {"id": "b#0", "hash": "h", "text": b"invalid utf-8 \xff\xfe survives".decode("utf-8", "replace")})
+    client.xadd(JOBS_STREAM, {"id": "c#0", "hash": "h", "text": "word " * 20_000})
+    wait_for(lambda: client.xlen(RESULTS_STREAM) == 3 and client.xlen(DEAD_STREAM) == 1, 60, "results and dead letter")
+    dead = client.xrange(DEAD_STREAM)[0][1]
+    assert dead[b"id"] == b"poison#0" and b"empty" in dead[b"reason"]
+    assert {r[0] for r in results(client)} == {"a#0", "b#0", "c#0"}
+    assert w.proc.poll() is None
+
+
+def test_identical_text_is_embedded_once(valkey_url: str, workers: list[Worker], tmp_path: Path):
+    client = redis.Redis.from_url(valkey_url)
+    w = Worker(valkey_url, tmp_path / "w.log")
+    workers.append(w)
+    w.wait_ready()
+    for i in range(10):
+        client.xadd(JOBS_STREAM, {"id": f"copy{i}.md#0", "hash": "h", "text": "the very same paragraph"})
+    wait_for(lambda: client.xlen(RESULTS_STREAM) == 10, 60, "results")
+    with grpc.insecure_channel(w.address) as channel:
+        info = embedder_pb2_grpc.EmbedderStub(channel).Info(embedder_pb2.EmbedderInfoRequest(), timeout=5)
+    assert info.processed <= 2  # one computation (two if the copies straddled a batch boundary)
+    assert len({r[2] for r in results(client)}) == 1
+
+
+def test_embed_rpc_refuses_bad_input(valkey_url: str, workers: list[Worker], tmp_path: Path):
+    w = Worker(valkey_url, tmp_path / "w.log")
+    workers.append(w)
+    w.wait_ready()
+    with grpc.insecure_channel(w.address) as channel:
+        stub = embedder_pb2_grpc.EmbedderStub(channel)
+        ok = stub.Embed(embedder_pb2.EmbedRequest(texts=["borrow checker", "x " * 30_000], is_query=True), timeout=30)
+        assert len(ok.vectors) == 2 and len(ok.vectors[0].values) == 384 and ok.model.startswith("minilm")
+        for texts, code in ((["  "], grpc.StatusCode.INVALID_ARGUMENT), ([], grpc.StatusCode.INVALID_ARGUMENT),
+                            (["x" * 200_000], grpc.StatusCode.RESOURCE_EXHAUSTED), (["t"] * 300, grpc.StatusCode.RESOURCE_EXHAUSTED)):
+            with pytest.raises(grpc.RpcError) as err:
+                stub.Embed(embedder_pb2.EmbedRequest(texts=texts), timeout=10)
+            assert err.value.code() == code
+
+
+@pytest.mark.parametrize("content", [None, b"this is not an onnx model"])
+def test_missing_or_corrupt_model_fails_fast_and_clearly(valkey_url: str, tmp_path: Path, content: bytes | None):
+    model = tmp_path / "model.onnx"
+    if content is not None:
+        model.write_bytes(content)
+    tokenizer = tmp_path / "tokenizer.json"
+    from k0maru_embedder._presets import minilm_l6_int8
+
+    tokenizer.write_bytes(minilm_l6_int8().tokenizer_path.read_bytes())
+    w = Worker(valkey_url, tmp_path / "bad.log", K0_MODEL="custom", K0_MODEL_PATH=str(model),
+               K0_TOKENIZER_PATH=str(tokenizer), K0_DIMENSION="384")
+    assert w.proc.wait(timeout=60) != 0
+    log = w.log.read_text()
+    assert ("model file missing" if content is None else "cannot be loaded") in log
