@@ -15,7 +15,14 @@ import pytest
 import redis
 
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
-from k0maru_common import DEAD_STREAM, JOBS_STREAM, RESULTS_STREAM, die_with_parent, vector_from_bytes, wait_until_serving
+from k0maru_common import (
+    DEAD_STREAM,
+    JOBS_STREAM,
+    RESULTS_STREAM,
+    die_with_parent,
+    vector_from_bytes,
+    wait_until_serving,
+)
 from k0maru_gateway._stack import free_port
 
 pytestmark = pytest.mark.integration
@@ -27,9 +34,18 @@ class Worker:
         self.log = log
         with open(log, "wb") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "k0maru_embedder"], stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent,
-                env={**os.environ, "K0_GRPC_ADDR": self.address, "K0_REDIS_URL": redis_url,
-                     "K0_CLAIM_IDLE_MS": str(claim_idle_ms), "K0_BATCH_SIZE": "8", **env},
+                [sys.executable, "-m", "k0maru_embedder"],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                preexec_fn=die_with_parent,
+                env={
+                    **os.environ,
+                    "K0_GRPC_ADDR": self.address,
+                    "K0_REDIS_URL": redis_url,
+                    "K0_CLAIM_IDLE_MS": str(claim_idle_ms),
+                    "K0_BATCH_SIZE": "8",
+                    **env,
+                },
             )
 
     def wait_ready(self) -> None:
@@ -69,7 +85,9 @@ def test_kill_9_mid_batch_loses_nothing(valkey_url: str, workers: list[Worker], 
     victim.wait_ready()
     n = 240
     for i in range(n):
-        client.xadd(JOBS_STREAM, {"id": f"note.md#{i}", "hash": f"h{i}", "text": f"chunk number {i} about topic {i % 13}"})
+        client.xadd(
+            JOBS_STREAM, {"id": f"note.md#{i}", "hash": f"h{i}", "text": f"chunk number {i} about topic {i % 13}"}
+        )
     wait_for(lambda: client.xlen(RESULTS_STREAM) >= 16, 60, "the first results")
     os.kill(victim.proc.pid, signal.SIGKILL)
     victim.proc.wait()
@@ -94,7 +112,9 @@ def test_poison_job_goes_to_dead_letter_and_others_go_on(valkey_url: str, worker
     w.wait_ready()
     client.xadd(JOBS_STREAM, {"id": "a#0", "hash": "h", "text": "a fine chunk"})
     client.xadd(JOBS_STREAM, {"id": "poison#0", "hash": "h", "text": "   \n  "})
-    client.xadd(JOBS_STREAM, {"id": "b#0", "hash": "h", "text": b"invalid utf-8 \xff\xfe survives".decode("utf-8", "replace")})
+    client.xadd(
+        JOBS_STREAM, {"id": "b#0", "hash": "h", "text": b"invalid utf-8 \xff\xfe survives".decode("utf-8", "replace")}
+    )
     client.xadd(JOBS_STREAM, {"id": "c#0", "hash": "h", "text": "word " * 20_000})
     wait_for(lambda: client.xlen(RESULTS_STREAM) == 3 and client.xlen(DEAD_STREAM) == 1, 60, "results and dead letter")
     dead = client.xrange(DEAD_STREAM)[0][1]
@@ -125,8 +145,12 @@ def test_embed_rpc_refuses_bad_input(valkey_url: str, workers: list[Worker], tmp
         stub = embedder_pb2_grpc.EmbedderStub(channel)
         ok = stub.Embed(embedder_pb2.EmbedRequest(texts=["borrow checker", "x " * 30_000], is_query=True), timeout=30)
         assert len(ok.vectors) == 2 and len(ok.vectors[0].values) == 384 and ok.model.startswith("minilm")
-        for texts, code in ((["  "], grpc.StatusCode.INVALID_ARGUMENT), ([], grpc.StatusCode.INVALID_ARGUMENT),
-                            (["x" * 200_000], grpc.StatusCode.RESOURCE_EXHAUSTED), (["t"] * 300, grpc.StatusCode.RESOURCE_EXHAUSTED)):
+        for texts, code in (
+            (["  "], grpc.StatusCode.INVALID_ARGUMENT),
+            ([], grpc.StatusCode.INVALID_ARGUMENT),
+            (["x" * 200_000], grpc.StatusCode.RESOURCE_EXHAUSTED),
+            (["t"] * 300, grpc.StatusCode.RESOURCE_EXHAUSTED),
+        ):
             with pytest.raises(grpc.RpcError) as err:
                 stub.Embed(embedder_pb2.EmbedRequest(texts=texts), timeout=10)
             assert err.value.code() == code
@@ -141,8 +165,14 @@ def test_missing_or_corrupt_model_fails_fast_and_clearly(valkey_url: str, tmp_pa
     from k0maru_embedder._presets import minilm_l6_int8
 
     tokenizer.write_bytes(minilm_l6_int8().tokenizer_path.read_bytes())
-    w = Worker(valkey_url, tmp_path / "bad.log", K0_MODEL="custom", K0_MODEL_PATH=str(model),
-               K0_TOKENIZER_PATH=str(tokenizer), K0_DIMENSION="384")
+    w = Worker(
+        valkey_url,
+        tmp_path / "bad.log",
+        K0_MODEL="custom",
+        K0_MODEL_PATH=str(model),
+        K0_TOKENIZER_PATH=str(tokenizer),
+        K0_DIMENSION="384",
+    )
     assert w.proc.wait(timeout=60) != 0
     log = w.log.read_text()
     assert ("model file missing" if content is None else "cannot be loaded") in log

@@ -18,7 +18,11 @@ from tests.conftest import write_notes
 
 pytestmark = pytest.mark.integration
 K0MARU = str(Path(sys.executable).parent / "k0maru")
-HYBRID, BM25, VECTOR = retriever_pb2.SEARCH_MODE_HYBRID, retriever_pb2.SEARCH_MODE_BM25, retriever_pb2.SEARCH_MODE_VECTOR
+HYBRID, BM25, VECTOR = (
+    retriever_pb2.SEARCH_MODE_HYBRID,
+    retriever_pb2.SEARCH_MODE_BM25,
+    retriever_pb2.SEARCH_MODE_VECTOR,
+)
 
 NOTES = {
     "eng/sqlite.md": "# SQLite locking\n\n`SQLITE_BUSY` is returned when another connection holds the write lock.\n",
@@ -52,8 +56,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Launcher, 
 
 
 def search(client: StackClient, query: str, mode: int = HYBRID, limit: int = 5, **scope: list[str]) -> list[str]:
-    reply = client.call(client.retriever.Search, retriever_pb2.SearchRequest(
-        query=query, limit=limit, mode=mode, explain=True, scope=retriever_pb2.Scope(**scope)))
+    reply = client.call(
+        client.retriever.Search,
+        retriever_pb2.SearchRequest(
+            query=query, limit=limit, mode=mode, explain=True, scope=retriever_pb2.Scope(**scope)
+        ),
+    )
     return [h.path for h in reply.hits]
 
 
@@ -71,7 +79,9 @@ def test_bm25_vector_and_hybrid_find_the_right_note(stack):
     # The default English model cannot read Chinese (STACK.md); BM25 with jieba finds it.
     assert search(client, "检查器", BM25)[0] == "zh/分词.md"
     assert search(client, "部署", BM25)[0] == "mixed.md"
-    reply = client.call(client.retriever.Search, retriever_pb2.SearchRequest(query="write-through cache sqlite", explain=True))
+    reply = client.call(
+        client.retriever.Search, retriever_pb2.SearchRequest(query="write-through cache sqlite", explain=True)
+    )
     top = {h.path: h for h in reply.hits}
     assert top["eng/cache.md"].explain.graph_boost == pytest.approx(0.05)  # links to eng/sqlite.md, also a candidate
     assert reply.vector_coverage == 1.0 and reply.mode_used == HYBRID
@@ -81,7 +91,11 @@ def test_scope_filters(stack):
     _launcher, client, _vault = stack
     assert set(search(client, "borrow cache sqlite 借用", diaries=["zh"])) == {"zh/分词.md"}
     assert search(client, "borrow", tags=["rust"]) == ["eng/rust.md"]
-    assert set(search(client, "sqlite cache borrow", path_prefixes=["eng/"])) <= {"eng/sqlite.md", "eng/cache.md", "eng/rust.md"}
+    assert set(search(client, "sqlite cache borrow", path_prefixes=["eng/"])) <= {
+        "eng/sqlite.md",
+        "eng/cache.md",
+        "eng/rust.md",
+    }
 
 
 @pytest.mark.parametrize("query", ["", "   ", 'title:"unterminated', "AND OR NOT ((", "x" * 10_000, "*?^~[]{}"])
@@ -95,7 +109,11 @@ def test_edits_renames_and_deletes_are_followed(stack):
     _launcher, client, vault = stack
     write_notes(vault, {"eng/new.md": "# Flaky test\n\nThe flaky integration test times out under heavy load.\n"})
     wait_for(lambda: search(client, "flaky integration", BM25)[:1] == ["eng/new.md"], 15, "new note by BM25")
-    wait_for(lambda: search(client, "test that sometimes fails when the machine is busy", VECTOR)[:1] == ["eng/new.md"], 30, "new note by vector")
+    wait_for(
+        lambda: search(client, "test that sometimes fails when the machine is busy", VECTOR)[:1] == ["eng/new.md"],
+        30,
+        "new note by vector",
+    )
     (vault / "eng/new.md").write_text("# Flaky test\n\nNow about quarantined snapshots instead.\n")
     wait_for(lambda: search(client, "quarantined snapshots", BM25)[:1] == ["eng/new.md"], 15, "edit")
     assert "eng/new.md" not in search(client, "heavy load", BM25)
@@ -119,12 +137,19 @@ def test_bad_files_never_take_the_stack_down(stack):
 
 def test_retriever_crash_converges_to_a_fresh_build(stack, tmp_path: Path):
     launcher, client, vault = stack
-    write_notes(vault, {f"bulk/n{i}.md": f"# Bulk {i}\n\nbulk note number {i} about topic{i % 7}\n" for i in range(300)})
+    write_notes(
+        vault, {f"bulk/n{i}.md": f"# Bulk {i}\n\nbulk note number {i} about topic{i % 7}\n" for i in range(300)}
+    )
     launcher.restart("retriever")  # SIGKILL, likely mid-indexing, then start again
     status = launcher.state.health()
     assert status["retriever"] == "SERVING"
-    wait_for(lambda: client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest()).documents >= 300 + len(NOTES),
-             60, "the bulk notes")
+    wait_for(
+        lambda: (
+            client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest()).documents >= 300 + len(NOTES)
+        ),
+        60,
+        "the bulk notes",
+    )
     queries = ["topic3 bulk", "SQLITE_BUSY", "检查器", "bulk note number 42"]
     after_crash = {q: search(client, q, BM25, limit=10) for q in queries}
     reply = client.call(client.retriever.Reindex, retriever_pb2.ReindexRequest())
@@ -135,10 +160,16 @@ def test_retriever_crash_converges_to_a_fresh_build(stack, tmp_path: Path):
 
 def test_status_json_reports_every_worker(stack):
     launcher, _client, vault = stack
-    out = subprocess.run([K0MARU, "status", "--vault", str(vault), "--data-dir", str(launcher.data_dir), "--json"],
-                         capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [K0MARU, "status", "--vault", str(vault), "--data-dir", str(launcher.data_dir), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
-    assert report["embedders"] and report["embedders"][0]["processed"] > 0 and report["embedders"][0]["state"] == "SERVING"
+    assert (
+        report["embedders"] and report["embedders"][0]["processed"] > 0 and report["embedders"][0]["state"] == "SERVING"
+    )
     assert set(report["queue"]) == {"pending", "dead_letter"}
     assert set(report["index"]) >= {"documents", "chunks", "chunks_with_vectors"}

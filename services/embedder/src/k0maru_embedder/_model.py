@@ -20,6 +20,7 @@ from k0maru_common import InvalidInput, NotReady
 from ._presets import ModelPreset
 
 log = logging.getLogger(__name__)
+MAX_BATCH_TOKENS = 2048
 _SPACES = re.compile(r"[ \t]+")
 _BLANK_LINES = re.compile(r"\s*\n\s*")
 
@@ -56,6 +57,23 @@ class OnnxEmbedder:
         if check.shape != (1, preset.dimension) or not np.isfinite(check).all():
             raise NotReady(f"model {preset.name} produced {check.shape}, expected (1, {preset.dimension})")
 
+    def _batches(self, order: list[int], lengths: list[int]) -> list[list[int]]:
+        """Length-sorted batches of at most batch_size texts and MAX_BATCH_TOKENS padded tokens.
+
+        Attention memory grows with batch × length²; a token budget keeps a batch of long
+        chunks from taking gigabytes while short texts still batch widely.
+        """
+        batches: list[list[int]] = []
+        current: list[int] = []
+        for i in order:  # ascending length: the last item sets the padded width
+            if current and (len(current) >= self.batch_size or (len(current) + 1) * lengths[i] > MAX_BATCH_TOKENS):
+                batches.append(current)
+                current = []
+            current.append(i)
+        if current:
+            batches.append(current)
+        return batches
+
     def embed(self, texts: list[str], is_query: bool = False) -> np.ndarray:
         """One L2-normalised float32 row per text, in the order given."""
         if not texts:
@@ -70,8 +88,7 @@ class OnnxEmbedder:
         encodings = self._tokenizer.encode_batch(prepared)
         order = sorted(range(len(prepared)), key=lambda i: len(encodings[i].ids))
         out = np.zeros((len(prepared), self.preset.dimension), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
+        for idx in self._batches(order, [len(e.ids) for e in encodings]):
             width = max(len(encodings[i].ids) for i in idx)
             ids = np.zeros((len(idx), width), dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)

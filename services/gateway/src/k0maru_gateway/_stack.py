@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -25,6 +26,7 @@ import redis
 
 from k0maru_common import default_data_dir, die_with_parent, health_state, wait_until_serving
 
+log = logging.getLogger(__name__)
 STATE_FILE = "stack.json"
 SERVICE_NAMES = {
     "scanner": "k0maru.v1.Scanner",
@@ -101,6 +103,8 @@ class Launcher:
         self.vault = self.vault.resolve()
         self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
         self._commands: dict[str, tuple[list[str], dict[str, str]]] = {}
+        self._restarts: dict[str, list[float]] = {}
+        self._stopping = False
         self.state: StackState | None = None
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -120,11 +124,36 @@ class Launcher:
         self._commands[name] = (argv, env)
         return proc
 
+    def supervise(self, max_restarts_per_minute: int = 5) -> list[str]:
+        """Restart children that died (a crash must not take the stack down); return their names.
+
+        Raises StartupError when a child keeps dying. Call it from one long-lived thread: the
+        children it restarts die with that thread (PR_SET_PDEATHSIG).
+        """
+        restarted: list[str] = []
+        now = time.monotonic()
+        for name, proc in list(self.procs):
+            if self._stopping:
+                return restarted
+            if proc.poll() is None:
+                continue
+            recent = [t for t in self._restarts.get(name, []) if now - t < 60]
+            if len(recent) >= max_restarts_per_minute:
+                raise StartupError(
+                    f"{name} keeps exiting (code {proc.returncode}); see {self.data_dir / 'logs' / (name + '.log')}"
+                )
+            self._restarts[name] = [*recent, now]
+            log.warning("%s exited with code %s; restarting it", name, proc.returncode)
+            self.restart(name)
+            restarted.append(name)
+        return restarted
+
     def restart(self, name: str, sig: int = signal.SIGKILL) -> None:
         """Kill one child (SIGKILL by default, as a crash would) and start it again, healthy."""
         index = next(i for i, (n, _p) in enumerate(self.procs) if n == name)
         _name, proc = self.procs.pop(index)
-        proc.send_signal(sig)
+        if proc.poll() is None:
+            proc.send_signal(sig)
         proc.wait(timeout=30)
         argv, env = self._commands[name]
         self._spawn(name, argv, env)
@@ -239,10 +268,15 @@ class Launcher:
         raise StartupError("valkey did not answer PING within 10 s")
 
     def _check_alive(self) -> None:
-        for name, proc in self.procs:
-            if proc.poll() is not None:
-                log = self.data_dir / "logs" / f"{name}.log"
-                tail = log.read_text(errors="replace").splitlines()[-15:] if log.exists() else []
+        """During start-up a child that dies is started once more; a second death fails the start."""
+        for name, proc in list(self.procs):
+            if proc.poll() is not None and name not in self._restarts:
+                log.warning("%s exited with code %s during start-up; starting it again", name, proc.returncode)
+                self._restarts[name] = [time.monotonic()]
+                self.restart(name)
+            elif proc.poll() is not None:
+                log_file = self.data_dir / "logs" / f"{name}.log"
+                tail = log_file.read_text(errors="replace").splitlines()[-15:] if log_file.exists() else []
                 raise StartupError(f"{name} exited with code {proc.returncode} during start-up:\n" + "\n".join(tail))
 
     def _wait(self, name: str, address: str, started: float) -> None:
@@ -259,6 +293,7 @@ class Launcher:
 
     def stop(self, grace_s: float = 8.0) -> None:
         """SIGTERM in reverse start order, wait, then SIGKILL what is left; remove the state file."""
+        self._stopping = True
         for _name, proc in reversed(self.procs):
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):

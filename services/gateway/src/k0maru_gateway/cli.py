@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from types import FrameType
@@ -87,10 +88,11 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(f"k0maru: console {state.console_url}", flush=True)
         print(f"k0maru: logs in {launcher.data_dir / 'logs'}; Ctrl+C stops everything", flush=True)
         while True:
-            for name, proc in launcher.procs:
-                if proc.poll() is not None:
-                    print(f"k0maru: {name} exited with code {proc.returncode}; stopping", file=sys.stderr)
-                    return 1
+            for name in launcher.supervise():
+                print(
+                    f"k0maru: {name} exited and was restarted (logs: {launcher.data_dir / 'logs' / name}.log)",
+                    file=sys.stderr,
+                )
             time.sleep(0.5)
     except StartupError as exc:
         print(f"k0maru: start-up failed: {exc}", file=sys.stderr)
@@ -100,6 +102,16 @@ def cmd_up(args: argparse.Namespace) -> int:
         return 0
     finally:
         launcher.stop()
+
+
+def _supervise_forever(launcher: Launcher) -> None:
+    while launcher.procs:
+        try:
+            launcher.supervise()
+        except StartupError as exc:
+            print(f"k0maru: {exc}", file=sys.stderr)
+            return
+        time.sleep(0.5)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -115,6 +127,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         if state is None:
             launcher = _launcher(args, vault, 0)
             state = launcher.start()
+            threading.Thread(target=_supervise_forever, args=(launcher,), name="supervisor", daemon=True).start()
         client = StackClient(state.vault, state.addresses)
         anyio.run(build_mcp(client).run_stdio_async)
         client.close()
@@ -382,6 +395,20 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from k0maru_common import default_data_root
+
+    from ._eval import run_beir
+
+    dataset = Path(args.dataset).expanduser().resolve()
+    if not (dataset / "corpus.jsonl").is_file() or not (dataset / "qrels" / f"{args.split}.tsv").is_file():
+        raise SystemExit(f"k0maru: {dataset} is not a BEIR dataset with a {args.split} split")
+    workdir = (args.workdir or default_data_root() / "eval" / dataset.name).resolve()
+    report = run_beir(dataset, workdir, args.mode, args.split, args.embedders)
+    print(json.dumps(report))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="k0maru", description="Long-term memory for AI coding agents over a Markdown vault."
@@ -419,6 +446,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grep", default="")
     p.add_argument("--context", type=int, default=0)
     p.add_argument("--around-error", action="store_true")
+    p = sub.add_parser("eval", help="evaluate retrieval on a BEIR dataset through the real services")
+    p.add_argument("kind", choices=["beir"])
+    p.add_argument("dataset", help="folder with corpus.jsonl, queries.jsonl and qrels/<split>.tsv")
+    p.add_argument("--mode", choices=sorted(MODES), default="hybrid")
+    p.add_argument("--split", default="test")
+    p.add_argument("--embedders", type=int, default=2)
+    p.add_argument("--workdir", type=Path, help="where the dataset's vault and index go (reused across runs)")
     return parser
 
 
@@ -430,6 +464,7 @@ COMMANDS = {
     "scan": cmd_scan,
     "offload": cmd_offload,
     "inspect": cmd_inspect,
+    "eval": cmd_eval,
 }
 
 

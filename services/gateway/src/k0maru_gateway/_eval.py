@@ -1,0 +1,159 @@
+"""`k0maru eval beir DIR`: a BEIR dataset as a vault, indexed and searched through the real services.
+
+Writes every corpus document as a note (`# title` + text), runs the stack on it (or uses one
+already running for that vault), waits until the index — and, for vector modes, every
+vector — is complete, then runs the split's queries through Retriever.Search and reports
+nDCG@10 (linear gain, as trec_eval), Recall@10, MRR@10 and client-side latency p50/p99.
+Nothing is tuned on any split.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from k0maru.v1 import retriever_pb2, scanner_pb2
+
+from ._clients import StackClient
+from ._stack import Launcher, StackState
+
+K = 10
+
+
+def note_name(doc_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", doc_id) + ".md"
+
+
+def load_jsonl(path: Path) -> Iterator[dict[str, str]]:
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                yield json.loads(line)
+
+
+def load_qrels(path: Path) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = {}
+    with path.open(encoding="utf-8") as rows:
+        for row in rows:
+            parts = row.rstrip("\n").split("\t")
+            if len(parts) < 3 or parts[0] == "query-id":
+                continue
+            qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+    return qrels
+
+
+def write_vault(dataset: Path, vault: Path) -> dict[str, str]:
+    """Write the corpus as notes (unchanged files are left alone); return note path → doc id."""
+    vault.mkdir(parents=True, exist_ok=True)
+    mapping: dict[str, str] = {}
+    for doc in load_jsonl(dataset / "corpus.jsonl"):
+        name = note_name(doc["_id"])
+        mapping[name] = doc["_id"]
+        title = " ".join(doc.get("title", "").split())
+        text = f"# {title}\n\n{doc.get('text', '')}\n" if title else f"{doc.get('text', '')}\n"
+        path = vault / name
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+    return mapping
+
+
+def ndcg_at_k(ranked: list[str], relevant: dict[str, int], k: int = K) -> float:
+    dcg = sum(relevant.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
+    ideal = sorted(relevant.values(), reverse=True)[:k]
+    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def recall_at_k(ranked: list[str], relevant: dict[str, int], k: int = K) -> float:
+    positives = {d for d, r in relevant.items() if r > 0}
+    return len(positives & set(ranked[:k])) / len(positives) if positives else 0.0
+
+
+def mrr_at_k(ranked: list[str], relevant: dict[str, int], k: int = K) -> float:
+    return next((1.0 / (i + 1) for i, d in enumerate(ranked[:k]) if relevant.get(d, 0) > 0), 0.0)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))] if ordered else 0.0
+
+
+@contextmanager
+def stack_for(vault: Path, data_dir: Path, embedders: int) -> Iterator[StackClient]:
+    state = StackState.load(data_dir)
+    launcher = None
+    if state is None:
+        launcher = Launcher(vault, data_dir, embedders=embedders, http_port=0, startup_timeout_s=600)
+        state = launcher.start()
+    client = StackClient(state.vault, state.addresses)
+    try:
+        yield client
+    finally:
+        client.close()
+        if launcher is not None:
+            launcher.stop()
+
+
+def wait_indexed(client: StackClient, need_vectors: bool, log: object = sys.stderr) -> None:
+    last_report = 0.0
+    while True:
+        scanner = client.call(client.scanner.Status, scanner_pb2.ScannerStatusRequest(), 30)
+        index = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 30)
+        done = index.last_applied_seq >= scanner.last_seq and index.documents == scanner.documents
+        if need_vectors:
+            done = done and index.chunks_with_vectors == index.chunks
+        if done:
+            return
+        if time.monotonic() - last_report > 10:
+            last_report = time.monotonic()
+            print(
+                f"indexing: {index.documents}/{scanner.documents} notes, {index.chunks_with_vectors}/{index.chunks} vectors",
+                file=log,
+                flush=True,
+            )  # type: ignore[call-overload]
+        time.sleep(1.0)
+
+
+def run_beir(dataset: Path, workdir: Path, mode: str, split: str, embedders: int) -> dict[str, object]:
+    modes = {
+        "bm25": retriever_pb2.SEARCH_MODE_BM25,
+        "vector": retriever_pb2.SEARCH_MODE_VECTOR,
+        "hybrid": retriever_pb2.SEARCH_MODE_HYBRID,
+    }
+    qrels = load_qrels(dataset / "qrels" / f"{split}.tsv")
+    queries = {q["_id"]: q["text"] for q in load_jsonl(dataset / "queries.jsonl") if q["_id"] in qrels}
+    vault = workdir / "vault"
+    started = time.perf_counter()
+    mapping = write_vault(dataset, vault)
+    print(f"{dataset.name}: {len(mapping)} documents, {len(queries)} {split} queries", file=sys.stderr, flush=True)
+    totals = {"ndcg": 0.0, "recall": 0.0, "mrr": 0.0}
+    latencies: list[float] = []
+    with stack_for(vault, workdir / "data", embedders) as client:
+        wait_indexed(client, need_vectors=mode != "bm25")
+        print(f"indexed in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+        for qid, text in queries.items():
+            t0 = time.perf_counter()
+            reply = client.call(
+                client.retriever.Search, retriever_pb2.SearchRequest(query=text, limit=K, mode=modes[mode]), 30
+            )
+            latencies.append((time.perf_counter() - t0) * 1000)
+            ranked = [mapping.get(h.path, h.path) for h in reply.hits]
+            totals["ndcg"] += ndcg_at_k(ranked, qrels[qid])
+            totals["recall"] += recall_at_k(ranked, qrels[qid])
+            totals["mrr"] += mrr_at_k(ranked, qrels[qid])
+    n = max(len(queries), 1)
+    return {
+        "ndcg@10": round(totals["ndcg"] / n, 4),
+        "recall@10": round(totals["recall"] / n, 4),
+        "mrr@10": round(totals["mrr"] / n, 4),
+        "p50_ms": round(percentile(latencies, 0.5), 2),
+        "p99_ms": round(percentile(latencies, 0.99), 2),
+        "mode": mode,
+        "queries": len(queries),
+    }
