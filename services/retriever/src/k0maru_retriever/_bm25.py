@@ -133,6 +133,11 @@ class Bm25Index:
             clauses.append((tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "tags", tag)))
         return clauses
 
+    def close(self) -> None:
+        """Commit and release the writer's lock on the index directory."""
+        self.commit()
+        self._writer.wait_merging_threads()
+
     def count(self) -> int:
         return int(self._index.searcher().num_docs)
 

@@ -1,7 +1,8 @@
 """EventFollower: keeps the NoteIndex equal to the scanner's view of the vault.
 
-Start: reconcile (the scanner's manifest against the indexed hashes: missing, stale and
-extra documents all fixed), then follow ZeroMQ events in `seq` order. A gap, a quiet
+Start: catch up through the journal from last_applied_seq (when there is one), then
+reconcile (the scanner's manifest against the indexed hashes: missing, stale and extra
+documents all fixed), then follow ZeroMQ events in `seq` order. A gap, a quiet
 period or a restart triggers catch-up through Scanner.Changes; a journal that no longer
 reaches back far enough (OUT_OF_RANGE) triggers a reconcile. Every step is idempotent.
 """
@@ -63,8 +64,9 @@ class EventFollower:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                self.reconcile()
-                self.catch_up()
+                if self.last_applied_seq:
+                    self.catch_up()  # exact and cheap while the journal still reaches back
+                self.reconcile()  # then fix anything a crash left behind
                 break
             except grpc.RpcError as exc:
                 log.warning("scanner not reachable yet (%s); retrying", exc.code())

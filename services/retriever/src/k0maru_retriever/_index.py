@@ -150,6 +150,13 @@ class NoteIndex:
             self.state.clear()
             self.graph = LinkGraph()
 
+    def close(self) -> None:
+        with self.lock:
+            self.bm25.close()
+            self.state.commit()
+            self.vectors.close()
+            self.state.close()
+
     def counts(self) -> tuple[int, int, int]:
         with self.lock:
             chunks = sum(len(d.chunks) for d in self.state.docs.values())

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import grpc
 
 from k0maru.v1 import retriever_pb2, retriever_pb2_grpc
-from k0maru_common import GrpcService, NotFound, NotReady, OutsideVault, confine
+from k0maru_common import GrpcService, NotFound, NotReady, confine
 
 from ._analysis import BM25Analyzer
 from ._bm25 import Bm25Index
@@ -51,10 +51,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
         self, request: retriever_pb2.BacklinksRequest, context: grpc.ServicerContext
     ) -> retriever_pb2.BacklinksResponse:
         app = self._ready()
-        try:
-            confine(app.settings.vault, request.path)
-        except OutsideVault:
-            raise
+        confine(app.settings.vault, request.path)
         with app.index.lock:
             return retriever_pb2.BacklinksResponse(paths=sorted(app.index.graph.backlinks(request.path)))
 
@@ -96,9 +93,7 @@ class RetrieverApp:
             self.pipeline.stop()
         if self.query_embedder:
             self.query_embedder.close()
-        self.index.commit()
-        self.index.vectors.close()
-        self.index.state.close()
+        self.index.close()
 
 
 def open_vector_store(settings: RetrieverSettings) -> VectorStore:

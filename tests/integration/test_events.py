@@ -1,0 +1,132 @@
+"""Change events: nothing missed while the subscriber is down, and watch mode's fixed window."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import zmq
+
+from k0maru.v1 import common_pb2
+from k0maru_common import ChangeSubscriber
+from k0maru_gateway._stack import free_port
+from k0maru_retriever._analysis import BM25Analyzer
+from k0maru_retriever._bm25 import Bm25Index, Scope
+from k0maru_retriever._follower import EventFollower
+from k0maru_retriever._index import NoteIndex
+from k0maru_retriever._state import IndexState
+from k0maru_retriever._vectors import EdgeVectorStore
+from k0maru_scanner.config import ScannerSettings
+from k0maru_scanner.server import ScannerApp, build_server
+
+pytestmark = pytest.mark.integration
+
+
+def start_scanner(vault: Path, data: Path, watch: bool) -> ScannerApp:
+    settings = ScannerSettings(
+        vault=vault,
+        data_dir=data,
+        grpc_addr="127.0.0.1:0",
+        events_addr=f"tcp://127.0.0.1:{free_port()}",
+        watch=watch,
+        rescan_interval_s=3600,
+    )
+    app = build_server(settings)
+    app.service.start()
+    app.scanner.scan()
+    if app.watcher:
+        app.watcher.start()
+    app.service.set_serving(True)
+    app.events_addr = settings.events_addr  # type: ignore[attr-defined]
+    return app
+
+
+def open_index(data: Path) -> NoteIndex:
+    return NoteIndex(
+        Bm25Index(data / "bm25", BM25Analyzer()),
+        EdgeVectorStore(data / "vec", 384),
+        IndexState(data / "state.sqlite"),
+        384,
+    )
+
+
+def test_subscriber_down_during_10k_changes_catches_up_exactly_once_in_order(vault: Path, tmp_path: Path):
+    for i in range(50):
+        (vault / f"seed{i}.md").write_text(f"seed note {i}")
+    scanner = start_scanner(vault, tmp_path / "scanner", watch=False)
+    try:
+        index = open_index(tmp_path / "retriever")
+        follower = EventFollower(index, scanner.service.address, scanner.events_addr, lambda jobs: None, 0.2)  # type: ignore[attr-defined]
+        follower.start()
+        assert follower.ready.wait(30)
+        follower.stop()
+        seen_before = index.state.last_applied_seq
+        index.close()
+
+        for i in range(10_000):  # with the subscriber stopped
+            (vault / f"n{i % 2500}.md").write_text(f"note {i % 2500} version {i // 2500} keyword{i}")
+            if i % 2500 == 2499:
+                scanner.scanner.scan()
+        last = scanner.scanner.manifest.last_seq()
+        assert last - seen_before == 10_000
+
+        index = open_index(tmp_path / "retriever")
+        applied: list[int] = []
+        original = EventFollower.apply
+
+        def recording(self: EventFollower, events: list[common_pb2.ChangeEvent]) -> None:
+            applied.extend(e.seq for e in events)
+            original(self, events)
+
+        EventFollower.apply = recording  # type: ignore[method-assign]
+        try:
+            follower = EventFollower(index, scanner.service.address, scanner.events_addr, lambda jobs: None, 0.2)  # type: ignore[attr-defined]
+            follower.start()
+            assert follower.ready.wait(120)
+        finally:
+            EventFollower.apply = original  # type: ignore[method-assign]
+        follower.stop()
+        assert applied == list(range(seen_before + 1, last + 1))
+        assert index.state.last_applied_seq == last
+        assert [c.split("#")[0] for c, _ in index.bm25.search("keyword9999", 5, Scope())] == ["n2499.md"]
+        assert len(index.state.docs) == 2550
+    finally:
+        scanner.service.request_stop()
+        scanner.service.wait_for_termination(0)
+        scanner.close()
+
+
+def test_watch_window_is_fixed_not_sliding(vault: Path, tmp_path: Path):
+    scanner = start_scanner(vault, tmp_path / "scanner", watch=True)
+    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    sub = ChangeSubscriber(context, scanner.events_addr)  # type: ignore[attr-defined]
+    try:
+        time.sleep(0.3)  # let the subscription reach the publisher (slow joiner)
+        stop = threading.Event()
+
+        def keep_writing() -> None:  # a change every 150 ms for 6 s: a sliding debounce would never fire
+            i = 0
+            while not stop.is_set() and i < 40:
+                (vault / f"w{i}.md").write_text(f"write {i}")
+                i += 1
+                time.sleep(0.15)
+
+        writer = threading.Thread(target=keep_writing)
+        started = time.monotonic()
+        writer.start()
+        event = None
+        while event is None and time.monotonic() - started < 20:
+            event = sub.receive(100)
+        first_event_after = time.monotonic() - started
+        stop.set()
+        writer.join()
+        assert event is not None and event.kind == common_pb2.CHANGE_KIND_ADDED
+        assert first_event_after < 4.0, f"first event after {first_event_after:.1f} s: the window slid"
+    finally:
+        sub.close()
+        context.term()
+        scanner.service.request_stop()
+        scanner.service.wait_for_termination(0)
+        scanner.close()
