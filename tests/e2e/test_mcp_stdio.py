@@ -57,6 +57,42 @@ async def recall(session: ClientSession, query: str) -> list[str]:
     return [h["path"] for h in data["hits"]]
 
 
+LOG = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "rust_panic.log"
+
+
+async def offload_tools(session: ClientSession, vault: Path) -> None:
+    """offload_log → inspect_log_node → distill_session_skill → flush_session → recall, and the loadout."""
+    off = structured(await session.call_tool("offload_log", {"text": LOG.read_text(), "task_id": "ci-run"}))
+    assert off["offloaded"] and "src/lib.rs:602:67" in off["summary"] and off["mermaid"].startswith("flowchart")
+    assert off["summary_tokens"] <= 0.03 * off["original_tokens"]
+    assert (vault / ".k0maru" / "refs" / f"ci-run_{off['node_id']}.log").exists()
+    part = structured(
+        await session.call_tool("inspect_log_node", {"node_id": off["node_id"], "grep": "panicked", "context": 1})
+    )
+    assert "index out of bounds" in part["text"] and part["total_lines"] > 600
+    skill = structured(await session.call_tool("distill_session_skill", {"node_id": off["node_id"]}))
+    assert skill["path"].startswith("skills/") and "src/lib.rs:602:67" in skill["skill_markdown"]
+    args = {
+        "title": "Decided: quarantine flaky suites",
+        "content": "We quarantine flaky suites behind a nightly job.",
+        "category": "decision",
+        "tags": ["ci"],
+        "related_notes": ["sqlite busy"],
+    }
+    first = structured(await session.call_tool("flush_session", args))
+    assert first["outcome"] == "created" and (vault / first["path"]).exists()
+    assert structured(await session.call_tool("flush_session", args))["outcome"] == "up_to_date"
+    args["content"] = "A different decision body."
+    assert structured(await session.call_tool("flush_session", args))["outcome"] == "versioned"
+    escape = await session.call_tool("flush_session", {"title": "../../../etc/x", "content": "no"})
+    assert escape.is_error
+    with anyio.fail_after(30):
+        while first["path"] not in await recall(session, "quarantine flaky suites nightly"):
+            await anyio.sleep(0.2)
+    loadout = structured(await session.call_tool("get_project_loadout", {}))
+    assert loadout["vault"] == str(vault.resolve()) and "Conventions" in loadout["markdown"]
+
+
 def test_recall_add_and_clean_exit(vault: Path, tmp_path: Path):
     write_notes(vault, NOTES)
     data_dir = tmp_path / "data"
@@ -96,6 +132,8 @@ def test_recall_add_and_clean_exit(vault: Path, tmp_path: Path):
                     while "new/kafka.md" not in found:
                         found = await recall(session, "partition rebalance storm")
                         await anyio.sleep(0.2)
+
+                await offload_tools(session, vault)
 
                 bad = await session.call_tool("recall_memory", {"query": "   "})
                 assert bad.is_error

@@ -131,6 +131,10 @@ class OffloadEngine:
                         return Path(entry.path)
         raise NotFound(f"no offloaded log {node_id} in {self.refs.relative_to(self.vault)}")
 
+    def read_log(self, node_id: str) -> str:
+        """The whole offloaded log (for distillation; agents use `inspect` slices)."""
+        return self._find(node_id).read_text(encoding="utf-8", errors="replace")
+
     def inspect(
         self,
         node_id: str,

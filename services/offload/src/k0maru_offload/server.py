@@ -114,9 +114,8 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
         self, request: offload_pb2.DistillRequest, context: grpc.ServicerContext
     ) -> offload_pb2.DistillResponse:
         trace = request.trace
-        if request.node_id:
-            lines, _total = self._engine.inspect(request.node_id, 0, 100_000)
-            trace = trace if trace else "\n".join(t for _n, t in lines)
+        if request.node_id and not trace:
+            trace = self._engine.read_log(request.node_id)
         if not trace.strip():
             raise InvalidInput("give a trace or the node_id of an offloaded log")
         card = distill(trace, request.title)

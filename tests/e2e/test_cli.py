@@ -1,0 +1,93 @@
+"""The CLI as a user types it: offload keeps exit codes, pipes work, scan prints JSON, console answers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from k0maru_gateway._stack import Launcher
+from tests.conftest import write_notes
+
+pytestmark = pytest.mark.e2e
+K0MARU = str(Path(sys.executable).parent / "k0maru")
+LOG = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "python_traceback.log"
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([K0MARU, *args], input=stdin, capture_output=True, text=True, timeout=120)
+
+
+def test_offload_command_keeps_exit_code_and_summarises(vault: Path):
+    script = "import sys\nfor i in range(200): print(f'line {i} of output from the build')\nprint('Traceback (most recent call last):')\nprint('  File \"build.py\", line 7, in <module>')\nprint('ValueError: bad config')\nsys.exit(3)\n"
+    out = run("offload", "--vault", str(vault), "--task-id", "build", "--", sys.executable, "-c", script)
+    assert out.returncode == 3
+    assert "ValueError: bad config" in out.stdout and "build.py:7" in out.stdout and "```mermaid" in out.stdout
+    node = next(w for w in out.stdout.split() if w.startswith("node_"))
+    shown = run("inspect", node.rstrip("."), "--vault", str(vault), "--lines", "1:3")
+    assert shown.returncode == 0 and shown.stdout.splitlines()[0].strip().startswith("1")
+    short = run("offload", "--vault", str(vault), "--", sys.executable, "-c", "print('hello'); raise SystemExit(0)")
+    assert short.returncode == 0 and short.stdout == "hello\n"
+
+
+def test_piped_offload_and_refused_ids(vault: Path):
+    out = run("offload", "--vault", str(vault), stdin=LOG.read_text())
+    assert out.returncode == 0 and "KeyError: 'token'" in out.stdout
+    bad = run("inspect", "../../etc/passwd", "--vault", str(vault))
+    assert bad.returncode == 2 and "invalid node id" in bad.stderr
+
+
+def test_scan_prints_json_stats_last(vault: Path, tmp_path: Path):
+    write_notes(vault, {"a.md": "# A", "b/c.md": "# C", "bin.md": "x\x00y"})
+    out = run("scan", "--vault", str(vault), "--data-dir", str(tmp_path / "d"))
+    stats = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (
+        stats["added"] == 2
+        and stats["skipped"] == 1
+        and set(stats) == {"added", "modified", "deleted", "renamed", "unchanged", "skipped", "ms"}
+    )
+    again = json.loads(
+        run("scan", "--vault", str(vault), "--data-dir", str(tmp_path / "d")).stdout.strip().splitlines()[-1]
+    )
+    assert again["unchanged"] == 2 and again["added"] == 0
+
+
+def test_console_health_search_and_errors(vault: Path, tmp_path: Path):
+    write_notes(vault, {"a.md": "# Lighthouse\n\nThe lighthouse keeper logs every storm.\n"})
+    launcher = Launcher(vault, tmp_path / "data", embedders=1, http_port=0)
+    state = launcher.start()
+    try:
+        base = state.console_url.rstrip("/")
+        with urllib.request.urlopen(f"{base}/healthz", timeout=10) as r:
+            assert json.loads(r.read())["status"] == "ok"
+        with urllib.request.urlopen(f"{base}/api/search?q=lighthouse%20storm&mode=bm25", timeout=10) as r:
+            data = json.loads(r.read())
+        assert data["hits"][0]["path"] == "a.md" and data["hits"][0]["explain"]["bm25"]["rank"] == 1
+        for query, code in (("", 400), ("q=x&mode=nope", 400), ("q=x&limit=0", 400), ("q=" + "x" * 10_001, 413)):
+            with pytest.raises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(f"{base}/api/search?{query}", timeout=10)
+            assert err.value.code == code
+            err.value.close()
+        with urllib.request.urlopen(f"{base}/", timeout=10) as r:
+            assert "charset=utf-8" in r.headers["content-type"] and b"Search debugger" in r.read()
+        with urllib.request.urlopen(f"{base}/api/status", timeout=10) as r:
+            assert json.loads(r.read())["index"]["documents"] == 1
+    finally:
+        launcher.stop()
+
+
+def test_console_off_loopback_requires_token(vault: Path):
+    env = {"K0_VAULT": str(vault), "K0_HTTP_HOST": "0.0.0.0"}
+    out = subprocess.run(
+        [sys.executable, "-m", "k0maru_gateway"],
+        env={**env, "PATH": "/usr/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode != 0 and "K0_CONSOLE_TOKEN" in out.stderr
