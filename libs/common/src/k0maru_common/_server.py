@@ -102,6 +102,18 @@ class GrpcService:
         self.server.start()
         log.info("%s listening on %s", self.name, self.address)
 
+    def __enter__(self) -> GrpcService:
+        self.install_signal_handlers()
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Whatever ends the service (a stop request, a failed start), the server stops too:
+        its non-daemon threads would otherwise keep the process alive."""
+        self._stop.set()
+        self.set_serving(False)
+        self.server.stop(0).wait()
+
     def install_signal_handlers(self) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda _s, _f: self._stop.set())

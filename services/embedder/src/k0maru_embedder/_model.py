@@ -37,13 +37,19 @@ class OnnxEmbedder:
         for path in (preset.model_path, preset.tokenizer_path):
             if not path.is_file():
                 raise NotReady(f"model file missing: {path}")
-        try:
-            self._tokenizer = Tokenizer.from_file(str(preset.tokenizer_path))
-        except Exception as exc:
-            raise NotReady(f"tokenizer {preset.tokenizer_path} cannot be loaded: {exc}") from exc
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(preset.max_tokens)
+        self._tokenizer: Tokenizer | None = None
         options = ort.SessionOptions()
+        if preset.string_input:
+            import onnxruntime_extensions
+
+            options.register_custom_ops_library(onnxruntime_extensions.get_library_path())
+        else:
+            try:
+                self._tokenizer = Tokenizer.from_file(str(preset.tokenizer_path))
+            except Exception as exc:
+                raise NotReady(f"tokenizer {preset.tokenizer_path} cannot be loaded: {exc}") from exc
+            self._tokenizer.no_padding()
+            self._tokenizer.enable_truncation(preset.max_tokens)
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         started = time.perf_counter()
@@ -56,6 +62,18 @@ class OnnxEmbedder:
         check = self.embed(["k0maru"])
         if check.shape != (1, preset.dimension) or not np.isfinite(check).all():
             raise NotReady(f"model {preset.name} produced {check.shape}, expected (1, {preset.dimension})")
+
+    def _embed_strings(self, texts: list[str]) -> np.ndarray:
+        """Models that take raw strings (tokenizer inside the graph): batch, normalise."""
+        name = self._session.get_inputs()[0].name
+        out = np.zeros((len(texts), self.preset.dimension), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            batch = np.array([t[: self.preset.max_chars] for t in texts[start : start + self.batch_size]], dtype=object)
+            vectors = self._session.run(None, {name: batch})[0]
+            out[start : start + len(batch)] = vectors / np.maximum(
+                np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12
+            )
+        return out
 
     def _batches(self, order: list[int], lengths: list[int]) -> list[list[int]]:
         """Length-sorted batches of at most batch_size texts and MAX_BATCH_TOKENS padded tokens.
@@ -85,6 +103,8 @@ class OnnxEmbedder:
             if not clean:
                 raise InvalidInput("cannot embed empty text")
             prepared.append(prefix + clean)
+        if self._tokenizer is None:
+            return self._embed_strings(prepared)
         encodings = self._tokenizer.encode_batch(prepared)
         order = sorted(range(len(prepared)), key=lambda i: len(encodings[i].ids))
         out = np.zeros((len(prepared), self.preset.dimension), dtype=np.float32)

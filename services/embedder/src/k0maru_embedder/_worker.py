@@ -89,7 +89,6 @@ class StreamWorker:
                 raise
 
     def start(self) -> None:
-        self.ensure_group()
         self._thread.start()
 
     def stop(self) -> None:
@@ -98,8 +97,12 @@ class StreamWorker:
 
     def _run(self) -> None:
         last_claim = 0.0
+        grouped = False
         while not self._stop.is_set():
             try:
+                if not grouped:
+                    self.ensure_group()
+                    grouped = True
                 if time.monotonic() - last_claim > self._claim_idle_ms / 2000:
                     last_claim = time.monotonic()
                     self._reclaim()

@@ -75,20 +75,21 @@ def run(settings: EmbedderSettings) -> None:
     meter = ThroughputMeter()
     servicer = EmbedderServicer(meter)
     embedder_pb2_grpc.add_EmbedderServicer_to_server(servicer, service.server)
-    service.install_signal_handlers()
-    service.start()  # health answers NOT_SERVING while the model loads
-    try:
-        preset = resolve_preset(settings.model, settings.model_path, settings.tokenizer_path, settings.dimension)
-        embedder = OnnxEmbedder(preset, threads=settings.threads, batch_size=settings.batch_size)
-    except K0Error as exc:
-        log.error("cannot start: %s", exc)
-        raise SystemExit(f"embedder: {exc}") from exc
-    servicer.loaded(embedder)
-    client = redis.Redis.from_url(settings.redis_url)
-    worker = StreamWorker(client, embedder, meter, settings.batch_size, settings.claim_idle_ms, settings.max_attempts)
-    worker.start()
-    service.set_serving(True)
-    with contextlib.suppress(KeyboardInterrupt):
-        service.wait_for_termination()
-    worker.stop()
-    client.close()
+    with service:  # health answers NOT_SERVING while the model loads
+        try:
+            preset = resolve_preset(settings.model, settings.model_path, settings.tokenizer_path, settings.dimension)
+            embedder = OnnxEmbedder(preset, threads=settings.threads, batch_size=settings.batch_size)
+        except K0Error as exc:
+            log.error("cannot start: %s", exc)
+            raise SystemExit(f"embedder: {exc}") from exc
+        servicer.loaded(embedder)
+        client = redis.Redis.from_url(settings.redis_url)
+        worker = StreamWorker(
+            client, embedder, meter, settings.batch_size, settings.claim_idle_ms, settings.max_attempts
+        )
+        worker.start()
+        service.set_serving(True)
+        with contextlib.suppress(KeyboardInterrupt):
+            service.wait_for_termination()
+        worker.stop()
+        client.close()

@@ -85,11 +85,11 @@ def percentile(values: list[float], q: float) -> float:
 
 
 @contextmanager
-def stack_for(vault: Path, data_dir: Path, embedders: int) -> Iterator[StackClient]:
+def stack_for(vault: Path, data_dir: Path, embedders: int, model: str = "") -> Iterator[StackClient]:
     state = StackState.load(data_dir)
     launcher = None
     if state is None:
-        launcher = Launcher(vault, data_dir, embedders=embedders, http_port=0, startup_timeout_s=600)
+        launcher = Launcher(vault, data_dir, embedders=embedders, model=model, http_port=0, startup_timeout_s=600)
         state = launcher.start()
     client = StackClient(state.vault, state.addresses)
     try:
@@ -120,7 +120,7 @@ def wait_indexed(client: StackClient, need_vectors: bool, log: object = sys.stde
         time.sleep(1.0)
 
 
-def run_beir(dataset: Path, workdir: Path, mode: str, split: str, embedders: int) -> dict[str, object]:
+def run_beir(dataset: Path, workdir: Path, mode: str, split: str, embedders: int, model: str = "") -> dict[str, object]:
     modes = {
         "bm25": retriever_pb2.SEARCH_MODE_BM25,
         "vector": retriever_pb2.SEARCH_MODE_VECTOR,
@@ -134,7 +134,7 @@ def run_beir(dataset: Path, workdir: Path, mode: str, split: str, embedders: int
     print(f"{dataset.name}: {len(mapping)} documents, {len(queries)} {split} queries", file=sys.stderr, flush=True)
     totals = {"ndcg": 0.0, "recall": 0.0, "mrr": 0.0}
     latencies: list[float] = []
-    with stack_for(vault, workdir / "data", embedders) as client:
+    with stack_for(vault, workdir / "data", embedders, model) as client:
         wait_indexed(client, need_vectors=mode != "bm25")
         print(f"indexed in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
         for qid, text in queries.items():

@@ -94,6 +94,7 @@ class Launcher:
     vault: Path
     data_dir: Path
     embedders: int = 1
+    model: str = ""  # embedder model preset ("" = the embedder's default)
     http_host: str = "127.0.0.1"
     http_port: int = 7878
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -219,6 +220,7 @@ class Launcher:
             "K0_EMBEDDER_TARGET": ("ipv4:" + ",".join(embedders)) if embedders else "",
             "PYTHONUNBUFFERED": "1",
             "PYTHONFAULTHANDLER": "1",
+            **({"K0_MODEL": self.model} if self.model else {}),
             **self.extra_env,
         }
         py = sys.executable

@@ -69,6 +69,7 @@ def _launcher(args: argparse.Namespace, vault: Path, http_port: int) -> Launcher
         vault,
         resolve_data_dir(vault, args.data_dir),
         embedders=args.embedders,
+        model=args.model,
         http_host=args.host,
         http_port=http_port,
     )
@@ -404,7 +405,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not (dataset / "corpus.jsonl").is_file() or not (dataset / "qrels" / f"{args.split}.tsv").is_file():
         raise SystemExit(f"k0maru: {dataset} is not a BEIR dataset with a {args.split} split")
     workdir = (args.workdir or default_data_root() / "eval" / dataset.name).resolve()
-    report = run_beir(dataset, workdir, args.mode, args.split, args.embedders)
+    report = run_beir(dataset, workdir, args.mode, args.split, args.embedders, args.model)
     print(json.dumps(report))
     return 0
 
@@ -423,6 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, helptext in (("up", "start the stack and the console"), ("mcp", "serve MCP over stdio")):
         p = with_vault(sub.add_parser(name, help=helptext))
         p.add_argument("--embedders", type=int, default=1, help="embedder workers to run")
+        p.add_argument("--model", default="", help="embedding model preset: minilm-l6-int8 (default), use-multilingual")
         p.add_argument("--host", default="127.0.0.1", help="console bind address (non-loopback needs K0_CONSOLE_TOKEN)")
         if name == "up":
             p.add_argument("--port", type=int, default=7878, help="console port (0 = any free port)")
@@ -452,6 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=sorted(MODES), default="hybrid")
     p.add_argument("--split", default="test")
     p.add_argument("--embedders", type=int, default=2)
+    p.add_argument("--model", default="", help="embedding model preset (default: minilm-l6-int8)")
     p.add_argument("--workdir", type=Path, help="where the dataset's vault and index go (reused across runs)")
     return parser
 

@@ -45,7 +45,9 @@ def run(settings: GatewaySettings) -> None:
             log.info("console on http://%s:%d/", settings.http_host, settings.http_port)
 
     threading.Thread(target=mark_serving, daemon=True).start()
-    server.run()  # handles SIGTERM/SIGINT itself
-    service.request_stop()
-    service.wait_for_termination()
-    client.close()
+    try:
+        server.run()  # handles SIGTERM/SIGINT itself
+    finally:
+        service.request_stop()
+        service.wait_for_termination()
+        client.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from typing import Any
 
 import grpc
@@ -179,10 +180,17 @@ def run(settings: OffloadSettings) -> None:
     client = redis.Redis.from_url(settings.redis_url)
     service = GrpcService("k0maru.v1.Offload", settings.grpc_addr)
     offload_pb2_grpc.add_OffloadServicer_to_server(OffloadServicer(settings, TokenLedger(client)), service.server)
-    service.install_signal_handlers()
-    service.start()
-    client.ping()  # the ledger must be reachable before we say SERVING
-    service.set_serving(True)
-    with contextlib.suppress(KeyboardInterrupt):
-        service.wait_for_termination()
-    client.close()
+    try:
+        with service:
+            while not service.stopping:  # the ledger must be reachable before we say SERVING
+                try:
+                    client.ping()
+                    break
+                except redis.ConnectionError:
+                    log.warning("Redis at %s not reachable yet", settings.redis_url)
+                    time.sleep(0.5)
+            service.set_serving(True)
+            with contextlib.suppress(KeyboardInterrupt):
+                service.wait_for_termination()
+    finally:
+        client.close()

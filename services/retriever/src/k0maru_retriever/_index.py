@@ -30,9 +30,9 @@ def split_chunk_id(cid: str) -> tuple[str, int]:
     return path, int(index)
 
 
-def vector_key(doc: common_pb2.Document, chunk: common_pb2.Chunk) -> str:
-    """What a stored vector must match: the text embedded and the payload it was filed with."""
-    return xxhash.xxh3_64_hexdigest(f"{chunk.hash}|{doc.title}|{doc.path}|{','.join(doc.tags)}".encode())
+def vector_key(doc: common_pb2.Document, chunk: common_pb2.Chunk, model_id: str) -> str:
+    """What a stored vector must match: the model, the text embedded and the payload it was filed with."""
+    return xxhash.xxh3_64_hexdigest(f"{model_id}|{chunk.hash}|{doc.title}|{doc.path}|{','.join(doc.tags)}".encode())
 
 
 def embed_text(doc: common_pb2.Document, chunk: common_pb2.Chunk) -> str:
@@ -47,7 +47,10 @@ class EmbedJob:
 
 
 class NoteIndex:
-    def __init__(self, bm25: Bm25Index, vectors: VectorStore, state: IndexState, dimension: int) -> None:
+    def __init__(
+        self, bm25: Bm25Index, vectors: VectorStore, state: IndexState, dimension: int, model_id: str = ""
+    ) -> None:
+        self.model_id = model_id
         self.bm25 = bm25
         self.vectors = vectors
         self.state = state
@@ -75,7 +78,7 @@ class NoteIndex:
                     )
                 )
             self.graph.set_note(doc.path, [lk.target for lk in doc.links if lk.target])
-            keys = {chunk_id(doc.path, c.index): (vector_key(doc, c), c) for c in doc.chunks}
+            keys = {chunk_id(doc.path, c.index): (vector_key(doc, c, self.model_id), c) for c in doc.chunks}
             if old is not None:
                 self._drop_vectors(
                     [chunk_id(old.path, c.index) for c in old.chunks if chunk_id(old.path, c.index) not in keys]
@@ -117,7 +120,7 @@ class NoteIndex:
                 if doc is None or index >= len(doc.chunks) or vector.shape != (self.dimension,):
                     continue
                 chunk = doc.chunks[index]
-                if vector_key(doc, chunk) != key:
+                if vector_key(doc, chunk, self.model_id) != key:
                     continue  # computed for an older version of the chunk
                 points.append(VectorPoint(cid, key, path, doc.diary, list(doc.tags), vector))
             self.vectors.upsert(points)
@@ -132,7 +135,7 @@ class NoteIndex:
             for doc in self.state.docs.values():
                 for c in doc.chunks:
                     cid = chunk_id(doc.path, c.index)
-                    key = vector_key(doc, c)
+                    key = vector_key(doc, c, self.model_id)
                     if self.state.vectors.get(cid) != key:
                         jobs.append(EmbedJob(cid, key, embed_text(doc, c)))
             return jobs

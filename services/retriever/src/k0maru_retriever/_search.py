@@ -43,6 +43,18 @@ class QueryEmbedder:
         self._stub = embedder_pb2_grpc.EmbedderStub(self._channel)
         self._timeout = timeout_s
 
+    def model(self, timeout_s: float) -> tuple[str, int]:
+        """(model id, dimension) of the workers, waiting up to timeout_s for one to answer."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                info = self._stub.Info(embedder_pb2.EmbedderInfoRequest(), timeout=2.0)
+                return info.model, info.dimension
+            except grpc.RpcError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
     def embed(self, text: str) -> np.ndarray | None:
         try:
             reply = self._stub.Embed(

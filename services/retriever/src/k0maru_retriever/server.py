@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from dataclasses import dataclass
 
 import grpc
@@ -96,22 +97,34 @@ class RetrieverApp:
         self.index.close()
 
 
-def open_vector_store(settings: RetrieverSettings) -> VectorStore:
+def open_vector_store(settings: RetrieverSettings, model_id: str, dimension: int) -> VectorStore:
+    """One collection per model: vectors of different models never mix."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", model_id or "none")
     if settings.vector_backend == "edge":
-        return EdgeVectorStore(settings.data_dir / "retriever" / "vectors", settings.vector_dim)
-    return QdrantServerStore(settings.qdrant_url, "k0_chunks", settings.vector_dim)
+        return EdgeVectorStore(settings.data_dir / "retriever" / f"vectors-{name}", dimension)
+    return QdrantServerStore(settings.qdrant_url, f"k0_chunks_{name}", dimension)
 
 
 def build_server(settings: RetrieverSettings) -> RetrieverApp:
+    """Open every index. With embedders configured, their Info names the model and its dimension."""
     root = settings.data_dir / "retriever"
+    query_embedder = QueryEmbedder(settings.embedder_target) if settings.embedder_target else None
+    model_id, dimension = "", settings.vector_dim
+    if query_embedder is not None:
+        try:
+            model_id, dimension = query_embedder.model(settings.embedder_wait_s)
+        except grpc.RpcError as exc:
+            raise SystemExit(
+                f"retriever: no embedder at {settings.embedder_target} answered within {settings.embedder_wait_s:.0f} s"
+            ) from exc
     index = NoteIndex(
         Bm25Index(root / "bm25", BM25Analyzer()),
-        open_vector_store(settings),
+        open_vector_store(settings, model_id, dimension),
         IndexState(root / "state.sqlite"),
-        settings.vector_dim,
+        dimension,
+        model_id,
     )
     pipeline = EmbeddingPipeline(index, settings.redis_url) if settings.embedder_target else None
-    query_embedder = QueryEmbedder(settings.embedder_target) if settings.embedder_target else None
     follower = EventFollower(
         index,
         settings.scanner_addr,
@@ -129,15 +142,16 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
 
 def run(settings: RetrieverSettings) -> None:
     app = build_server(settings)
-    app.service.install_signal_handlers()
-    app.service.start()
-    app.follower.start()
-    if app.pipeline:
-        app.pipeline.start()
-    while not app.follower.ready.wait(0.1):
-        if app.service.stopping:
-            break
-    app.service.set_serving(True)
-    with contextlib.suppress(KeyboardInterrupt):
-        app.service.wait_for_termination()
-    app.close()
+    try:
+        with app.service:
+            app.follower.start()
+            if app.pipeline:
+                app.pipeline.start()
+            while not app.follower.ready.wait(0.1):
+                if app.service.stopping:
+                    break
+            app.service.set_serving(True)
+            with contextlib.suppress(KeyboardInterrupt):
+                app.service.wait_for_termination()
+    finally:
+        app.close()

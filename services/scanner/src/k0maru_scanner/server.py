@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -218,23 +217,22 @@ def build_server(settings: ScannerSettings) -> ScannerApp:
 
 def run(settings: ScannerSettings) -> None:
     app = build_server(settings)
-    app.service.install_signal_handlers()
-    app.service.start()
-    started = time.perf_counter()
-    result = app.scanner.scan()
-    log.info(
-        "initial scan: %d added, %d modified, %d deleted, %d unchanged, %d skipped in %.1f ms (%.0f ms with startup)",
-        result.added,
-        result.modified,
-        result.deleted,
-        result.unchanged,
-        result.skipped,
-        result.ms,
-        (time.perf_counter() - started) * 1000,
-    )
-    if app.watcher:
-        app.watcher.start()
-    app.service.set_serving(True)
-    with contextlib.suppress(KeyboardInterrupt):
-        app.service.wait_for_termination()
-    app.close()
+    try:
+        with app.service:
+            result = app.scanner.scan()
+            log.info(
+                "initial scan: %d added, %d modified, %d deleted, %d unchanged, %d skipped in %.1f ms",
+                result.added,
+                result.modified,
+                result.deleted,
+                result.unchanged,
+                result.skipped,
+                result.ms,
+            )
+            if app.watcher:
+                app.watcher.start()
+            app.service.set_serving(True)
+            with contextlib.suppress(KeyboardInterrupt):
+                app.service.wait_for_termination()
+    finally:
+        app.close()
