@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from typing import Protocol
 
 import numpy as np
 import onnxruntime as ort
@@ -28,6 +29,14 @@ _BLANK_LINES = re.compile(r"\s*\n\s*")
 def normalise_text(text: str) -> str:
     """What is embedded, and what the cache key hashes: collapsed whitespace, trimmed."""
     return _BLANK_LINES.sub("\n", _SPACES.sub(" ", text)).strip()
+
+
+class TextEmbedder(Protocol):
+    """What the service needs from a backend (ONNX in-process, or an HTTP endpoint)."""
+
+    preset: ModelPreset
+
+    def embed(self, texts: list[str], is_query: bool = False) -> np.ndarray: ...
 
 
 class OnnxEmbedder:

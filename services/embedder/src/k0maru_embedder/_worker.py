@@ -24,12 +24,13 @@ from k0maru_common import (
     EMBED_GROUP,
     JOBS_STREAM,
     RESULTS_STREAM,
+    DependencyFailed,
     K0Error,
     cache_key,
     vector_to_bytes,
 )
 
-from ._model import OnnxEmbedder, normalise_text
+from ._model import TextEmbedder, normalise_text
 
 log = logging.getLogger(__name__)
 Message = tuple[bytes, dict[bytes, bytes]]
@@ -65,7 +66,7 @@ class StreamWorker:
     def __init__(
         self,
         client: redis.Redis,
-        embedder: OnnxEmbedder,
+        embedder: TextEmbedder,
         meter: ThroughputMeter,
         batch_size: int,
         claim_idle_ms: int,
@@ -152,6 +153,9 @@ class StreamWorker:
                 computed = self._embedder.embed([texts[i] for i in todo])
                 for i, row in zip(todo, computed, strict=True):
                     vectors[i] = vector_to_bytes(row)
+            except DependencyFailed as exc:  # the backend is down: leave the jobs pending for a retry
+                log.warning("embedding backend failed (%s); %d jobs stay pending", exc, len(todo))
+                return
             except K0Error:
                 for i in todo:  # one bad text must not fail its neighbours
                     try:

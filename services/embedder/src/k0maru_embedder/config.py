@@ -10,10 +10,13 @@ from k0maru_common import K0Settings
 
 
 class EmbedderSettings(K0Settings):
-    model: str = Field("minilm-l6-int8", description="model preset name, or 'custom'")
+    model: str = Field("minilm-l6-int8", description="model preset: minilm-l6-int8, use-multilingual, custom, or http")
     model_path: Path | None = Field(None, description="ONNX file for the custom preset")
     tokenizer_path: Path | None = Field(None, description="tokenizer.json for the custom preset")
     dimension: int = Field(0, description="vector size for the custom preset")
+    http_base_url: str = Field("", description="OpenAI-compatible API base URL for the http model (…/v1)")
+    http_model: str = Field("", description="model name sent to the http endpoint")
+    http_api_key: str = Field("", description="bearer token for the http endpoint")
     threads: int = Field(1, description="onnxruntime intra-op threads")
     batch_size: int = Field(32, description="texts per ONNX run and per stream read")
     redis_url: str = Field("redis://127.0.0.1:6379/0", description="Redis/Valkey for jobs and the cache")

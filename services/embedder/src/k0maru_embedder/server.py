@@ -12,7 +12,8 @@ import redis
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
 from k0maru_common import GrpcService, InvalidInput, K0Error, NotReady, TooLarge
 
-from ._model import OnnxEmbedder
+from ._http import HttpEmbedder, HttpSettings
+from ._model import OnnxEmbedder, TextEmbedder
 from ._presets import resolve_preset
 from ._worker import StreamWorker, ThroughputMeter
 from .config import EmbedderSettings
@@ -24,14 +25,14 @@ MAX_TEXT_CHARS = 100_000
 
 class EmbedderServicer(embedder_pb2_grpc.EmbedderServicer):  # type: ignore[misc]
     def __init__(self, meter: ThroughputMeter) -> None:
-        self._loaded: OnnxEmbedder | None = None
+        self._loaded: TextEmbedder | None = None
         self._meter = meter
 
-    def loaded(self, embedder: OnnxEmbedder) -> None:
+    def loaded(self, embedder: TextEmbedder) -> None:
         self._loaded = embedder
 
     @property
-    def _embedder(self) -> OnnxEmbedder:
+    def _embedder(self) -> TextEmbedder:
         if self._loaded is None:
             raise NotReady("the model is still loading")
         return self._loaded
@@ -70,6 +71,21 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServicer):  # type: ignore[misc
         )
 
 
+def load_embedder(settings: EmbedderSettings) -> TextEmbedder:
+    if settings.model == "http":
+        return HttpEmbedder(
+            HttpSettings(
+                settings.http_base_url,
+                settings.http_model,
+                settings.http_api_key,
+                settings.dimension,
+                settings.batch_size,
+            )
+        )
+    preset = resolve_preset(settings.model, settings.model_path, settings.tokenizer_path, settings.dimension)
+    return OnnxEmbedder(preset, threads=settings.threads, batch_size=settings.batch_size)
+
+
 def run(settings: EmbedderSettings) -> None:
     service = GrpcService("k0maru.v1.Embedder", settings.grpc_addr)
     meter = ThroughputMeter()
@@ -77,8 +93,7 @@ def run(settings: EmbedderSettings) -> None:
     embedder_pb2_grpc.add_EmbedderServicer_to_server(servicer, service.server)
     with service:  # health answers NOT_SERVING while the model loads
         try:
-            preset = resolve_preset(settings.model, settings.model_path, settings.tokenizer_path, settings.dimension)
-            embedder = OnnxEmbedder(preset, threads=settings.threads, batch_size=settings.batch_size)
+            embedder = load_embedder(settings)
         except K0Error as exc:
             log.error("cannot start: %s", exc)
             raise SystemExit(f"embedder: {exc}") from exc
