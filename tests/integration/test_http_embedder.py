@@ -11,6 +11,7 @@ import random
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -28,8 +29,8 @@ def vector_for(text: str) -> list[float]:
 
 
 class Handler(BaseHTTPRequestHandler):
-    script: list[int] = []  # status codes to answer before succeeding
-    calls: list[list[str]] = []
+    script: ClassVar[list[int]] = []  # status codes to answer before succeeding
+    calls: ClassVar[list[list[str]]] = []
 
     def log_message(self, *args: object) -> None:
         pass
