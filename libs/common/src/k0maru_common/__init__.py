@@ -30,6 +30,7 @@ from ._streams import (
     RESULTS_STREAM,
     TOKEN_LEDGER,
     cache_key,
+    ensure_group,
     vector_from_bytes,
     vector_to_bytes,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "default_data_dir",
     "default_data_root",
     "die_with_parent",
+    "ensure_group",
     "error_from_rpc",
     "health_state",
     "relative_posix",

@@ -8,7 +8,10 @@ Cache:   k0:emb:<model_id>:<xxh3 of the normalised text> → vector bytes
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import redis
 
 JOBS_STREAM = "k0:embed:jobs"
 RESULTS_STREAM = "k0:embed:results"
@@ -16,6 +19,15 @@ DEAD_STREAM = "k0:embed:dead"
 EMBED_GROUP = "embedders"
 RESULTS_GROUP = "retriever"
 TOKEN_LEDGER = "k0:tokens"
+
+
+def ensure_group(client: Any, stream: str, group: str) -> None:
+    """Create a consumer group (and its stream) unless it exists."""
+    try:
+        client.xgroup_create(stream, group, id="0", mkstream=True)
+    except redis.ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise
 
 
 def cache_key(model_id: str, text_hash: str) -> str:

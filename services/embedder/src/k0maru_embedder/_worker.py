@@ -27,6 +27,7 @@ from k0maru_common import (
     DependencyFailed,
     K0Error,
     cache_key,
+    ensure_group,
     vector_to_bytes,
 )
 
@@ -83,11 +84,7 @@ class StreamWorker:
         self._thread = threading.Thread(target=self._run, name="stream-worker", daemon=True)
 
     def ensure_group(self) -> None:
-        try:
-            self._redis.xgroup_create(JOBS_STREAM, EMBED_GROUP, id="0", mkstream=True)
-        except redis.ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
+        ensure_group(self._redis, JOBS_STREAM, EMBED_GROUP)
 
     def start(self) -> None:
         self._thread.start()

