@@ -71,6 +71,7 @@ class Bm25Index:
         self._index = tantivy.Index(self._schema, path=str(directory), reuse=True)
         self._writer = self._index.writer(heap_size=50_000_000, num_threads=1)
         self._dirty = False
+        self._searcher = self._index.searcher()  # reused until the next commit: its doc-store cache stays warm
 
     def delete_path(self, path: str) -> None:
         self._writer.delete_documents_by_term("path", path)
@@ -89,6 +90,7 @@ class Bm25Index:
         if self._dirty:
             self._writer.commit()
             self._index.reload()
+            self._searcher = self._index.searcher()
             self._dirty = False
 
     def clear(self) -> None:
@@ -105,7 +107,7 @@ class Bm25Index:
         )
         clauses = [(tantivy.Occur.Must, should)]
         clauses.extend(self._scope_clauses(scope))
-        searcher = self._index.searcher()
+        searcher = self._searcher
         hits = searcher.search(tantivy.Query.boolean_query(clauses), limit, count=False).hits
         return [(str(searcher.doc(address).get_first("id")), float(score)) for score, address in hits]
 
@@ -139,7 +141,7 @@ class Bm25Index:
         self._writer.wait_merging_threads()
 
     def count(self) -> int:
-        return int(self._index.searcher().num_docs)
+        return int(self._searcher.num_docs)
 
 
 def _regex_escape(text: str) -> str:

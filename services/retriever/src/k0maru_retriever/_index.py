@@ -57,6 +57,7 @@ class NoteIndex:
         self.graph = LinkGraph()
         self.dimension = dimension
         self.lock = threading.RLock()
+        self._counted: tuple[tuple[int, int], int] = ((-1, -1), 0)
         for doc in state.docs.values():
             self.graph.set_note(doc.path, [lk.target for lk in doc.links if lk.target])
 
@@ -161,6 +162,9 @@ class NoteIndex:
             self.state.close()
 
     def counts(self) -> tuple[int, int, int]:
+        """(documents, chunks, chunks with vectors), recounted only after a change."""
         with self.lock:
-            chunks = sum(len(d.chunks) for d in self.state.docs.values())
-            return len(self.state.docs), chunks, len(self.state.vectors)
+            marker = (len(self.state.docs), self.state.version)
+            if self._counted[0] != marker:
+                self._counted = (marker, sum(len(d.chunks) for d in self.state.docs.values()))
+            return len(self.state.docs), self._counted[1], len(self.state.vectors)

@@ -37,13 +37,16 @@ class IndexState:
         row = self._db.execute("SELECT value FROM meta WHERE key = 'last_applied_seq'").fetchone()
         self.last_applied_seq = int(row[0]) if row else 0
         self._pending_docs: dict[str, common_pb2.Document | None] = {}
+        self.version = 0  # bumped on every document change (cheap cache invalidation)
         self._pending_vectors: dict[str, str | None] = {}
 
     def put_doc(self, doc: common_pb2.Document) -> None:
+        self.version += 1
         self.docs[doc.path] = doc
         self._pending_docs[doc.path] = doc
 
     def drop_doc(self, path: str) -> None:
+        self.version += 1
         self.docs.pop(path, None)
         self._pending_docs[path] = None
 
@@ -88,6 +91,7 @@ class IndexState:
             self._db.executescript("DELETE FROM docs; DELETE FROM vectors; DELETE FROM meta;")
         self.docs.clear()
         self.vectors.clear()
+        self.version += 1
         self.last_applied_seq = 0
 
     def close(self) -> None:
