@@ -17,7 +17,7 @@ import tantivy
 jieba.setLogLevel(logging.WARNING)
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
-_IDENT = re.compile(r"[A-Za-z0-9]+(?:[_.:-][A-Za-z0-9]+)+")  # mixed runs like E0502 stay whole anyway
+_IDENT = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]+(?:[_.:-][A-Za-z0-9]+)+")  # mixed runs like E0502 stay whole anyway
 MAX_QUERY_TERMS = 64
 
 
@@ -57,4 +57,4 @@ class BM25Analyzer:
 
     def joined(self, text: str) -> str:
         """Terms as one whitespace-separated string for a `whitespace`-tokenized field."""
-        return " ".join(t.replace(" ", "") for t in self.terms(text))
+        return " ".join(self.terms(text))  # terms never contain whitespace

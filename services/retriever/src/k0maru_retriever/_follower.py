@@ -143,9 +143,17 @@ class EventFollower:
             e.path: e.hash for e in self._scanner.ListDocuments(scanner_pb2.ListDocumentsRequest(), timeout=120)
         }
         indexed = {p: d.hash for p, d in self._index.state.docs.items()}
-        extra = [p for p in indexed if p not in manifest]
+        if self._index.state.parser_version != status.parser_version:
+            log.info(
+                "scanner parses with %r (index: %r): re-fetching every note",
+                status.parser_version,
+                self._index.state.parser_version,
+            )
+            indexed = {}
+        extra = [p for p in self._index.state.docs if p not in manifest]
         stale = [p for p, h in manifest.items() if indexed.get(p) != h]
         self._sync_paths(stale, extra)
+        self._index.state.parser_version = status.parser_version
         self._index.commit(max(status.last_seq, self.last_applied_seq))
         self._enqueue(self._index.missing_vectors())
         log.info("reconciled: %d fetched, %d removed, %d documents in the index", len(stale), len(extra), len(manifest))

@@ -55,15 +55,23 @@ class QueryEmbedder:
                     raise
                 time.sleep(0.2)
 
-    def embed(self, text: str) -> np.ndarray | None:
+    def start(self, text: str) -> grpc.Future:
+        """Ask for the query vector without waiting, so BM25 runs meanwhile."""
+        return self._stub.Embed.future(
+            embedder_pb2.EmbedRequest(texts=[text[:2000]], is_query=True), timeout=self._timeout
+        )
+
+    @staticmethod
+    def result(pending: grpc.Future) -> np.ndarray | None:
         try:
-            reply = self._stub.Embed(
-                embedder_pb2.EmbedRequest(texts=[text[:2000]], is_query=True), timeout=self._timeout
-            )
+            reply = pending.result()
         except grpc.RpcError as exc:
             log.warning("query embedding failed (%s); answering from BM25", exc.code())
             return None
         return np.asarray(reply.vectors[0].values, dtype=np.float32)
+
+    def embed(self, text: str) -> np.ndarray | None:
+        return self.result(self.start(text))
 
     def close(self) -> None:
         self._channel.close()
@@ -91,10 +99,12 @@ class HybridSearcher:
         pool = max(3 * limit, 20)
         bm25: list[tuple[str, float, str]] = []
         vector: list[tuple[str, float, str]] = []
+        wants_vector = mode in (VECTOR, HYBRID) and with_vectors and self._embedder is not None
+        pending = self._embedder.start(query) if wants_vector and self._embedder is not None else None
         if mode in (BM25, HYBRID):
             bm25 = self._collapse(self._index.bm25.search(query, pool * 4, scope), pool, scope)
-        if mode in (VECTOR, HYBRID) and with_vectors and self._embedder is not None:
-            qv = self._embedder.embed(query)
+        if pending is not None:
+            qv = QueryEmbedder.result(pending)
             if qv is not None:
                 with self._index.lock:
                     raw = self._index.vectors.search(qv, pool * 4, scope)

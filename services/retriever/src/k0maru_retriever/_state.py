@@ -34,8 +34,9 @@ class IndexState:
             doc.ParseFromString(blob)
             self.docs[doc.path] = doc
         self.vectors: dict[str, str] = dict(self._db.execute("SELECT chunk_id, hash FROM vectors"))
-        row = self._db.execute("SELECT value FROM meta WHERE key = 'last_applied_seq'").fetchone()
-        self.last_applied_seq = int(row[0]) if row else 0
+        meta = dict(self._db.execute("SELECT key, value FROM meta"))
+        self.last_applied_seq = int(meta.get("last_applied_seq", 0))
+        self.parser_version = meta.get("parser_version", "")
         self._pending_docs: dict[str, common_pb2.Document | None] = {}
         self.version = 0  # bumped on every document change (cheap cache invalidation)
         self._pending_vectors: dict[str, str | None] = {}
@@ -76,6 +77,7 @@ class IndexState:
                 self._db.executemany(
                     "DELETE FROM vectors WHERE chunk_id = ?", [(c,) for c, h in vectors.items() if h is None]
                 )
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('parser_version', ?)", (self.parser_version,))
                 if last_applied_seq is not None:
                     self.last_applied_seq = last_applied_seq
                     self._db.execute(
@@ -93,6 +95,7 @@ class IndexState:
         self.vectors.clear()
         self.version += 1
         self.last_applied_seq = 0
+        self.parser_version = ""
 
     def close(self) -> None:
         self._db.close()

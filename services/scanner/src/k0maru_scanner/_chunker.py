@@ -1,7 +1,7 @@
 """Heading sections → chunks the embedder can take whole.
 
-Token counts are estimated cheaply (words, digits runs and each other non-space character
-count one; long words count one per 8 letters) and kept under a budget below the model's
+Token counts are estimated cheaply (every run of up to 8 letters or digits, and every other
+non-space character, counts one) and kept under a budget below the model's
 256-token window, so a chunk is never truncated by the embedder. Long sections are cut at
 sentence ends (`.!?。？！` and newlines) with a one-sentence overlap.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import xxhash
 
 DEFAULT_BUDGET = 200
-_TOKEN = re.compile(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]")
+_TOKEN = re.compile(r"[A-Za-z]{1,8}|\d{1,8}|[^\sA-Za-z\d]")  # long words count one per 8 letters
 _HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s")
 _SENTENCE = re.compile(r"(?<=[。？！.!?\n])")
 
@@ -41,7 +41,7 @@ class ChunkSpec:
 
 
 def estimate_tokens(text: str) -> int:
-    return sum(1 + len(t) // 8 for t in _TOKEN.findall(text))
+    return len(_TOKEN.findall(text))
 
 
 def chunk_sections(sections: list[Section], budget: int = DEFAULT_BUDGET) -> list[ChunkSpec]:
@@ -109,5 +109,5 @@ def _hard_split(offset: int, sentence: str, budget: int) -> list[tuple[int, int,
         group = matches[k : k + budget // 2]
         start = group[0].start()
         end = matches[k + budget // 2].start() if k + budget // 2 < len(matches) else len(sentence)
-        out.append((offset + start, offset + end, sum(1 + len(m.group(0)) // 8 for m in group)))
+        out.append((offset + start, offset + end, len(group)))
     return out

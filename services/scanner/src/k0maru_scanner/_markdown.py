@@ -21,6 +21,7 @@ import yaml
 
 from ._chunker import Section, chunk_sections
 
+PARSER_VERSION = "2026-12-01.1"  # bump when parse_note or chunk_sections change their output
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
@@ -151,12 +152,13 @@ def parse_note(path: str, text: str) -> ParsedNote:
             current = Section(heading_path=[h for _, h in heading_stack], start_line=line_no, lines=[raw_line])
         else:
             current.lines.append(raw_line)
-        code_free = _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), raw_line)
+        code_free = _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), raw_line) if "`" in raw_line else raw_line
         links.extend(_links_in(code_free, line_no))
-        tag_line = _TAG_LINE.match(code_free)
+        tag_line = _TAG_LINE.match(code_free) if ":" in code_free or "：" in code_free else None
         if tag_line:
             tags.extend(t.strip().rstrip("。.").strip() for t in _TAG_LINE_SPLIT.split(tag_line.group(1)))
-        for match in _INLINE_TAG.finditer(_MD_LINK_DEST.sub(lambda m: " " * len(m.group(0)), code_free)):
+        tag_text = _MD_LINK_DEST.sub(lambda m: " " * len(m.group(0)), code_free) if "](" in code_free else code_free
+        for match in _INLINE_TAG.finditer(tag_text) if "#" in tag_text else ():
             tag = match.group(1).rstrip("/")
             if tag and not tag.startswith("/") and not tag.isdigit():
                 tags.append(tag)
@@ -187,6 +189,8 @@ def _as_list_keep_spaces(value: Any) -> list[str]:
 
 def _links_in(line: str, line_no: int) -> list[ParsedLink]:
     found: list[ParsedLink] = []
+    if "[" not in line:
+        return found
     for match in _WIKILINK.finditer(line):
         inner = match.group(2).replace("\\|", "|")
         target, _, alias = inner.partition("|")

@@ -16,7 +16,7 @@ from k0maru_common import ChangePublisher, GrpcService, InvalidInput, JournalTru
 
 from ._chunker import chunk_sections
 from ._manifest import JournalEntry, Manifest
-from ._markdown import parse_note
+from ._markdown import PARSER_VERSION, parse_note
 from ._scanner import ContentError, IgnoreRules, IncrementalScanner, ScanResult, read_note_text
 from ._watcher import ChangeWatcher
 from .config import ScannerSettings
@@ -165,6 +165,7 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
             documents=len(self._scanner.manifest.files) - skipped,
             skipped=skipped,
             watching=bool(self._watcher and self._watcher.running),
+            parser_version=PARSER_VERSION,
         )
 
 

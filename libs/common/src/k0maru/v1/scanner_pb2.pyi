@@ -84,7 +84,7 @@ class ScannerStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ScannerStatus(_message.Message):
-    __slots__ = ("vault", "vault_id", "last_seq", "oldest_seq", "documents", "skipped", "watching")
+    __slots__ = ("vault", "vault_id", "last_seq", "oldest_seq", "documents", "skipped", "watching", "parser_version")
     VAULT_FIELD_NUMBER: _ClassVar[int]
     VAULT_ID_FIELD_NUMBER: _ClassVar[int]
     LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
@@ -92,6 +92,7 @@ class ScannerStatus(_message.Message):
     DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
     SKIPPED_FIELD_NUMBER: _ClassVar[int]
     WATCHING_FIELD_NUMBER: _ClassVar[int]
+    PARSER_VERSION_FIELD_NUMBER: _ClassVar[int]
     vault: str
     vault_id: str
     last_seq: int
@@ -99,4 +100,5 @@ class ScannerStatus(_message.Message):
     documents: int
     skipped: int
     watching: bool
-    def __init__(self, vault: _Optional[str] = ..., vault_id: _Optional[str] = ..., last_seq: _Optional[int] = ..., oldest_seq: _Optional[int] = ..., documents: _Optional[int] = ..., skipped: _Optional[int] = ..., watching: _Optional[bool] = ...) -> None: ...
+    parser_version: str
+    def __init__(self, vault: _Optional[str] = ..., vault_id: _Optional[str] = ..., last_seq: _Optional[int] = ..., oldest_seq: _Optional[int] = ..., documents: _Optional[int] = ..., skipped: _Optional[int] = ..., watching: _Optional[bool] = ..., parser_version: _Optional[str] = ...) -> None: ...
