@@ -11,6 +11,7 @@ address, so other commands find a running stack for the same vault.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -39,6 +40,13 @@ SERVICE_NAMES = {
 
 def health_name(service: str) -> str:
     return "k0maru.v1.Embedder" if service.startswith("embedder") else SERVICE_NAMES[service]
+
+
+def _child_setup(nice: int) -> None:
+    """Runs in the child between fork and exec: die with the launcher, lower priority if asked."""
+    die_with_parent()
+    if nice:
+        os.nice(nice)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -140,12 +148,12 @@ class Launcher:
     def __post_init__(self) -> None:
         self.vault = self.vault.resolve()
         self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
-        self._commands: dict[str, tuple[list[str], dict[str, str]]] = {}
+        self._commands: dict[str, tuple[list[str], dict[str, str], int]] = {}
         self._restarts: dict[str, list[float]] = {}
         self._stopping = False
         self.state: StackState | None = None
 
-    def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str], nice: int = 0) -> subprocess.Popen[bytes]:
         log_dir = self.data_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         with open(log_dir / f"{name}.log", "ab") as log:
@@ -155,11 +163,11 @@ class Launcher:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
-                preexec_fn=die_with_parent,
+                preexec_fn=functools.partial(_child_setup, nice),
                 close_fds=True,
             )
         self.procs.append((name, proc))
-        self._commands[name] = (argv, env)
+        self._commands[name] = (argv, env, nice)
         return proc
 
     def supervise(self, max_restarts_per_minute: int = 5) -> list[str]:
@@ -193,8 +201,8 @@ class Launcher:
         if proc.poll() is None:
             proc.send_signal(sig)
         proc.wait(timeout=30)
-        argv, env = self._commands[name]
-        self._spawn(name, argv, env)
+        argv, env, nice = self._commands[name]
+        self._spawn(name, argv, env, nice)
         if self.state is not None:
             self._wait(name, self.state.addresses[name], time.monotonic())
             self.state.pids[name] = self.procs[-1][1].pid
@@ -244,8 +252,8 @@ class Launcher:
         }
         py = sys.executable
         self._spawn("scanner", [py, "-m", "k0maru_scanner"], {**base, "K0_GRPC_ADDR": addresses["scanner"]})
-        for i, addr in enumerate(embedders):
-            self._spawn(f"embedder-{i + 1}", [py, "-m", "k0maru_embedder"], {**base, "K0_GRPC_ADDR": addr})
+        for i, addr in enumerate(embedders):  # background work: niced so indexing and search stay responsive
+            self._spawn(f"embedder-{i + 1}", [py, "-m", "k0maru_embedder"], {**base, "K0_GRPC_ADDR": addr}, nice=10)
         self._spawn("offload", [py, "-m", "k0maru_offload"], {**base, "K0_GRPC_ADDR": addresses["offload"]})
         self._wait("scanner", addresses["scanner"], started)
         self._spawn("retriever", [py, "-m", "k0maru_retriever"], {**base, "K0_GRPC_ADDR": addresses["retriever"]})

@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import zmq
@@ -152,23 +153,36 @@ class EventFollower:
             indexed = {}
         extra = [p for p in self._index.state.docs if p not in manifest]
         stale = [p for p, h in manifest.items() if indexed.get(p) != h]
-        self._sync_paths(stale, extra)
+        self._sync_paths(stale, extra, enqueue=False)  # missing_vectors() below enqueues once
         self._index.state.parser_version = status.parser_version
         self._index.commit(max(status.last_seq, self.last_applied_seq))
         self._enqueue(self._index.missing_vectors())
         log.info("reconciled: %d fetched, %d removed, %d documents in the index", len(stale), len(extra), len(manifest))
 
-    def _sync_paths(self, refresh: Iterable[str], remove: Iterable[str]) -> None:
+    def _sync_paths(self, refresh: Iterable[str], remove: Iterable[str], enqueue: bool = True) -> None:
+        """Remove, then fetch and index in batches; the next batch is fetched (and parsed by the
+        scanner) while this process indexes the current one."""
         for path in remove:
             self._index.remove(path)
         paths = list(refresh)
+        batches = [paths[s : s + FETCH_BATCH] for s in range(0, len(paths), FETCH_BATCH)]
         jobs: list[EmbedJob] = []
-        for start in range(0, len(paths), FETCH_BATCH):
-            batch = paths[start : start + FETCH_BATCH]
-            reply = self._scanner.GetDocuments(scanner_pb2.GetDocumentsRequest(paths=batch), timeout=60)
-            for doc in reply.documents:
-                jobs.extend(self._index.apply(doc))
-            for path in reply.missing:
-                self._index.remove(path)
-        if jobs:
+
+        def fetch(batch: list[str]) -> scanner_pb2.GetDocumentsResponse:
+            reply: scanner_pb2.GetDocumentsResponse = self._scanner.GetDocuments(
+                scanner_pb2.GetDocumentsRequest(paths=batch), timeout=60
+            )
+            return reply
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch") as pool:
+            upcoming = pool.submit(fetch, batches[0]) if batches else None
+            for i in range(len(batches)):
+                assert upcoming is not None
+                reply = upcoming.result()
+                upcoming = pool.submit(fetch, batches[i + 1]) if i + 1 < len(batches) else None
+                for doc in reply.documents:
+                    jobs.extend(self._index.apply(doc))
+                for path in reply.missing:
+                    self._index.remove(path)
+        if jobs and enqueue:
             self._enqueue(jobs)
