@@ -17,7 +17,10 @@ class EmbedderSettings(K0Settings):
     http_base_url: str = Field("", description="OpenAI-compatible API base URL for the http model (…/v1)")
     http_model: str = Field("", description="model name sent to the http endpoint")
     http_api_key: str = Field("", description="bearer token for the http endpoint")
-    threads: int = Field(1, description="onnxruntime intra-op threads")
+    threads: int = Field(1, description="onnxruntime intra-op threads for bulk (stream) work")
+    query_threads: int = Field(
+        2, description="intra-op threads of a second session that answers Embed (queries): lower latency"
+    )
     batch_size: int = Field(32, description="texts per ONNX run and per stream read")
     redis_url: str = Field("redis://127.0.0.1:6379/0", description="Redis/Valkey for jobs and the cache")
     claim_idle_ms: int = Field(15_000, description="reclaim jobs pending longer than this")

@@ -71,7 +71,7 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServicer):  # type: ignore[misc
         )
 
 
-def load_embedder(settings: EmbedderSettings) -> TextEmbedder:
+def load_embedder(settings: EmbedderSettings, threads: int) -> TextEmbedder:
     if settings.model == "http":
         return HttpEmbedder(
             HttpSettings(
@@ -83,7 +83,7 @@ def load_embedder(settings: EmbedderSettings) -> TextEmbedder:
             )
         )
     preset = resolve_preset(settings.model, settings.model_path, settings.tokenizer_path, settings.dimension)
-    return OnnxEmbedder(preset, threads=settings.threads, batch_size=settings.batch_size)
+    return OnnxEmbedder(preset, threads=threads, batch_size=settings.batch_size)
 
 
 def run(settings: EmbedderSettings) -> None:
@@ -93,11 +93,16 @@ def run(settings: EmbedderSettings) -> None:
     embedder_pb2_grpc.add_EmbedderServicer_to_server(servicer, service.server)
     with service:  # health answers NOT_SERVING while the model loads
         try:
-            embedder = load_embedder(settings)
+            embedder = load_embedder(settings, settings.threads)
+            queries = (
+                embedder
+                if settings.model == "http" or settings.query_threads == settings.threads
+                else load_embedder(settings, settings.query_threads)
+            )
         except K0Error as exc:
             log.error("cannot start: %s", exc)
             raise SystemExit(f"embedder: {exc}") from exc
-        servicer.loaded(embedder)
+        servicer.loaded(queries)
         client = redis.Redis.from_url(settings.redis_url)
         worker = StreamWorker(
             client, embedder, meter, settings.batch_size, settings.claim_idle_ms, settings.max_attempts
