@@ -130,3 +130,42 @@ def test_watch_window_is_fixed_not_sliding(vault: Path, tmp_path: Path):
         scanner.service.request_stop()
         scanner.service.wait_for_termination(0)
         scanner.close()
+
+
+def test_new_parser_version_refetches_every_note(vault: Path, tmp_path: Path):
+    for i in range(5):
+        (vault / f"p{i}.md").write_text(f"# Parsed {i}\n\nbody {i}\n")
+    scanner = start_scanner(vault, tmp_path / "scanner", watch=False)
+    try:
+        index = open_index(tmp_path / "retriever")
+        follower = EventFollower(index, scanner.service.address, scanner.events_addr, lambda jobs: None, 0.2)  # type: ignore[attr-defined]
+        follower.start()
+        assert follower.ready.wait(30)
+        follower.stop()
+        index.state.parser_version = "an older parser"
+        index.close()
+        index = open_index(tmp_path / "retriever")
+        assert index.state.parser_version == "an older parser"
+        refreshed: list[str] = []
+        original = EventFollower._sync_paths
+
+        def recording(self: EventFollower, refresh, remove, enqueue=True):  # type: ignore[no-untyped-def]
+            refresh = list(refresh)
+            refreshed.extend(refresh)
+            original(self, refresh, remove, enqueue)
+
+        EventFollower._sync_paths = recording  # type: ignore[method-assign]
+        try:
+            follower = EventFollower(index, scanner.service.address, scanner.events_addr, lambda jobs: None, 0.2)  # type: ignore[attr-defined]
+            follower.start()
+            assert follower.ready.wait(30)
+        finally:
+            EventFollower._sync_paths = original  # type: ignore[method-assign]
+        follower.stop()
+        assert sorted(refreshed) == [f"p{i}.md" for i in range(5)]
+        assert index.state.parser_version not in ("", "an older parser")
+        index.close()
+    finally:
+        scanner.service.request_stop()
+        scanner.service.wait_for_termination(0)
+        scanner.close()

@@ -174,3 +174,17 @@ def test_distill_writes_one_frontmatter_skill_card(vault: Path):
     path, outcome = FlushEngine(vault).flush(FlushNote(card.title, card.markdown, "skill", card.tags))
     text = (vault / path).read_text()
     assert path.startswith("skills/") and outcome == "created" and text.count("\n---\n") == 1
+
+
+def test_skill_export_in_hermes_format(tmp_path: Path):
+    import yaml
+
+    from k0maru_offload._distill import export_hermes
+
+    card = distill((LOGS / "python_traceback.log").read_text())
+    path = export_hermes(card, tmp_path / "skills", "fix-keyerror-token")
+    text = path.read_text()
+    meta = yaml.safe_load(text.split("---\n")[1])
+    assert meta["name"] == "fix-keyerror-token" and meta["description"] == card.title
+    assert meta["parameters"] == {"type": "object", "properties": {}} and "type/skill" in meta["tags"]
+    assert "KeyError" in text.split("---\n", 2)[2]
