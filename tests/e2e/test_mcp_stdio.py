@@ -190,3 +190,26 @@ def test_sigkill_of_launcher_leaves_nothing(vault: Path, tmp_path: Path):
             launcher.wait()
         if launcher.stdout is not None:
             launcher.stdout.close()
+
+
+def test_mcp_uses_a_running_stack_and_leaves_it_running(vault: Path, tmp_path: Path):
+    from k0maru_gateway._stack import Launcher
+
+    write_notes(vault, NOTES)
+    data_dir = tmp_path / "data"
+    launcher = Launcher(vault, data_dir, embedders=1, http_port=0)
+    state = launcher.start()
+    try:
+        params = StdioServerParameters(command=K0MARU, args=["mcp", "--vault", str(vault), "--data-dir", str(data_dir)])
+
+        async def scenario() -> None:
+            with anyio.fail_after(60):
+                async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                    await session.initialize()
+                    assert (await recall(session, "SQLITE_BUSY"))[0] == "db/sqlite busy.md"
+
+        anyio.run(scenario)
+        assert json.loads((data_dir / "stack.json").read_text())["pids"] == state.pids
+        assert all(alive(p) for p in state.pids.values())
+    finally:
+        launcher.stop()
