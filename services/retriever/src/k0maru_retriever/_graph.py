@@ -88,8 +88,3 @@ class LinkGraph:
         """True when the note links to, or is linked from, another candidate (B.5's 1-hop rule)."""
         others = candidates - {path}
         return bool(self.outgoing(path) & others) or bool(self.backlinks(path) & others)
-
-    def most_linked(self, n: int) -> list[tuple[str, int]]:
-        self._ensure()
-        ranked = sorted(self._backlinks.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-        return [(p, len(b)) for p, b in ranked[:n]]
