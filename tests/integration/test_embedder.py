@@ -125,15 +125,22 @@ def test_poison_job_goes_to_dead_letter_and_others_go_on(valkey_url: str, worker
 
 def test_identical_text_is_embedded_once(valkey_url: str, workers: list[Worker], tmp_path: Path):
     client = redis.Redis.from_url(valkey_url)
+    for i in range(10):  # queued before the worker starts: copies share a batch (8) and then the cache
+        client.xadd(
+            JOBS_STREAM,
+            {
+                "id": f"copy{i}.md#0",
+                "hash": "h",
+                "text": "the very  same paragraph\n" if i % 2 else "the very same paragraph",
+            },
+        )
     w = Worker(valkey_url, tmp_path / "w.log")
     workers.append(w)
     w.wait_ready()
-    for i in range(10):
-        client.xadd(JOBS_STREAM, {"id": f"copy{i}.md#0", "hash": "h", "text": "the very same paragraph"})
     wait_for(lambda: client.xlen(RESULTS_STREAM) == 10, 60, "results")
     with grpc.insecure_channel(w.address) as channel:
         info = embedder_pb2_grpc.EmbedderStub(channel).Info(embedder_pb2.EmbedderInfoRequest(), timeout=5)
-    assert info.processed <= 2  # one computation (two if the copies straddled a batch boundary)
+    assert info.processed == 1  # whitespace differences normalise away; one ONNX computation in all
     assert len({r[2] for r in results(client)}) == 1
 
 

@@ -143,7 +143,11 @@ class StreamWorker:
         keys = [cache_key(model_id, xxhash.xxh3_64_hexdigest(t.encode())) for t in texts]
         cached = self._redis.mget(keys) if keys else []
         vectors: dict[int, bytes] = {i: v for i, v in enumerate(cached) if v}
-        todo = [i for i in range(len(jobs)) if i not in vectors]
+        firsts: dict[str, int] = {}  # identical texts in one batch are embedded once
+        for i in range(len(jobs)):
+            if i not in vectors:
+                firsts.setdefault(keys[i], i)
+        todo = list(firsts.values())
         failures: dict[int, str] = {}
         if todo:
             try:
@@ -151,7 +155,7 @@ class StreamWorker:
                 for i, row in zip(todo, computed, strict=True):
                     vectors[i] = vector_to_bytes(row)
             except DependencyFailed as exc:  # the backend is down: leave the jobs pending for a retry
-                log.warning("embedding backend failed (%s); %d jobs stay pending", exc, len(todo))
+                log.warning("embedding backend failed (%s); %d jobs stay pending", exc, len(jobs))
                 return
             except K0Error:
                 for i in todo:  # one bad text must not fail its neighbours
@@ -160,13 +164,21 @@ class StreamWorker:
                     except K0Error as exc:
                         failures[i] = str(exc)
             self._meter.add(len(todo) - len(failures))
+            for i in range(len(jobs)):  # copies share their first's vector or failure
+                first = firsts.get(keys[i], i)
+                if first != i:
+                    if first in failures:
+                        failures[i] = failures[first]
+                    elif first in vectors:
+                        vectors[i] = vectors[first]
+        computed_here = set(todo)
         pipe = self._redis.pipeline(transaction=True)
         for i, (msg_id, fields) in enumerate(jobs):
             if i in failures:
                 pipe.xadd(DEAD_STREAM, {**_meta(fields), b"reason": failures[i].encode()})
             else:
                 pipe.xadd(RESULTS_STREAM, {**_meta(fields), b"model": model_id.encode(), b"vector": vectors[i]})
-                if i in todo:
+                if i in computed_here:
                     pipe.set(keys[i], vectors[i])
             pipe.xack(JOBS_STREAM, EMBED_GROUP, msg_id)
             pipe.xdel(JOBS_STREAM, msg_id)
