@@ -71,9 +71,46 @@ def full_build(name: str, vault: Path, tmp: Path) -> None:
     )
 
 
+def save_to_event(tmp: Path, trials: int = 10) -> None:
+    """Watch mode: a saved note → ChangeEvent on ZeroMQ (the 1 s collection window included)."""
+    import zmq
+
+    from k0maru_common import ChangeSubscriber
+    from k0maru_gateway._stack import free_port
+    from k0maru_scanner.config import ScannerSettings
+    from k0maru_scanner.server import build_server
+
+    vault = synthetic_vault(tmp / "watched", 500)
+    events = f"tcp://127.0.0.1:{free_port()}"
+    app = build_server(
+        ScannerSettings(vault=vault, data_dir=tmp / "watch-data", events_addr=events, grpc_addr="127.0.0.1:0")
+    )
+    app.scanner.scan()
+    assert app.watcher is not None
+    app.watcher.start()
+    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    sub = ChangeSubscriber(context, events)
+    time.sleep(0.5)
+    latencies = []
+    for t in range(trials):
+        t0 = time.perf_counter()
+        (vault / f"saved-{t}.md").write_text(f"# Saved {t}\n")
+        while (event := sub.receive(50)) is None or event.path != f"saved-{t}.md":
+            pass
+        latencies.append((time.perf_counter() - t0) * 1000)
+        time.sleep(0.3)
+    emit(
+        "save_to_event", window_s=1.0, median_ms=round(statistics.median(latencies), 1), max_ms=round(max(latencies), 1)
+    )
+    sub.close()
+    context.term()
+    app.close()
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
+        save_to_event(tmp)
         no_change(500, tmp)
         no_change(10_000, tmp)
         scifact = SHARED / "data" / "beir" / "scifact"
