@@ -55,6 +55,7 @@ class HttpEmbedder:
             tokenizer_path=remote,
             dimension=settings.dimension,
             pooling="remote",
+            scripts=(),
         )
         headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
         self._client = client or httpx.Client(

@@ -23,6 +23,7 @@ class ModelPreset:
     pooling: str = "mean"  # mean over the attention mask
     query_prefix: str = ""
     passage_prefix: str = ""
+    scripts: tuple[str, ...] = ("latin",)  # writing systems the model reads well
     string_input: bool = False  # the graph tokenizes itself (takes a string tensor; needs onnxruntime-extensions)
     max_chars: int = 4000  # string-input models: inputs are cut here instead of at max_tokens
 
@@ -60,6 +61,7 @@ def use_multilingual() -> ModelPreset:
         tokenizer_path=model,
         dimension=512,
         pooling="graph",
+        scripts=("latin", "han", "cyrillic", "arabic", "hangul", "kana", "thai"),
         string_input=True,
     )
 
@@ -74,7 +76,7 @@ def resolve_preset(
     if name == "custom":
         if not (model_path and tokenizer_path and dimension):
             raise InvalidInput("model 'custom' needs K0_MODEL_PATH, K0_TOKENIZER_PATH and K0_DIMENSION")
-        return ModelPreset("custom-" + model_path.stem, model_path, tokenizer_path, dimension)
+        return ModelPreset("custom-" + model_path.stem, model_path, tokenizer_path, dimension, scripts=())
     if name not in PRESETS:
         raise InvalidInput(f"unknown model preset {name!r}; known: {', '.join(sorted(PRESETS))}, custom")
     return PRESETS[name]()

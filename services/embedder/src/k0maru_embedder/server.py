@@ -68,6 +68,7 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServicer):  # type: ignore[misc
             processed=self._meter.processed,
             chunks_per_s=self._meter.per_second(),
             state="SERVING",
+            scripts=list(preset.scripts),
         )
 
 

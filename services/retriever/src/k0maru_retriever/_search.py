@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from ._fusion import FusedHit, rrf_fuse, single_channel, snippet
 from ._index import NoteIndex, split_chunk_id
 
 log = logging.getLogger(__name__)
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 MAX_LIMIT = 100
 MAX_QUERY_CHARS = 10_000
 BM25, VECTOR, HYBRID = (
@@ -42,14 +44,24 @@ class QueryEmbedder:
         self._channel = grpc.insecure_channel(target, options=options)
         self._stub = embedder_pb2_grpc.EmbedderStub(self._channel)
         self._timeout = timeout_s
+        self.scripts: tuple[str, ...] = ()  # empty: unknown, assume it reads everything
 
-    def model(self, timeout_s: float) -> tuple[str, int]:
-        """(model id, dimension) of the workers, waiting up to timeout_s for one to answer."""
+    def reads(self, query: str) -> bool:
+        """False for a mostly-Han query when the model declares it cannot read Han text."""
+        if not self.scripts or "han" in self.scripts:
+            return True
+        letters = [c for c in query if c.isalpha()]
+        han = sum(1 for c in letters if _HAN.match(c))
+        return not letters or han / len(letters) < 0.3
+
+    def model(self, timeout_s: float) -> tuple[str, int, tuple[str, ...]]:
+        """(model id, dimension, scripts it reads) of the workers, waiting up to timeout_s for one."""
         deadline = time.monotonic() + timeout_s
         while True:
             try:
                 info = self._stub.Info(embedder_pb2.EmbedderInfoRequest(), timeout=2.0)
-                return info.model, info.dimension
+                self.scripts = tuple(info.scripts)
+                return info.model, info.dimension, self.scripts
             except grpc.RpcError:
                 if time.monotonic() > deadline:
                     raise
@@ -99,7 +111,12 @@ class HybridSearcher:
         pool = max(3 * limit, 20)
         bm25: list[tuple[str, float, str]] = []
         vector: list[tuple[str, float, str]] = []
-        wants_vector = mode in (VECTOR, HYBRID) and with_vectors and self._embedder is not None
+        wants_vector = (
+            mode in (VECTOR, HYBRID)
+            and with_vectors
+            and self._embedder is not None
+            and (mode == VECTOR or self._embedder.reads(query))
+        )
         pending = self._embedder.start(query) if wants_vector and self._embedder is not None else None
         if mode in (BM25, HYBRID):
             bm25 = self._collapse(self._index.bm25.search(query, pool * 4, scope), pool, scope)

@@ -112,7 +112,7 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
     model_id, dimension = "", settings.vector_dim
     if query_embedder is not None:
         try:
-            model_id, dimension = query_embedder.model(settings.embedder_wait_s)
+            model_id, dimension, _scripts = query_embedder.model(settings.embedder_wait_s)
         except grpc.RpcError as exc:
             raise SystemExit(
                 f"retriever: no embedder at {settings.embedder_target} answered within {settings.embedder_wait_s:.0f} s"

@@ -37,7 +37,7 @@ class EmbedderInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class EmbedderInfo(_message.Message):
-    __slots__ = ("model", "dimension", "max_tokens", "pid", "processed", "chunks_per_s", "state")
+    __slots__ = ("model", "dimension", "max_tokens", "pid", "processed", "chunks_per_s", "state", "scripts")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     DIMENSION_FIELD_NUMBER: _ClassVar[int]
     MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -45,6 +45,7 @@ class EmbedderInfo(_message.Message):
     PROCESSED_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_PER_S_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    SCRIPTS_FIELD_NUMBER: _ClassVar[int]
     model: str
     dimension: int
     max_tokens: int
@@ -52,4 +53,5 @@ class EmbedderInfo(_message.Message):
     processed: int
     chunks_per_s: float
     state: str
-    def __init__(self, model: _Optional[str] = ..., dimension: _Optional[int] = ..., max_tokens: _Optional[int] = ..., pid: _Optional[int] = ..., processed: _Optional[int] = ..., chunks_per_s: _Optional[float] = ..., state: _Optional[str] = ...) -> None: ...
+    scripts: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, model: _Optional[str] = ..., dimension: _Optional[int] = ..., max_tokens: _Optional[int] = ..., pid: _Optional[int] = ..., processed: _Optional[int] = ..., chunks_per_s: _Optional[float] = ..., state: _Optional[str] = ..., scripts: _Optional[_Iterable[str]] = ...) -> None: ...
