@@ -28,7 +28,7 @@ from _common import SHARED, emit, summary
 from tokenizers import Tokenizer
 
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
-from k0maru_common import JOBS_STREAM, RESULTS_STREAM, die_with_parent, wait_until_serving
+from k0maru_common import JOBS_STREAM, RESULTS_STREAM, orphan_guard, wait_until_serving
 from k0maru_embedder._presets import minilm_l6_int8
 from k0maru_gateway._clients import StackClient
 from k0maru_gateway._stack import Launcher, free_port, valkey_argv, wait_for_redis
@@ -75,7 +75,7 @@ def bare_onnxruntime(texts: list[str]) -> float:
 
 def valkey(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    proc = subprocess.Popen(valkey_argv(port, tmp), stdout=subprocess.DEVNULL, preexec_fn=die_with_parent)
+    proc = subprocess.Popen(orphan_guard(valkey_argv(port, tmp)), stdout=subprocess.DEVNULL)
     url = f"redis://127.0.0.1:{port}/0"
     wait_for_redis(url, 10.0)
     return proc, url
@@ -86,8 +86,7 @@ def workers(n: int, url: str) -> list[tuple[subprocess.Popen[bytes], str]]:
     for _ in range(n):
         addr = f"127.0.0.1:{free_port()}"
         proc = subprocess.Popen(
-            [sys.executable, "-m", "k0maru_embedder"],
-            preexec_fn=die_with_parent,
+            orphan_guard([sys.executable, "-m", "k0maru_embedder"]),
             env={**os.environ, "K0_GRPC_ADDR": addr, "K0_REDIS_URL": url, "K0_LOG_LEVEL": "WARNING"},
         )
         out.append((proc, addr))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from k0maru_common import die_with_parent
+from k0maru_common import orphan_guard
 from k0maru_gateway._stack import free_port, valkey_argv, wait_for_redis
 
 
@@ -32,7 +32,7 @@ def valkey_url(tmp_path: Path) -> Iterator[str]:
     """A real valkey-server on a free loopback port, dying with the test process."""
     port = free_port()
     proc = subprocess.Popen(
-        valkey_argv(port, tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent
+        orphan_guard(valkey_argv(port, tmp_path)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     url = f"redis://127.0.0.1:{port}/0"
     try:

@@ -19,7 +19,7 @@ from k0maru_common import (
     DEAD_STREAM,
     JOBS_STREAM,
     RESULTS_STREAM,
-    die_with_parent,
+    orphan_guard,
     vector_from_bytes,
     wait_until_serving,
 )
@@ -34,10 +34,9 @@ class Worker:
         self.log = log
         with open(log, "wb") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "k0maru_embedder"],
+                orphan_guard([sys.executable, "-m", "k0maru_embedder"]),
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                preexec_fn=die_with_parent,
                 env={
                     **os.environ,
                     "K0_GRPC_ADDR": self.address,

@@ -13,7 +13,7 @@ from ._errors import (
 )
 from ._events import TOPIC, ChangePublisher, ChangeSubscriber
 from ._logging import configure_logging
-from ._process import die_with_parent
+from ._process import orphan_guard
 from ._server import (
     CHANNEL_OPTIONS,
     ErrorMappingInterceptor,
@@ -63,10 +63,10 @@ __all__ = [
     "confine",
     "default_data_dir",
     "default_data_root",
-    "die_with_parent",
     "ensure_group",
     "error_from_rpc",
     "health_state",
+    "orphan_guard",
     "relative_posix",
     "vault_id",
     "vector_from_bytes",

@@ -1,26 +1,32 @@
-"""Child processes that die with their parent (Linux `PR_SET_PDEATHSIG`)."""
+"""Child processes that die with their parent (Linux `PR_SET_PDEATHSIG`), started without fork hooks.
+
+`subprocess.Popen(preexec_fn=...)` forces a plain fork(), which runs every at-fork handler of
+the parent; gRPC's handler can block for good when the parent has live channels (seen: a
+launcher hung in `_fork_exec`). So instead of preexec_fn, a child is started through a tiny
+trampoline (`python -S -c`) that sets the parent-death signal, checks that its parent is
+still the one that started it, optionally lowers its priority, and execs the real program.
+The signal survives execve, so the real program dies with the launcher too.
+"""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import sys
 
-_PR_SET_PDEATHSIG = 1
+_TRAMPOLINE = (
+    "import ctypes,os,sys\n"
+    "parent,sig,nice=int(sys.argv[1]),int(sys.argv[2]),int(sys.argv[3])\n"
+    "if sys.platform.startswith('linux') and ctypes.CDLL(None).prctl(1,sig,0,0,0)!=0: sys.exit('prctl failed')\n"
+    "if os.getppid()!=parent: os._exit(1)\n"
+    "if nice: os.nice(nice)\n"
+    "os.execv(sys.argv[4],sys.argv[4:])\n"
+)
 
 
-def die_with_parent(sig: int = signal.SIGTERM) -> None:
-    """Ask the kernel to send `sig` to this process when its parent dies.
+def orphan_guard(argv: list[str], nice: int = 0, sig: int = signal.SIGTERM) -> list[str]:
+    """`argv` wrapped so that the program receives `sig` when this process dies.
 
-    Meant for `subprocess.Popen(preexec_fn=...)`. If the parent already died between
-    fork and this call, exit at once instead of living on as an orphan.
+    `argv[0]` must be a path to an executable (as `sys.executable` or a binary path is).
     """
-    if not sys.platform.startswith("linux"):
-        return
-    parent = os.getppid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-    if os.getppid() != parent:
-        os._exit(1)
+    return [sys.executable, "-S", "-c", _TRAMPOLINE, str(os.getpid()), str(int(sig)), str(nice), *argv]

