@@ -28,6 +28,10 @@ def test_offload_command_keeps_exit_code_and_summarises(vault: Path):
     out = run("offload", "--vault", str(vault), "--task-id", "build", "--", sys.executable, "-c", script)
     assert out.returncode == 3
     assert "ValueError: bad config" in out.stdout and "build.py:7" in out.stdout and "```mermaid" in out.stdout
+    assert (
+        out.stdout.startswith("line 0 of output") and "[k0maru] over 50 lines" in out.stdout
+    )  # streamed, then captured
+    assert "line 120 of output" not in out.stdout
     node = next(w for w in out.stdout.split() if w.startswith("node_"))
     shown = run("inspect", node.rstrip("."), "--vault", str(vault), "--lines", "1:3")
     assert shown.returncode == 0 and shown.stdout.splitlines()[0].strip().startswith("1")

@@ -330,15 +330,20 @@ def cmd_offload(args: argparse.Namespace) -> int:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         assert proc.stdout is not None
         buffered: list[bytes] = []
-        streaming = True
-        for raw in proc.stdout:
+        out = sys.stdout.buffer
+        for raw in proc.stdout:  # stream while under the threshold, then capture silently
             buffered.append(raw)
-            if streaming and len(buffered) <= threshold:
-                continue
-            streaming = False
+            if len(buffered) <= threshold:
+                out.write(raw)
+                out.flush()
+            elif len(buffered) == threshold + 1:
+                out.write(f"[k0maru] over {threshold} lines: capturing the rest\n".encode())
+                out.flush()
         exit_code = proc.wait()
+        streamed = True
         text = b"".join(buffered).decode("utf-8", "replace")
     else:
+        streamed = False
         text = sys.stdin.buffer.read().decode("utf-8", "replace")
     state = StackState.load(resolve_data_dir(vault, args.data_dir))
     request = offload_pb2.OffloadLogRequest(
@@ -367,7 +372,7 @@ def cmd_offload(args: argparse.Namespace) -> int:
     if offloaded:
         print(summary)
         print(f"\n```mermaid\n{diagram}\n```")
-    else:
+    elif not streamed:
         sys.stdout.write(text)
     return exit_code or 0
 
