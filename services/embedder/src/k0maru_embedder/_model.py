@@ -61,6 +61,8 @@ class OnnxEmbedder:
             self._tokenizer.enable_truncation(preset.max_tokens)
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # Idle pool threads would spin and steal the CPU from other workers on the same machine.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         started = time.perf_counter()
         try:
             self._session = ort.InferenceSession(str(preset.model_path), options, providers=["CPUExecutionProvider"])
