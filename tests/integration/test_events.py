@@ -1,9 +1,11 @@
-"""Change events: nothing missed while the subscriber is down, and watch mode's fixed window."""
+"""Change events: nothing missed while the subscriber is down, watch mode's fixed window, re-parsing."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,23 +26,26 @@ from k0maru_scanner.server import ScannerApp, build_server
 pytestmark = pytest.mark.integration
 
 
-def start_scanner(vault: Path, data: Path, watch: bool) -> ScannerApp:
-    settings = ScannerSettings(
-        vault=vault,
-        data_dir=data,
-        grpc_addr="127.0.0.1:0",
-        events_addr=f"tcp://127.0.0.1:{free_port()}",
-        watch=watch,
-        rescan_interval_s=3600,
+@contextmanager
+def running_scanner(vault: Path, data: Path, watch: bool) -> Iterator[tuple[ScannerApp, str]]:
+    """A real scanner service (gRPC on a free port, ZeroMQ PUB) and its events address."""
+    events = f"tcp://127.0.0.1:{free_port()}"
+    app = build_server(
+        ScannerSettings(
+            vault=vault, data_dir=data, grpc_addr="127.0.0.1:0", events_addr=events, watch=watch, rescan_interval_s=3600
+        )
     )
-    app = build_server(settings)
     app.service.start()
-    app.scanner.scan()
-    if app.watcher:
-        app.watcher.start()
-    app.service.set_serving(True)
-    app.events_addr = settings.events_addr  # type: ignore[attr-defined]
-    return app
+    try:
+        app.scanner.scan()
+        if app.watcher:
+            app.watcher.start()
+        app.service.set_serving(True)
+        yield app, events
+    finally:
+        app.service.request_stop()
+        app.service.wait_for_termination(0)
+        app.close()
 
 
 def open_index(data: Path) -> NoteIndex:
@@ -52,16 +57,24 @@ def open_index(data: Path) -> NoteIndex:
     )
 
 
-def test_subscriber_down_during_10k_changes_catches_up_exactly_once_in_order(vault: Path, tmp_path: Path):
+def follow_until_ready(index: NoteIndex, scanner: ScannerApp, events: str, timeout_s: float = 120) -> None:
+    """Start a follower (catch-up + reconcile), wait until it is ready, stop it."""
+    follower = EventFollower(index, scanner.service.address, events, lambda jobs: None, 0.2)
+    follower.start()
+    try:
+        assert follower.ready.wait(timeout_s)
+    finally:
+        follower.stop()
+
+
+def test_subscriber_down_during_10k_changes_catches_up_exactly_once_in_order(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     for i in range(50):
         (vault / f"seed{i}.md").write_text(f"seed note {i}")
-    scanner = start_scanner(vault, tmp_path / "scanner", watch=False)
-    try:
+    with running_scanner(vault, tmp_path / "scanner", watch=False) as (scanner, events):
         index = open_index(tmp_path / "retriever")
-        follower = EventFollower(index, scanner.service.address, scanner.events_addr, lambda jobs: None, 0.2)  # type: ignore[attr-defined]
-        follower.start()
-        assert follower.ready.wait(30)
-        follower.stop()
+        follow_until_ready(index, scanner, events)
         seen_before = index.state.last_applied_seq
         index.close()
 
@@ -72,80 +85,62 @@ def test_subscriber_down_during_10k_changes_catches_up_exactly_once_in_order(vau
         last = scanner.scanner.manifest.last_seq()
         assert last - seen_before == 10_000
 
-        index = open_index(tmp_path / "retriever")
         applied: list[int] = []
         original = EventFollower.apply
 
-        def recording(self: EventFollower, events: list[common_pb2.ChangeEvent]) -> None:
-            applied.extend(e.seq for e in events)
-            original(self, events)
+        def recording(self: EventFollower, batch: list[common_pb2.ChangeEvent]) -> None:
+            applied.extend(e.seq for e in batch)
+            original(self, batch)
 
-        EventFollower.apply = recording  # type: ignore[method-assign]
-        try:
-            follower = EventFollower(index, scanner.service.address, scanner.events_addr, lambda jobs: None, 0.2)  # type: ignore[attr-defined]
-            follower.start()
-            assert follower.ready.wait(120)
-        finally:
-            EventFollower.apply = original  # type: ignore[method-assign]
-        follower.stop()
+        monkeypatch.setattr(EventFollower, "apply", recording)
+        index = open_index(tmp_path / "retriever")
+        follow_until_ready(index, scanner, events)
         assert applied == list(range(seen_before + 1, last + 1))
         assert index.state.last_applied_seq == last
         assert [c.split("#")[0] for c, _ in index.bm25.search("keyword9999", 5, Scope())] == ["n2499.md"]
         assert len(index.state.docs) == 2550
-    finally:
-        scanner.service.request_stop()
-        scanner.service.wait_for_termination(0)
-        scanner.close()
+        index.close()
 
 
 def test_watch_window_is_fixed_not_sliding(vault: Path, tmp_path: Path):
-    scanner = start_scanner(vault, tmp_path / "scanner", watch=True)
-    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-    sub = ChangeSubscriber(context, scanner.events_addr)  # type: ignore[attr-defined]
-    try:
-        time.sleep(0.3)  # let the subscription reach the publisher (slow joiner)
-        stop = threading.Event()
+    with running_scanner(vault, tmp_path / "scanner", watch=True) as (_scanner, events):
+        context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+        sub = ChangeSubscriber(context, events)
+        try:
+            time.sleep(0.3)  # let the subscription reach the publisher (slow joiner)
+            stop = threading.Event()
 
-        def keep_writing() -> None:  # a change every 150 ms for 6 s: a sliding debounce would never fire
-            i = 0
-            while not stop.is_set() and i < 40:
-                (vault / f"w{i}.md").write_text(f"write {i}")
-                i += 1
-                time.sleep(0.15)
+            def keep_writing() -> None:  # a change every 150 ms for 6 s: a sliding debounce would never fire
+                i = 0
+                while not stop.is_set() and i < 40:
+                    (vault / f"w{i}.md").write_text(f"write {i}")
+                    i += 1
+                    time.sleep(0.15)
 
-        writer = threading.Thread(target=keep_writing)
-        started = time.monotonic()
-        writer.start()
-        event = None
-        while event is None and time.monotonic() - started < 20:
-            event = sub.receive(100)
-        first_event_after = time.monotonic() - started
-        stop.set()
-        writer.join()
-        assert event is not None and event.kind == common_pb2.CHANGE_KIND_ADDED
-        assert first_event_after < 4.0, f"first event after {first_event_after:.1f} s: the window slid"
-    finally:
-        sub.close()
-        context.term()
-        scanner.service.request_stop()
-        scanner.service.wait_for_termination(0)
-        scanner.close()
+            writer = threading.Thread(target=keep_writing)
+            started = time.monotonic()
+            writer.start()
+            event = None
+            while event is None and time.monotonic() - started < 20:
+                event = sub.receive(100)
+            first_event_after = time.monotonic() - started
+            stop.set()
+            writer.join()
+            assert event is not None and event.kind == common_pb2.CHANGE_KIND_ADDED
+            assert first_event_after < 4.0, f"first event after {first_event_after:.1f} s: the window slid"
+        finally:
+            sub.close()
+            context.term()
 
 
-def test_new_parser_version_refetches_every_note(vault: Path, tmp_path: Path):
+def test_new_parser_version_refetches_every_note(vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     for i in range(5):
         (vault / f"p{i}.md").write_text(f"# Parsed {i}\n\nbody {i}\n")
-    scanner = start_scanner(vault, tmp_path / "scanner", watch=False)
-    try:
+    with running_scanner(vault, tmp_path / "scanner", watch=False) as (scanner, events):
         index = open_index(tmp_path / "retriever")
-        follower = EventFollower(index, scanner.service.address, scanner.events_addr, lambda jobs: None, 0.2)  # type: ignore[attr-defined]
-        follower.start()
-        assert follower.ready.wait(30)
-        follower.stop()
+        follow_until_ready(index, scanner, events, 30)
         index.state.parser_version = "an older parser"
         index.close()
-        index = open_index(tmp_path / "retriever")
-        assert index.state.parser_version == "an older parser"
         refreshed: list[str] = []
         original = EventFollower._sync_paths
 
@@ -154,18 +149,10 @@ def test_new_parser_version_refetches_every_note(vault: Path, tmp_path: Path):
             refreshed.extend(refresh)
             original(self, refresh, remove, enqueue)
 
-        EventFollower._sync_paths = recording  # type: ignore[method-assign]
-        try:
-            follower = EventFollower(index, scanner.service.address, scanner.events_addr, lambda jobs: None, 0.2)  # type: ignore[attr-defined]
-            follower.start()
-            assert follower.ready.wait(30)
-        finally:
-            EventFollower._sync_paths = original  # type: ignore[method-assign]
-        follower.stop()
+        monkeypatch.setattr(EventFollower, "_sync_paths", recording)
+        index = open_index(tmp_path / "retriever")
+        assert index.state.parser_version == "an older parser"
+        follow_until_ready(index, scanner, events, 30)
         assert sorted(refreshed) == [f"p{i}.md" for i in range(5)]
         assert index.state.parser_version not in ("", "an older parser")
         index.close()
-    finally:
-        scanner.service.request_stop()
-        scanner.service.wait_for_termination(0)
-        scanner.close()
