@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 from k0maru.v1 import retriever_pb2, scanner_pb2
 
@@ -100,7 +101,7 @@ def stack_for(vault: Path, data_dir: Path, embedders: int, model: str = "") -> I
             launcher.stop()
 
 
-def wait_indexed(client: StackClient, need_vectors: bool, log: object = sys.stderr) -> None:
+def wait_indexed(client: StackClient, need_vectors: bool, log: TextIO = sys.stderr) -> None:
     last_report = 0.0
     while True:
         scanner = client.call(client.scanner.Status, scanner_pb2.ScannerStatusRequest(), 30)
@@ -116,7 +117,7 @@ def wait_indexed(client: StackClient, need_vectors: bool, log: object = sys.stde
                 f"indexing: {index.documents}/{scanner.documents} notes, {index.chunks_with_vectors}/{index.chunks} vectors",
                 file=log,
                 flush=True,
-            )  # type: ignore[call-overload]
+            )
         time.sleep(1.0)
 
 

@@ -6,7 +6,8 @@ names the vault it came from. Logs go to stderr: stdout is the wire.
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -16,6 +17,8 @@ from k0maru.v1 import offload_pb2, retriever_pb2
 from k0maru_common import K0Error
 
 from ._clients import StackClient
+
+T = TypeVar("T")
 
 MODES = {
     "hybrid": retriever_pb2.SEARCH_MODE_HYBRID,
@@ -91,7 +94,7 @@ class LoadoutAnswer(BaseModel):
     markdown: str
 
 
-def _call(fn, request, timeout: float = 30.0):  # type: ignore[no-untyped-def]
+def _call(fn: Callable[[Any, float], T], request: Any, timeout: float = 30.0) -> T:
     try:
         return fn(request, timeout)
     except K0Error as exc:

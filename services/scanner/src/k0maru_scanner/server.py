@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import grpc
@@ -185,14 +185,16 @@ class ScannerApp:
         self.scanner.manifest.close()
 
 
-def open_scanner(settings: ScannerSettings, on_events: object = None) -> IncrementalScanner:
+def open_scanner(
+    settings: ScannerSettings, on_events: Callable[[list[JournalEntry]], None] | None = None
+) -> IncrementalScanner:
     if not settings.vault.is_dir():
         raise SystemExit(f"scanner: vault {settings.vault} is not a folder")
     manifest = Manifest(settings.data_dir / "scanner" / "manifest.sqlite", settings.journal_keep)
     rules = IgnoreRules(
         frozenset(settings.ignore_folders), tuple(settings.ignore_prefixes), tuple(settings.ignore_suffixes)
     )
-    return IncrementalScanner(settings.vault, manifest, rules, settings.max_file_bytes, on_events)  # type: ignore[arg-type]
+    return IncrementalScanner(settings.vault, manifest, rules, settings.max_file_bytes, on_events)
 
 
 def build_server(settings: ScannerSettings) -> ScannerApp:
