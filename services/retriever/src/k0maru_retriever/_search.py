@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import grpc
@@ -20,6 +22,7 @@ from ._index import NoteIndex, split_chunk_id
 log = logging.getLogger(__name__)
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 MAX_LIMIT = 100
+RECENT_QUERIES = 512
 MAX_QUERY_CHARS = 10_000
 BM25, VECTOR, HYBRID = (
     retriever_pb2.SEARCH_MODE_BM25,
@@ -45,6 +48,21 @@ class QueryEmbedder:
         self._stub = embedder_pb2_grpc.EmbedderStub(self._channel)
         self._timeout = timeout_s
         self.scripts: tuple[str, ...] = ()  # empty: unknown, assume it reads everything
+        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()  # agents repeat their queries
+        self._recent_lock = threading.Lock()
+
+    def cached(self, text: str) -> np.ndarray | None:
+        with self._recent_lock:
+            vector = self._recent.get(text)
+            if vector is not None:
+                self._recent.move_to_end(text)
+            return vector
+
+    def remember(self, text: str, vector: np.ndarray) -> None:
+        with self._recent_lock:
+            self._recent[text] = vector
+            while len(self._recent) > RECENT_QUERIES:
+                self._recent.popitem(last=False)
 
     def reads(self, query: str) -> bool:
         """False for a mostly-Han query when the model declares it cannot read Han text."""
@@ -117,15 +135,19 @@ class HybridSearcher:
             and self._embedder is not None
             and (mode == VECTOR or self._embedder.reads(query))
         )
-        pending = self._embedder.start(query) if wants_vector and self._embedder is not None else None
+        embedder = self._embedder if wants_vector else None
+        qv = embedder.cached(query) if embedder is not None else None
+        pending = embedder.start(query) if embedder is not None and qv is None else None
         if mode in (BM25, HYBRID):
             bm25 = self._collapse(self._index.bm25.search(query, pool * 4, scope), pool, scope)
-        if pending is not None:
+        if pending is not None and embedder is not None:
             qv = QueryEmbedder.result(pending)
             if qv is not None:
-                with self._index.lock:
-                    raw = self._index.vectors.search(qv, pool * 4, scope)
-                vector = self._collapse(raw, pool, scope)
+                embedder.remember(query, qv)
+        if qv is not None:
+            with self._index.lock:
+                raw = self._index.vectors.search(qv, pool * 4, scope)
+            vector = self._collapse(raw, pool, scope)
         best_chunk = {p: c for p, _s, c in reversed(vector)} | {p: c for p, _s, c in reversed(bm25)}
         p = self._params
         if mode == HYBRID:
