@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -81,6 +82,13 @@ def test_console_health_search_and_errors(vault: Path, tmp_path: Path):
             assert "charset=utf-8" in r.headers["content-type"] and b"Search debugger" in r.read()
         with urllib.request.urlopen(f"{base}/api/status", timeout=10) as r:
             assert json.loads(r.read())["index"]["documents"] == 1
+        with urllib.request.urlopen(f"{base}/api/events", timeout=30) as stream:  # live changes (SSE)
+            assert stream.readline() == b": connected\n"
+            time.sleep(0.3)  # let the subscription reach the scanner's publisher
+            (vault / "fresh.md").write_text("# Fresh\n")
+            lines = [stream.readline() for _ in range(3)]
+        event = json.loads(next(ln for ln in lines if ln.startswith(b"data: "))[6:])
+        assert event["path"] == "fresh.md" and event["kind"] == "added" and event["seq"] > 1
     finally:
         launcher.stop()
 

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import hmac
-from collections.abc import Awaitable, Callable
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
 from typing import Any
 
+import zmq
+import zmq.asyncio
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from k0maru.v1 import offload_pb2, retriever_pb2
-from k0maru_common import InvalidInput, K0Error, NotFound, NotReady, TooLarge, health_state
+from k0maru.v1 import common_pb2, offload_pb2, retriever_pb2
+from k0maru_common import TOPIC, InvalidInput, K0Error, NotFound, NotReady, TooLarge, health_state
 
 from ._clients import StackClient
 
@@ -58,7 +61,44 @@ def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
     return out
 
 
-def build_console(client: StackClient, token: str = "") -> Starlette:
+KINDS = {
+    common_pb2.CHANGE_KIND_ADDED: "added",
+    common_pb2.CHANGE_KIND_MODIFIED: "modified",
+    common_pb2.CHANGE_KIND_DELETED: "deleted",
+    common_pb2.CHANGE_KIND_RENAMED: "renamed",
+}
+
+
+async def change_events(events_addr: str) -> AsyncIterator[str]:
+    """Server-sent events, one per scanner ChangeEvent (best effort: PUB/SUB may drop; seq shows gaps)."""
+    context = zmq.asyncio.Context()
+    socket = context.socket(zmq.SUB)
+    socket.setsockopt(zmq.LINGER, 0)
+    socket.setsockopt(zmq.SUBSCRIBE, TOPIC)
+    socket.connect(events_addr)
+    try:
+        yield ": connected\n\n"
+        while True:
+            if not await socket.poll(15_000):
+                yield ": keep-alive\n\n"
+                continue
+            _topic, payload = await socket.recv_multipart()
+            event = common_pb2.ChangeEvent()
+            event.ParseFromString(payload)
+            data = {
+                "seq": event.seq,
+                "kind": KINDS.get(event.kind, "unknown"),
+                "path": event.path,
+                "old_path": event.old_path,
+                "at_unix_ms": event.at_unix_ms,
+            }
+            yield f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+    finally:
+        socket.close()
+        context.term()
+
+
+def build_console(client: StackClient, token: str = "", events_addr: str = "") -> Starlette:
     page = resources.files("k0maru_gateway").joinpath("static/index.html").read_text(encoding="utf-8")
 
     def authorized(request: Request) -> bool:
@@ -145,6 +185,16 @@ def build_console(client: StackClient, token: str = "") -> Starlette:
 
         return await guarded(request, handle)
 
+    async def events(request: Request) -> Response:
+        async def handle(_req: Request) -> Response:
+            if not events_addr:
+                raise NotFound("this gateway has no event source (K0_EVENTS_ADDR)")
+            return StreamingResponse(
+                change_events(events_addr), media_type="text/event-stream", headers={"cache-control": "no-cache"}
+            )
+
+        return await guarded(request, handle)
+
     async def index(request: Request) -> Response:
         return HTMLResponse(page, media_type="text/html; charset=utf-8")
 
@@ -154,5 +204,6 @@ def build_console(client: StackClient, token: str = "") -> Starlette:
             Route("/healthz", healthz),
             Route("/api/search", search),
             Route("/api/status", status),
+            Route("/api/events", events),
         ]
     )

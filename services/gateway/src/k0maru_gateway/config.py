@@ -16,6 +16,7 @@ class GatewaySettings(K0Settings):
     retriever_addr: str = Field("127.0.0.1:50053", description="retriever gRPC address")
     offload_addr: str = Field("127.0.0.1:50054", description="offload gRPC address")
     embedder_target: str = Field("", description="embedders' gRPC target (for status)")
+    events_addr: str = Field("", description="scanner ZeroMQ PUB address, for live console updates")
     http_host: str = Field("127.0.0.1", description="console bind address")
     http_port: int = Field(7878, description="console port")
     console_token: str = Field("", description="bearer token required by the console (mandatory off loopback)")

@@ -32,9 +32,16 @@ def run(settings: GatewaySettings) -> None:
     client = stack_client(settings)
     service = GrpcService("k0maru.v1.Gateway", settings.grpc_addr)
     service.start()
-    app = build_console(client, settings.console_token)
+    app = build_console(client, settings.console_token, settings.events_addr)
     server = uvicorn.Server(
-        uvicorn.Config(app, host=settings.http_host, port=settings.http_port, log_level="warning", access_log=False)
+        uvicorn.Config(
+            app,
+            host=settings.http_host,
+            port=settings.http_port,
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=2,
+        )  # open event streams must not hold a stop
     )
 
     def mark_serving() -> None:
