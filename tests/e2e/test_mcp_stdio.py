@@ -173,7 +173,12 @@ def test_sigkill_of_launcher_leaves_nothing(vault: Path, tmp_path: Path):
         assert status.returncode == 0, status.stdout + status.stderr
         report = json.loads(status.stdout)
         assert set(report["services"].values()) == {"SERVING"}
-        assert set(report["addresses"]) >= {"scanner", "embedder-1", "retriever", "offload", "gateway"}
+        assert (
+            set(report["addresses"])
+            == set(report["services"])
+            == {"scanner", "embedder-1", "retriever", "offload", "gateway"}
+        )
+        assert all(":" in a and "://" not in a for a in report["addresses"].values())  # host:port gRPC addresses
         os.kill(launcher.pid, signal.SIGKILL)
         launcher.wait(timeout=10)
         assert wait_until_dead(pids, 30) == []

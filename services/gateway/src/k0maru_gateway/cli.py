@@ -214,7 +214,8 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "vault": state.vault,
                     "running": True,
                     "services": services,
-                    "addresses": state.addresses,
+                    "addresses": {n: a for n, a in state.addresses.items() if n in services},  # gRPC only
+                    "redis": state.addresses["redis"],
                     "console": state.console_url,
                     "embedders": embedders,
                     "queue": queue,
