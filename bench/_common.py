@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from pathlib import Path
 
+from k0maru_gateway._eval import percentile
+
 SHARED = Path(__file__).resolve().parents[2] / "shared"
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
 def summary(values_ms: list[float]) -> str:

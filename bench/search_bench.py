@@ -23,7 +23,7 @@ from _common import SHARED, emit, summary, synthetic_vault
 
 from k0maru.v1 import retriever_pb2
 from k0maru_common import default_data_root
-from k0maru_gateway._clients import StackClient
+from k0maru_gateway._clients import SEARCH_MODES, StackClient
 from k0maru_gateway._eval import stack_for, wait_indexed
 from k0maru_gateway._stack import Launcher
 from k0maru_retriever._analysis import BM25Analyzer
@@ -31,19 +31,13 @@ from k0maru_retriever._bm25 import Bm25Index, ChunkRow, Scope
 from k0maru_retriever._fusion import rrf_fuse
 from k0maru_retriever._vectors import EdgeVectorStore, VectorPoint
 
-MODES = {
-    "bm25": retriever_pb2.SEARCH_MODE_BM25,
-    "vector": retriever_pb2.SEARCH_MODE_VECTOR,
-    "hybrid": retriever_pb2.SEARCH_MODE_HYBRID,
-}
-
 
 def scifact_latency(workdir: Path) -> None:
     queries = [json.loads(r)["text"] for r in (SHARED / "data/beir/scifact/queries.jsonl").open()][:300]
     with stack_for(workdir / "vault", workdir / "data", embedders=1) as client:
         wait_indexed(client, need_vectors=True)
         status = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest())
-        for mode, value in MODES.items():
+        for mode, value in SEARCH_MODES.items():
             lat = []
             for q in queries:
                 t0 = time.perf_counter()
@@ -108,7 +102,8 @@ def save_to_found(tmp: Path, trials: int = 8) -> None:
             while found_bm25 is None or found_vec is None:
                 if found_bm25 is None:
                     r = client.call(
-                        client.retriever.Search, retriever_pb2.SearchRequest(query=word, mode=MODES["bm25"], limit=3)
+                        client.retriever.Search,
+                        retriever_pb2.SearchRequest(query=word, mode=SEARCH_MODES["bm25"], limit=3),
                     )
                     if r.hits and r.hits[0].path == f"fresh-{t}.md":
                         found_bm25 = time.perf_counter() - t0
@@ -116,7 +111,7 @@ def save_to_found(tmp: Path, trials: int = 8) -> None:
                     r = client.call(
                         client.retriever.Search,
                         retriever_pb2.SearchRequest(
-                            query=f"{word} pedestrian safety at night", mode=MODES["vector"], limit=3
+                            query=f"{word} pedestrian safety at night", mode=SEARCH_MODES["vector"], limit=3
                         ),
                     )
                     if any(h.path == f"fresh-{t}.md" for h in r.hits):

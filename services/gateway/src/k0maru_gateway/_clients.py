@@ -11,12 +11,25 @@ import grpc
 from k0maru.v1 import (
     embedder_pb2_grpc,
     offload_pb2_grpc,
+    retriever_pb2,
     retriever_pb2_grpc,
     scanner_pb2_grpc,
 )
 from k0maru_common import CHANNEL_OPTIONS, error_from_rpc
 
 T = TypeVar("T")
+SEARCH_MODES = {
+    "hybrid": retriever_pb2.SEARCH_MODE_HYBRID,
+    "bm25": retriever_pb2.SEARCH_MODE_BM25,
+    "vector": retriever_pb2.SEARCH_MODE_VECTOR,
+}
+
+
+def mode_name(mode: int) -> str:
+    """SEARCH_MODE_HYBRID → "hybrid"."""
+    return str(retriever_pb2.SearchMode.Name(mode)).removeprefix("SEARCH_MODE_").lower()
+
+
 ROUND_ROBIN = '{"loadBalancingConfig":[{"round_robin":{}}]}'
 
 

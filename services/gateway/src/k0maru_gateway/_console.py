@@ -19,14 +19,9 @@ from starlette.routing import Route
 from k0maru.v1 import common_pb2, offload_pb2, retriever_pb2
 from k0maru_common import TOPIC, InvalidInput, K0Error, NotFound, NotReady, TooLarge, health_state
 
-from ._clients import StackClient
+from ._clients import SEARCH_MODES, StackClient, mode_name
 
 MAX_QUERY_CHARS = 10_000
-MODES = {
-    "hybrid": retriever_pb2.SEARCH_MODE_HYBRID,
-    "bm25": retriever_pb2.SEARCH_MODE_BM25,
-    "vector": retriever_pb2.SEARCH_MODE_VECTOR,
-}
 
 
 def _status_for(exc: K0Error) -> int:
@@ -133,8 +128,8 @@ def build_console(client: StackClient, token: str = "", events_addr: str = "") -
             if len(q) > MAX_QUERY_CHARS:
                 raise TooLarge(f"q is longer than {MAX_QUERY_CHARS} characters")
             mode = req.query_params.get("mode", "hybrid")
-            if mode not in MODES:
-                raise InvalidInput(f"mode must be one of {', '.join(MODES)}")
+            if mode not in SEARCH_MODES:
+                raise InvalidInput(f"mode must be one of {', '.join(SEARCH_MODES)}")
             try:
                 limit = int(req.query_params.get("limit", "10"))
             except ValueError as exc:
@@ -142,13 +137,13 @@ def build_console(client: StackClient, token: str = "", events_addr: str = "") -
             if not 1 <= limit <= 100:
                 raise InvalidInput("limit must be between 1 and 100")
             explain = req.query_params.get("explain", "1") not in ("0", "false", "")
-            request_pb = retriever_pb2.SearchRequest(query=q, limit=limit, mode=MODES[mode], explain=explain)
+            request_pb = retriever_pb2.SearchRequest(query=q, limit=limit, mode=SEARCH_MODES[mode], explain=explain)
             reply = await run_in_threadpool(client.call, client.retriever.Search, request_pb, 10.0)
             return JSONResponse(
                 {
                     "vault": reply.vault,
                     "query": q,
-                    "mode_used": retriever_pb2.SearchMode.Name(reply.mode_used).removeprefix("SEARCH_MODE_").lower(),
+                    "mode_used": mode_name(reply.mode_used),
                     "vector_coverage": reply.vector_coverage,
                     "took_ms": reply.took_ms,
                     "hits": [hit_json(h, explain) for h in reply.hits],

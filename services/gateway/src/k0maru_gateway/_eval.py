@@ -21,7 +21,7 @@ from typing import TextIO
 
 from k0maru.v1 import retriever_pb2, scanner_pb2
 
-from ._clients import StackClient
+from ._clients import SEARCH_MODES, StackClient
 from ._stack import Launcher, StackState
 
 K = 10
@@ -122,11 +122,6 @@ def wait_indexed(client: StackClient, need_vectors: bool, log: TextIO = sys.stde
 
 
 def run_beir(dataset: Path, workdir: Path, mode: str, split: str, embedders: int, model: str = "") -> dict[str, object]:
-    modes = {
-        "bm25": retriever_pb2.SEARCH_MODE_BM25,
-        "vector": retriever_pb2.SEARCH_MODE_VECTOR,
-        "hybrid": retriever_pb2.SEARCH_MODE_HYBRID,
-    }
     qrels = load_qrels(dataset / "qrels" / f"{split}.tsv")
     queries = {q["_id"]: q["text"] for q in load_jsonl(dataset / "queries.jsonl") if q["_id"] in qrels}
     vault = workdir / "vault"
@@ -141,7 +136,7 @@ def run_beir(dataset: Path, workdir: Path, mode: str, split: str, embedders: int
         for qid, text in queries.items():
             t0 = time.perf_counter()
             reply = client.call(
-                client.retriever.Search, retriever_pb2.SearchRequest(query=text, limit=K, mode=modes[mode]), 30
+                client.retriever.Search, retriever_pb2.SearchRequest(query=text, limit=K, mode=SEARCH_MODES[mode]), 30
             )
             latencies.append((time.perf_counter() - t0) * 1000)
             ranked = [mapping.get(h.path, h.path) for h in reply.hits]

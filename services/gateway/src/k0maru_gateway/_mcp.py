@@ -16,15 +16,10 @@ from pydantic import BaseModel, Field
 from k0maru.v1 import offload_pb2, retriever_pb2
 from k0maru_common import K0Error
 
-from ._clients import StackClient
+from ._clients import SEARCH_MODES, StackClient, mode_name
 
 T = TypeVar("T")
 
-MODES = {
-    "hybrid": retriever_pb2.SEARCH_MODE_HYBRID,
-    "bm25": retriever_pb2.SEARCH_MODE_BM25,
-    "vector": retriever_pb2.SEARCH_MODE_VECTOR,
-}
 OUTCOME_NAMES = {
     offload_pb2.FLUSH_OUTCOME_CREATED: "created",
     offload_pb2.FLUSH_OUTCOME_UP_TO_DATE: "up_to_date",
@@ -122,14 +117,16 @@ def build_mcp(client: StackClient) -> MCPServer:
 
         Use when asked "have we seen this before", "what did we decide about X", "find the note on Y",
         or before solving an error that might already be documented."""
-        if mode not in MODES:
-            raise ToolError(f"mode must be one of {', '.join(MODES)}")
+        if mode not in SEARCH_MODES:
+            raise ToolError(f"mode must be one of {', '.join(SEARCH_MODES)}")
         if not query.strip():
             raise ToolError("query is empty: say what to look for")
         scope = retriever_pb2.Scope(path_prefixes=[folder] if folder else [], tags=tags or [])
         reply = _call(
             lambda r, t: client.call(client.retriever.Search, r, t),
-            retriever_pb2.SearchRequest(query=query, limit=limit, mode=MODES[mode], scope=scope, explain=explain),
+            retriever_pb2.SearchRequest(
+                query=query, limit=limit, mode=SEARCH_MODES[mode], scope=scope, explain=explain
+            ),
         )
         hits = []
         for h in reply.hits:
@@ -158,7 +155,7 @@ def build_mcp(client: StackClient) -> MCPServer:
         return RecallResult(
             vault=vault,
             query=query,
-            mode_used=retriever_pb2.SearchMode.Name(reply.mode_used).removeprefix("SEARCH_MODE_").lower(),
+            mode_used=mode_name(reply.mode_used),
             vector_coverage=round(reply.vector_coverage, 4),
             hits=hits,
         )

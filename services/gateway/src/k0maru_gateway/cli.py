@@ -27,14 +27,8 @@ import grpc
 from k0maru.v1 import offload_pb2, retriever_pb2, scanner_pb2
 from k0maru_common import K0Error, configure_logging
 
-from ._clients import StackClient
+from ._clients import SEARCH_MODES, StackClient
 from ._stack import Launcher, StackState, StartupError, resolve_data_dir
-
-MODES = {
-    "hybrid": retriever_pb2.SEARCH_MODE_HYBRID,
-    "bm25": retriever_pb2.SEARCH_MODE_BM25,
-    "vector": retriever_pb2.SEARCH_MODE_VECTOR,
-}
 
 
 class Terminated(Exception):
@@ -243,7 +237,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         reply = client.call(
             client.retriever.Search,
             retriever_pb2.SearchRequest(
-                query=args.query, limit=args.limit, mode=MODES[args.mode], explain=args.explain
+                query=args.query, limit=args.limit, mode=SEARCH_MODES[args.mode], explain=args.explain
             ),
         )
     except K0Error as exc:
@@ -278,37 +272,20 @@ def cmd_scan(args: argparse.Namespace) -> int:
     if state is not None:
         client = StackClient(state.vault, state.addresses)
         try:
-            s = client.call(client.scanner.Scan, scanner_pb2.ScanRequest(force_full=args.full), 600.0)
+            stats = client.call(client.scanner.Scan, scanner_pb2.ScanRequest(force_full=args.full), 600.0)
         finally:
             client.close()
-        stats = {
-            "added": s.added,
-            "modified": s.modified,
-            "deleted": s.deleted,
-            "renamed": s.renamed,
-            "unchanged": s.unchanged,
-            "skipped": s.skipped,
-            "ms": round(s.ms, 3),
-        }
-    else:
+    else:  # no stack: scan against the manifest directly
         from k0maru_scanner.config import ScannerSettings
-        from k0maru_scanner.server import open_scanner
+        from k0maru_scanner.server import open_scanner, to_stats
 
         scanner = open_scanner(
             ScannerSettings(vault=vault, data_dir=resolve_data_dir(vault, args.data_dir), watch=False)
         )
-        r = scanner.scan(force_full=args.full)
+        stats = to_stats(scanner.scan(force_full=args.full), scanner.manifest.last_seq())
         scanner.manifest.close()
-        stats = {
-            "added": r.added,
-            "modified": r.modified,
-            "deleted": r.deleted,
-            "renamed": r.renamed,
-            "unchanged": r.unchanged,
-            "skipped": r.skipped,
-            "ms": round(r.ms, 3),
-        }
-    print(json.dumps(stats))
+    fields = ("added", "modified", "deleted", "renamed", "unchanged", "skipped")
+    print(json.dumps({**{f: getattr(stats, f) for f in fields}, "ms": round(stats.ms, 3)}))
     return 0
 
 
@@ -439,7 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_vault(sub.add_parser("search", help="search the vault"))
     p.add_argument("query")
     p.add_argument("--limit", type=int, default=10)
-    p.add_argument("--mode", choices=sorted(MODES), default="hybrid")
+    p.add_argument("--mode", choices=sorted(SEARCH_MODES), default="hybrid")
     p.add_argument("--explain", action="store_true")
     p.add_argument("--json", action="store_true")
     p = with_vault(sub.add_parser("scan", help="scan the vault once"))
@@ -457,7 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate retrieval on a BEIR dataset through the real services")
     p.add_argument("kind", choices=["beir"])
     p.add_argument("dataset", help="folder with corpus.jsonl, queries.jsonl and qrels/<split>.tsv")
-    p.add_argument("--mode", choices=sorted(MODES), default="hybrid")
+    p.add_argument("--mode", choices=sorted(SEARCH_MODES), default="hybrid")
     p.add_argument("--split", default="test")
     p.add_argument("--embedders", type=int, default=2)
     p.add_argument("--model", default="", help="embedding model preset (default: minilm-l6-int8)")

@@ -16,6 +16,11 @@ from collections import defaultdict
 from pathlib import PurePosixPath
 
 
+def _name(path_or_target: str) -> str:
+    """The lower-case file name a path or a link target refers to (the key links resolve by)."""
+    return _stem(path_or_target.strip()).lower()
+
+
 def _stem(path: str) -> str:
     name = PurePosixPath(path).name
     for ext in (".md", ".markdown", ".txt"):
@@ -36,49 +41,50 @@ class LinkGraph:
     def load(self, notes: dict[str, list[str]]) -> None:
         """Bulk start: add every note, then resolve each source once."""
         for path, targets in notes.items():
-            self._targets[path] = targets
-            for target in targets:
-                self._mentions[_stem(target.strip()).lower()].add(path)
-            if path not in self._paths:
-                self._paths.add(path)
-                self._by_name[_stem(path).lower()].append(path)
+            self._register(path, targets)
         for path in notes:
             self._resolve_source(path)
 
     def set_note(self, path: str, targets: list[str]) -> None:
         self._forget_targets(path)
-        self._targets[path] = targets
-        for target in targets:
-            self._mentions[_stem(target.strip()).lower()].add(path)
-        if path not in self._paths:
-            self._paths.add(path)
-            self._by_name[_stem(path).lower()].append(path)
+        if self._register(path, targets):
             self._reresolve_mentions_of(path)
         self._resolve_source(path)
+
+    def _register(self, path: str, targets: list[str]) -> bool:
+        """File the note and the names its targets mention; True if the note is new."""
+        self._targets[path] = targets
+        for target in targets:
+            self._mentions[_name(target)].add(path)
+        if path in self._paths:
+            return False
+        self._paths.add(path)
+        self._by_name[_name(path)].append(path)
+        return True
 
     def remove_note(self, path: str) -> None:
         self._forget_targets(path)
         self._targets.pop(path, None)
         if path in self._paths:
             self._paths.discard(path)
-            self._by_name[_stem(path).lower()].remove(path)
+            self._by_name[_name(path)].remove(path)
             self._reresolve_mentions_of(path)
 
     def _forget_targets(self, path: str) -> None:
         for target in self._targets.get(path, []):
-            self._mentions[_stem(target.strip()).lower()].discard(path)
+            self._mentions[_name(target)].discard(path)
         for out in self.outgoing(path):
             self._back[out].discard(path)
         self._resolved.pop(path, None)
 
     def _reresolve_mentions_of(self, path: str) -> None:
         """Only targets naming this file can change: re-resolve just those."""
-        name = _stem(path).lower()
+        name = _name(path)
         for source in list(self._mentions.get(name, ())):
             before = self.outgoing(source)
             resolved = self._resolved.setdefault(source, {})
             for target in self._targets.get(source, []):
-                if _stem(target.strip()).lower() == name:
+                if _name(target) == name:
                     found = self.resolve(target, source)
                     resolved[target] = found if found != source else None
             self._update_backlinks(source, before)
@@ -111,7 +117,7 @@ class LinkGraph:
             for candidate in (f"{folder}/{clean}", f"{folder}/{clean}.md"):
                 if candidate in self._paths:
                     return candidate
-        matches = self._by_name.get(_stem(clean).lower())
+        matches = self._by_name.get(_name(clean))
         if not matches:
             return None
         if "/" in clean:  # a partial path: prefer notes whose path ends with it
