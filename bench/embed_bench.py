@@ -28,10 +28,9 @@ from _common import SHARED, emit, summary
 from tokenizers import Tokenizer
 
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
-from k0maru_common import JOBS_STREAM, RESULTS_STREAM, orphan_guard, wait_until_serving
+from k0maru_cli import Launcher, free_port, valkey_argv, wait_for_redis
+from k0maru_common import JOBS_STREAM, RESULTS_STREAM, StackClient, orphan_guard, wait_until_serving
 from k0maru_embedder._presets import minilm_l6_int8
-from k0maru_gateway._clients import StackClient
-from k0maru_gateway._stack import Launcher, free_port, valkey_argv, wait_for_redis
 
 
 def scifact_chunks(n: int) -> list[str]:

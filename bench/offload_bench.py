@@ -11,7 +11,7 @@ from pathlib import Path
 
 from _common import emit
 
-from k0maru_offload._engine import OffloadEngine
+from k0maru_offload import OffloadEngine
 
 LOGS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "logs"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from k0maru_gateway._stack import Launcher
+from k0maru_cli import Launcher
 from tests.conftest import write_notes
 
 pytestmark = pytest.mark.e2e

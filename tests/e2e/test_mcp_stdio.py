@@ -198,7 +198,7 @@ def test_sigkill_of_launcher_leaves_nothing(vault: Path, tmp_path: Path):
 
 
 def test_mcp_uses_a_running_stack_and_leaves_it_running(vault: Path, tmp_path: Path):
-    from k0maru_gateway._stack import Launcher
+    from k0maru_cli import Launcher
 
     write_notes(vault, NOTES)
     data_dir = tmp_path / "data"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from k0maru.v1 import retriever_pb2
-from k0maru_gateway._clients import StackClient
-from k0maru_gateway._stack import Launcher
+from k0maru_cli import Launcher
+from k0maru_common import StackClient
 from tests.conftest import write_notes
 
 pytestmark = pytest.mark.integration

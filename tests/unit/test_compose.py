@@ -57,7 +57,9 @@ def test_cross_references(compose: dict):
             dockerfile = ROOT / svc["build"]["dockerfile"]
             assert dockerfile.exists() and svc["build"]["context"] == "."
             text = dockerfile.read_text()
-            assert "USER " in text and text.count("FROM ") >= 2 and f"k0maru_{name}" in text
+            assert "USER " in text and text.count("FROM ") >= 2 and "k0maru_${SERVICE}" in text
+            assert svc["build"]["args"]["SERVICE"] == name
+            assert (ROOT / "requirements" / f"{name}.lock").is_file(), f"no dependency set for {name}"
         assert "healthcheck" in svc
 
 

@@ -19,12 +19,37 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from ._errors import K0Error
+from ._limits import MAX_LOG_BYTES
 
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+MAX_MESSAGE_BYTES = MAX_LOG_BYTES + 1024 * 1024  # the largest log fits in one message, with room
 CHANNEL_OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
 ]
+ROUND_ROBIN_CONFIG = '{"loadBalancingConfig":[{"round_robin":{}}]}'
+"""gRPC service config that spreads calls over every address of a target (embedder workers)."""
+
+HEALTH_NAMES = {
+    "scanner": "k0maru.v1.Scanner",
+    "embedder": "k0maru.v1.Embedder",
+    "retriever": "k0maru.v1.Retriever",
+    "offload": "k0maru.v1.Offload",
+    "gateway": "k0maru.v1.Gateway",
+}
+"""The name each service registers with the stock gRPC health service."""
+
+
+def health_name(process: str) -> str:
+    """Health service name of a launcher process name ("embedder-2" → k0maru.v1.Embedder)."""
+    return HEALTH_NAMES["embedder" if process.startswith("embedder") else process]
+
+
+def embedder_target(addresses: list[str]) -> str:
+    """A gRPC target naming every embedder worker (use it with ROUND_ROBIN_CONFIG)."""
+    if len(addresses) == 1:
+        return addresses[0]
+    return "ipv4:" + ",".join(addresses)
+
 
 log = logging.getLogger(__name__)
 

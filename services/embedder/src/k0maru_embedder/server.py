@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from dataclasses import dataclass
 
 import grpc
 import redis
 
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
-from k0maru_common import GrpcService, InvalidInput, K0Error, NotReady, TooLarge
+from k0maru_common import HEALTH_NAMES, GrpcService, InvalidInput, K0Error, NotReady, TooLarge
 
 from ._http import HttpEmbedder, HttpSettings
 from ._model import OnnxEmbedder, TextEmbedder
@@ -87,12 +88,20 @@ def load_embedder(settings: EmbedderSettings, threads: int) -> TextEmbedder:
     return OnnxEmbedder(preset, threads=threads, batch_size=settings.batch_size)
 
 
-def run(settings: EmbedderSettings) -> None:
-    service = GrpcService("k0maru.v1.Embedder", settings.grpc_addr)
-    meter = ThroughputMeter()
-    servicer = EmbedderServicer(meter)
-    embedder_pb2_grpc.add_EmbedderServicer_to_server(servicer, service.server)
-    with service:  # health answers NOT_SERVING while the model loads
+@dataclass
+class EmbedderApp:
+    """The service and what it owns: the model sessions (loaded by `load`), Redis, the worker."""
+
+    settings: EmbedderSettings
+    service: GrpcService
+    servicer: EmbedderServicer
+    meter: ThroughputMeter
+    redis: redis.Redis | None = None
+    worker: StreamWorker | None = None
+
+    def load(self) -> None:
+        """Load the model (health stays NOT_SERVING meanwhile), then connect the stream worker."""
+        settings = self.settings
         try:
             embedder = load_embedder(settings, settings.threads)
             queries = (
@@ -103,14 +112,37 @@ def run(settings: EmbedderSettings) -> None:
         except K0Error as exc:
             log.error("cannot start: %s", exc)
             raise SystemExit(f"embedder: {exc}") from exc
-        servicer.loaded(queries)
-        client = redis.Redis.from_url(settings.redis_url)
-        worker = StreamWorker(
-            client, embedder, meter, settings.batch_size, settings.claim_idle_ms, settings.max_attempts
+        self.servicer.loaded(queries)
+        self.redis = redis.Redis.from_url(settings.redis_url)
+        self.worker = StreamWorker(
+            self.redis, embedder, self.meter, settings.batch_size, settings.claim_idle_ms, settings.max_attempts
         )
-        worker.start()
-        service.set_serving(True)
-        with contextlib.suppress(KeyboardInterrupt):
-            service.wait_for_termination()
-        worker.stop()
-        client.close()
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+        if self.redis is not None:
+            self.redis.close()
+
+
+def build_server(settings: EmbedderSettings) -> EmbedderApp:
+    """Bind gRPC with health NOT_SERVING and register the servicer; `load` brings the model."""
+    service = GrpcService(HEALTH_NAMES["embedder"], settings.grpc_addr)
+    meter = ThroughputMeter()
+    servicer = EmbedderServicer(meter)
+    embedder_pb2_grpc.add_EmbedderServicer_to_server(servicer, service.server)
+    return EmbedderApp(settings, service, servicer, meter)
+
+
+def run(settings: EmbedderSettings) -> None:
+    app = build_server(settings)
+    try:
+        with app.service:
+            app.load()
+            assert app.worker is not None
+            app.worker.start()
+            app.service.set_serving(True)
+            with contextlib.suppress(KeyboardInterrupt):
+                app.service.wait_for_termination()
+    finally:
+        app.close()

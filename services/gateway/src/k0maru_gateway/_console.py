@@ -17,9 +17,19 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 
 from k0maru.v1 import common_pb2, offload_pb2, retriever_pb2
-from k0maru_common import TOPIC, InvalidInput, K0Error, NotFound, NotReady, TooLarge, health_state
-
-from ._clients import SEARCH_MODES, StackClient, mode_name
+from k0maru_common import (
+    HEALTH_NAMES,
+    SEARCH_MODES,
+    TOPIC,
+    InvalidInput,
+    K0Error,
+    NotFound,
+    NotReady,
+    StackClient,
+    TooLarge,
+    health_state,
+    mode_name,
+)
 
 MAX_QUERY_CHARS = 10_000
 
@@ -113,7 +123,7 @@ def build_console(client: StackClient, token: str = "", events_addr: str = "") -
             return JSONResponse({"error": str(exc)}, status_code=_status_for(exc))
 
     async def healthz(request: Request) -> Response:
-        state = await run_in_threadpool(health_state, client.addresses["retriever"], "k0maru.v1.Retriever")
+        state = await run_in_threadpool(health_state, client.addresses["retriever"], HEALTH_NAMES["retriever"])
         ok = state == "SERVING"
         return JSONResponse(
             {"status": "ok" if ok else "degraded", "retriever": state, "vault": client.vault},

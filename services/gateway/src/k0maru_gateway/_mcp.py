@@ -14,9 +14,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from k0maru.v1 import offload_pb2, retriever_pb2
-from k0maru_common import K0Error
-
-from ._clients import SEARCH_MODES, StackClient, mode_name
+from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, mode_name
 
 T = TypeVar("T")
 
@@ -165,12 +163,17 @@ def build_mcp(client: StackClient) -> MCPServer:
         text: Annotated[str, Field(description="the full output of a command, build or test run")],
         task_id: Annotated[str, Field(description="optional short task name (letters, digits, _ and -)")] = "",
         threshold: Annotated[
-            int, Field(ge=0, le=100_000, description="lines above which the log is offloaded (0 = default 50)")
+            int,
+            Field(
+                ge=0,
+                le=100_000,
+                description=f"lines above which the log is offloaded (0 = default {OFFLOAD_THRESHOLD_LINES})",
+            ),
         ] = 0,
     ) -> OffloadAnswer:
         """Move a long log out of the context: returns the first error, its file:line, counts and a node id.
 
-        Use for any output longer than ~50 lines (cargo/pytest/go/tsc/gcc/javac/npm runs). Then call
+        Use for any long output, over the offload threshold (cargo/pytest/go/tsc/gcc/javac/npm runs). Then call
         inspect_log_node for exactly the slice you need."""
         r = _call(
             lambda q, t: client.call(client.offload.OffloadLog, q, t),
@@ -271,3 +274,10 @@ def build_mcp(client: StackClient) -> MCPServer:
         return LoadoutAnswer(vault=vault, markdown=r.markdown)
 
     return server
+
+
+def serve_mcp_stdio(client: StackClient) -> None:
+    """Serve MCP over stdin/stdout until the host closes stdin (the caller owns `client`)."""
+    import anyio
+
+    anyio.run(build_mcp(client).run_stdio_async)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
 import redis
 
 from k0maru.v1 import offload_pb2, offload_pb2_grpc
-from k0maru_common import TOKEN_LEDGER, GrpcService, InvalidInput
+from k0maru_common import HEALTH_NAMES, TOKEN_LEDGER, GrpcService, InvalidInput
 
 from ._conventions import Conventions, sniff
 from ._distill import distill, export_hermes
@@ -174,23 +175,45 @@ def _report(conv: Conventions) -> offload_pb2.ConventionReport:
     )
 
 
-def run(settings: OffloadSettings) -> None:
+@dataclass
+class OffloadApp:
+    """The service and the resources it owns (the ledger's Redis connection)."""
+
+    settings: OffloadSettings
+    service: GrpcService
+    redis: redis.Redis
+
+    def wait_for_ledger(self) -> None:
+        """The ledger must be reachable before the service says SERVING."""
+        while not self.service.stopping:
+            try:
+                self.redis.ping()
+                return
+            except redis.ConnectionError:
+                log.warning("Redis at %s not reachable yet", self.settings.redis_url)
+                time.sleep(0.5)
+
+    def close(self) -> None:
+        self.redis.close()
+
+
+def build_server(settings: OffloadSettings) -> OffloadApp:
+    """Bind gRPC (health NOT_SERVING) and register the servicer; nothing is served until `run`."""
     if not settings.vault.is_dir():
         raise SystemExit(f"offload: vault {settings.vault} is not a folder")
     client = redis.Redis.from_url(settings.redis_url)
-    service = GrpcService("k0maru.v1.Offload", settings.grpc_addr)
+    service = GrpcService(HEALTH_NAMES["offload"], settings.grpc_addr)
     offload_pb2_grpc.add_OffloadServicer_to_server(OffloadServicer(settings, TokenLedger(client)), service.server)
+    return OffloadApp(settings, service, client)
+
+
+def run(settings: OffloadSettings) -> None:
+    app = build_server(settings)
     try:
-        with service:
-            while not service.stopping:  # the ledger must be reachable before we say SERVING
-                try:
-                    client.ping()
-                    break
-                except redis.ConnectionError:
-                    log.warning("Redis at %s not reachable yet", settings.redis_url)
-                    time.sleep(0.5)
-            service.set_serving(True)
+        with app.service:
+            app.wait_for_ledger()
+            app.service.set_serving(True)
             with contextlib.suppress(KeyboardInterrupt):
-                service.wait_for_termination()
+                app.service.wait_for_termination()
     finally:
-        client.close()
+        app.close()

@@ -16,7 +16,7 @@ from typing import Any
 
 import redis
 
-from k0maru_common import JOBS_STREAM, RESULTS_GROUP, RESULTS_STREAM, ensure_group, vector_from_bytes
+from k0maru_common import DEAD_STREAM, JOBS_STREAM, RESULTS_GROUP, RESULTS_STREAM, ensure_group, vector_from_bytes
 
 from ._index import EmbedJob, NoteIndex
 
@@ -42,6 +42,13 @@ class EmbeddingPipeline:
             pipe.execute()
         except redis.RedisError as exc:  # the sweep re-enqueues once Redis is back
             log.warning("cannot enqueue %d embedding jobs: %s", len(jobs), exc)
+
+    def queue_depth(self) -> tuple[int, int]:
+        """(jobs waiting in the embedding stream, jobs in the dead letter); (-1, -1) if Redis is down."""
+        try:
+            return int(self._redis.xlen(JOBS_STREAM)), int(self._redis.xlen(DEAD_STREAM))
+        except redis.RedisError:
+            return -1, -1
 
     def start(self) -> None:
         self._thread.start()

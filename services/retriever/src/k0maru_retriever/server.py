@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import grpc
 
 from k0maru.v1 import retriever_pb2, retriever_pb2_grpc
-from k0maru_common import GrpcService, NotFound, NotReady, confine
+from k0maru_common import HEALTH_NAMES, GrpcService, NotFound, NotReady, confine
 
 from ._analysis import BM25Analyzer
 from ._bm25 import Bm25Index
@@ -60,12 +60,15 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
         self, request: retriever_pb2.IndexStatusRequest, context: grpc.ServicerContext
     ) -> retriever_pb2.IndexStatusResponse:
         docs, chunks, vectors = self._app.index.counts()
+        pending, dead = self._app.pipeline.queue_depth() if self._app.pipeline else (0, 0)
         return retriever_pb2.IndexStatusResponse(
             vault=str(self._app.settings.vault),
             last_applied_seq=self._app.follower.last_applied_seq,
             documents=docs,
             chunks=chunks,
             chunks_with_vectors=vectors,
+            embed_queue_pending=pending,
+            embed_dead_letter=dead,
         )
 
     def Reindex(
@@ -134,7 +137,7 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
     )
     params = FusionParams(settings.rrf_k, settings.weight_bm25, settings.weight_vector, settings.graph_boost)
     searcher = HybridSearcher(index, query_embedder, params, str(settings.vault))
-    service = GrpcService("k0maru.v1.Retriever", settings.grpc_addr)
+    service = GrpcService(HEALTH_NAMES["retriever"], settings.grpc_addr)
     app = RetrieverApp(settings, service, index, follower, pipeline, searcher, query_embedder)
     retriever_pb2_grpc.add_RetrieverServicer_to_server(RetrieverServicer(app), service.server)
     return app

@@ -162,18 +162,22 @@ class IndexStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class IndexStatusResponse(_message.Message):
-    __slots__ = ("vault", "last_applied_seq", "documents", "chunks", "chunks_with_vectors")
+    __slots__ = ("vault", "last_applied_seq", "documents", "chunks", "chunks_with_vectors", "embed_queue_pending", "embed_dead_letter")
     VAULT_FIELD_NUMBER: _ClassVar[int]
     LAST_APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
     DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_WITH_VECTORS_FIELD_NUMBER: _ClassVar[int]
+    EMBED_QUEUE_PENDING_FIELD_NUMBER: _ClassVar[int]
+    EMBED_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     vault: str
     last_applied_seq: int
     documents: int
     chunks: int
     chunks_with_vectors: int
-    def __init__(self, vault: _Optional[str] = ..., last_applied_seq: _Optional[int] = ..., documents: _Optional[int] = ..., chunks: _Optional[int] = ..., chunks_with_vectors: _Optional[int] = ...) -> None: ...
+    embed_queue_pending: int
+    embed_dead_letter: int
+    def __init__(self, vault: _Optional[str] = ..., last_applied_seq: _Optional[int] = ..., documents: _Optional[int] = ..., chunks: _Optional[int] = ..., chunks_with_vectors: _Optional[int] = ..., embed_queue_pending: _Optional[int] = ..., embed_dead_letter: _Optional[int] = ...) -> None: ...
 
 class ReindexRequest(_message.Message):
     __slots__ = ()

@@ -25,9 +25,8 @@ from types import FrameType
 import grpc
 
 from k0maru.v1 import offload_pb2, retriever_pb2, scanner_pb2
-from k0maru_common import K0Error, configure_logging
+from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, configure_logging
 
-from ._clients import SEARCH_MODES, StackClient
 from ._stack import Launcher, StackState, StartupError, resolve_data_dir
 
 
@@ -37,6 +36,14 @@ class Terminated(Exception):
 
 def _on_sigterm(_signum: int, _frame: FrameType | None) -> None:
     raise Terminated
+
+
+def _stop_undisturbed(launcher: Launcher) -> None:
+    """Stop the stack; a second SIGTERM or Ctrl+C (an agent host closing us) must not cut the stop
+    short, or children and stack.json would be left behind."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    launcher.stop()
 
 
 def _vault(args: argparse.Namespace) -> Path:
@@ -96,7 +103,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         print("k0maru: stopping", file=sys.stderr)
         return 0
     finally:
-        launcher.stop()
+        _stop_undisturbed(launcher)
 
 
 def _supervise_forever(launcher: Launcher) -> None:
@@ -110,9 +117,7 @@ def _supervise_forever(launcher: Launcher) -> None:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    import anyio
-
-    from ._mcp import build_mcp
+    from k0maru_gateway import serve_mcp_stdio
 
     configure_logging("mcp", "WARNING")
     vault, state = _running(args)
@@ -123,9 +128,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             launcher = _launcher(args, vault, 0)
             state = launcher.start()
             threading.Thread(target=_supervise_forever, args=(launcher,), name="supervisor", daemon=True).start()
-        client = StackClient(state.vault, state.addresses)
-        anyio.run(build_mcp(client).run_stdio_async)
-        client.close()
+        with StackClient(state.vault, state.addresses) as client:
+            serve_mcp_stdio(client)
     except StartupError as exc:
         print(f"k0maru: start-up failed: {exc}", file=sys.stderr)
         return 1
@@ -133,7 +137,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         pass
     finally:
         if launcher is not None:
-            launcher.stop()
+            _stop_undisturbed(launcher)
     return 0
 
 
@@ -161,20 +165,6 @@ def _embedder_report(state: StackState, services: dict[str, str]) -> list[dict[s
     return report
 
 
-def _queue_report(redis_url: str) -> dict[str, int]:
-    import redis
-
-    from k0maru_common import DEAD_STREAM, JOBS_STREAM
-
-    client = redis.Redis.from_url(redis_url, socket_timeout=2)
-    try:
-        return {"pending": int(client.xlen(JOBS_STREAM)), "dead_letter": int(client.xlen(DEAD_STREAM))}
-    except redis.RedisError:
-        return {"pending": -1, "dead_letter": -1}
-    finally:
-        client.close()
-
-
 def cmd_status(args: argparse.Namespace) -> int:
     vault, state = _running(args)
     if state is None:
@@ -187,6 +177,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     ok = all(s == "SERVING" for s in services.values())
     client = StackClient(state.vault, state.addresses)
     index: dict[str, int] = {}
+    queue = {"pending": -1, "dead_letter": -1}
     try:
         reply = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 3.0)
         index = {
@@ -195,12 +186,12 @@ def cmd_status(args: argparse.Namespace) -> int:
             "chunks_with_vectors": reply.chunks_with_vectors,
             "last_applied_seq": reply.last_applied_seq,
         }
+        queue = {"pending": reply.embed_queue_pending, "dead_letter": reply.embed_dead_letter}
     except K0Error:
         pass
     finally:
         client.close()
     embedders = _embedder_report(state, services)
-    queue = _queue_report(state.addresses["redis"])
     if args.json:
         print(
             json.dumps(
@@ -246,7 +237,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     finally:
         client.close()
     if args.json:
-        from ._console import hit_json
+        from k0maru_gateway import hit_json
 
         print(
             json.dumps(
@@ -275,15 +266,11 @@ def cmd_scan(args: argparse.Namespace) -> int:
             stats = client.call(client.scanner.Scan, scanner_pb2.ScanRequest(force_full=args.full), 600.0)
         finally:
             client.close()
-    else:  # no stack: scan against the manifest directly
-        from k0maru_scanner.config import ScannerSettings
-        from k0maru_scanner.server import open_scanner, to_stats
+    else:  # no stack: the scanner's library scans against its manifest directly
+        from k0maru_scanner import ScannerSettings, scan_once
 
-        scanner = open_scanner(
-            ScannerSettings(vault=vault, data_dir=resolve_data_dir(vault, args.data_dir), watch=False)
-        )
-        stats = to_stats(scanner.scan(force_full=args.full), scanner.manifest.last_seq())
-        scanner.manifest.close()
+        settings = ScannerSettings(vault=vault, data_dir=resolve_data_dir(vault, args.data_dir), watch=False)
+        stats = scan_once(settings, force_full=args.full)
     fields = ("added", "modified", "deleted", "renamed", "unchanged", "skipped")
     print(json.dumps({**{f: getattr(stats, f) for f in fields}, "ms": round(stats.ms, 3)}))
     return 0
@@ -303,7 +290,7 @@ def cmd_offload(args: argparse.Namespace) -> int:
     vault = _find_vault(args)
     command = [c for c in args.command if c != "--"]
     exit_code: int | None = None
-    threshold = args.threshold or 50
+    threshold = args.threshold or OFFLOAD_THRESHOLD_LINES
     if command:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         assert proc.stdout is not None
@@ -338,9 +325,9 @@ def cmd_offload(args: argparse.Namespace) -> int:
                 client.close()
             offloaded, summary, diagram = reply.offloaded, reply.summary, reply.mermaid
         else:
-            from k0maru_offload._engine import OffloadEngine
+            from k0maru_offload import OffloadEngine
 
-            result = OffloadEngine(vault, threshold, 64 * 1024 * 1024).offload(
+            result = OffloadEngine(vault, threshold).offload(
                 text, args.task_id, threshold, " ".join(command), exit_code
             )
             offloaded, summary, diagram = result.offloaded, result.summary, result.mermaid
@@ -365,9 +352,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         except ValueError:
             raise SystemExit("k0maru: --lines takes A:B") from None
     try:
-        from k0maru_offload._engine import OffloadEngine
+        from k0maru_offload import OffloadEngine
 
-        lines, total = OffloadEngine(vault, 50, 64 * 1024 * 1024).inspect(
+        lines, total = OffloadEngine(vault).inspect(
             args.node_id, start, end, args.grep, args.context, args.around_error
         )
     except K0Error as exc:

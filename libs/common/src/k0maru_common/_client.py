@@ -1,4 +1,8 @@
-"""StackClient: gRPC stubs for one running stack, and the error mapping for callers."""
+"""StackClient: gRPC stubs for one running stack (used by the gateway and the CLI).
+
+Search modes are named here once ("hybrid", "bm25", "vector" ↔ the proto enum); failures come
+back as K0Error with the server's message.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +19,9 @@ from k0maru.v1 import (
     retriever_pb2_grpc,
     scanner_pb2_grpc,
 )
-from k0maru_common import CHANNEL_OPTIONS, error_from_rpc
+
+from ._errors import error_from_rpc
+from ._server import CHANNEL_OPTIONS, ROUND_ROBIN_CONFIG, embedder_target
 
 T = TypeVar("T")
 SEARCH_MODES = {
@@ -30,18 +36,10 @@ def mode_name(mode: int) -> str:
     return str(retriever_pb2.SearchMode.Name(mode)).removeprefix("SEARCH_MODE_").lower()
 
 
-ROUND_ROBIN = '{"loadBalancingConfig":[{"round_robin":{}}]}'
-
-
-def embedder_target(addresses: list[str]) -> str:
-    """A gRPC target spreading calls over every embedder worker (ipv4: list or one name)."""
-    if len(addresses) == 1:
-        return addresses[0]
-    return "ipv4:" + ",".join(addresses)
-
-
 @dataclass
 class StackClient:
+    """Stubs for one stack: `addresses` maps scanner, retriever, offload, embedder-N to host:port."""
+
     vault: str
     addresses: dict[str, str]
 
@@ -52,7 +50,7 @@ class StackClient:
         self.offload = offload_pb2_grpc.OffloadStub(self._channel(self.addresses["offload"]))
         embedders = [a for n, a in sorted(self.addresses.items()) if n.startswith("embedder")]
         self.embedder = (
-            embedder_pb2_grpc.EmbedderStub(self._channel(embedder_target(embedders), ROUND_ROBIN))
+            embedder_pb2_grpc.EmbedderStub(self._channel(embedder_target(embedders), ROUND_ROBIN_CONFIG))
             if embedders
             else None
         )
@@ -75,3 +73,9 @@ class StackClient:
     def close(self) -> None:
         for channel in self._channels:
             channel.close()
+
+    def __enter__(self) -> StackClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

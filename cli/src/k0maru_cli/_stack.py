@@ -26,20 +26,17 @@ from pathlib import Path
 
 import redis
 
-from k0maru_common import default_data_dir, health_state, orphan_guard, wait_until_serving
+from k0maru_common import (
+    default_data_dir,
+    embedder_target,
+    health_name,
+    health_state,
+    orphan_guard,
+    wait_until_serving,
+)
 
 log = logging.getLogger(__name__)
 STATE_FILE = "stack.json"
-SERVICE_NAMES = {
-    "scanner": "k0maru.v1.Scanner",
-    "retriever": "k0maru.v1.Retriever",
-    "offload": "k0maru.v1.Offload",
-    "gateway": "k0maru.v1.Gateway",
-}
-
-
-def health_name(service: str) -> str:
-    return "k0maru.v1.Embedder" if service.startswith("embedder") else SERVICE_NAMES[service]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -240,7 +237,7 @@ class Launcher:
             "K0_EVENTS_ADDR": events_addr,
             "K0_RETRIEVER_ADDR": addresses["retriever"],
             "K0_OFFLOAD_ADDR": addresses["offload"],
-            "K0_EMBEDDER_TARGET": ("ipv4:" + ",".join(embedders)) if embedders else "",
+            "K0_EMBEDDER_TARGET": embedder_target(embedders) if embedders else "",
             "PYTHONUNBUFFERED": "1",
             "PYTHONFAULTHANDLER": "1",
             **({"K0_MODEL": self.model} if self.model else {}),
@@ -306,8 +303,18 @@ class Launcher:
                 return
 
     def stop(self, grace_s: float = 8.0) -> None:
-        """SIGTERM in reverse start order, wait, then SIGKILL what is left; remove the state file."""
+        """Remove the state file, then SIGTERM in reverse start order, wait, SIGKILL what is left.
+
+        The state file goes first: an agent host may SIGKILL us a few seconds into the stop (the
+        MCP SDK does, 4 s after closing stdin), and the children die with us anyway
+        (PR_SET_PDEATHSIG), so a stopping stack must no longer be findable."""
         self._stopping = True
+        if self.state is not None:
+            with contextlib.suppress(FileNotFoundError):
+                current = json.loads((self.data_dir / STATE_FILE).read_text())
+                if current.get("launcher_pid") == os.getpid():
+                    (self.data_dir / STATE_FILE).unlink()
+            self.state = None
         for _name, proc in reversed(self.procs):
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -323,12 +330,6 @@ class Launcher:
                 proc.kill()
                 proc.wait()
         self.procs.clear()
-        if self.state is not None:
-            with contextlib.suppress(FileNotFoundError):
-                current = json.loads((self.data_dir / STATE_FILE).read_text())
-                if current.get("launcher_pid") == os.getpid():
-                    (self.data_dir / STATE_FILE).unlink()
-            self.state = None
 
 
 def resolve_data_dir(vault: Path, data_dir: Path | None) -> Path:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TextIO
 
 from k0maru.v1 import retriever_pb2, scanner_pb2
+from k0maru_common import SEARCH_MODES, StackClient
 
-from ._clients import SEARCH_MODES, StackClient
 from ._stack import Launcher, StackState
 
 K = 10
