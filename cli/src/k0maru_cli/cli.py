@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from types import FrameType
@@ -106,38 +105,25 @@ def cmd_up(args: argparse.Namespace) -> int:
         _stop_undisturbed(launcher)
 
 
-def _supervise_forever(launcher: Launcher) -> None:
-    while launcher.procs:
-        try:
-            launcher.supervise()
-        except StartupError as exc:
-            print(f"k0maru: {exc}", file=sys.stderr)
-            return
-        time.sleep(0.5)
-
-
 def cmd_mcp(args: argparse.Namespace) -> int:
     from k0maru_gateway import serve_mcp_stdio
 
+    from ._mcp_stack import DeferredStackClient, StackThread
+
     configure_logging("mcp", "WARNING")
-    vault, state = _running(args)
-    launcher: Launcher | None = None
+    vault = _vault(args)
+    data_dir = resolve_data_dir(vault, args.data_dir)
+    stack = StackThread(lambda: StackState.load(data_dir), lambda: _launcher(args, vault, 0))
     signal.signal(signal.SIGTERM, _on_sigterm)
+    stack.start()  # MCP answers initialize and tools/list while the stack comes up
     try:
-        if state is None:
-            launcher = _launcher(args, vault, 0)
-            state = launcher.start()
-            threading.Thread(target=_supervise_forever, args=(launcher,), name="supervisor", daemon=True).start()
-        with StackClient(state.vault, state.addresses) as client:
-            serve_mcp_stdio(client)
-    except StartupError as exc:
-        print(f"k0maru: start-up failed: {exc}", file=sys.stderr)
-        return 1
+        serve_mcp_stdio(DeferredStackClient(str(vault), stack, args.tool_wait))
     except (KeyboardInterrupt, Terminated):
         pass
     finally:
-        if launcher is not None:
-            _stop_undisturbed(launcher)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the stop short
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        stack.stop()
     return 0
 
 
@@ -398,6 +384,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--host", default="127.0.0.1", help="console bind address (non-loopback needs K0_CONSOLE_TOKEN)")
         if name == "up":
             p.add_argument("--port", type=int, default=7878, help="console port (0 = any free port)")
+        else:
+            p.add_argument(
+                "--tool-wait",
+                type=float,
+                default=30.0,
+                help="seconds a tool call waits for a stack that is still starting (default 30)",
+            )
     p = with_vault(sub.add_parser("status", help="health of every service of the vault's stack"))
     p.add_argument("--json", action="store_true")
     p = with_vault(sub.add_parser("search", help="search the vault"))
