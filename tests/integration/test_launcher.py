@@ -15,8 +15,8 @@ import pytest
 import redis
 
 from k0maru.v1 import offload_pb2, retriever_pb2
-from k0maru_cli import Launcher, StackState
-from k0maru_cli._stack import StackBusy, process_start_time
+from k0maru_cli import Launcher, StackBusy, StackState
+from k0maru_cli._state import process_start_time
 from k0maru_common import StackClient
 from tests.conftest import write_notes
 

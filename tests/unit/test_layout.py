@@ -75,3 +75,13 @@ def test_shared_constants_are_defined_once():
     for concept, pattern in patterns.items():
         where = [str(p.relative_to(ROOT)) for p, text in texts if re.search(pattern, text)]
         assert len(where) == 1, f"{concept} defined in {where}"
+
+
+def test_lazy_public_apis_resolve_every_exported_name():
+    import importlib
+
+    for package in ("k0maru_common", "k0maru_cli"):
+        module = importlib.import_module(package)
+        assert set(module._WHERE) == set(module.__all__), package
+        for name in module.__all__:
+            assert getattr(module, name) is not None, f"{package}.{name}"

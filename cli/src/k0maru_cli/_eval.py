@@ -22,7 +22,8 @@ from typing import TextIO
 from k0maru.v1 import retriever_pb2, scanner_pb2
 from k0maru_common import SEARCH_MODES, StackClient
 
-from ._stack import Launcher, StackState
+from ._stack import Launcher
+from ._state import StackState
 
 K = 10
 

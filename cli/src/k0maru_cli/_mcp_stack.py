@@ -21,7 +21,8 @@ from typing import Any, TypeVar
 
 from k0maru_common import DependencyFailed, NotReady, StackClient
 
-from ._stack import Launcher, StackBusy, StackState, StartupError
+from ._stack import Launcher, StackBusy, StartupError
+from ._state import StackState
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

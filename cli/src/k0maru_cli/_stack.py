@@ -28,18 +28,11 @@ from typing import TextIO
 
 import redis
 
-from k0maru_common import (
-    default_data_dir,
-    embedder_target,
-    health_name,
-    health_state,
-    orphan_guard,
-    wait_until_serving,
-)
+from k0maru_common import embedder_target, health_name, orphan_guard, wait_until_serving
+
+from ._state import LOCK_FILE, STATE_FILE, StackState, process_start_time
 
 log = logging.getLogger(__name__)
-STATE_FILE = "stack.json"
-LOCK_FILE = "stack.lock"
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -81,63 +74,6 @@ def wait_for_redis(url: str, timeout_s: float, check: Callable[[], None] | None 
     finally:
         client.close()
     raise StartupError(f"Redis at {url} did not answer PING within {timeout_s:.0f} s")
-
-
-def process_start_time(pid: int) -> int | None:
-    """When the process started (clock ticks since boot, /proc/<pid>/stat field 22), or None.
-
-    A pid alone does not identify a process: after a crash and a reboot or a long uptime the
-    launcher's pid may belong to another program."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-@dataclass
-class StackState:
-    vault: str
-    data_dir: str
-    launcher_pid: int
-    addresses: dict[str, str]
-    console_url: str
-    pids: dict[str, int] = field(default_factory=dict)
-    launcher_started: int = 0  # process_start_time(launcher_pid) when the file was written
-
-    @classmethod
-    def load(cls, data_dir: Path) -> StackState | None:
-        """The running stack for this data dir, or None. A stale file (its launcher gone, or its
-        pid now another process: a different start time) is ignored."""
-        try:
-            raw = json.loads((data_dir / STATE_FILE).read_text())
-            state = cls(**raw)
-        except (OSError, ValueError, TypeError):
-            return None
-        if not pid_alive(state.launcher_pid):
-            return None
-        if state.launcher_started and process_start_time(state.launcher_pid) != state.launcher_started:
-            return None
-        return state
-
-    def write(self) -> None:
-        path = Path(self.data_dir) / STATE_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.__dict__, indent=2))
-        os.replace(tmp, path)
-
-    def health(self) -> dict[str, str]:
-        return {name: health_state(addr, health_name(name)) for name, addr in self.addresses.items() if name != "redis"}
 
 
 class StartupError(RuntimeError):
@@ -375,11 +311,3 @@ class Launcher:
                 proc.wait()
         self.procs.clear()
         self._unlock()
-
-
-def resolve_data_dir(vault: Path, data_dir: Path | None) -> Path:
-    """--data-dir, else $K0_DATA_DIR, else $XDG_DATA_HOME/k0maru/<vault-id>/."""
-    if data_dir is not None:
-        return data_dir.resolve()
-    env = os.environ.get("K0_DATA_DIR")
-    return Path(env).resolve() if env else default_data_dir(vault)

@@ -20,13 +20,17 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import grpc
 
 from k0maru.v1 import offload_pb2, retriever_pb2, scanner_pb2
 from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, configure_logging
 
-from ._stack import Launcher, StackState, StartupError, resolve_data_dir
+from ._state import StackState, resolve_data_dir
+
+if TYPE_CHECKING:
+    from ._stack import Launcher
 
 
 class Terminated(Exception):
@@ -65,6 +69,8 @@ def _require_stack(args: argparse.Namespace) -> StackClient:
 
 
 def _launcher(args: argparse.Namespace, vault: Path, http_port: int) -> Launcher:
+    from ._stack import Launcher
+
     return Launcher(
         vault,
         resolve_data_dir(vault, args.data_dir),
@@ -76,6 +82,8 @@ def _launcher(args: argparse.Namespace, vault: Path, http_port: int) -> Launcher
 
 
 def cmd_up(args: argparse.Namespace) -> int:
+    from ._stack import StartupError
+
     vault = _vault(args)
     launcher = _launcher(args, vault, args.port)
     signal.signal(signal.SIGTERM, _on_sigterm)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -17,9 +14,3 @@ class K0Settings(BaseSettings):
 
     log_level: str = Field("INFO", description="Python logging level for this service")
     grpc_addr: str = Field("127.0.0.1:0", description="host:port this service's gRPC server binds")
-
-
-def default_data_root() -> Path:
-    """`$XDG_DATA_HOME/k0maru`, falling back to `~/.local/share/k0maru`."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "k0maru"

@@ -9,7 +9,12 @@ from pathlib import Path, PurePosixPath
 import xxhash
 
 from ._errors import OutsideVault
-from ._settings import default_data_root
+
+
+def default_data_root() -> Path:
+    """`$XDG_DATA_HOME/k0maru`, falling back to `~/.local/share/k0maru`."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "k0maru"
 
 
 def vault_id(vault: Path) -> str:
