@@ -35,6 +35,7 @@ from ._streams import (
     vector_to_bytes,
 )
 from ._vault import confine, default_data_dir, relative_posix, vault_id
+from ._workers import BackgroundWorker, WorkerHealth
 
 __all__ = [
     "CHANNEL_OPTIONS",
@@ -45,6 +46,7 @@ __all__ = [
     "RESULTS_STREAM",
     "TOKEN_LEDGER",
     "TOPIC",
+    "BackgroundWorker",
     "ChangePublisher",
     "ChangeSubscriber",
     "DependencyFailed",
@@ -58,6 +60,7 @@ __all__ = [
     "NotReady",
     "OutsideVault",
     "TooLarge",
+    "WorkerHealth",
     "cache_key",
     "configure_logging",
     "confine",

@@ -92,8 +92,24 @@ class GrpcService:
         host = address.rsplit(":", 1)[0]
         self.address = f"{host}:{self.port}"
         self._stop = threading.Event()
+        self.failure = ""  # why the service gave up, when it did
+
+    def fail(self, reason: str) -> None:
+        """A part the service cannot work without died for good: NOT_SERVING now, then stop,
+        so that the process exits non-zero and its supervisor starts a fresh one."""
+        log.error("%s gives up: %s", self.name, reason)
+        self.failure = reason
+        self.set_serving(False)
+        self._stop.set()
+
+    def exit_if_failed(self) -> None:
+        """After the server stopped: exit with status 1 and the reason when `fail` was called."""
+        if self.failure:
+            raise SystemExit(f"{self.name}: {self.failure}")
 
     def set_serving(self, serving: bool) -> None:
+        if serving and self.failure:
+            return  # a service that gave up never claims to serve again
         status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
         for service in ("", self.name):
             self._health.set(service, status)

@@ -87,6 +87,23 @@ def read_note_text(path: Path, max_bytes: int) -> tuple[bytes, str]:
         raise ContentError(f"invalid UTF-8 at byte {exc.start}") from exc
 
 
+UNDECODABLE_NAME = "file name is not valid UTF-8 (listed with \\x escapes); rename the file to index it"
+
+
+def safe_name(rel: str) -> str:
+    """`rel` itself when it is valid UTF-8; else its undecodable bytes written as `\\xNN`.
+
+    os.scandir hands undecodable bytes over as lone surrogates, which SQLite, protobuf and
+    JSON all refuse; this spelling is printable, stable across scans, and tells the user
+    which bytes to fix.
+    """
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return rel
+
+
 class IncrementalScanner:
     def __init__(
         self,
@@ -103,16 +120,20 @@ class IncrementalScanner:
         self._on_events = on_events
         self._lock = threading.Lock()
 
-    def walk(self) -> dict[str, os.stat_result]:
-        """Every candidate note under the vault with its stat; symlinked folders are not followed."""
-        found: dict[str, os.stat_result] = {}
+    def walk(self) -> dict[str, tuple[os.stat_result, str]]:
+        """Every candidate note under the vault: its stat, and why it cannot be indexed ("" when it can).
+
+        Symlinked folders are not followed. A name that is not valid UTF-8 is listed under its
+        `safe_name` and skipped: the manifest, the journal and every gRPC message carry UTF-8 only.
+        """
+        found: dict[str, tuple[os.stat_result, str]] = {}
         stack = [(str(self.vault), "")]
         while stack:
             folder, prefix = stack.pop()
             try:
                 entries = list(os.scandir(folder))
             except OSError as exc:
-                log.warning("cannot list %s: %s", folder, exc)
+                log.warning("cannot list %s: %s", safe_name(folder), exc.strerror or exc)
                 continue
             for entry in entries:
                 rel = prefix + entry.name
@@ -126,8 +147,13 @@ class IncrementalScanner:
                     st = entry.stat(follow_symlinks=True)
                 except OSError:
                     continue  # vanished or a dangling symlink
-                if stat.S_ISREG(st.st_mode):
-                    found[rel] = st
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                safe = safe_name(rel)
+                if safe == rel:
+                    found[rel] = (st, "")
+                else:  # a real file spelled like the escaped name keeps the key
+                    found.setdefault(safe, (st, UNDECODABLE_NAME))
         return found
 
     def scan(self, force_full: bool = False) -> ScanResult:
@@ -143,7 +169,7 @@ class IncrementalScanner:
         upserts: list[FileRecord] = []
         added: dict[str, FileRecord] = {}
         modified: list[FileRecord] = []
-        for rel, st in on_disk.items():
+        for rel, (st, problem) in on_disk.items():
             old = known.get(rel)
             if old is not None and not force_full and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
                 if old.indexed:
@@ -151,7 +177,11 @@ class IncrementalScanner:
                 else:
                     result.skipped += 1
                 continue
-            record = self._examine(rel, st, now_ms)
+            record = (
+                FileRecord(rel, st.st_size, st.st_mtime_ns, "", now_ms, problem)
+                if problem
+                else self._examine(rel, st, now_ms)
+            )
             if not record.indexed:
                 result.skipped += 1
                 upserts.append(record)

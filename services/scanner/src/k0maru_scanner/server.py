@@ -208,12 +208,14 @@ def build_server(settings: ScannerSettings) -> ScannerApp:
             publisher.publish(to_event(entry, vid))
 
     scanner = open_scanner(settings, publish)
+    service = GrpcService("k0maru.v1.Scanner", settings.grpc_addr)
     watcher = (
-        ChangeWatcher(scanner, settings.window_s, settings.window_max_files, settings.rescan_interval_s)
+        ChangeWatcher(
+            scanner, settings.window_s, settings.window_max_files, settings.rescan_interval_s, on_give_up=service.fail
+        )
         if settings.watch
         else None
     )
-    service = GrpcService("k0maru.v1.Scanner", settings.grpc_addr)
     scanner_pb2_grpc.add_ScannerServicer_to_server(ScannerServicer(scanner, vid, watcher), service.server)
     return ScannerApp(service, scanner, watcher, publisher, context)
 
@@ -239,3 +241,4 @@ def run(settings: ScannerSettings) -> None:
                 app.service.wait_for_termination()
     finally:
         app.close()
+    app.service.exit_if_failed()
