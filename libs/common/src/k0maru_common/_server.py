@@ -141,6 +141,10 @@ class GrpcService:
     def stopping(self) -> bool:
         return self._stop.is_set()
 
+    def sleep(self, seconds: float) -> bool:
+        """Wait up to `seconds`; True as soon as a stop was requested."""
+        return self._stop.wait(seconds)
+
     def wait_for_termination(self, grace_s: float = 3.0) -> None:
         """Block until a stop is requested, then go NOT_SERVING and stop gracefully."""
         self._stop.wait()

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from k0maru.v1 import common_pb2
+
 log = logging.getLogger(__name__)
 
 STARTING, RUNNING, RESTARTING, FAILED, STOPPED = "starting", "running", "restarting", "failed", "stopped"
@@ -28,6 +30,11 @@ class WorkerHealth:
     state: str  # starting, running, restarting, failed, stopped
     restarts: int
     last_error: str  # "" while nothing went wrong
+
+    def to_proto(self) -> common_pb2.WorkerHealth:
+        return common_pb2.WorkerHealth(
+            name=self.name, state=self.state, restarts=self.restarts, last_error=self.last_error
+        )
 
 
 class BackgroundWorker:

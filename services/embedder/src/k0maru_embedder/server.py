@@ -7,10 +7,11 @@ import logging
 import os
 
 import grpc
+import numpy as np
 import redis
 
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
-from k0maru_common import GrpcService, InvalidInput, K0Error, NotReady, TooLarge
+from k0maru_common import DependencyFailed, GrpcService, InvalidInput, K0Error, NotReady, TooLarge
 
 from ._http import HttpEmbedder, HttpSettings
 from ._model import OnnxEmbedder, TextEmbedder
@@ -23,13 +24,37 @@ MAX_TEXTS = 256
 MAX_TEXT_CHARS = 100_000
 
 
+PROBE_TEXT = "k0maru health probe: the model answers with a finite vector of the right size"
+
+
+def probe(embedder: TextEmbedder) -> None:
+    """Embed one text through the real backend (ONNX session or HTTP endpoint); raise when it cannot."""
+    vector = embedder.embed([PROBE_TEXT])
+    if vector.shape != (1, embedder.preset.dimension) or not np.isfinite(vector).all():
+        raise DependencyFailed(f"the model answered a {vector.shape} vector, expected (1, {embedder.preset.dimension})")
+
+
 class EmbedderServicer(embedder_pb2_grpc.EmbedderServicer):  # type: ignore[misc]
     def __init__(self, meter: ThroughputMeter) -> None:
         self._loaded: TextEmbedder | None = None
         self._meter = meter
+        self.worker: StreamWorker | None = None
+        self.problem = "starting"  # "" once the model answered and the stream worker runs
 
     def loaded(self, embedder: TextEmbedder) -> None:
         self._loaded = embedder
+
+    def state(self) -> str:
+        """What Info reports, never a fixed word: SERVING; DEGRADED while the stream worker
+        restarts after a failure (queries still answered); NOT_SERVING once it gave up or while
+        the model does not answer; each followed by the reason."""
+        if self.problem:
+            return f"NOT_SERVING: {self.problem}"
+        health = self.worker.health() if self.worker is not None else None
+        if health is None or health.state in ("starting", "running"):
+            return "SERVING"
+        word = "DEGRADED" if health.state == "restarting" else "NOT_SERVING"
+        return f"{word}: {health.name} {health.state}: {health.last_error}"
 
     @property
     def _embedder(self) -> TextEmbedder:
@@ -67,8 +92,9 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServicer):  # type: ignore[misc
             pid=os.getpid(),
             processed=self._meter.processed,
             chunks_per_s=self._meter.per_second(),
-            state="SERVING",
+            state=self.state(),
             scripts=list(preset.scripts),
+            workers=[self.worker.health().to_proto()] if self.worker else [],
         )
 
 
@@ -103,14 +129,33 @@ def run(settings: EmbedderSettings) -> None:
         except K0Error as exc:
             log.error("cannot start: %s", exc)
             raise SystemExit(f"embedder: {exc}") from exc
-        servicer.loaded(queries)
+        servicer.loaded(queries)  # Info names the model from now on; health waits for the probe
+        backoff = 0.5
+        while not service.stopping:
+            try:
+                probe(embedder)
+                break
+            except K0Error as exc:  # an HTTP endpoint that is down: NOT_SERVING, and Info says why
+                servicer.problem = f"model probe failed: {exc}"
+                log.warning("%s; retrying in %.1f s", servicer.problem, backoff)
+                service.sleep(backoff)
+                backoff = min(backoff * 2, 30.0)
         client = redis.Redis.from_url(settings.redis_url)
         worker = StreamWorker(
-            client, embedder, meter, settings.batch_size, settings.claim_idle_ms, settings.max_attempts
+            client,
+            embedder,
+            meter,
+            settings.batch_size,
+            settings.claim_idle_ms,
+            settings.max_attempts,
+            on_give_up=service.fail,
         )
+        servicer.worker = worker
+        servicer.problem = ""
         worker.start()
         service.set_serving(True)
         with contextlib.suppress(KeyboardInterrupt):
             service.wait_for_termination()
         worker.stop()
         client.close()
+    service.exit_if_failed()

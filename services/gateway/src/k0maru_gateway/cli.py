@@ -154,7 +154,12 @@ def _embedder_report(state: StackState, services: dict[str, str]) -> list[dict[s
         with grpc.insecure_channel(addr) as channel:
             try:
                 info = embedder_pb2_grpc.EmbedderStub(channel).Info(embedder_pb2.EmbedderInfoRequest(), timeout=2.0)
-                entry.update(pid=info.pid, processed=info.processed, chunks_per_s=round(info.chunks_per_s, 2))
+                entry.update(
+                    pid=info.pid,
+                    processed=info.processed,
+                    chunks_per_s=round(info.chunks_per_s, 2),
+                    reported=info.state,
+                )
             except grpc.RpcError:
                 pass
         report.append(entry)
@@ -187,6 +192,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     ok = all(s == "SERVING" for s in services.values())
     client = StackClient(state.vault, state.addresses)
     index: dict[str, int] = {}
+    problems: list[str] = []  # what the services say about themselves beyond health
     try:
         reply = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 3.0)
         index = {
@@ -194,12 +200,23 @@ def cmd_status(args: argparse.Namespace) -> int:
             "chunks": reply.chunks,
             "chunks_with_vectors": reply.chunks_with_vectors,
             "last_applied_seq": reply.last_applied_seq,
+            "bm25_documents": reply.bm25_documents,
+            "vector_points": reply.vector_points,
         }
+        if reply.problem:
+            problems.append(f"retriever: {reply.problem}")
+    except K0Error:
+        pass
+    try:
+        scanner = client.call(client.scanner.Status, scanner_pb2.ScannerStatusRequest(), 3.0)
+        problems += [f"scanner: {w.name} {w.state}: {w.last_error}" for w in scanner.workers if w.state != "running"]
     except K0Error:
         pass
     finally:
         client.close()
     embedders = _embedder_report(state, services)
+    problems += [f"{e['name']}: {e['reported']}" for e in embedders if e.get("reported", "SERVING") != "SERVING"]
+    ok = ok and not problems
     queue = _queue_report(state.addresses["redis"])
     if args.json:
         print(
@@ -214,6 +231,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "embedders": embedders,
                     "queue": queue,
                     "index": index,
+                    "problems": problems,
                 }
             )
         )
@@ -228,6 +246,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(
                 f"index   {index['documents']} notes, {index['chunks']} chunks, {index['chunks_with_vectors']} with vectors"
             )
+        for problem in problems:
+            print(f"problem {problem}")
     return 0 if ok else 1
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,13 +54,21 @@ SCHEMA_VERSION = "1"
 
 
 class Bm25Index:
+    """`generation` names this index's contents: a new id whenever the directory is created,
+    wiped for a schema change, or cleared. The retriever stores it with its bookkeeping and
+    rebuilds BM25 when the two disagree."""
+
     def __init__(self, directory: Path, analyzer: BM25Analyzer) -> None:
         self._analyzer = analyzer
         version_file = directory / "k0-schema-version"
+        self._generation_file = directory / "k0-generation"
         if directory.exists() and (not version_file.exists() or version_file.read_text() != SCHEMA_VERSION):
             shutil.rmtree(directory)  # rebuildable from the vault
         directory.mkdir(parents=True, exist_ok=True)
         version_file.write_text(SCHEMA_VERSION)
+        if not self._generation_file.exists():
+            self._new_generation()
+        self.generation = self._generation_file.read_text()
         builder = tantivy.SchemaBuilder()
         builder.add_text_field("id", stored=True, tokenizer_name="raw")
         builder.add_text_field("path", stored=True, tokenizer_name="raw")
@@ -96,6 +105,11 @@ class Bm25Index:
     def clear(self) -> None:
         self._writer.delete_all_documents()
         self._dirty = True
+        self._new_generation()
+
+    def _new_generation(self) -> None:
+        self.generation = uuid.uuid4().hex
+        self._generation_file.write_text(self.generation)
 
     def search(self, query: str, limit: int, scope: Scope) -> list[tuple[str, float]]:
         """(chunk id, BM25 score), best first. Never raises on query syntax: no parser is used."""

@@ -5,6 +5,10 @@ group "retriever", stored through NoteIndex (which drops stale ones), then ackno
 Without Redis or embedders the index still works, BM25-only, and says so in coverage.
 A periodic sweep re-enqueues chunks still missing vectors once the queue has drained
 (Valkey in the embedded default keeps nothing across restarts).
+
+The loop runs in a BackgroundWorker: Redis being away is waited for; any other failure
+restarts the loop with backoff, and a loop that keeps failing makes the retriever
+NOT_SERVING and exit (`on_give_up`).
 """
 
 from __future__ import annotations
@@ -12,11 +16,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import redis
 
-from k0maru_common import JOBS_STREAM, RESULTS_GROUP, RESULTS_STREAM, ensure_group, vector_from_bytes
+from k0maru_common import (
+    JOBS_STREAM,
+    RESULTS_GROUP,
+    RESULTS_STREAM,
+    BackgroundWorker,
+    WorkerHealth,
+    ensure_group,
+    vector_from_bytes,
+)
 
 from ._index import EmbedJob, NoteIndex
 
@@ -25,12 +38,17 @@ CONSUMER = "retriever"
 
 
 class EmbeddingPipeline:
-    def __init__(self, index: NoteIndex, redis_url: str, sweep_interval_s: float = 15.0) -> None:
+    def __init__(
+        self,
+        index: NoteIndex,
+        redis_url: str,
+        sweep_interval_s: float = 15.0,
+        on_give_up: Callable[[str], None] | None = None,
+    ) -> None:
         self._index = index
         self._redis: Any = redis.Redis.from_url(redis_url)  # bytes replies; redis-py's unions do not narrow
         self._sweep_s = sweep_interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="vectors", daemon=True)
+        self._worker = BackgroundWorker("vectors", self._run, on_give_up)
 
     def enqueue(self, jobs: list[EmbedJob]) -> None:
         if not jobs:
@@ -44,17 +62,19 @@ class EmbeddingPipeline:
             log.warning("cannot enqueue %d embedding jobs: %s", len(jobs), exc)
 
     def start(self) -> None:
-        self._thread.start()
+        self._worker.start()
+
+    def health(self) -> WorkerHealth:
+        return self._worker.health()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+        self._worker.stop()
         self._redis.close()
 
-    def _run(self) -> None:
+    def _run(self, stop: threading.Event) -> None:
         last_sweep = time.monotonic()
         start_id = "0"  # first our own pending results (from before a restart), then new ones
-        while not self._stop.is_set():
+        while not stop.is_set():
             try:
                 ensure_group(self._redis, RESULTS_STREAM, RESULTS_GROUP)
                 reply = self._redis.xreadgroup(
@@ -70,7 +90,7 @@ class EmbeddingPipeline:
                     self._sweep()
             except redis.RedisError as exc:
                 log.warning("Redis unavailable (%s); retrying", exc)
-                self._stop.wait(1.0)
+                stop.wait(1.0)
 
     def _store(self, messages: list[tuple[bytes, dict[bytes, bytes]]]) -> None:
         results = []

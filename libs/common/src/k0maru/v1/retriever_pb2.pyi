@@ -162,18 +162,30 @@ class IndexStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class IndexStatusResponse(_message.Message):
-    __slots__ = ("vault", "last_applied_seq", "documents", "chunks", "chunks_with_vectors")
+    __slots__ = ("vault", "last_applied_seq", "documents", "chunks", "chunks_with_vectors", "workers", "bm25_documents", "vector_points", "generation", "consistent", "problem")
     VAULT_FIELD_NUMBER: _ClassVar[int]
     LAST_APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
     DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_WITH_VECTORS_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    BM25_DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_POINTS_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    CONSISTENT_FIELD_NUMBER: _ClassVar[int]
+    PROBLEM_FIELD_NUMBER: _ClassVar[int]
     vault: str
     last_applied_seq: int
     documents: int
     chunks: int
     chunks_with_vectors: int
-    def __init__(self, vault: _Optional[str] = ..., last_applied_seq: _Optional[int] = ..., documents: _Optional[int] = ..., chunks: _Optional[int] = ..., chunks_with_vectors: _Optional[int] = ...) -> None: ...
+    workers: _containers.RepeatedCompositeFieldContainer[_common_pb2.WorkerHealth]
+    bm25_documents: int
+    vector_points: int
+    generation: str
+    consistent: bool
+    problem: str
+    def __init__(self, vault: _Optional[str] = ..., last_applied_seq: _Optional[int] = ..., documents: _Optional[int] = ..., chunks: _Optional[int] = ..., chunks_with_vectors: _Optional[int] = ..., workers: _Optional[_Iterable[_Union[_common_pb2.WorkerHealth, _Mapping]]] = ..., bm25_documents: _Optional[int] = ..., vector_points: _Optional[int] = ..., generation: _Optional[str] = ..., consistent: _Optional[bool] = ..., problem: _Optional[str] = ...) -> None: ...
 
 class ReindexRequest(_message.Message):
     __slots__ = ()
