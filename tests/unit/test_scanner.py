@@ -186,3 +186,52 @@ def test_watcher_survives_undecodable_file_names(vault: Path, tmp_path: Path):
         assert watcher.running
     finally:
         watcher.stop()
+
+
+def test_symlink_loops_and_fifos_are_recorded_as_skipped(vault: Path, tmp_path: Path):
+    (vault / "loop").symlink_to(vault / "loop")  # at the vault root, whatever the name
+    (vault / "ring-a.md").symlink_to(vault / "ring-b.md")
+    (vault / "ring-b.md").symlink_to(vault / "ring-a.md")
+    os.mkfifo(vault / "pipe.md")
+    os.mkfifo(vault / "pipe")
+    (vault / "gone.md").symlink_to(vault / "missing.md")
+    (vault / "good.md").write_text("fine")
+    scanner = make(vault, tmp_path)
+    result = scanner.scan()  # a FIFO read would block forever; a loop would raise
+    assert kinds(result) == [(K.CHANGE_KIND_ADDED, "good.md")]
+    reasons = {p: r.skipped_reason for p, r in scanner.manifest.files.items() if not r.indexed}
+    assert reasons == {
+        "loop": "symlink loop",
+        "ring-a.md": "symlink loop",
+        "ring-b.md": "symlink loop",
+        "pipe.md": "not a regular file (FIFO)",
+        "pipe": "not a regular file (FIFO)",
+        "gone.md": "broken symlink: its target does not exist",
+    }
+    assert scanner.scan().skipped == 6  # stable: nothing re-recorded
+
+
+def test_file_name_with_a_backslash_is_indexed_and_served(vault: Path, tmp_path: Path):
+    from k0maru.v1 import scanner_pb2
+    from k0maru_scanner.server import ScannerServicer
+
+    (vault / "C#\\notes.md").write_text("# Escapes\n\nbackslashes are legal in POSIX names\n")
+    scanner = make(vault, tmp_path)
+    assert kinds(scanner.scan()) == [(K.CHANGE_KIND_ADDED, "C#\\notes.md")]
+    reply = ScannerServicer(scanner, "v", None).GetDocuments(
+        scanner_pb2.GetDocumentsRequest(paths=["C#\\notes.md", "..\\outside.md"]), None
+    )
+    assert [d.path for d in reply.documents] == ["C#\\notes.md"]
+    assert list(reply.missing) == ["..\\outside.md"]
+
+
+def test_confine_refuses_loops_and_huge_paths_with_clear_errors(vault: Path):
+    from k0maru_common import OutsideVault, confine
+
+    (vault / "loop").symlink_to(vault / "loop")
+    with pytest.raises(OutsideVault, match="cannot be resolved"):
+        confine(vault, "loop/note.md")
+    with pytest.raises(OutsideVault) as caught:
+        confine(vault, "a/" * 500_000 + "x.md")
+    assert len(str(caught.value)) < 400
+    assert confine(vault, "a\\b.md") == vault.resolve() / "a\\b.md"

@@ -9,6 +9,7 @@ unreadable, vanished) are recorded with the reason and never stop a scan.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -63,6 +64,16 @@ class ScanResult:
     skipped: int = 0
     ms: float = 0.0
     entries: tuple[JournalEntry, ...] = ()
+
+
+def _special_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "special file"
 
 
 class ContentError(Exception):
@@ -142,19 +153,43 @@ class IncrementalScanner:
                         if not self.rules.skip_dir(entry.name):
                             stack.append((entry.path, rel + "/"))
                         continue
-                    if not self.rules.wants_file(entry.name):
-                        continue
-                    st = entry.stat(follow_symlinks=True)
+                    st, problem = self._inspect(entry)
                 except OSError:
-                    continue  # vanished or a dangling symlink
-                if not stat.S_ISREG(st.st_mode):
+                    continue  # vanished during the walk
+                if st is None:
                     continue
                 safe = safe_name(rel)
                 if safe == rel:
-                    found[rel] = (st, "")
+                    found[rel] = (st, problem)
                 else:  # a real file spelled like the escaped name keeps the key
-                    found.setdefault(safe, (st, UNDECODABLE_NAME))
+                    found.setdefault(safe, (st, problem or UNDECODABLE_NAME))
         return found
+
+    def _inspect(self, entry: os.DirEntry[str]) -> tuple[os.stat_result | None, str]:
+        """(stat, why it cannot be indexed) for a candidate note or a hazard worth recording;
+        (None, "") for anything else. Symlink loops and special files (FIFOs, sockets,
+        devices) are recorded whatever their name: reading them would hang or fail."""
+        if entry.name.startswith("."):
+            return None, ""
+        wanted = self.rules.wants_file(entry.name)
+        if entry.is_symlink():
+            try:
+                st = entry.stat(follow_symlinks=True)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    return entry.stat(follow_symlinks=False), "symlink loop"
+                if wanted and isinstance(exc, FileNotFoundError):
+                    return entry.stat(follow_symlinks=False), "broken symlink: its target does not exist"
+                return None, ""
+        elif entry.is_file(follow_symlinks=False):
+            return (entry.stat(follow_symlinks=False), "") if wanted else (None, "")
+        else:
+            st = entry.stat(follow_symlinks=False)
+        if stat.S_ISREG(st.st_mode):
+            return (st, "") if wanted else (None, "")
+        if stat.S_ISDIR(st.st_mode):
+            return None, ""  # symlinked folders are not followed
+        return st, f"not a regular file ({_special_kind(st.st_mode)})"
 
     def scan(self, force_full: bool = False) -> ScanResult:
         with self._lock:
