@@ -34,6 +34,7 @@ from ._streams import (
     vector_from_bytes,
     vector_to_bytes,
 )
+from ._validation import check_request
 from ._vault import confine, default_data_dir, relative_posix, vault_id
 from ._workers import BackgroundWorker, WorkerHealth
 
@@ -62,6 +63,7 @@ __all__ = [
     "TooLarge",
     "WorkerHealth",
     "cache_key",
+    "check_request",
     "configure_logging",
     "confine",
     "default_data_dir",

@@ -19,6 +19,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from ._errors import K0Error
+from ._validation import check_request
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 CHANNEL_OPTIONS = [
@@ -29,15 +30,23 @@ CHANNEL_OPTIONS = [
 log = logging.getLogger(__name__)
 
 
+MAX_DETAILS_CHARS = 2000  # a status travels in trailers: an echoed 1 MB input would break the stream
+
+
 class ErrorMappingInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
-    """Maps K0Error to its status code; anything else to INTERNAL with a logged traceback."""
+    """Validates every request (`check_request`), then maps K0Error to its status code, with
+    the message cut to a size trailers can carry; anything else becomes INTERNAL with a
+    logged traceback."""
 
     def __init__(self, service: str) -> None:
         self._service = service
 
     def _abort(self, exc: Exception, context: grpc.ServicerContext, method: str) -> None:
         if isinstance(exc, K0Error):
-            context.abort(exc.code, str(exc))
+            details = str(exc)
+            if len(details) > MAX_DETAILS_CHARS:
+                details = details[:MAX_DETAILS_CHARS] + f"… ({len(details)} characters)"
+            context.abort(exc.code, details)
         log.exception("%s %s failed", self._service, method)
         context.abort(grpc.StatusCode.INTERNAL, f"internal error in {self._service} {method}")
 
@@ -51,6 +60,7 @@ class ErrorMappingInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
 
             def unary_unary(request: Any, context: grpc.ServicerContext) -> Any:
                 try:
+                    check_request(request)
                     return inner_uu(request, context)
                 except Exception as exc:  # mapped once, here
                     self._abort(exc, context, method)
@@ -63,6 +73,7 @@ class ErrorMappingInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
 
             def unary_stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
                 try:
+                    check_request(request)
                     yield from inner_us(request, context)
                 except Exception as exc:
                     self._abort(exc, context, method)

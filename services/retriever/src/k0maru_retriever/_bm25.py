@@ -140,10 +140,11 @@ class Bm25Index:
                 p = prefix.rstrip("/")
                 subs.append((tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "folders", p)))
                 subs.append((tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "path", p)))
-                if not prefix.endswith("/"):
-                    subs.append(
-                        (tantivy.Occur.Should, tantivy.Query.regex_query(self._schema, "path", _regex_escape(p) + ".*"))
-                    )
+                if not prefix.endswith("/"):  # a partial name: the paths that start with it, from the term dictionary
+                    # (a regex would do, but tantivy refuses one past 1,000 states: any prefix that long)
+                    paths = [term for term, _count in self._searcher.terms_with_prefix("path", p)]
+                    if paths:
+                        subs.append((tantivy.Occur.Should, tantivy.Query.term_set_query(self._schema, "path", paths)))
             clauses.append((tantivy.Occur.Must, tantivy.Query.boolean_query(subs)))
         for tag in scope.tags:
             clauses.append((tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "tags", tag)))
@@ -156,7 +157,3 @@ class Bm25Index:
 
     def count(self) -> int:
         return int(self._searcher.num_docs)
-
-
-def _regex_escape(text: str) -> str:
-    return "".join("\\" + c if c in r".^$*+?()[]{}|\/-&~#@<>\"" else c for c in text)
