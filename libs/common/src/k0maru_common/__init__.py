@@ -1,5 +1,6 @@
 """Pieces every k0maru service shares: settings, errors, gRPC serving, events, vault paths."""
 
+from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address, open_channel
 from ._errors import (
     DependencyFailed,
     InvalidInput,
@@ -15,7 +16,6 @@ from ._events import TOPIC, ChangePublisher, ChangeSubscriber
 from ._logging import configure_logging
 from ._process import orphan_guard
 from ._server import (
-    CHANNEL_OPTIONS,
     ErrorMappingInterceptor,
     GrpcService,
     health_state,
@@ -60,6 +60,7 @@ __all__ = [
     "NotFound",
     "NotReady",
     "OutsideVault",
+    "TokenAuthInterceptor",
     "TooLarge",
     "WorkerHealth",
     "cache_key",
@@ -71,6 +72,8 @@ __all__ = [
     "ensure_group",
     "error_from_rpc",
     "health_state",
+    "is_loopback_address",
+    "open_channel",
     "orphan_guard",
     "relative_posix",
     "vault_id",

@@ -9,6 +9,7 @@ server stops with a grace period, and the caller closes its resources.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -18,14 +19,9 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address
 from ._errors import K0Error
 from ._validation import check_request
-
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-CHANNEL_OPTIONS = [
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-]
 
 log = logging.getLogger(__name__)
 
@@ -87,11 +83,19 @@ class ErrorMappingInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
 class GrpcService:
     """One service's gRPC server with the stock health service under its own name."""
 
-    def __init__(self, name: str, address: str, max_workers: int = 16) -> None:
+    def __init__(self, name: str, address: str, max_workers: int = 16, token: str | None = None) -> None:
+        """`token`: when set, every call but health checks must carry it (TokenAuthInterceptor);
+        an address beyond loopback is refused without one. None reads `K0_GRPC_TOKEN`, so that no
+        service can forget it; services pass `settings.grpc_token`."""
         self.name = name
+        if token is None:
+            token = os.environ.get("K0_GRPC_TOKEN", "")
+        if not token and not is_loopback_address(address):
+            raise SystemExit(f"{name}: gRPC address {address} is not loopback: set K0_GRPC_TOKEN")
+        interceptors: list[grpc.ServerInterceptor] = [TokenAuthInterceptor(token)] if token else []
         self.server = grpc.server(
             ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=name),
-            interceptors=[ErrorMappingInterceptor(name)],
+            interceptors=[*interceptors, ErrorMappingInterceptor(name)],
             options=CHANNEL_OPTIONS,
         )
         self._health = health.HealthServicer(experimental_non_blocking=True)

@@ -114,7 +114,7 @@ def load_embedder(settings: EmbedderSettings, threads: int) -> TextEmbedder:
 
 
 def run(settings: EmbedderSettings) -> None:
-    service = GrpcService("k0maru.v1.Embedder", settings.grpc_addr)
+    service = GrpcService("k0maru.v1.Embedder", settings.grpc_addr, token=settings.grpc_token)
     meter = ThroughputMeter()
     servicer = EmbedderServicer(meter)
     embedder_pb2_grpc.add_EmbedderServicer_to_server(servicer, service.server)

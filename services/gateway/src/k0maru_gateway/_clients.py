@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import grpc
@@ -15,7 +16,7 @@ from k0maru.v1 import (
     retriever_pb2_grpc,
     scanner_pb2_grpc,
 )
-from k0maru_common import CHANNEL_OPTIONS, error_from_rpc
+from k0maru_common import error_from_rpc, open_channel
 
 T = TypeVar("T")
 SEARCH_MODES = {
@@ -42,8 +43,11 @@ def embedder_target(addresses: list[str]) -> str:
 
 @dataclass
 class StackClient:
+    """`token`: the stack's shared gRPC token (K0_GRPC_TOKEN when not given)."""
+
     vault: str
     addresses: dict[str, str]
+    token: str = field(default_factory=lambda: os.environ.get("K0_GRPC_TOKEN", ""))
 
     def __post_init__(self) -> None:
         self._channels: list[grpc.Channel] = []
@@ -58,10 +62,8 @@ class StackClient:
         )
 
     def _channel(self, target: str, service_config: str | None = None) -> grpc.Channel:
-        options: list[tuple[str, Any]] = list(CHANNEL_OPTIONS)
-        if service_config:
-            options.append(("grpc.service_config", service_config))
-        channel = grpc.insecure_channel(target, options=options)
+        options: list[tuple[str, Any]] = [("grpc.service_config", service_config)] if service_config else []
+        channel = open_channel(target, self.token, options)
         self._channels.append(channel)
         return channel
 

@@ -25,7 +25,7 @@ from types import FrameType
 import grpc
 
 from k0maru.v1 import offload_pb2, retriever_pb2, scanner_pb2
-from k0maru_common import K0Error, configure_logging
+from k0maru_common import K0Error, configure_logging, open_channel
 
 from ._clients import SEARCH_MODES, StackClient
 from ._stack import Launcher, StackState, StartupError, resolve_data_dir
@@ -151,7 +151,7 @@ def _embedder_report(state: StackState, services: dict[str, str]) -> list[dict[s
             "processed": 0,
             "chunks_per_s": 0.0,
         }
-        with grpc.insecure_channel(addr) as channel:
+        with open_channel(addr, os.environ.get("K0_GRPC_TOKEN", "")) as channel:
             try:
                 info = embedder_pb2_grpc.EmbedderStub(channel).Info(embedder_pb2.EmbedderInfoRequest(), timeout=2.0)
                 entry.update(

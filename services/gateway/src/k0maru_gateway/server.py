@@ -11,7 +11,7 @@ import uvicorn
 from k0maru_common import GrpcService
 
 from ._clients import StackClient
-from ._console import build_console
+from ._console import allowed_hosts, build_console
 from .config import GatewaySettings
 
 log = logging.getLogger(__name__)
@@ -25,14 +25,15 @@ def stack_client(settings: GatewaySettings) -> StackClient:
     }
     if settings.embedder_target:
         addresses["embedder"] = settings.embedder_target
-    return StackClient(str(settings.vault), addresses)
+    return StackClient(str(settings.vault), addresses, settings.grpc_token)
 
 
 def run(settings: GatewaySettings) -> None:
     client = stack_client(settings)
-    service = GrpcService("k0maru.v1.Gateway", settings.grpc_addr)
+    service = GrpcService("k0maru.v1.Gateway", settings.grpc_addr, token=settings.grpc_token)
     service.start()
-    app = build_console(client, settings.console_token, settings.events_addr)
+    hosts = allowed_hosts(settings.http_host, settings.http_allowed_hosts)
+    app = build_console(client, settings.console_token, settings.events_addr, hosts)
     server = uvicorn.Server(
         uvicorn.Config(
             app,

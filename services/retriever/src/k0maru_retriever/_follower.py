@@ -23,7 +23,7 @@ import grpc
 import zmq
 
 from k0maru.v1 import common_pb2, scanner_pb2, scanner_pb2_grpc
-from k0maru_common import CHANNEL_OPTIONS, BackgroundWorker, ChangeSubscriber, WorkerHealth
+from k0maru_common import BackgroundWorker, ChangeSubscriber, WorkerHealth, open_channel
 
 from ._index import EmbedJob, NoteIndex
 
@@ -41,9 +41,10 @@ class EventFollower:
         enqueue: Callable[[list[EmbedJob]], None],
         catchup_interval_s: float,
         on_give_up: Callable[[str], None] | None = None,
+        token: str = "",
     ) -> None:
         self._index = index
-        self._channel = grpc.insecure_channel(scanner_addr, options=CHANNEL_OPTIONS)
+        self._channel = open_channel(scanner_addr, token)
         self._scanner = scanner_pb2_grpc.ScannerStub(self._channel)
         self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self._subscriber = ChangeSubscriber(self._context, events_addr)

@@ -120,7 +120,9 @@ def open_vector_store(settings: RetrieverSettings, model_id: str, dimension: int
 def build_server(settings: RetrieverSettings) -> RetrieverApp:
     """Open every index. With embedders configured, their Info names the model and its dimension."""
     root = settings.data_dir / "retriever"
-    query_embedder = QueryEmbedder(settings.embedder_target) if settings.embedder_target else None
+    query_embedder = (
+        QueryEmbedder(settings.embedder_target, token=settings.grpc_token) if settings.embedder_target else None
+    )
     model_id, dimension = "", settings.vector_dim
     if query_embedder is not None:
         try:
@@ -136,7 +138,7 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         dimension,
         model_id,
     )
-    service = GrpcService("k0maru.v1.Retriever", settings.grpc_addr)
+    service = GrpcService("k0maru.v1.Retriever", settings.grpc_addr, token=settings.grpc_token)
     pipeline = (
         EmbeddingPipeline(index, settings.redis_url, on_give_up=service.fail) if settings.embedder_target else None
     )
@@ -147,6 +149,7 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         pipeline.enqueue if pipeline else (lambda _jobs: None),
         settings.catchup_interval_s,
         on_give_up=service.fail,
+        token=settings.grpc_token,
     )
     params = FusionParams(settings.rrf_k, settings.weight_bm25, settings.weight_vector, settings.graph_boost)
     searcher = HybridSearcher(index, query_embedder, params, str(settings.vault))

@@ -209,7 +209,7 @@ def build_server(settings: ScannerSettings) -> ScannerApp:
             publisher.publish(to_event(entry, vid))
 
     scanner = open_scanner(settings, publish)
-    service = GrpcService("k0maru.v1.Scanner", settings.grpc_addr)
+    service = GrpcService("k0maru.v1.Scanner", settings.grpc_addr, token=settings.grpc_token)
     watcher = (
         ChangeWatcher(
             scanner, settings.window_s, settings.window_max_files, settings.rescan_interval_s, on_give_up=service.fail
