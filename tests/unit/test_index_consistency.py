@@ -84,3 +84,31 @@ def test_vector_store_lost_behind_our_back_is_detected_and_re_embedded(tmp_path:
     assert sorted(j.chunk_id for j in index.missing_vectors()) == ["a.md#0", "a.md#1", "b.md#0"]
     assert index.check().problems == []
     index.close()
+
+
+def test_recovered_index_ranks_like_a_fresh_build(tmp_path: Path):
+    notes = [doc(f"n{i}.md", f"lighthouse keeper {i}", "harbour " * (i % 3 + 1)) for i in range(12)]
+    recovered = open_index(tmp_path / "recovered")
+    for d in notes:
+        recovered.apply(d)
+    recovered.commit(1)
+    for d in notes[:6]:  # applied again (a crash made the follower redo them) and some deleted
+        recovered.apply(d)
+    recovered.commit(2)
+    extra = doc("gone.md", "lighthouse lighthouse harbour")
+    recovered.apply(extra)
+    recovered.commit(3)
+    recovered.remove("gone.md")
+    recovered.commit(4)
+    assert recovered.bm25.deleted() > 0
+    recovered.repair()
+    assert recovered.bm25.deleted() == 0
+
+    fresh = open_index(tmp_path / "fresh")
+    for d in sorted(notes, key=lambda d: d.path):  # a fresh build fetches in the manifest's (path) order
+        fresh.apply(d)
+    fresh.commit(1)
+    for query in ("lighthouse", "harbour keeper", "keeper 7"):
+        assert recovered.bm25.search(query, 20, Scope()) == fresh.bm25.search(query, 20, Scope()), query
+    recovered.close()
+    fresh.close()

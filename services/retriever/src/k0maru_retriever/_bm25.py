@@ -50,7 +50,7 @@ class ChunkRow:
     text: str  # already including title and headings
 
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: the "live" sentinel field (one term on every document) counts deleted documents
 
 
 class Bm25Index:
@@ -76,6 +76,7 @@ class Bm25Index:
         builder.add_text_field("tags", tokenizer_name="raw")
         builder.add_text_field("folders", tokenizer_name="raw")
         builder.add_text_field("text", tokenizer_name="whitespace")
+        builder.add_text_field("live", tokenizer_name="raw")
         self._schema = builder.build()
         self._index = tantivy.Index(self._schema, path=str(directory), reuse=True)
         self._writer = self._index.writer(heap_size=50_000_000, num_threads=1)
@@ -87,7 +88,9 @@ class Bm25Index:
         self._dirty = True
 
     def add(self, row: ChunkRow) -> None:
-        doc = tantivy.Document(id=row.chunk_id, path=row.path, diary=row.diary, text=self._analyzer.joined(row.text))
+        doc = tantivy.Document(
+            id=row.chunk_id, path=row.path, diary=row.diary, text=self._analyzer.joined(row.text), live="1"
+        )
         for tag in row.tags:
             doc.add_text("tags", tag)
         for folder in folders_of(row.path):
@@ -157,3 +160,9 @@ class Bm25Index:
 
     def count(self) -> int:
         return int(self._searcher.num_docs)
+
+    def deleted(self) -> int:
+        """Deleted documents still held by segments. They keep counting in BM25's statistics
+        (document frequencies, average length) until a merge drops them, so an index that saw
+        deletes ranks differently from a fresh build of the same notes."""
+        return int(self._searcher.doc_freq("live", "1")) - self.count()

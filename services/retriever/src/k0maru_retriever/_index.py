@@ -132,11 +132,15 @@ class NoteIndex:
             return IndexCheck(self.bm25.count(), chunks, self.vectors.count(), vectors, self.bm25.generation)
 
     def repair(self) -> IndexCheck:
-        """Make the stores agree with the bookkeeping; return the check made before any repair."""
+        """Make the stores agree with the bookkeeping, and BM25 equal to a fresh build (no deleted
+        documents left in its statistics); return the check made before any repair."""
         with self.lock:
             found = self.check()
             if found.bm25_documents != found.chunks:
                 log.warning("%s: rebuilding BM25", found.problems[0])
+                self.rebuild_bm25()
+            elif self.bm25.deleted():
+                log.info("BM25 still counts %d deleted documents: rebuilding it", self.bm25.deleted())
                 self.rebuild_bm25()
             if found.vector_points != found.vectors:
                 log.warning(
