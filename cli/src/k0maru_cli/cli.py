@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import grpc
 
 from k0maru.v1 import offload_pb2, retriever_pb2, scanner_pb2
-from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, configure_logging
+from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, configure_logging, open_channel
 
 from ._state import StackState, resolve_data_dir
 
@@ -149,10 +149,15 @@ def _embedder_report(state: StackState, services: dict[str, str]) -> list[dict[s
             "processed": 0,
             "chunks_per_s": 0.0,
         }
-        with grpc.insecure_channel(addr) as channel:
+        with open_channel(addr, os.environ.get("K0_GRPC_TOKEN", "")) as channel:
             try:
                 info = embedder_pb2_grpc.EmbedderStub(channel).Info(embedder_pb2.EmbedderInfoRequest(), timeout=2.0)
-                entry.update(pid=info.pid, processed=info.processed, chunks_per_s=round(info.chunks_per_s, 2))
+                entry.update(
+                    pid=info.pid,
+                    processed=info.processed,
+                    chunks_per_s=round(info.chunks_per_s, 2),
+                    reported=info.state,
+                )
             except grpc.RpcError:
                 pass
         report.append(entry)
@@ -172,6 +177,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     client = StackClient(state.vault, state.addresses)
     index: dict[str, int] = {}
     queue = {"pending": -1, "dead_letter": -1}
+    problems: list[str] = []  # what the services say about themselves beyond health
     try:
         reply = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 3.0)
         index = {
@@ -179,13 +185,24 @@ def cmd_status(args: argparse.Namespace) -> int:
             "chunks": reply.chunks,
             "chunks_with_vectors": reply.chunks_with_vectors,
             "last_applied_seq": reply.last_applied_seq,
+            "bm25_documents": reply.bm25_documents,
+            "vector_points": reply.vector_points,
         }
         queue = {"pending": reply.embed_queue_pending, "dead_letter": reply.embed_dead_letter}
+        if reply.problem:
+            problems.append(f"retriever: {reply.problem}")
+    except K0Error:
+        pass
+    try:
+        scanner = client.call(client.scanner.Status, scanner_pb2.ScannerStatusRequest(), 3.0)
+        problems += [f"scanner: {w.name} {w.state}: {w.last_error}" for w in scanner.workers if w.state != "running"]
     except K0Error:
         pass
     finally:
         client.close()
     embedders = _embedder_report(state, services)
+    problems += [f"{e['name']}: {e['reported']}" for e in embedders if e.get("reported", "SERVING") != "SERVING"]
+    ok = ok and not problems
     if args.json:
         print(
             json.dumps(
@@ -199,6 +216,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "embedders": embedders,
                     "queue": queue,
                     "index": index,
+                    "problems": problems,
                 }
             )
         )
@@ -213,6 +231,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(
                 f"index   {index['documents']} notes, {index['chunks']} chunks, {index['chunks_with_vectors']} with vectors"
             )
+        for problem in problems:
+            print(f"problem {problem}")
     return 0 if ok else 1
 
 

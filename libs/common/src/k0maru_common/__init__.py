@@ -7,6 +7,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address, open_channel
     from ._client import SEARCH_MODES, StackClient, mode_name
     from ._errors import (
         DependencyFailed,
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from ._logging import configure_logging
     from ._process import orphan_guard
     from ._server import (
-        CHANNEL_OPTIONS,
         HEALTH_NAMES,
         ROUND_ROBIN_CONFIG,
         ErrorMappingInterceptor,
@@ -48,12 +48,20 @@ if TYPE_CHECKING:
         vector_to_bytes,
     )
     from ._tokens import TOKEN_PATTERN, estimate_tokens
+    from ._validation import check_request
     from ._vault import confine, default_data_dir, default_data_root, relative_posix, vault_id
+    from ._workers import BackgroundWorker, WorkerHealth
 
 # Imported on first use (PEP 562): a command that needs only the gRPC client must not pay for
 # numpy, ZeroMQ and pydantic (`k0maru search` is a whole process per call).
 _WHERE = {
-    "CHANNEL_OPTIONS": "_server",
+    "BackgroundWorker": "_workers",
+    "CHANNEL_OPTIONS": "_auth",
+    "TokenAuthInterceptor": "_auth",
+    "WorkerHealth": "_workers",
+    "check_request": "_validation",
+    "is_loopback_address": "_auth",
+    "open_channel": "_auth",
     "ChangePublisher": "_events",
     "ChangeSubscriber": "_events",
     "DEAD_STREAM": "_streams",
@@ -126,6 +134,7 @@ __all__ = [
     "TOKEN_LEDGER",
     "TOKEN_PATTERN",
     "TOPIC",
+    "BackgroundWorker",
     "ChangePublisher",
     "ChangeSubscriber",
     "DependencyFailed",
@@ -139,8 +148,11 @@ __all__ = [
     "NotReady",
     "OutsideVault",
     "StackClient",
+    "TokenAuthInterceptor",
     "TooLarge",
+    "WorkerHealth",
     "cache_key",
+    "check_request",
     "configure_logging",
     "confine",
     "default_data_dir",
@@ -151,7 +163,9 @@ __all__ = [
     "estimate_tokens",
     "health_name",
     "health_state",
+    "is_loopback_address",
     "mode_name",
+    "open_channel",
     "orphan_guard",
     "relative_posix",
     "vault_id",

@@ -6,8 +6,9 @@ back as K0Error with the server's message.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import grpc
@@ -20,8 +21,9 @@ from k0maru.v1 import (
     scanner_pb2_grpc,
 )
 
+from ._auth import open_channel
 from ._errors import error_from_rpc
-from ._server import CHANNEL_OPTIONS, ROUND_ROBIN_CONFIG, embedder_target
+from ._server import ROUND_ROBIN_CONFIG, embedder_target
 
 T = TypeVar("T")
 SEARCH_MODES = {
@@ -38,10 +40,12 @@ def mode_name(mode: int) -> str:
 
 @dataclass
 class StackClient:
-    """Stubs for one stack: `addresses` maps scanner, retriever, offload, embedder-N to host:port."""
+    """Stubs for one stack: `addresses` maps scanner, retriever, offload, embedder-N to host:port;
+    `token` is the stack's shared gRPC token (K0_GRPC_TOKEN when not given)."""
 
     vault: str
     addresses: dict[str, str]
+    token: str = field(default_factory=lambda: os.environ.get("K0_GRPC_TOKEN", ""))
 
     def __post_init__(self) -> None:
         self._channels: list[grpc.Channel] = []
@@ -56,10 +60,8 @@ class StackClient:
         )
 
     def _channel(self, target: str, service_config: str | None = None) -> grpc.Channel:
-        options: list[tuple[str, Any]] = list(CHANNEL_OPTIONS)
-        if service_config:
-            options.append(("grpc.service_config", service_config))
-        channel = grpc.insecure_channel(target, options=options)
+        options: list[tuple[str, Any]] = [("grpc.service_config", service_config)] if service_config else []
+        channel = open_channel(target, self.token, options)
         self._channels.append(channel)
         return channel
 

@@ -1,8 +1,15 @@
-"""The HTTP console: /healthz, /api/search (the search debugger), /api/status, and the page."""
+"""The HTTP console: /healthz, /api/search (the search debugger), /api/status, and the page.
+
+Every request's Host header must name the console (its bind address, loopback names when it
+binds loopback, and `K0_HTTP_ALLOWED_HOSTS`), or it gets 403: a page on another site that
+rebinds its DNS name to 127.0.0.1 (DNS rebinding) cannot read the vault through a browser.
+With a token, `/healthz` tells anonymous callers only ok/degraded, not which vault.
+"""
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
@@ -12,9 +19,11 @@ import zmq
 import zmq.asyncio
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from k0maru.v1 import common_pb2, offload_pb2, retriever_pb2
 from k0maru_common import (
@@ -32,6 +41,33 @@ from k0maru_common import (
 )
 
 MAX_QUERY_CHARS = 10_000
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+WILDCARDS = frozenset({"", "0.0.0.0", "::"})
+
+
+def allowed_hosts(bind_host: str, extra: list[str]) -> frozenset[str] | None:
+    """Host names the console answers to; None = any (a wildcard bind without an allow-list,
+    where the token, mandatory off loopback, is the protection)."""
+    extra_names = {h.strip().strip("[]").lower() for h in extra if h.strip()}
+    host = bind_host.strip("[]").lower()
+    if host in WILDCARDS:
+        return frozenset(extra_names) if extra_names else None
+    names = {host, *extra_names}
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if loopback:
+        names |= LOOPBACK_NAMES
+    return frozenset(names)
+
+
+def host_of(header: str) -> str:
+    """`example.com:7878` → `example.com`; `[::1]:7878` → `::1`."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0]
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
 def _status_for(exc: K0Error) -> int:
@@ -64,6 +100,26 @@ def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
             "heading_path": list(e.heading_path),
         }
     return out
+
+
+class HostCheck:
+    """ASGI middleware: 403 for a Host header the console does not answer to."""
+
+    def __init__(self, app: ASGIApp, hosts: frozenset[str] | None) -> None:
+        self._app = app
+        self._hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._hosts is not None and scope["type"] in ("http", "websocket"):
+            header = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+            if host_of(header) not in self._hosts:
+                refusal = JSONResponse(
+                    {"error": "this console does not answer to that Host; add it to K0_HTTP_ALLOWED_HOSTS"},
+                    status_code=403,
+                )
+                await refusal(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
 
 
 KINDS = {
@@ -103,7 +159,10 @@ async def change_events(events_addr: str) -> AsyncIterator[str]:
         context.term()
 
 
-def build_console(client: StackClient, token: str = "", events_addr: str = "") -> Starlette:
+def build_console(
+    client: StackClient, token: str = "", events_addr: str = "", hosts: frozenset[str] | None = LOOPBACK_NAMES
+) -> Starlette:
+    """`hosts`: the Host names to answer (see `allowed_hosts`); None answers any."""
     page = resources.files("k0maru_gateway").joinpath("static/index.html").read_text(encoding="utf-8")
 
     def authorized(request: Request) -> bool:
@@ -125,10 +184,10 @@ def build_console(client: StackClient, token: str = "", events_addr: str = "") -
     async def healthz(request: Request) -> Response:
         state = await run_in_threadpool(health_state, client.addresses["retriever"], HEALTH_NAMES["retriever"])
         ok = state == "SERVING"
-        return JSONResponse(
-            {"status": "ok" if ok else "degraded", "retriever": state, "vault": client.vault},
-            status_code=200 if ok else 503,
-        )
+        body = {"status": "ok" if ok else "degraded", "retriever": state}
+        if authorized(request):  # the vault's path is for those holding the token
+            body["vault"] = client.vault
+        return JSONResponse(body, status_code=200 if ok else 503)
 
     async def search(request: Request) -> Response:
         async def handle(req: Request) -> Response:
@@ -204,11 +263,12 @@ def build_console(client: StackClient, token: str = "", events_addr: str = "") -
         return HTMLResponse(page, media_type="text/html; charset=utf-8")
 
     return Starlette(
+        middleware=[Middleware(HostCheck, hosts=hosts)],
         routes=[
             Route("/", index),
             Route("/healthz", healthz),
             Route("/api/search", search),
             Route("/api/status", status),
             Route("/api/events", events),
-        ]
+        ],
     )

@@ -20,6 +20,10 @@ class GatewaySettings(K0Settings):
     http_host: str = Field("127.0.0.1", description="console bind address")
     http_port: int = Field(7878, description="console port")
     console_token: str = Field("", description="bearer token required by the console (mandatory off loopback)")
+    http_allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host header names the console answers besides its bind address (JSON list; DNS rebinding)",
+    )
 
     @model_validator(mode="after")
     def _token_off_loopback(self) -> GatewaySettings:

@@ -14,7 +14,7 @@ import uvicorn
 
 from k0maru_common import HEALTH_NAMES, GrpcService, StackClient
 
-from ._console import build_console
+from ._console import allowed_hosts, build_console
 from .config import GatewaySettings
 
 log = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ def stack_client(settings: GatewaySettings) -> StackClient:
     }
     if settings.embedder_target:
         addresses["embedder"] = settings.embedder_target
-    return StackClient(str(settings.vault), addresses)
+    return StackClient(str(settings.vault), addresses, settings.grpc_token)
 
 
 @dataclass
@@ -54,8 +54,9 @@ class GatewayApp:
 def build_server(settings: GatewaySettings) -> GatewayApp:
     """Bind the health endpoint (NOT_SERVING) and build the console; nothing listens on HTTP yet."""
     client = stack_client(settings)
-    service = GrpcService(HEALTH_NAMES["gateway"], settings.grpc_addr)
-    console = build_console(client, settings.console_token, settings.events_addr)
+    service = GrpcService(HEALTH_NAMES["gateway"], settings.grpc_addr, token=settings.grpc_token)
+    hosts = allowed_hosts(settings.http_host, settings.http_allowed_hosts)
+    console = build_console(client, settings.console_token, settings.events_addr, hosts)
     http = uvicorn.Server(
         uvicorn.Config(
             console,

@@ -202,7 +202,7 @@ def build_server(settings: OffloadSettings) -> OffloadApp:
     if not settings.vault.is_dir():
         raise SystemExit(f"offload: vault {settings.vault} is not a folder")
     client = redis.Redis.from_url(settings.redis_url)
-    service = GrpcService(HEALTH_NAMES["offload"], settings.grpc_addr)
+    service = GrpcService(HEALTH_NAMES["offload"], settings.grpc_addr, token=settings.grpc_token)
     offload_pb2_grpc.add_OffloadServicer_to_server(OffloadServicer(settings, TokenLedger(client)), service.server)
     return OffloadApp(settings, service, client)
 

@@ -3,10 +3,17 @@
 Every mutation goes through here under one lock, so the indexes never disagree with each
 other. A chunk's vector is stored only when the key it was computed for (chunk text hash,
 path and tags) is still the chunk's current key: results for older versions are dropped.
+
+The bookkeeping (IndexState) is checked against the stores themselves: at open, a BM25 index
+of another generation (wiped for a schema change, replaced, cleared) is rebuilt from the
+stored documents; `check()` compares tantivy's document count and the vector store's point
+count with what the bookkeeping says, and `repair()` fixes a difference (BM25 rebuilt locally;
+vectors dropped and re-enqueued, the embedding cache makes that cheap).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 
@@ -19,6 +26,8 @@ from ._bm25 import Bm25Index, ChunkRow
 from ._graph import LinkGraph
 from ._state import IndexState
 from ._vectors import VectorPoint, VectorStore
+
+log = logging.getLogger(__name__)
 
 
 def chunk_id(path: str, index: int) -> str:
@@ -37,6 +46,26 @@ def vector_key(doc: common_pb2.Document, chunk: common_pb2.Chunk, model_id: str)
 
 def embed_text(doc: common_pb2.Document, chunk: common_pb2.Chunk) -> str:
     return f"{doc.title}\n{chunk.text}" if doc.title and doc.title not in chunk.text[:200] else chunk.text
+
+
+@dataclass(frozen=True)
+class IndexCheck:
+    """The stores' own counts next to what the bookkeeping expects."""
+
+    bm25_documents: int
+    chunks: int
+    vector_points: int
+    vectors: int
+    generation: str
+
+    @property
+    def problems(self) -> list[str]:
+        out = []
+        if self.bm25_documents != self.chunks:
+            out.append(f"BM25 holds {self.bm25_documents} documents for {self.chunks} chunks")
+        if self.vector_points != self.vectors:
+            out.append(f"the vector store holds {self.vector_points} points for {self.vectors} stored vectors")
+        return out
 
 
 @dataclass(frozen=True)
@@ -59,24 +88,77 @@ class NoteIndex:
         self.lock = threading.RLock()
         self._counted: tuple[tuple[int, int], int] = ((-1, -1), 0)
         self.graph.load({doc.path: [lk.target for lk in doc.links if lk.target] for doc in state.docs.values()})
+        if state.generation != bm25.generation:
+            if state.docs:
+                log.info(
+                    "BM25 index generation %s is not the one the bookkeeping describes (%s): rebuilding it",
+                    bm25.generation,
+                    state.generation or "none",
+                )
+                self.rebuild_bm25()
+            self.state.generation = self.bm25.generation
+            self.state.commit()
+
+    def _add_bm25(self, doc: common_pb2.Document) -> None:
+        prefix = "\n".join(filter(None, [doc.title, " ".join(doc.tags), " ".join(doc.aliases)]))
+        for chunk in doc.chunks:
+            heading = " ".join(chunk.heading_path)
+            self.bm25.add(
+                ChunkRow(
+                    chunk_id(doc.path, chunk.index),
+                    doc.path,
+                    doc.diary,
+                    list(doc.tags),
+                    f"{prefix}\n{heading}\n{chunk.text}",
+                )
+            )
+
+    def rebuild_bm25(self) -> None:
+        """Rebuild BM25 from the stored documents (no scanner needed), in path order like a fresh build."""
+        with self.lock:
+            self.bm25.clear()
+            for path in sorted(self.state.docs):
+                self._add_bm25(self.state.docs[path])
+            self.bm25.commit()
+            self.state.generation = self.bm25.generation
+            self.state.commit()
+            log.info("rebuilt BM25 from %d documents", len(self.state.docs))
+
+    def check(self) -> IndexCheck:
+        """Count what the stores hold (after committing pending BM25 writes) against the bookkeeping."""
+        with self.lock:
+            self.bm25.commit()
+            _docs, chunks, vectors = self.counts()
+            return IndexCheck(self.bm25.count(), chunks, self.vectors.count(), vectors, self.bm25.generation)
+
+    def repair(self) -> IndexCheck:
+        """Make the stores agree with the bookkeeping, and BM25 equal to a fresh build (no deleted
+        documents left in its statistics); return the check made before any repair."""
+        with self.lock:
+            found = self.check()
+            if found.bm25_documents != found.chunks:
+                log.warning("%s: rebuilding BM25", found.problems[0])
+                self.rebuild_bm25()
+            elif self.bm25.deleted():
+                log.info("BM25 still counts %d deleted documents: rebuilding it", self.bm25.deleted())
+                self.rebuild_bm25()
+            if found.vector_points != found.vectors:
+                log.warning(
+                    "the vector store holds %d points for %d stored vectors: re-embedding",
+                    found.vector_points,
+                    found.vectors,
+                )
+                self.vectors.clear()
+                self.state.clear_vectors()
+                self.state.commit()
+            return found
 
     def apply(self, doc: common_pb2.Document) -> list[EmbedJob]:
         """Index a document (replacing any older version); return the embedding jobs it needs."""
         with self.lock:
             old = self.state.docs.get(doc.path)
             self.bm25.delete_path(doc.path)
-            prefix = "\n".join(filter(None, [doc.title, " ".join(doc.tags), " ".join(doc.aliases)]))
-            for chunk in doc.chunks:
-                heading = " ".join(chunk.heading_path)
-                self.bm25.add(
-                    ChunkRow(
-                        chunk_id(doc.path, chunk.index),
-                        doc.path,
-                        doc.diary,
-                        list(doc.tags),
-                        f"{prefix}\n{heading}\n{chunk.text}",
-                    )
-                )
+            self._add_bm25(doc)
             self.graph.set_note(doc.path, [lk.target for lk in doc.links if lk.target])
             keys = {chunk_id(doc.path, c.index): (vector_key(doc, c, self.model_id), c) for c in doc.chunks}
             if old is not None:
@@ -151,6 +233,7 @@ class NoteIndex:
             self.bm25.commit()
             self.vectors.clear()
             self.state.clear()
+            self.state.generation = self.bm25.generation
             self.graph = LinkGraph()
 
     def close(self) -> None:

@@ -59,14 +59,26 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
     def IndexStatus(
         self, request: retriever_pb2.IndexStatusRequest, context: grpc.ServicerContext
     ) -> retriever_pb2.IndexStatusResponse:
-        docs, chunks, vectors = self._app.index.counts()
-        pending, dead = self._app.pipeline.queue_depth() if self._app.pipeline else (0, 0)
+        app = self._app
+        docs, _chunks, _vectors = app.index.counts()
+        check = app.index.check()
+        workers = [app.follower.health()] + ([app.pipeline.health()] if app.pipeline else [])
+        problems = check.problems + [
+            f"{w.name} {w.state}: {w.last_error}" for w in workers if w.state not in ("starting", "running")
+        ]
+        pending, dead = app.pipeline.queue_depth() if app.pipeline else (0, 0)
         return retriever_pb2.IndexStatusResponse(
-            vault=str(self._app.settings.vault),
-            last_applied_seq=self._app.follower.last_applied_seq,
+            vault=str(app.settings.vault),
+            last_applied_seq=app.follower.last_applied_seq,
             documents=docs,
-            chunks=chunks,
-            chunks_with_vectors=vectors,
+            chunks=check.chunks,
+            chunks_with_vectors=check.vectors,
+            workers=[w.to_proto() for w in workers],
+            bm25_documents=check.bm25_documents,
+            vector_points=check.vector_points,
+            generation=check.generation,
+            consistent=not check.problems,
+            problem="; ".join(problems),
             embed_queue_pending=pending,
             embed_dead_letter=dead,
         )
@@ -111,7 +123,9 @@ def open_vector_store(settings: RetrieverSettings, model_id: str, dimension: int
 def build_server(settings: RetrieverSettings) -> RetrieverApp:
     """Open every index. With embedders configured, their Info names the model and its dimension."""
     root = settings.data_dir / "retriever"
-    query_embedder = QueryEmbedder(settings.embedder_target) if settings.embedder_target else None
+    query_embedder = (
+        QueryEmbedder(settings.embedder_target, token=settings.grpc_token) if settings.embedder_target else None
+    )
     model_id, dimension = "", settings.vector_dim
     if query_embedder is not None:
         try:
@@ -127,17 +141,21 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         dimension,
         model_id,
     )
-    pipeline = EmbeddingPipeline(index, settings.redis_url) if settings.embedder_target else None
+    service = GrpcService(HEALTH_NAMES["retriever"], settings.grpc_addr, token=settings.grpc_token)
+    pipeline = (
+        EmbeddingPipeline(index, settings.redis_url, on_give_up=service.fail) if settings.embedder_target else None
+    )
     follower = EventFollower(
         index,
         settings.scanner_addr,
         settings.events_addr,
         pipeline.enqueue if pipeline else (lambda _jobs: None),
         settings.catchup_interval_s,
+        on_give_up=service.fail,
+        token=settings.grpc_token,
     )
     params = FusionParams(settings.rrf_k, settings.weight_bm25, settings.weight_vector, settings.graph_boost)
     searcher = HybridSearcher(index, query_embedder, params, str(settings.vault))
-    service = GrpcService(HEALTH_NAMES["retriever"], settings.grpc_addr)
     app = RetrieverApp(settings, service, index, follower, pipeline, searcher, query_embedder)
     retriever_pb2_grpc.add_RetrieverServicer_to_server(RetrieverServicer(app), service.server)
     return app
@@ -158,3 +176,4 @@ def run(settings: RetrieverSettings) -> None:
                 app.service.wait_for_termination()
     finally:
         app.close()
+    app.service.exit_if_failed()

@@ -175,6 +175,7 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
             skipped=skipped,
             watching=bool(self._watcher and self._watcher.running),
             parser_version=PARSER_VERSION,
+            workers=[self._watcher.health().to_proto()] if self._watcher else [],
         )
 
 
@@ -226,12 +227,14 @@ def build_server(settings: ScannerSettings) -> ScannerApp:
             publisher.publish(to_event(entry, vid))
 
     scanner = open_scanner(settings, publish)
+    service = GrpcService(HEALTH_NAMES["scanner"], settings.grpc_addr, token=settings.grpc_token)
     watcher = (
-        ChangeWatcher(scanner, settings.window_s, settings.window_max_files, settings.rescan_interval_s)
+        ChangeWatcher(
+            scanner, settings.window_s, settings.window_max_files, settings.rescan_interval_s, on_give_up=service.fail
+        )
         if settings.watch
         else None
     )
-    service = GrpcService(HEALTH_NAMES["scanner"], settings.grpc_addr)
     scanner_pb2_grpc.add_ScannerServicer_to_server(ScannerServicer(scanner, vid, watcher), service.server)
     return ScannerApp(service, scanner, watcher, publisher, context)
 
@@ -257,3 +260,4 @@ def run(settings: ScannerSettings) -> None:
                 app.service.wait_for_termination()
     finally:
         app.close()
+    app.service.exit_if_failed()

@@ -162,12 +162,18 @@ class IndexStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class IndexStatusResponse(_message.Message):
-    __slots__ = ("vault", "last_applied_seq", "documents", "chunks", "chunks_with_vectors", "embed_queue_pending", "embed_dead_letter")
+    __slots__ = ("vault", "last_applied_seq", "documents", "chunks", "chunks_with_vectors", "workers", "bm25_documents", "vector_points", "generation", "consistent", "problem", "embed_queue_pending", "embed_dead_letter")
     VAULT_FIELD_NUMBER: _ClassVar[int]
     LAST_APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
     DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_WITH_VECTORS_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    BM25_DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_POINTS_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    CONSISTENT_FIELD_NUMBER: _ClassVar[int]
+    PROBLEM_FIELD_NUMBER: _ClassVar[int]
     EMBED_QUEUE_PENDING_FIELD_NUMBER: _ClassVar[int]
     EMBED_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     vault: str
@@ -175,9 +181,15 @@ class IndexStatusResponse(_message.Message):
     documents: int
     chunks: int
     chunks_with_vectors: int
+    workers: _containers.RepeatedCompositeFieldContainer[_common_pb2.WorkerHealth]
+    bm25_documents: int
+    vector_points: int
+    generation: str
+    consistent: bool
+    problem: str
     embed_queue_pending: int
     embed_dead_letter: int
-    def __init__(self, vault: _Optional[str] = ..., last_applied_seq: _Optional[int] = ..., documents: _Optional[int] = ..., chunks: _Optional[int] = ..., chunks_with_vectors: _Optional[int] = ..., embed_queue_pending: _Optional[int] = ..., embed_dead_letter: _Optional[int] = ...) -> None: ...
+    def __init__(self, vault: _Optional[str] = ..., last_applied_seq: _Optional[int] = ..., documents: _Optional[int] = ..., chunks: _Optional[int] = ..., chunks_with_vectors: _Optional[int] = ..., workers: _Optional[_Iterable[_Union[_common_pb2.WorkerHealth, _Mapping]]] = ..., bm25_documents: _Optional[int] = ..., vector_points: _Optional[int] = ..., generation: _Optional[str] = ..., consistent: _Optional[bool] = ..., problem: _Optional[str] = ..., embed_queue_pending: _Optional[int] = ..., embed_dead_letter: _Optional[int] = ...) -> None: ...
 
 class ReindexRequest(_message.Message):
     __slots__ = ()
