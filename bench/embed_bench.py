@@ -28,7 +28,7 @@ from tokenizers import Tokenizer
 
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
 from k0maru_cli import Launcher, free_port, valkey_argv, wait_for_redis
-from k0maru_common import JOBS_STREAM, RESULTS_STREAM, StackClient, open_channel, orphan_guard, wait_until_serving
+from k0maru_common import JOBS_STREAM, RESULTS_STREAM, open_channel, orphan_guard, wait_until_serving
 from k0maru_embedder._presets import minilm_l6_int8
 
 
@@ -114,7 +114,7 @@ def reindex_one_paragraph(tmp: Path) -> None:
     (vault / "long.md").write_text("# Long note\n\n" + "\n\n".join(sections) + "\n")
     launcher = Launcher(vault, tmp / "data", embedders=1, http_port=0)
     state = launcher.start()
-    client = StackClient(state.vault, state.addresses)
+    client = state.client()
 
     def status() -> retriever_pb2.IndexStatusResponse:
         return client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest())

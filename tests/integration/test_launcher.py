@@ -17,7 +17,7 @@ import redis
 from k0maru.v1 import offload_pb2, retriever_pb2
 from k0maru_cli import Launcher, StackBusy, StackState
 from k0maru_cli._state import process_start_time
-from k0maru_common import StackClient
+from k0maru_common import K0Error, StackClient
 from tests.conftest import write_notes
 
 pytestmark = pytest.mark.integration
@@ -28,7 +28,7 @@ def test_kill_9_of_valkey_is_survived_and_loses_no_ledger_entry(vault: Path, tmp
     write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
     launcher = Launcher(vault, tmp_path / "data", embedders=0, http_port=0)
     state = launcher.start()
-    client = StackClient(state.vault, state.addresses)
+    client = state.client()
     try:
         reply = client.call(client.offload.OffloadLog, offload_pb2.OffloadLogRequest(text=LOG, task_id="before"))
         assert reply.offloaded
@@ -52,6 +52,11 @@ def test_kill_9_of_valkey_is_survived_and_loses_no_ledger_entry(vault: Path, tmp
             retriever_pb2.SearchRequest(query="lighthouses", mode=retriever_pb2.SEARCH_MODE_BM25),
         ).hits
         assert [h.path for h in hits] == ["a.md"]
+        # the stack's services answer only callers with its per-stack token (kept in stack.json, mode 0600)
+        assert (tmp_path / "data" / "stack.json").stat().st_mode & 0o077 == 0
+        with StackClient(state.vault, state.addresses, token="") as stranger, pytest.raises(K0Error) as refused:
+            stranger.call(stranger.retriever.Reindex, retriever_pb2.ReindexRequest())
+        assert "token" in str(refused.value)
     finally:
         client.close()
         launcher.stop()

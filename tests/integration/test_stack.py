@@ -49,7 +49,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Launcher, 
     vault = write_notes(root / "vault", NOTES)
     launcher = Launcher(vault, root / "data", embedders=1, http_port=0)
     state = launcher.start()
-    client = StackClient(state.vault, state.addresses)
+    client = state.client()
     yield launcher, client, vault
     client.close()
     launcher.stop()
@@ -191,7 +191,7 @@ def test_moving_a_note_after_a_restart_embeds_nothing(tmp_path: Path):
     def run_stack(expected: str, action=None):  # type: ignore[no-untyped-def]
         launcher = Launcher(vault, tmp_path / "data", embedders=1, http_port=0)
         state = launcher.start()
-        client = StackClient(state.vault, state.addresses)
+        client = state.client()
         try:
             if action:
                 action()

@@ -12,7 +12,6 @@ import pytest
 
 from k0maru.v1 import retriever_pb2
 from k0maru_cli import Launcher
-from k0maru_common import StackClient
 from tests.conftest import write_notes
 
 pytestmark = pytest.mark.integration
@@ -22,7 +21,7 @@ def test_crashed_service_is_restarted(vault: Path, tmp_path: Path):
     write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
     launcher = Launcher(vault, tmp_path / "data", embedders=1, http_port=0, extra_env={"K0_WATCH": "true"})
     state = launcher.start()
-    client = StackClient(state.vault, state.addresses)
+    client = state.client()
     try:
         old = state.pids["retriever"]
         os.kill(old, signal.SIGKILL)

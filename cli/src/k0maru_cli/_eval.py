@@ -93,7 +93,7 @@ def stack_for(vault: Path, data_dir: Path, embedders: int, model: str = "") -> I
     if state is None:
         launcher = Launcher(vault, data_dir, embedders=embedders, model=model, http_port=0, startup_timeout_s=600)
         state = launcher.start()
-    client = StackClient(state.vault, state.addresses)
+    client = state.client()
     try:
         yield client
     finally:

@@ -45,7 +45,7 @@ class StackThread:
         self._thread.start()
 
     def _attach(self, state: StackState) -> None:
-        self._client = StackClient(state.vault, state.addresses)
+        self._client = state.client()
         self._ready.set()
 
     def _run(self) -> None:

@@ -16,6 +16,7 @@ import fcntl
 import json
 import logging
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -191,8 +192,10 @@ class Launcher:
         addresses["gateway"] = f"127.0.0.1:{free_port()}"
         events_addr = f"tcp://127.0.0.1:{free_port()}"
         embedders = [a for n, a in addresses.items() if n.startswith("embedder")]
+        token = secrets.token_hex(16)  # per stack: other local processes cannot call our services
         base = {
             **os.environ,
+            "K0_GRPC_TOKEN": token,
             "K0_VAULT": str(self.vault),
             "K0_DATA_DIR": str(self.data_dir),
             "K0_REDIS_URL": redis_url,
@@ -235,6 +238,7 @@ class Launcher:
             f"http://{self.http_host}:{http_port}/",
             {n: p.pid for n, p in self.procs},
             process_start_time(os.getpid()) or 0,
+            token,
         )
         self.state.write()
         return self.state

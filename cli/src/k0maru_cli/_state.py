@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from k0maru_common import default_data_dir, health_name, health_state
+from k0maru_common import StackClient, default_data_dir, health_name, health_state
 
 STATE_FILE = "stack.json"
 LOCK_FILE = "stack.lock"
@@ -45,6 +45,7 @@ class StackState:
     console_url: str
     pids: dict[str, int] = field(default_factory=dict)
     launcher_started: int = 0  # process_start_time(launcher_pid) when the file was written
+    grpc_token: str = ""  # the stack's shared gRPC token (the file is readable by its owner only)
 
     @classmethod
     def load(cls, data_dir: Path) -> StackState | None:
@@ -64,8 +65,14 @@ class StackState:
     def write(self) -> None:
         path = Path(self.data_dir) / STATE_FILE
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.__dict__, indent=2))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds the gRPC token
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps(self.__dict__, indent=2))
         os.replace(tmp, path)
+
+    def client(self) -> StackClient:
+        """gRPC stubs for this stack, carrying its token."""
+        return StackClient(self.vault, self.addresses, self.grpc_token)
 
     def health(self) -> dict[str, str]:
         return {name: health_state(addr, health_name(name)) for name, addr in self.addresses.items() if name != "redis"}

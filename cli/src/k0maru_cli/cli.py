@@ -65,7 +65,7 @@ def _require_stack(args: argparse.Namespace) -> StackClient:
     vault, state = _running(args)
     if state is None:
         raise SystemExit(f"k0maru: no stack is running for {vault}; start one with: k0maru up --vault {vault}")
-    return StackClient(state.vault, state.addresses)
+    return state.client()
 
 
 def _launcher(args: argparse.Namespace, vault: Path, http_port: int) -> Launcher:
@@ -149,7 +149,7 @@ def _embedder_report(state: StackState, services: dict[str, str]) -> list[dict[s
             "processed": 0,
             "chunks_per_s": 0.0,
         }
-        with open_channel(addr, os.environ.get("K0_GRPC_TOKEN", "")) as channel:
+        with open_channel(addr, state.grpc_token) as channel:
             try:
                 info = embedder_pb2_grpc.EmbedderStub(channel).Info(embedder_pb2.EmbedderInfoRequest(), timeout=2.0)
                 entry.update(
@@ -174,7 +174,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 1
     services = state.health()
     ok = all(s == "SERVING" for s in services.values())
-    client = StackClient(state.vault, state.addresses)
+    client = state.client()
     index: dict[str, int] = {}
     queue = {"pending": -1, "dead_letter": -1}
     problems: list[str] = []  # what the services say about themselves beyond health
@@ -275,7 +275,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_scan(args: argparse.Namespace) -> int:
     vault, state = _running(args)
     if state is not None:
-        client = StackClient(state.vault, state.addresses)
+        client = state.client()
         try:
             stats = client.call(client.scanner.Scan, scanner_pb2.ScanRequest(force_full=args.full), 600.0)
         finally:
@@ -332,7 +332,7 @@ def cmd_offload(args: argparse.Namespace) -> int:
         request.exit_code = exit_code
     try:
         if state is not None:
-            client = StackClient(state.vault, state.addresses)
+            client = state.client()
             try:
                 reply = client.call(client.offload.OffloadLog, request, 60.0)
             finally:
