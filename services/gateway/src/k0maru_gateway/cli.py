@@ -263,7 +263,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             e = h.explain
             b = f"bm25 #{e.bm25.rank} ({e.bm25.score:.2f})" if e.bm25.present else "bm25 -"
             v = f"vector #{e.vector.rank} ({e.vector.score:.3f})" if e.vector.present else "vector -"
-            print(f"    {b}  {v}  graph +{e.graph_boost:.2f}")
+            print(f"    {b}  {v}  graph +{e.graph_boost:.4f}")
     return 0
 
 

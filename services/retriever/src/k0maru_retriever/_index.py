@@ -58,7 +58,10 @@ class NoteIndex:
         self.dimension = dimension
         self.lock = threading.RLock()
         self._counted: tuple[tuple[int, int], int] = ((-1, -1), 0)
-        self.graph.load({doc.path: [lk.target for lk in doc.links if lk.target] for doc in state.docs.values()})
+        self.graph.load(
+            {doc.path: [lk.target for lk in doc.links if lk.target] for doc in state.docs.values()},
+            {doc.path: [doc.title, *doc.aliases] for doc in state.docs.values()},
+        )
 
     def apply(self, doc: common_pb2.Document) -> list[EmbedJob]:
         """Index a document (replacing any older version); return the embedding jobs it needs."""
@@ -77,7 +80,7 @@ class NoteIndex:
                         f"{prefix}\n{heading}\n{chunk.text}",
                     )
                 )
-            self.graph.set_note(doc.path, [lk.target for lk in doc.links if lk.target])
+            self.graph.set_note(doc.path, [lk.target for lk in doc.links if lk.target], [doc.title, *doc.aliases])
             keys = {chunk_id(doc.path, c.index): (vector_key(doc, c, self.model_id), c) for c in doc.chunks}
             if old is not None:
                 self._drop_vectors(

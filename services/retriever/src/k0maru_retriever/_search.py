@@ -1,4 +1,4 @@
-"""HybridSearcher: BM25 and vector pools → RRF + 1-hop wikilink boost → note hits."""
+"""HybridSearcher: BM25 and vector pools → RRF with a 1-hop wikilink rank bonus → note hits."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class FusionParams:
     k: int = 60
     w_bm25: float = 0.5
     w_vector: float = 0.5
-    graph_boost: float = 0.05
+    graph_boost: float = 0.3  # rank bonus: share of the distance to rank 1 a connected note closes
 
 
 class QueryEmbedder:
@@ -161,7 +161,7 @@ class HybridSearcher:
                     w_bm25=p.w_bm25,
                     w_vector=p.w_vector,
                     boost=p.graph_boost,
-                    connected=self._index.graph.connected,
+                    connected=self._index.graph.connected_among,
                 )
         elif mode == VECTOR:
             fused = single_channel([(a, s) for a, s, _ in vector[:limit]], k=p.k, vector=True)

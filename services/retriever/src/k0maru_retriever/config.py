@@ -27,5 +27,10 @@ class RetrieverSettings(K0Settings):
     rrf_k: int = Field(60, description="RRF constant")
     weight_bm25: float = Field(0.5, description="RRF weight of the BM25 channel")
     weight_vector: float = Field(0.5, description="RRF weight of the vector channel")
-    graph_boost: float = Field(0.05, description="added to a hit linked to another candidate")
+    graph_boost: float = Field(
+        0.3,
+        ge=0.0,
+        lt=1.0,
+        description="rank bonus of a hit linked to or from another candidate: the share of the distance to rank 1 it closes in each channel",
+    )
     catchup_interval_s: float = Field(2.0, description="poll the journal this often even without events")
