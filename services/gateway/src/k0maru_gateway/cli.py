@@ -250,10 +250,18 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         print(
             json.dumps(
-                {"vault": reply.vault, "hits": [hit_json(h, args.explain) for h in reply.hits]}, ensure_ascii=False
+                {
+                    "vault": reply.vault,
+                    "channels": [{"channel": c.channel, "ran": c.ran, "reason": c.reason} for c in reply.channels],
+                    "hits": [hit_json(h, args.explain) for h in reply.hits],
+                },
+                ensure_ascii=False,
             )
         )
         return 0
+    for c in reply.channels:
+        if not c.ran:
+            print(f"({c.channel} left out: {c.reason})", file=sys.stderr)
     if not reply.hits:
         print(f"no notes match {args.query!r} in {reply.vault}")
     for i, h in enumerate(reply.hits, start=1):

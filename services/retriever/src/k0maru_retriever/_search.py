@@ -7,6 +7,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
@@ -24,6 +25,7 @@ _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 MAX_LIMIT = 100
 RECENT_QUERIES = 512
 MAX_QUERY_CHARS = 10_000
+MAX_POOL_DEPTH = 64  # chunks fetched per pooled note, at most, when notes have many matching chunks
 BM25, VECTOR, HYBRID = (
     retriever_pb2.SEARCH_MODE_BM25,
     retriever_pb2.SEARCH_MODE_VECTOR,
@@ -129,25 +131,23 @@ class HybridSearcher:
         pool = max(3 * limit, 20)
         bm25: list[tuple[str, float, str]] = []
         vector: list[tuple[str, float, str]] = []
-        wants_vector = (
-            mode in (VECTOR, HYBRID)
-            and with_vectors
-            and self._embedder is not None
-            and (mode == VECTOR or self._embedder.reads(query))
-        )
-        embedder = self._embedder if wants_vector else None
+        skipped = self._vector_left_out(mode, query, chunks, with_vectors) if mode in (VECTOR, HYBRID) else ""
+        embedder = self._embedder if mode in (VECTOR, HYBRID) and not skipped else None
         qv = embedder.cached(query) if embedder is not None else None
         pending = embedder.start(query) if embedder is not None and qv is None else None
         if mode in (BM25, HYBRID):
-            bm25 = self._collapse(self._index.bm25.search(query, pool * 4, scope), pool, scope)
+            bm25 = self._pool(lambda n: self._index.bm25.search(query, n, scope), pool, scope)
+            response.channels.append(retriever_pb2.ChannelReport(channel="bm25", ran=True))
         if pending is not None and embedder is not None:
             qv = QueryEmbedder.result(pending)
             if qv is not None:
                 embedder.remember(query, qv)
+            else:
+                skipped = "the query could not be embedded (embedder unavailable or too slow)"
         if qv is not None:
-            with self._index.lock:
-                raw = self._index.vectors.search(qv, pool * 4, scope)
-            vector = self._collapse(raw, pool, scope)
+            vector = self._pool(lambda n: self._vector_search(qv, n, scope), pool, scope)
+        if mode in (VECTOR, HYBRID):
+            response.channels.append(retriever_pb2.ChannelReport(channel="vector", ran=not skipped, reason=skipped))
         best_chunk = {p: c for p, _s, c in reversed(vector)} | {p: c for p, _s, c in reversed(bm25)}
         p = self._params
         if mode == HYBRID:
@@ -171,6 +171,32 @@ class HybridSearcher:
             response.hits.append(self._to_hit(hit, best_chunk[hit.path], query, request.explain))
         response.took_ms = (time.perf_counter() - started) * 1000
         return response
+
+    def _vector_left_out(self, mode: int, query: str, chunks: int, with_vectors: int) -> str:
+        """Why the vector channel cannot run for this query ("" when it can)."""
+        if self._embedder is None:
+            return "no embedder is configured (BM25 only)"
+        if not with_vectors:
+            return f"no vectors yet: 0 of {chunks} chunks embedded"
+        if mode == HYBRID and not self._embedder.reads(query):
+            return f"the embedding model reads {', '.join(self._embedder.scripts)} only, not this query's script"
+        return ""
+
+    def _vector_search(self, qv: np.ndarray, n: int, scope: Scope) -> list[tuple[str, float]]:
+        with self._index.lock:
+            return self._index.vectors.search(qv, n, scope)
+
+    def _pool(
+        self, fetch: Callable[[int], list[tuple[str, float]]], pool: int, scope: Scope
+    ) -> list[tuple[str, float, str]]:
+        """`pool` distinct notes from a chunk ranking, fetching deeper while notes repeat."""
+        n = pool * 4
+        while True:
+            ranked = fetch(n)
+            notes = self._collapse(ranked, pool, scope)
+            if len(notes) >= pool or len(ranked) < n or n >= pool * MAX_POOL_DEPTH:
+                return notes
+            n *= 4
 
     def _collapse(self, ranked: list[tuple[str, float]], pool: int, scope: Scope) -> list[tuple[str, float, str]]:
         """Chunk hits → the first (best) chunk of each note, scope-filtered, at most `pool` notes."""
