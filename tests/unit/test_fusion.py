@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from k0maru_retriever._fusion import channel_weights, rrf_fuse, single_channel, snippet
+from k0maru_retriever._fusion import (
+    channel_weights,
+    confident_weights,
+    convex_fuse,
+    minmax,
+    rrf_fuse,
+    single_channel,
+    snippet,
+    standout,
+)
 from k0maru_retriever._graph import LinkGraph
 
 
@@ -83,19 +92,26 @@ def ranked(*paths: str) -> list[tuple[str, float]]:
     return [(p, 1.0) for p in paths]
 
 
-def test_first_in_both_channels_stays_first_whatever_the_links():
+@pytest.mark.parametrize("fuse", [rrf_fuse, convex_fuse])
+def test_first_in_both_channels_stays_first_whatever_the_links(fuse):
     import random
 
     rng = random.Random(3)
-    for _ in range(200):
-        notes = [f"n{i}.md" for i in range(30)]
-        # every note but the winner links to every other note
-        g = graph({p: [q.removesuffix(".md") for q in notes if q != p] for p in notes[1:]} | {"n0.md": []})
+    notes = [f"n{i}.md" for i in range(30)]
+    # every note but the winner links to every other note
+    g = graph({p: [q.removesuffix(".md") for q in notes if q != p] for p in notes[1:]} | {"n0.md": []})
+    for _ in range(100):
         b = notes[1:]
         v = notes[1:]
         rng.shuffle(b)
         rng.shuffle(v)
-        hits = rrf_fuse(ranked("n0.md", *b), ranked("n0.md", *v), connected=g.connected_among, boost=0.99)
+        scores = sorted((rng.random() for _ in b), reverse=True)
+        hits = fuse(
+            [("n0.md", 2.0), *zip(b, scores, strict=True)],
+            [("n0.md", 2.0), *zip(v, scores, strict=True)],
+            connected=g.connected_among,
+            boost=0.99,
+        )
         assert hits[0].path == "n0.md" and hits[0].boost == 0.0
 
 
@@ -117,6 +133,31 @@ def test_unconnected_note_above_in_both_channels_stays_above_unless_within_reach
     assert order(5, 6, 0.3) == ["hub.md", "plain.md"]
     # No boost: order by the channels.
     assert order(5, 6, 0.0) == ["plain.md", "hub.md"]
+
+
+def test_convex_fusion_uses_scores_and_its_boost_keeps_its_reach():
+    # BM25: a far ahead of b and c; vector: c slightly ahead of a. Scores, not ranks, decide.
+    b = [("a", 10.0), ("b", 2.0), ("c", 1.0)]
+    v = [("c", 0.62), ("a", 0.60), ("b", 0.20)]
+    hits = convex_fuse(b, v, boost=0.0)
+    assert [h.path for h in hits] == ["a", "c", "b"]
+    assert hits[0].score == pytest.approx(0.5 * 1.0 + 0.5 * (0.40 / 0.42))
+    assert minmax(b) == {"a": 1.0, "b": pytest.approx(1 / 9), "c": 0.0}
+    g = graph({"b": ["c"], "c": [], "a": []})
+    boosted = {h.path: h for h in convex_fuse(b, v, boost=0.5, connected=g.connected_among)}
+    # b closes half its distance to the top in each channel: 0.5*(1/9 + 8/18) + 0.5*(0 + 0.5)
+    assert boosted["b"].score == pytest.approx(0.5 * (1 / 9 + 0.5 * 8 / 9) + 0.5 * 0.5)
+    assert boosted["a"].boost == 0.0 and boosted["b"].boost > 0 and boosted["c"].boost > 0
+
+
+def test_confident_weights_follow_the_channel_whose_best_stands_out():
+    peaked = [("a", 10.0), *[(f"x{i}", 1.0 + i / 100) for i in range(20, 0, -1)]]
+    flat = [("b", 0.51), *[(f"y{i}", 0.509 - i / 10000) for i in range(19)], ("z", 0.40)]
+    assert standout(peaked) > 0.9 and standout(flat) < 0.1
+    wb, wv = confident_weights(peaked, flat, 0.5, 0.5, 2.0)
+    assert wb > 2 * wv
+    assert confident_weights(peaked, flat, 0.5, 0.5, 0.0) == (0.5, 0.5)
+    assert confident_weights(peaked, [], 0.5, 0.5, 2.0) == (0.5, 0.5)
 
 
 def test_boost_outside_its_range_is_refused():

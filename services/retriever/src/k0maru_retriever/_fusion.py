@@ -47,6 +47,35 @@ def boosted_rank(rank: int, boost: float) -> float:
     return 1.0 + (rank - 1) * (1.0 - boost)
 
 
+def _collect(bm25: list[tuple[str, float]], vector: list[tuple[str, float]]) -> dict[str, FusedHit]:
+    hits: dict[str, FusedHit] = {}
+    for rank, (path, score) in enumerate(bm25, start=1):
+        hit = hits.setdefault(path, FusedHit(path))
+        hit.bm25_rank, hit.bm25_score = rank, score
+    for rank, (path, score) in enumerate(vector, start=1):
+        hit = hits.setdefault(path, FusedHit(path))
+        hit.vector_rank, hit.vector_score = rank, score
+    return hits
+
+
+def _score_all(
+    hits: dict[str, FusedHit],
+    score: Callable[[FusedHit, float], float],
+    boost: float,
+    connected: Callable[[set[str]], set[str]] | None,
+) -> list[FusedHit]:
+    """Score every hit, the connected ones with the boost too; best first."""
+    if not 0.0 <= boost < 1.0:
+        raise ValueError(f"graph boost must be in [0, 1), got {boost}")
+    linked = connected(set(hits)) if connected is not None and boost > 0 else set()
+    for hit in hits.values():
+        hit.score = score(hit, 0.0)
+        if hit.path in linked:
+            boosted = score(hit, boost)
+            hit.boost, hit.score = boosted - hit.score, boosted
+    return sorted(hits.values(), key=tie_break_key)
+
+
 def rrf_fuse(
     bm25: list[tuple[str, float]],
     vector: list[tuple[str, float]],
@@ -63,32 +92,75 @@ def rrf_fuse(
     """
     if not bm25 and not vector:
         return []
-    if not 0.0 <= boost < 1.0:
-        raise ValueError(f"graph boost must be in [0, 1), got {boost}")
     wb, wv = channel_weights(w_bm25, w_vector, bool(bm25), bool(vector))
-    hits: dict[str, FusedHit] = {}
-    for rank, (path, score) in enumerate(bm25, start=1):
-        hit = hits.setdefault(path, FusedHit(path))
-        hit.bm25_rank, hit.bm25_score = rank, score
-    for rank, (path, score) in enumerate(vector, start=1):
-        hit = hits.setdefault(path, FusedHit(path))
-        hit.vector_rank, hit.vector_score = rank, score
-    linked = connected(set(hits)) if connected is not None and boost > 0 else set()
-    for hit in hits.values():
-        hit.score = _rrf(hit, k, wb, wv, 0.0)
-        if hit.path in linked:
-            boosted = _rrf(hit, k, wb, wv, boost)
-            hit.boost, hit.score = boosted - hit.score, boosted
-    return sorted(hits.values(), key=tie_break_key)
+
+    def score(hit: FusedHit, bonus: float) -> float:
+        total = 0.0
+        if hit.bm25_rank:
+            total += wb / (k + boosted_rank(hit.bm25_rank, bonus))
+        if hit.vector_rank:
+            total += wv / (k + boosted_rank(hit.vector_rank, bonus))
+        return total
+
+    return _score_all(_collect(bm25, vector), score, boost, connected)
 
 
-def _rrf(hit: FusedHit, k: int, wb: float, wv: float, boost: float) -> float:
-    score = 0.0
-    if hit.bm25_rank:
-        score += wb / (k + boosted_rank(hit.bm25_rank, boost))
-    if hit.vector_rank:
-        score += wv / (k + boosted_rank(hit.vector_rank, boost))
-    return score
+def standout(ranked: list[tuple[str, float]]) -> float:
+    """How far a channel's best note stands out of its pool: 1 − mean of its min-max scores.
+
+    Near 1: one clear winner over a flat pool (the channel is sure); near 0: a flat top.
+    """
+    norm = minmax(ranked)
+    return 1.0 - sum(norm.values()) / len(norm) if len(norm) > 1 else 0.0
+
+
+def confident_weights(
+    bm25: list[tuple[str, float]], vector: list[tuple[str, float]], w_bm25: float, w_vector: float, power: float
+) -> tuple[float, float]:
+    """Per-query weights: the configured ones scaled by each channel's standout ** power."""
+    if power <= 0 or not bm25 or not vector:
+        return w_bm25, w_vector
+    sb, sv = w_bm25 * standout(bm25) ** power, w_vector * standout(vector) ** power
+    return (sb, sv) if sb + sv > 0 else (w_bm25, w_vector)
+
+
+def minmax(ranked: list[tuple[str, float]]) -> dict[str, float]:
+    """Channel scores mapped onto [0, 1] within the pool: its best note 1, its last 0."""
+    if not ranked:
+        return {}
+    hi, lo = ranked[0][1], ranked[-1][1]
+    span = hi - lo
+    return {p: (s - lo) / span if span > 0 else 1.0 for p, s in ranked}
+
+
+def convex_fuse(
+    bm25: list[tuple[str, float]],
+    vector: list[tuple[str, float]],
+    *,
+    w_bm25: float = 0.5,
+    w_vector: float = 0.5,
+    boost: float = 0.3,
+    connected: Callable[[set[str]], set[str]] | None = None,
+) -> list[FusedHit]:
+    """score(d) = Σ_m w_m · minmax_m(d), a channel missing d contributing 0 (scores, not ranks).
+
+    The graph boost is the same rank-bonus idea on this scale: a connected note closes `boost`
+    of its distance to its channel's best (1) in each channel that found it.
+    """
+    if not bm25 and not vector:
+        return []
+    wb, wv = channel_weights(w_bm25, w_vector, bool(bm25), bool(vector))
+    nb, nv = minmax(bm25), minmax(vector)
+
+    def score(hit: FusedHit, bonus: float) -> float:
+        total = 0.0
+        if hit.bm25_rank:
+            total += wb * (nb[hit.path] + bonus * (1.0 - nb[hit.path]))
+        if hit.vector_rank:
+            total += wv * (nv[hit.path] + bonus * (1.0 - nv[hit.path]))
+        return total
+
+    return _score_all(_collect(bm25, vector), score, boost, connected)
 
 
 def tie_break_key(hit: FusedHit) -> tuple[float, int, int, int, int, str]:

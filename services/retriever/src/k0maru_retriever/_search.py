@@ -17,7 +17,7 @@ from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
 from k0maru_common import CHANNEL_OPTIONS
 
 from ._bm25 import Scope
-from ._fusion import FusedHit, rrf_fuse, single_channel, snippet
+from ._fusion import FusedHit, confident_weights, convex_fuse, rrf_fuse, single_channel, snippet
 from ._index import NoteIndex, split_chunk_id
 
 log = logging.getLogger(__name__)
@@ -35,10 +35,12 @@ BM25, VECTOR, HYBRID = (
 
 @dataclass(frozen=True)
 class FusionParams:
-    k: int = 60
+    method: str = "convex"  # "convex": weighted min-max scores; "rrf": reciprocal ranks (B.5)
+    k: int = 60  # RRF constant
     w_bm25: float = 0.5
     w_vector: float = 0.5
-    graph_boost: float = 0.3  # rank bonus: share of the distance to rank 1 a connected note closes
+    adaptive: float = 2.0  # per-query weights ∝ w · standout ** adaptive (0: fixed weights)
+    graph_boost: float = 0.3  # rank bonus: share of the distance to the top a connected note closes
 
 
 class QueryEmbedder:
@@ -153,16 +155,14 @@ class HybridSearcher:
         if mode == HYBRID:
             if not vector:
                 response.mode_used = BM25
+            b, v = [(a, s) for a, s, _ in bm25], [(a, s) for a, s, _ in vector]
+            wb, wv = confident_weights(b, v, p.w_bm25, p.w_vector, p.adaptive)
             with self._index.lock:
-                fused = rrf_fuse(
-                    [(a, s) for a, s, _ in bm25],
-                    [(a, s) for a, s, _ in vector],
-                    k=p.k,
-                    w_bm25=p.w_bm25,
-                    w_vector=p.w_vector,
-                    boost=p.graph_boost,
-                    connected=self._index.graph.connected_among,
-                )
+                connected = self._index.graph.connected_among
+                if p.method == "rrf":
+                    fused = rrf_fuse(b, v, k=p.k, w_bm25=wb, w_vector=wv, boost=p.graph_boost, connected=connected)
+                else:
+                    fused = convex_fuse(b, v, w_bm25=wb, w_vector=wv, boost=p.graph_boost, connected=connected)
         elif mode == VECTOR:
             fused = single_channel([(a, s) for a, s, _ in vector[:limit]], k=p.k, vector=True)
         else:

@@ -132,7 +132,14 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         pipeline.enqueue if pipeline else (lambda _jobs: None),
         settings.catchup_interval_s,
     )
-    params = FusionParams(settings.rrf_k, settings.weight_bm25, settings.weight_vector, settings.graph_boost)
+    params = FusionParams(
+        settings.fusion,
+        settings.rrf_k,
+        settings.weight_bm25,
+        settings.weight_vector,
+        settings.fusion_adaptive,
+        settings.graph_boost,
+    )
     searcher = HybridSearcher(index, query_embedder, params, str(settings.vault))
     service = GrpcService("k0maru.v1.Retriever", settings.grpc_addr)
     app = RetrieverApp(settings, service, index, follower, pipeline, searcher, query_embedder)
