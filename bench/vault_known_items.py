@@ -19,6 +19,7 @@ import argparse
 import json
 import random
 import re
+import shutil
 from pathlib import Path
 
 LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
@@ -37,7 +38,8 @@ def note_for(inner: str, notes: dict[str, str]) -> tuple[str, str] | None:
     return None
 
 
-def build(vault: Path) -> dict[str, str]:
+def build(vault: Path) -> dict[str, tuple[str, str]]:
+    """query text → (answer path, source path)."""
     files = sorted(p for p in vault.rglob("*.md") if not any(part.startswith(".") for part in p.parts))
     notes: dict[str, str] = {}
     for p in files:
@@ -45,6 +47,7 @@ def build(vault: Path) -> dict[str, str]:
         notes.setdefault(rel.removesuffix(".md").lower(), rel)
         notes.setdefault(p.stem.lower(), rel)
     answers: dict[str, set[str]] = {}
+    sources: dict[str, str] = {}
     for p in files:
         source = p.relative_to(vault).as_posix()
         for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -61,7 +64,18 @@ def build(vault: Path) -> dict[str, str]:
             text = " ".join(MARKUP.sub(lambda m: m.group(1) or " ", text).split()).strip(" :-–")
             if len(text.split()) >= 3:
                 answers.setdefault(text, set()).add(found[1])
-    return {text: next(iter(paths)) for text, paths in answers.items() if len(paths) == 1}
+                sources[text] = source
+    return {text: (next(iter(paths)), sources[text]) for text, paths in answers.items() if len(paths) == 1}
+
+
+def copy_subset(vault: Path, out: Path, pairs: list[tuple[str, tuple[str, str]]], distractors: int) -> None:
+    involved = {p for _text, both in pairs for p in both}
+    rest = sorted(p.relative_to(vault).as_posix() for p in vault.rglob("*.md"))
+    rest = [p for p in rest if p not in involved]
+    for rel in sorted(involved | set(random.Random(1).sample(rest, min(distractors, len(rest))))):
+        target = out / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(vault / rel, target)
 
 
 def main() -> None:
@@ -69,14 +83,23 @@ def main() -> None:
     parser.add_argument("vault", type=Path)
     parser.add_argument("out", type=Path)
     parser.add_argument("--max", type=int, default=0, help="keep a random sample of this many (seed 0)")
+    parser.add_argument(
+        "--subset-vault",
+        type=Path,
+        help="also copy the notes the kept queries involve (answers, the notes quoting them) plus --distractors "
+        "random others here: a smaller vault for slow machines (fewer distractors: higher scores)",
+    )
+    parser.add_argument("--distractors", type=int, default=100)
     args = parser.parse_args()
     pairs = sorted(build(args.vault.resolve()).items())
     if args.max and len(pairs) > args.max:
         pairs = sorted(random.Random(0).sample(pairs, args.max))
+    if args.subset_vault:
+        copy_subset(args.vault.resolve(), args.subset_vault, pairs, args.distractors)
     args.out.mkdir(parents=True, exist_ok=True)
     with (args.out / "queries.jsonl").open("w", encoding="utf-8") as q, (args.out / "qrels.tsv").open("w") as r:
         r.write("query-id\tcorpus-id\tscore\n")
-        for i, (text, path) in enumerate(pairs):
+        for i, (text, (path, _source)) in enumerate(pairs):
             q.write(json.dumps({"_id": f"k{i}", "text": text}, ensure_ascii=False) + "\n")
             r.write(f"k{i}\t{path}\t1\n")
     print(json.dumps({"bench": "known_items", "vault": str(args.vault), "queries": len(pairs)}))
