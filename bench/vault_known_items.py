@@ -24,6 +24,7 @@ from pathlib import Path
 
 LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
 WIKILINK = re.compile(r"!?\[\[([^\]\n]+)\]\]")
+CODE = re.compile(r"`[^`]*`")
 MARKUP = re.compile(r"`[^`]*`|https?://\S+|[*_>#~]|\[([^\]]*)\]\([^)]*\)")
 
 
@@ -54,13 +55,14 @@ def build(vault: Path) -> dict[str, tuple[str, str]]:
             item = LIST_ITEM.match(line)
             if not item:
                 continue
-            links = WIKILINK.findall(item.group(1))
+            body = CODE.sub(" ", item.group(1))  # a link inside a code span is an example, not a link
+            links = WIKILINK.findall(body)
             if len(links) != 1:
                 continue
             found = note_for(links[0], notes)
             if found is None or found[1] == source:
                 continue
-            text = WIKILINK.sub(found[0].replace("\\", " "), item.group(1))
+            text = WIKILINK.sub(found[0].replace("\\", " "), body)
             text = " ".join(MARKUP.sub(lambda m: m.group(1) or " ", text).split()).strip(" :-–")
             if len(text.split()) >= 3:
                 answers.setdefault(text, set()).add(found[1])
