@@ -86,7 +86,9 @@ def test_bm25_vector_and_hybrid_find_the_right_note(stack):
         client.retriever.Search, retriever_pb2.SearchRequest(query="write-through cache sqlite", explain=True)
     )
     top = {h.path: h for h in reply.hits}
-    assert top["eng/cache.md"].explain.graph_boost == pytest.approx(0.05)  # links to eng/sqlite.md, also a candidate
+    # eng/cache.md links to eng/sqlite.md, both candidates: a rank bonus for the one not already first.
+    assert any(top[p].explain.graph_boost > 0 for p in ("eng/cache.md", "eng/sqlite.md"))
+    assert all(h.explain.graph_boost == 0 for p, h in top.items() if p not in ("eng/cache.md", "eng/sqlite.md"))
     assert reply.vector_coverage == 1.0 and reply.mode_used == HYBRID
 
 

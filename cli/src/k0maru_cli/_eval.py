@@ -1,10 +1,15 @@
-"""`k0maru eval beir DIR`: a BEIR dataset as a vault, indexed and searched through the real services.
+"""Retrieval quality through the real services: `k0maru eval beir DIR` and `k0maru eval vault DIR`.
 
-Writes every corpus document as a note (`# title` + text), runs the stack on it (or uses one
-already running for that vault), waits until the index — and, for vector modes, every
+beir: writes every corpus document as a note (`# title` + text), runs the stack on it (or uses
+one already running for that vault), waits until the index — and, for vector modes, every
 vector — is complete, then runs the split's queries through Retriever.Search and reports
 nDCG@10 (linear gain, as trec_eval), Recall@10, MRR@10 and client-side latency p50/p99.
 Nothing is tuned on any split.
+
+vault: the same on a real vault as it is (folders, frontmatter, links, tags untouched; nothing is
+written into it): queries are a JSONL of {"_id", "text"}, qrels a TSV of query id, vault-relative
+note path, grade. It also lists the queries that missed (no expected note in the top 3) with
+what came back instead, for a user tuning their own vault.
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ import math
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -122,28 +128,41 @@ def wait_indexed(client: StackClient, need_vectors: bool, log: TextIO = sys.stde
         time.sleep(1.0)
 
 
-def run_beir(dataset: Path, workdir: Path, mode: str, split: str, embedders: int, model: str = "") -> dict[str, object]:
-    qrels = load_qrels(dataset / "qrels" / f"{split}.tsv")
-    queries = {q["_id"]: q["text"] for q in load_jsonl(dataset / "queries.jsonl") if q["_id"] in qrels}
-    vault = workdir / "vault"
-    started = time.perf_counter()
-    mapping = write_vault(dataset, vault)
-    print(f"{dataset.name}: {len(mapping)} documents, {len(queries)} {split} queries", file=sys.stderr, flush=True)
+@dataclass
+class Missed:
+    qid: str
+    text: str
+    expected: list[str]
+    got: list[str]  # top 3
+    rank: int  # of the first expected note in the top 10, 0 = not there
+
+
+def measure(
+    client: StackClient,
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+    mode: str,
+    to_doc: Callable[[str], str] = lambda path: path,
+    missed: list[Missed] | None = None,
+) -> dict[str, object]:
+    """Run every query through Retriever.Search; the metrics and latencies `eval` reports."""
     totals = {"ndcg": 0.0, "recall": 0.0, "mrr": 0.0}
     latencies: list[float] = []
-    with stack_for(vault, workdir / "data", embedders, model) as client:
-        wait_indexed(client, need_vectors=mode != "bm25")
-        print(f"indexed in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-        for qid, text in queries.items():
-            t0 = time.perf_counter()
-            reply = client.call(
-                client.retriever.Search, retriever_pb2.SearchRequest(query=text, limit=K, mode=SEARCH_MODES[mode]), 30
-            )
-            latencies.append((time.perf_counter() - t0) * 1000)
-            ranked = [mapping.get(h.path, h.path) for h in reply.hits]
-            totals["ndcg"] += ndcg_at_k(ranked, qrels[qid])
-            totals["recall"] += recall_at_k(ranked, qrels[qid])
-            totals["mrr"] += mrr_at_k(ranked, qrels[qid])
+    for qid, text in queries.items():
+        t0 = time.perf_counter()
+        reply = client.call(
+            client.retriever.Search, retriever_pb2.SearchRequest(query=text, limit=K, mode=SEARCH_MODES[mode]), 30
+        )
+        latencies.append((time.perf_counter() - t0) * 1000)
+        ranked = [to_doc(h.path) for h in reply.hits]
+        relevant = qrels[qid]
+        totals["ndcg"] += ndcg_at_k(ranked, relevant)
+        totals["recall"] += recall_at_k(ranked, relevant)
+        totals["mrr"] += mrr_at_k(ranked, relevant)
+        if missed is not None and not any(relevant.get(d, 0) > 0 for d in ranked[:3]):
+            rank = next((i + 1 for i, d in enumerate(ranked) if relevant.get(d, 0) > 0), 0)
+            expected = sorted(d for d, r in relevant.items() if r > 0)
+            missed.append(Missed(qid, text, expected, ranked[:3], rank))
     n = max(len(queries), 1)
     return {
         "ndcg@10": round(totals["ndcg"] / n, 4),
@@ -154,3 +173,69 @@ def run_beir(dataset: Path, workdir: Path, mode: str, split: str, embedders: int
         "mode": mode,
         "queries": len(queries),
     }
+
+
+def run_beir(dataset: Path, workdir: Path, mode: str, split: str, embedders: int, model: str = "") -> dict[str, object]:
+    qrels = load_qrels(dataset / "qrels" / f"{split}.tsv")
+    queries = {q["_id"]: q["text"] for q in load_jsonl(dataset / "queries.jsonl") if q["_id"] in qrels}
+    vault = workdir / "vault"
+    started = time.perf_counter()
+    mapping = write_vault(dataset, vault)
+    print(f"{dataset.name}: {len(mapping)} documents, {len(queries)} {split} queries", file=sys.stderr, flush=True)
+    with stack_for(vault, workdir / "data", embedders, model) as client:
+        wait_indexed(client, need_vectors=mode != "bm25")
+        print(f"indexed in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+        return measure(client, queries, qrels, mode, lambda path: mapping.get(path, path))
+
+
+class EvalInputError(ValueError):
+    """Queries or qrels that cannot be evaluated (missing, empty, or naming no note of the vault)."""
+
+
+def load_vault_set(
+    vault: Path, queries_file: Path, qrels_file: Path
+) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """Queries that have qrels, and qrels restricted to notes that exist in the vault."""
+    for f in (queries_file, qrels_file):
+        if not f.is_file():
+            raise EvalInputError(f"{f} does not exist")
+    try:
+        queries = {str(q["_id"]): str(q["text"]) for q in load_jsonl(queries_file)}
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise EvalInputError(f"{queries_file}: every line must be a JSON object with _id and text ({exc})") from exc
+    qrels = load_qrels(qrels_file)
+    absent = sorted({p for rel in qrels.values() for p in rel if not (vault / p).is_file()})
+    if absent:
+        print(f"{len(absent)} expected notes are not in the vault (ignored), e.g. {absent[0]}", file=sys.stderr)
+    qrels = {q: {p: r for p, r in rel.items() if p not in absent} for q, rel in qrels.items() if q in queries}
+    qrels = {q: rel for q, rel in qrels.items() if any(r > 0 for r in rel.values())}
+    if not qrels:
+        raise EvalInputError(f"no query of {queries_file} has an expected note of {vault} in {qrels_file}")
+    return {q: queries[q] for q in qrels}, qrels
+
+
+def run_vault(
+    vault: Path,
+    queries_file: Path,
+    qrels_file: Path,
+    workdir: Path,
+    mode: str,
+    embedders: int,
+    model: str = "",
+    out: TextIO = sys.stdout,
+) -> dict[str, object]:
+    queries, qrels = load_vault_set(vault, queries_file, qrels_file)
+    started = time.perf_counter()
+    print(f"{vault.name}: {len(queries)} queries", file=sys.stderr, flush=True)
+    missed: list[Missed] = []
+    with stack_for(vault, workdir / "data", embedders, model) as client:
+        wait_indexed(client, need_vectors=mode != "bm25")
+        print(f"indexed in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+        report = measure(client, queries, qrels, mode, missed=missed)
+    for m in missed:
+        where = f"#{m.rank}" if m.rank else "not in the top 10"
+        print(f"missed {m.qid} ({where}): {m.text!r}", file=out)
+        print(f"    expected {', '.join(m.expected)}", file=out)
+        print(f"    got      {', '.join(m.got) or '-'}", file=out)
+    report["missed"] = len(missed)
+    return report

@@ -255,10 +255,18 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         print(
             json.dumps(
-                {"vault": reply.vault, "hits": [hit_json(h, args.explain) for h in reply.hits]}, ensure_ascii=False
+                {
+                    "vault": reply.vault,
+                    "channels": [{"channel": c.channel, "ran": c.ran, "reason": c.reason} for c in reply.channels],
+                    "hits": [hit_json(h, args.explain) for h in reply.hits],
+                },
+                ensure_ascii=False,
             )
         )
         return 0
+    for c in reply.channels:
+        if not c.ran:
+            print(f"({c.channel} left out: {c.reason})", file=sys.stderr)
     if not reply.hits:
         print(f"no notes match {args.query!r} in {reply.vault}")
     for i, h in enumerate(reply.hits, start=1):
@@ -268,7 +276,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             e = h.explain
             b = f"bm25 #{e.bm25.rank} ({e.bm25.score:.2f})" if e.bm25.present else "bm25 -"
             v = f"vector #{e.vector.rank} ({e.vector.score:.3f})" if e.vector.present else "vector -"
-            print(f"    {b}  {v}  graph +{e.graph_boost:.2f}")
+            print(f"    {b}  {v}  graph +{e.graph_boost:.4f}")
     return 0
 
 
@@ -383,9 +391,21 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     from k0maru_common import default_data_root
 
-    from ._eval import run_beir
+    from ._eval import EvalInputError, run_beir, run_vault
 
     dataset = Path(args.dataset).expanduser().resolve()
+    if args.kind == "vault":
+        if not dataset.is_dir():
+            raise SystemExit(f"k0maru: {dataset} is not a folder")
+        if args.queries is None or args.qrels is None:
+            raise SystemExit("k0maru: eval vault needs --queries Q.jsonl and --qrels R.tsv")
+        workdir = (args.workdir or default_data_root() / "eval" / f"vault-{dataset.name}").resolve()
+        try:
+            report = run_vault(dataset, args.queries, args.qrels, workdir, args.mode, args.embedders, args.model)
+        except EvalInputError as exc:
+            raise SystemExit(f"k0maru: {exc}") from exc
+        print(json.dumps(report))
+        return 0
     if not (dataset / "corpus.jsonl").is_file() or not (dataset / "qrels" / f"{args.split}.tsv").is_file():
         raise SystemExit(f"k0maru: {dataset} is not a BEIR dataset with a {args.split} split")
     workdir = (args.workdir or default_data_root() / "eval" / dataset.name).resolve()
@@ -439,9 +459,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grep", default="")
     p.add_argument("--context", type=int, default=0)
     p.add_argument("--around-error", action="store_true")
-    p = sub.add_parser("eval", help="evaluate retrieval on a BEIR dataset through the real services")
-    p.add_argument("kind", choices=["beir"])
-    p.add_argument("dataset", help="folder with corpus.jsonl, queries.jsonl and qrels/<split>.tsv")
+    p = sub.add_parser("eval", help="evaluate retrieval on a BEIR dataset or your own vault through the real services")
+    p.add_argument("kind", choices=["beir", "vault"])
+    p.add_argument(
+        "dataset", help="beir: folder with corpus.jsonl, queries.jsonl and qrels/<split>.tsv; vault: the vault"
+    )
+    p.add_argument("--queries", type=Path, help="vault: JSONL of {_id, text}")
+    p.add_argument("--qrels", type=Path, help="vault: TSV of query id, vault-relative note path, grade")
     p.add_argument("--mode", choices=sorted(SEARCH_MODES), default="hybrid")
     p.add_argument("--split", default="test")
     p.add_argument("--embedders", type=int, default=2)

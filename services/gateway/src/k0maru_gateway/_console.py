@@ -214,6 +214,7 @@ def build_console(
                     "query": q,
                     "mode_used": mode_name(reply.mode_used),
                     "vector_coverage": reply.vector_coverage,
+                    "channels": [{"channel": c.channel, "ran": c.ran, "reason": c.reason} for c in reply.channels],
                     "took_ms": reply.took_ms,
                     "hits": [hit_json(h, explain) for h in reply.hits],
                 }

@@ -49,6 +49,7 @@ class RecallResult(BaseModel):
     query: str
     mode_used: str
     vector_coverage: float
+    left_out: list[str]  # "channel: why" for each channel asked for that did not run
     hits: list[Hit]
 
 
@@ -155,6 +156,7 @@ def build_mcp(client: StackClient) -> MCPServer:
             query=query,
             mode_used=mode_name(reply.mode_used),
             vector_coverage=round(reply.vector_coverage, 4),
+            left_out=[f"{c.channel}: {c.reason}" for c in reply.channels if not c.ran],
             hits=hits,
         )
 

@@ -87,7 +87,10 @@ class NoteIndex:
         self.dimension = dimension
         self.lock = threading.RLock()
         self._counted: tuple[tuple[int, int], int] = ((-1, -1), 0)
-        self.graph.load({doc.path: [lk.target for lk in doc.links if lk.target] for doc in state.docs.values()})
+        self.graph.load(
+            {doc.path: [lk.target for lk in doc.links if lk.target] for doc in state.docs.values()},
+            {doc.path: [doc.title, *doc.aliases] for doc in state.docs.values()},
+        )
         if state.generation != bm25.generation:
             if state.docs:
                 log.info(
@@ -159,7 +162,7 @@ class NoteIndex:
             old = self.state.docs.get(doc.path)
             self.bm25.delete_path(doc.path)
             self._add_bm25(doc)
-            self.graph.set_note(doc.path, [lk.target for lk in doc.links if lk.target])
+            self.graph.set_note(doc.path, [lk.target for lk in doc.links if lk.target], [doc.title, *doc.aliases])
             keys = {chunk_id(doc.path, c.index): (vector_key(doc, c, self.model_id), c) for c in doc.chunks}
             if old is not None:
                 self._drop_vectors(

@@ -1,4 +1,4 @@
-"""HybridSearcher: BM25 and vector pools → RRF + 1-hop wikilink boost → note hits."""
+"""HybridSearcher: BM25 and vector pools → RRF with a 1-hop wikilink rank bonus → note hits."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
@@ -16,7 +17,7 @@ from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
 from k0maru_common import ROUND_ROBIN_CONFIG, open_channel
 
 from ._bm25 import Scope
-from ._fusion import FusedHit, rrf_fuse, single_channel, snippet
+from ._fusion import FusedHit, confident_weights, convex_fuse, rrf_fuse, single_channel, snippet
 from ._index import NoteIndex, split_chunk_id
 
 log = logging.getLogger(__name__)
@@ -24,6 +25,7 @@ _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 MAX_LIMIT = 100
 RECENT_QUERIES = 512
 MAX_QUERY_CHARS = 10_000
+MAX_POOL_DEPTH = 64  # chunks fetched per pooled note, at most, when notes have many matching chunks
 BM25, VECTOR, HYBRID = (
     retriever_pb2.SEARCH_MODE_BM25,
     retriever_pb2.SEARCH_MODE_VECTOR,
@@ -33,10 +35,12 @@ BM25, VECTOR, HYBRID = (
 
 @dataclass(frozen=True)
 class FusionParams:
-    k: int = 60
+    method: str = "convex"  # "convex": weighted min-max scores; "rrf": reciprocal ranks (B.5)
+    k: int = 60  # RRF constant
     w_bm25: float = 0.5
     w_vector: float = 0.5
-    graph_boost: float = 0.05
+    adaptive: float = 2.0  # per-query weights ∝ w · standout ** adaptive (0: fixed weights)
+    graph_boost: float = 0.3  # rank bonus: share of the distance to the top a connected note closes
 
 
 class QueryEmbedder:
@@ -128,40 +132,36 @@ class HybridSearcher:
         pool = max(3 * limit, 20)
         bm25: list[tuple[str, float, str]] = []
         vector: list[tuple[str, float, str]] = []
-        wants_vector = (
-            mode in (VECTOR, HYBRID)
-            and with_vectors
-            and self._embedder is not None
-            and (mode == VECTOR or self._embedder.reads(query))
-        )
-        embedder = self._embedder if wants_vector else None
+        skipped = self._vector_left_out(mode, query, chunks, with_vectors) if mode in (VECTOR, HYBRID) else ""
+        embedder = self._embedder if mode in (VECTOR, HYBRID) and not skipped else None
         qv = embedder.cached(query) if embedder is not None else None
         pending = embedder.start(query) if embedder is not None and qv is None else None
         if mode in (BM25, HYBRID):
-            bm25 = self._collapse(self._index.bm25.search(query, pool * 4, scope), pool, scope)
+            bm25 = self._pool(lambda n: self._index.bm25.search(query, n, scope), pool, scope)
+            response.channels.append(retriever_pb2.ChannelReport(channel="bm25", ran=True))
         if pending is not None and embedder is not None:
             qv = QueryEmbedder.result(pending)
             if qv is not None:
                 embedder.remember(query, qv)
+            else:
+                skipped = "the query could not be embedded (embedder unavailable or too slow)"
         if qv is not None:
-            with self._index.lock:
-                raw = self._index.vectors.search(qv, pool * 4, scope)
-            vector = self._collapse(raw, pool, scope)
+            vector = self._pool(lambda n: self._vector_search(qv, n, scope), pool, scope)
+        if mode in (VECTOR, HYBRID):
+            response.channels.append(retriever_pb2.ChannelReport(channel="vector", ran=not skipped, reason=skipped))
         best_chunk = {p: c for p, _s, c in reversed(vector)} | {p: c for p, _s, c in reversed(bm25)}
         p = self._params
         if mode == HYBRID:
             if not vector:
                 response.mode_used = BM25
+            b, v = [(a, s) for a, s, _ in bm25], [(a, s) for a, s, _ in vector]
+            wb, wv = confident_weights(b, v, p.w_bm25, p.w_vector, p.adaptive)
             with self._index.lock:
-                fused = rrf_fuse(
-                    [(a, s) for a, s, _ in bm25],
-                    [(a, s) for a, s, _ in vector],
-                    k=p.k,
-                    w_bm25=p.w_bm25,
-                    w_vector=p.w_vector,
-                    boost=p.graph_boost,
-                    connected=self._index.graph.connected,
-                )
+                connected = self._index.graph.connected_among
+                if p.method == "rrf":
+                    fused = rrf_fuse(b, v, k=p.k, w_bm25=wb, w_vector=wv, boost=p.graph_boost, connected=connected)
+                else:
+                    fused = convex_fuse(b, v, w_bm25=wb, w_vector=wv, boost=p.graph_boost, connected=connected)
         elif mode == VECTOR:
             fused = single_channel([(a, s) for a, s, _ in vector[:limit]], k=p.k, vector=True)
         else:
@@ -170,6 +170,32 @@ class HybridSearcher:
             response.hits.append(self._to_hit(hit, best_chunk[hit.path], query, request.explain))
         response.took_ms = (time.perf_counter() - started) * 1000
         return response
+
+    def _vector_left_out(self, mode: int, query: str, chunks: int, with_vectors: int) -> str:
+        """Why the vector channel cannot run for this query ("" when it can)."""
+        if self._embedder is None:
+            return "no embedder is configured (BM25 only)"
+        if not with_vectors:
+            return f"no vectors yet: 0 of {chunks} chunks embedded"
+        if mode == HYBRID and not self._embedder.reads(query):
+            return f"the embedding model reads {', '.join(self._embedder.scripts)} only, not this query's script"
+        return ""
+
+    def _vector_search(self, qv: np.ndarray, n: int, scope: Scope) -> list[tuple[str, float]]:
+        with self._index.lock:
+            return self._index.vectors.search(qv, n, scope)
+
+    def _pool(
+        self, fetch: Callable[[int], list[tuple[str, float]]], pool: int, scope: Scope
+    ) -> list[tuple[str, float, str]]:
+        """`pool` distinct notes from a chunk ranking, fetching deeper while notes repeat."""
+        n = pool * 4
+        while True:
+            ranked = fetch(n)
+            notes = self._collapse(ranked, pool, scope)
+            if len(notes) >= pool or len(ranked) < n or n >= pool * MAX_POOL_DEPTH:
+                return notes
+            n *= 4
 
     def _collapse(self, ranked: list[tuple[str, float]], pool: int, scope: Scope) -> list[tuple[str, float, str]]:
         """Chunk hits → the first (best) chunk of each note, scope-filtered, at most `pool` notes."""

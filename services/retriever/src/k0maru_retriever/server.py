@@ -154,7 +154,14 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         on_give_up=service.fail,
         token=settings.grpc_token,
     )
-    params = FusionParams(settings.rrf_k, settings.weight_bm25, settings.weight_vector, settings.graph_boost)
+    params = FusionParams(
+        settings.fusion,
+        settings.rrf_k,
+        settings.weight_bm25,
+        settings.weight_vector,
+        settings.fusion_adaptive,
+        settings.graph_boost,
+    )
     searcher = HybridSearcher(index, query_embedder, params, str(settings.vault))
     app = RetrieverApp(settings, service, index, follower, pipeline, searcher, query_embedder)
     retriever_pb2_grpc.add_RetrieverServicer_to_server(RetrieverServicer(app), service.server)

@@ -117,19 +117,31 @@ class SearchHit(_message.Message):
     explain: Explanation
     def __init__(self, path: _Optional[str] = ..., title: _Optional[str] = ..., snippet: _Optional[str] = ..., score: _Optional[float] = ..., diary: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., chunk_index: _Optional[int] = ..., start_line: _Optional[int] = ..., end_line: _Optional[int] = ..., explain: _Optional[_Union[Explanation, _Mapping]] = ...) -> None: ...
 
+class ChannelReport(_message.Message):
+    __slots__ = ("channel", "ran", "reason")
+    CHANNEL_FIELD_NUMBER: _ClassVar[int]
+    RAN_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    channel: str
+    ran: bool
+    reason: str
+    def __init__(self, channel: _Optional[str] = ..., ran: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
+
 class SearchResponse(_message.Message):
-    __slots__ = ("hits", "vault", "mode_used", "vector_coverage", "took_ms")
+    __slots__ = ("hits", "vault", "mode_used", "vector_coverage", "took_ms", "channels")
     HITS_FIELD_NUMBER: _ClassVar[int]
     VAULT_FIELD_NUMBER: _ClassVar[int]
     MODE_USED_FIELD_NUMBER: _ClassVar[int]
     VECTOR_COVERAGE_FIELD_NUMBER: _ClassVar[int]
     TOOK_MS_FIELD_NUMBER: _ClassVar[int]
+    CHANNELS_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
     vault: str
     mode_used: SearchMode
     vector_coverage: float
     took_ms: float
-    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., vault: _Optional[str] = ..., mode_used: _Optional[_Union[SearchMode, str]] = ..., vector_coverage: _Optional[float] = ..., took_ms: _Optional[float] = ...) -> None: ...
+    channels: _containers.RepeatedCompositeFieldContainer[ChannelReport]
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., vault: _Optional[str] = ..., mode_used: _Optional[_Union[SearchMode, str]] = ..., vector_coverage: _Optional[float] = ..., took_ms: _Optional[float] = ..., channels: _Optional[_Iterable[_Union[ChannelReport, _Mapping]]] = ...) -> None: ...
 
 class GetNoteRequest(_message.Message):
     __slots__ = ("path",)
