@@ -1,6 +1,6 @@
 """`k0maru eval beir DIR`: a BEIR dataset as a vault, indexed and searched through the real services.
 
-Writes every corpus document as a note (`# title` + text), runs the stack on it (or uses one
+Writes every corpus document as a note (`# title` + text, and its `tags` as frontmatter), runs the stack on it (or uses one
 already running for that vault), waits until the index — and, for vector modes, every
 vector — is complete, then runs the split's queries through Retriever.Search and reports
 nDCG@10 (linear gain, as trec_eval), Recall@10, MRR@10 and client-side latency p50/p99.
@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from k0maru.v1 import retriever_pb2, scanner_pb2
 
@@ -31,7 +31,7 @@ def note_name(doc_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", doc_id) + ".md"
 
 
-def load_jsonl(path: Path) -> Iterator[dict[str, str]]:
+def load_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     with path.open(encoding="utf-8") as lines:
         for line in lines:
             if line.strip():
@@ -58,6 +58,9 @@ def write_vault(dataset: Path, vault: Path) -> dict[str, str]:
         mapping[name] = doc["_id"]
         title = " ".join(doc.get("title", "").split())
         text = f"# {title}\n\n{doc.get('text', '')}\n" if title else f"{doc.get('text', '')}\n"
+        tags = doc.get("tags")
+        if isinstance(tags, list) and tags:  # a JSON list is a YAML flow sequence: no quoting rules to get wrong
+            text = f"---\ntags: {json.dumps([str(t) for t in tags], ensure_ascii=False)}\n---\n{text}"
         path = vault / name
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
@@ -121,7 +124,17 @@ def wait_indexed(client: StackClient, need_vectors: bool, log: TextIO = sys.stde
         time.sleep(1.0)
 
 
-def run_beir(dataset: Path, workdir: Path, mode: str, split: str, embedders: int, model: str = "") -> dict[str, object]:
+def run_beir(
+    dataset: Path,
+    workdir: Path,
+    mode: str,
+    split: str,
+    embedders: int,
+    model: str = "",
+    tagmemo: float | None = None,
+    dedup: bool = False,
+) -> dict[str, object]:
+    """tagmemo: None = off, 0 = on with the configured base weight, else the base weight β₀."""
     qrels = load_qrels(dataset / "qrels" / f"{split}.tsv")
     queries = {q["_id"]: q["text"] for q in load_jsonl(dataset / "queries.jsonl") if q["_id"] in qrels}
     vault = workdir / "vault"
@@ -136,7 +149,15 @@ def run_beir(dataset: Path, workdir: Path, mode: str, split: str, embedders: int
         for qid, text in queries.items():
             t0 = time.perf_counter()
             reply = client.call(
-                client.retriever.Search, retriever_pb2.SearchRequest(query=text, limit=K, mode=SEARCH_MODES[mode]), 30
+                client.retriever.Search,
+                retriever_pb2.SearchRequest(
+                    query=text,
+                    limit=K,
+                    mode=SEARCH_MODES[mode],
+                    tagmemo=retriever_pb2.TagMemoOptions(enabled=tagmemo is not None, beta=tagmemo or 0.0),
+                    dedup=dedup,
+                ),
+                30,
             )
             latencies.append((time.perf_counter() - t0) * 1000)
             ranked = [mapping.get(h.path, h.path) for h in reply.hits]
@@ -151,5 +172,7 @@ def run_beir(dataset: Path, workdir: Path, mode: str, split: str, embedders: int
         "p50_ms": round(percentile(latencies, 0.5), 2),
         "p99_ms": round(percentile(latencies, 0.99), 2),
         "mode": mode,
+        "tagmemo": tagmemo,
+        "dedup": dedup,
         "queries": len(queries),
     }
