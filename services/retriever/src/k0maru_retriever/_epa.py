@@ -87,7 +87,7 @@ def kmeans(vectors: np.ndarray, k: int, rng: np.random.Generator) -> tuple[np.nd
 
 def power_iteration(gram: np.ndarray, previous: list[np.ndarray], rng: np.random.Generator) -> tuple[np.ndarray, float]:
     """Leading eigenpair of `gram`, kept orthogonal to `previous` on every step (twice: re-orthogonalised)."""
-    v = rng.uniform(-0.5, 0.5, gram.shape[0])
+    v: np.ndarray = np.asarray(rng.uniform(-0.5, 0.5, gram.shape[0]))
     lam_prev = 0.0
     for _ in range(POWER_ITERATIONS):
         w = gram @ v
@@ -110,7 +110,9 @@ def power_iteration(gram: np.ndarray, previous: list[np.ndarray], rng: np.random
 class EpaBasis:
     """An orthonormal basis (K×D) around a mean, with one label per axis."""
 
-    def __init__(self, basis: np.ndarray, mean: np.ndarray, energies: np.ndarray, labels: list[str], version: str) -> None:
+    def __init__(
+        self, basis: np.ndarray, mean: np.ndarray, energies: np.ndarray, labels: list[str], version: str
+    ) -> None:
         self.basis = basis.astype(np.float32)
         self.mean = mean.astype(np.float32)
         self.energies = energies.astype(np.float64)
@@ -143,7 +145,7 @@ class EpaBasis:
             components.append(e)
             energies.append(lam)
             gram = gram - lam * np.outer(e, e)
-        axes = []
+        axes: list[np.ndarray] = []
         for e in components:
             e_kept = np.where(np.abs(e) > 1e-9, e, 0.0)
             u = e_kept @ x

@@ -42,7 +42,7 @@ class RagDiaryParams(_Section):
     def _ranges(self) -> RagDiaryParams:
         _ordered(self.tag_weight_range, "tagWeightRange")
         _ordered(self.tag_truncation_range, "tagTruncationRange")
-        if not (0 <= self.tag_weight_range[0] and self.tag_weight_range[1] <= 1):
+        if not (self.tag_weight_range[0] >= 0 and self.tag_weight_range[1] <= 1):
             raise ValueError("tagWeightRange must lie within [0, 1]")
         return self
 

@@ -223,8 +223,8 @@ class TagMemo:
         if missing:
             base = max((e.weight for e in entries), default=1.0)
             lower_rows = {n.lower(): i for n, i in self.space.row_of.items()}
-            for tag in missing:
-                row = lower_rows.get(tag)
+            for core_name in missing:
+                row = lower_rows.get(core_name)
                 if row is not None and row not in seen:
                     seen.add(row)
                     entries.append(_Entry(row, base * self.gamma, True))
