@@ -65,9 +65,35 @@ def handshake_features(residual: np.ndarray, tags: np.ndarray) -> tuple[Handshak
     pattern = 0.0
     if len(head) >= 2:
         dots = np.abs(head @ head.T)
-        iu = np.triu_indices(len(head), k=1)
+        iu = _PAIRS if len(head) == 5 else np.triu_indices(len(head), k=1)
         pattern = float(dots[iu].mean())
     return Handshake(coherence, pattern, (1 - coherence) * (1 - pattern)), magnitude
+
+
+_PAIRS = np.triu_indices(5, k=1)
+
+
+def orthonormal_span(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(D×m orthonormal basis, indices of the rows that added a direction), rows taken in order.
+
+    Householder QR equals modified Gram-Schmidt up to signs while the rows are independent;
+    a row (numerically) inside the span of the earlier ones is skipped, as MGS skips it.
+    """
+    q, r = np.linalg.qr(rows.T)
+    diag = np.abs(np.diag(r))
+    if bool(np.all(diag > 1e-6)):
+        return q, np.arange(len(rows))
+    basis: list[np.ndarray] = []
+    kept = []
+    for i, t in enumerate(rows):
+        v = t.copy()
+        for u in basis:
+            v -= float(v @ u) * u
+        norm = float(np.linalg.norm(v))
+        if norm > 1e-6:
+            basis.append(v / norm)
+            kept.append(i)
+    return (np.stack(basis, axis=1) if basis else np.zeros((rows.shape[1], 0))), np.array(kept, dtype=int)
 
 
 class ResidualPyramid:
@@ -91,20 +117,12 @@ class ResidualPyramid:
             top = top[np.argsort(-scores[top], kind="stable")]
             r_norm = float(np.linalg.norm(r))
             rows = self._tags[top].astype(np.float64)
-            basis: list[np.ndarray] = []
-            contributions = np.zeros(k)
             rd = r.astype(np.float64)
-            for i, t in enumerate(rows):
-                v = t.copy()
-                for u in basis:
-                    v -= float(v @ u) * u
-                norm = float(np.linalg.norm(v))
-                if norm > 1e-6:
-                    u = v / norm
-                    basis.append(u)
-                    contributions[i] = abs(float(rd @ u))
-            projection = sum((float(rd @ u) * u for u in basis), np.zeros_like(rd))
-            r_next = rd - projection
+            basis, independent = orthonormal_span(rows)
+            coefficients = basis.T @ rd  # ⟨r, u_i⟩ against the current residual
+            contributions = np.zeros(k)
+            contributions[independent] = np.abs(coefficients)
+            r_next = rd - basis @ coefficients
             energy = max(0.0, float(rd @ rd) - float(r_next @ r_next)) / e0
             shake, magnitude = handshake_features(rd, rows)
             sims = scores[top] / max(r_norm, 1e-12)

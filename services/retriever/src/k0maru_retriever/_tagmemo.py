@@ -146,6 +146,7 @@ class TagMemo:
         core_metric = 0.5 * self.ep.logic_depth + 0.5 * (1 - f.coverage)
         c0, c1 = kb.core_boost_range
         self.gamma = c0 + core_metric * (c1 - c0)
+        self._base: list[tuple[int, float, float]] | None = None
 
     def base_weight(self) -> float:
         return dynamic_base_weight(self.q, self.ep, self.space.epa is not None, self.params)
@@ -195,21 +196,31 @@ class TagMemo:
         )
         return Reshaped(fused.astype(np.float32), info)
 
+    def _pyramid_tags(self) -> list[tuple[int, float, float]]:
+        """(row, weight before any core boost, similarity) of each pyramid tag, first occurrence only."""
+        if self._base is None:
+            names = self.space.names
+            world = self.ep.world
+            base = []
+            seen: set[int] = set()
+            for depth, level in enumerate(self.pyramid.levels):
+                for tag in level.tags:
+                    if tag.id in seen:
+                        continue
+                    seen.add(tag.id)
+                    penalty = language_penalty(names[tag.id], world, self.params)
+                    base.append((tag.id, tag.contribution * LAYER_DECAY**depth * penalty, tag.similarity))
+            self._base = base
+        return self._base
+
     def _collect(self, core: frozenset[str]) -> list[_Entry]:
         names = self.space.names
-        world = self.ep.world
         entries: list[_Entry] = []
-        seen: set[int] = set()
-        for depth, level in enumerate(self.pyramid.levels):
-            for tag in level.tags:
-                if tag.id in seen:
-                    continue
-                seen.add(tag.id)
-                name = names[tag.id]
-                is_core = name.lower() in core
-                boost = self.gamma * (0.95 + 0.1 * (tag.similarity or 0.5)) if is_core else 1.0
-                weight = tag.contribution * LAYER_DECAY**depth * language_penalty(name, world, self.params) * boost
-                entries.append(_Entry(tag.id, weight, is_core))
+        for row, weight, similarity in self._pyramid_tags():
+            is_core = names[row].lower() in core
+            boost = self.gamma * (0.95 + 0.1 * (similarity or 0.5)) if is_core else 1.0
+            entries.append(_Entry(row, weight * boost, is_core))
+        seen = {e.row for e in entries}
         if entries:
             parents = sorted(entries, key=lambda e: -e.weight)[:PULLBACK_PARENTS]
             for parent in parents:
@@ -222,9 +233,10 @@ class TagMemo:
         missing = [t for t in sorted(core) if t not in present]
         if missing:
             base = max((e.weight for e in entries), default=1.0)
-            lower_rows = {n.lower(): i for n, i in self.space.row_of.items()}
             for core_name in missing:
-                row = lower_rows.get(core_name)
+                row = self.space.row_of.get(core_name)
+                if row is None:  # names are normalised (lower case); a hand-built space may not be
+                    row = next((i for n, i in self.space.row_of.items() if n.lower() == core_name), None)
                 if row is not None and row not in seen:
                     seen.add(row)
                     entries.append(_Entry(row, base * self.gamma, True))
@@ -233,18 +245,22 @@ class TagMemo:
     def _accepted(self, core: frozenset[str]) -> list[_Entry]:
         """Collected tags, heaviest first, with near-duplicates (cosine > threshold) merged into the heavier."""
         threshold = self.params.knowledge_base.deduplication_threshold
-        vectors = self.space.vectors
+        ordered = sorted(self._collect(core), key=lambda e: -e.weight)
+        if not ordered:
+            return []
+        block = self.space.vectors[[e.row for e in ordered]]
+        over = (block @ block.T) > threshold  # one small Gram matrix instead of a dot per pair
         accepted: list[_Entry] = []
-        for entry in sorted(self._collect(core), key=lambda e: -e.weight):
-            if accepted:
-                sims = vectors[[a.row for a in accepted]] @ vectors[entry.row]
-                over = np.nonzero(sims > threshold)[0]
-                if len(over):
-                    into = accepted[int(over[0])]
-                    into.weight += MERGE_SHARE * entry.weight
-                    into.core = into.core or entry.core
-                    continue
+        accepted_at: list[int] = []
+        for i, entry in enumerate(ordered):
+            hits = np.nonzero(over[i, accepted_at])[0] if accepted_at else ()
+            if len(hits):
+                into = accepted[int(hits[0])]
+                into.weight += MERGE_SHARE * entry.weight
+                into.core = into.core or entry.core
+                continue
             accepted.append(_Entry(entry.row, entry.weight, entry.core))
+            accepted_at.append(i)
         return accepted
 
     def _matched(self, accepted: list[_Entry]) -> list[_Entry]:
