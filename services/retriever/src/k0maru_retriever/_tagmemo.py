@@ -249,13 +249,14 @@ class TagMemo:
         if not ordered:
             return []
         block = self.space.vectors[[e.row for e in ordered]]
-        over = (block @ block.T) > threshold  # one small Gram matrix instead of a dot per pair
+        over = ((block @ block.T) > threshold).tolist()  # one small Gram matrix instead of a dot per pair
         accepted: list[_Entry] = []
         accepted_at: list[int] = []
         for i, entry in enumerate(ordered):
-            hits = np.nonzero(over[i, accepted_at])[0] if accepted_at else ()
-            if len(hits):
-                into = accepted[int(hits[0])]
+            row = over[i]
+            into_at = next((k for k, j in enumerate(accepted_at) if row[j]), None)
+            if into_at is not None:
+                into = accepted[into_at]
                 into.weight += MERGE_SHARE * entry.weight
                 into.core = into.core or entry.core
                 continue
