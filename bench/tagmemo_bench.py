@@ -1,6 +1,6 @@
 """TagMemo benchmarks.
 
-Run: .venv/bin/python bench/tagmemo_bench.py [--workdir DIR] [--tags N]
+Run: .venv/bin/python bench/tagmemo_bench.py [--workdir DIR --queries QUERIES.jsonl] [--tags N]
   - in-process at N tags (wall time, and this thread's CPU time: the machine is shared) (default 1,000, 384-d): EPA build, the whole V3.7 reshaping of one
     query (EPA projection, pyramid, both passes, fused vector), SVD dedup of 30 candidates;
     the tag vectors are real-looking: 40 topics, each tag a topic centre plus noise
@@ -71,12 +71,9 @@ def in_process(n_tags: int, d: int = 384) -> None:
     )
 
 
-def through_grpc(workdir: Path, limit: int = 300) -> None:
-    dataset_queries = workdir / "queries.jsonl"
+def through_grpc(workdir: Path, queries_path: Path, limit: int = 300) -> None:
     vault = workdir / "vault"
-    queries = [q["text"] for q in load_jsonl(dataset_queries)][:limit] if dataset_queries.exists() else []
-    if not queries:
-        queries = [p.read_text(encoding="utf-8").splitlines()[-1][:200] for p in sorted(vault.glob("*.md"))[:limit]]
+    queries = [q["text"] for q in load_jsonl(queries_path)][:limit]
     configs = {
         "off": {},
         "tagmemo": {"tagmemo": retriever_pb2.TagMemoOptions(enabled=True)},
@@ -104,11 +101,12 @@ def through_grpc(workdir: Path, limit: int = 300) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workdir", type=Path, help="an eval workdir (vault/ and data/) to measure through gRPC")
+    parser.add_argument("--queries", type=Path, help="the dataset's queries.jsonl (with --workdir)")
     parser.add_argument("--tags", type=int, default=1000)
     args = parser.parse_args()
     in_process(args.tags)
-    if args.workdir:
-        through_grpc(args.workdir)
+    if args.workdir and args.queries:
+        through_grpc(args.workdir, args.queries)
     print(json.dumps({"done": True}))
 
 
