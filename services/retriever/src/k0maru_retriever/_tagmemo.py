@@ -225,21 +225,21 @@ class TagMemo:
             parents = sorted(entries, key=lambda e: -e.weight)[:PULLBACK_PARENTS]
             for parent in parents:
                 for neighbour in self.space.neighbours(names[parent.row], PULLBACK_NEIGHBOURS):
-                    row = self.space.row_of.get(neighbour)
-                    if row is not None and row not in seen:
-                        seen.add(row)
-                        entries.append(_Entry(row, PULLBACK_SHARE * parent.weight, neighbour.lower() in core))
+                    pulled = self.space.row_of.get(neighbour)
+                    if pulled is not None and pulled not in seen:
+                        seen.add(pulled)
+                        entries.append(_Entry(pulled, PULLBACK_SHARE * parent.weight, neighbour.lower() in core))
         present = {names[e.row].lower() for e in entries}
         missing = [t for t in sorted(core) if t not in present]
         if missing:
             base = max((e.weight for e in entries), default=1.0)
             for core_name in missing:
-                row = self.space.row_of.get(core_name)
-                if row is None:  # names are normalised (lower case); a hand-built space may not be
-                    row = next((i for n, i in self.space.row_of.items() if n.lower() == core_name), None)
-                if row is not None and row not in seen:
-                    seen.add(row)
-                    entries.append(_Entry(row, base * self.gamma, True))
+                found = self.space.row_of.get(core_name)
+                if found is None:  # names are normalised (lower case); a hand-built space may not be
+                    found = next((i for n, i in self.space.row_of.items() if n.lower() == core_name), None)
+                if found is not None and found not in seen:
+                    seen.add(found)
+                    entries.append(_Entry(found, base * self.gamma, True))
         return entries
 
     def _accepted(self, core: frozenset[str]) -> list[_Entry]:
