@@ -90,7 +90,11 @@ def main() -> None:
     parser.add_argument("--split", default="dev")
     parser.add_argument("--modes", nargs="*", default=["hybrid", "vector"])
     parser.add_argument("--weights", nargs="*", type=float, default=[0.0, 0.15, 0.3, 0.5])
+    parser.add_argument("--vector-queries", nargs="*", default=["fused", "raw+fused"])
+    parser.add_argument("--params", default="{}", help="rag_params.json content to run under (JSON)")
+    parser.add_argument("--no-dedup", action="store_true")
     args = parser.parse_args()
+    base_params = json.loads(args.params)
     qrels = load_qrels(args.dataset / "qrels" / f"{args.split}.tsv")
     queries = {q["_id"]: q["text"] for q in load_jsonl(args.dataset / "queries.jsonl") if q["_id"] in qrels}
     mapping = write_vault(args.dataset, args.workdir / "vault")
@@ -100,8 +104,9 @@ def main() -> None:
         status = wait_tags(client)
         emit("index", chunks=status.chunks, tags=status.tags, tag_vectors=status.tags_with_vectors, epa=status.epa_axes)
         baseline: dict[str, list[float]] = {}
-        for vector_query in ("fused", "raw+fused"):
-            params_path.write_text(json.dumps({"Retriever": {"vectorQuery": vector_query}}))
+        for vector_query in args.vector_queries:
+            retriever = {**base_params.get("Retriever", {}), "vectorQuery": vector_query}
+            params_path.write_text(json.dumps({**base_params, "Retriever": retriever}))
             client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 30)  # reload now
             for mode in args.modes:
                 settings: list[float | None] = [None, *args.weights] if vector_query == "fused" else args.weights
@@ -122,6 +127,7 @@ def main() -> None:
                         "tagmemo_eval",
                         mode=mode,
                         vector_query=vector_query,
+                        params=base_params,
                         tagmemo="off" if weight is None else (weight or "dynamic"),
                         **result,
                         better=wins,
@@ -135,7 +141,7 @@ def main() -> None:
                         coverage_p50=round(percentile([e.coverage for e in applied], 0.5), 3) if applied else None,
                     )
         params_path.unlink(missing_ok=True)
-        for mode in args.modes:
+        for mode in args.modes if not args.no_dedup else []:
             result, _ = run(client, queries, qrels, mapping, mode, 0.0, dedup=True)
             result.pop("per_query")
             emit("tagmemo_eval", mode=mode, vector_query="fused", tagmemo="dynamic", dedup=True, **result)
