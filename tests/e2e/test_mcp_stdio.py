@@ -123,6 +123,14 @@ def test_recall_add_and_clean_exit(vault: Path, tmp_path: Path):
                 assert data["vault"] == str(vault.resolve())
                 assert data["hits"][0]["path"] == "db/sqlite busy.md"
                 assert (await recall(session, "mutable borrow E0502"))[0] == "rust/borrows.md"
+                shaped = structured(
+                    await session.call_tool(
+                        "recall_memory",
+                        {"query": "SQLITE_BUSY locked", "tagmemo": True, "tag_weight": 0.3, "explain": True},
+                    )
+                )
+                assert shaped["tagmemo"] is not None and shaped["hits"][0]["path"] == "db/sqlite busy.md"
+                assert (await session.call_tool("recall_memory", {"query": "x", "tag_weight": 3})).is_error
 
                 write_notes(
                     vault,

@@ -1,7 +1,8 @@
 """Retrieval quality through the real services: `k0maru eval beir DIR` and `k0maru eval vault DIR`.
 
-beir: writes every corpus document as a note (`# title` + text), runs the stack on it (or uses
-one already running for that vault), waits until the index — and, for vector modes, every
+beir: writes every corpus document as a note (`# title` + text, its `tags` as frontmatter), runs the
+stack on it (or uses one already running for that vault), waits until the index — and, for vector
+modes, every
 vector — is complete, then runs the split's queries through Retriever.Search and reports
 nDCG@10 (linear gain, as trec_eval), Recall@10, MRR@10 and client-side latency p50/p99.
 Nothing is tuned on any split.
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from k0maru.v1 import retriever_pb2, scanner_pb2
 from k0maru_common import SEARCH_MODES, StackClient
@@ -38,7 +39,7 @@ def note_name(doc_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", doc_id) + ".md"
 
 
-def load_jsonl(path: Path) -> Iterator[dict[str, str]]:
+def load_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     with path.open(encoding="utf-8") as lines:
         for line in lines:
             if line.strip():
@@ -65,6 +66,9 @@ def write_vault(dataset: Path, vault: Path) -> dict[str, str]:
         mapping[name] = doc["_id"]
         title = " ".join(doc.get("title", "").split())
         text = f"# {title}\n\n{doc.get('text', '')}\n" if title else f"{doc.get('text', '')}\n"
+        tags = doc.get("tags")
+        if isinstance(tags, list) and tags:  # a JSON list is a YAML flow sequence: no quoting rules to get wrong
+            text = f"---\ntags: {json.dumps([str(t) for t in tags], ensure_ascii=False)}\n---\n{text}"
         path = vault / name
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
@@ -144,14 +148,26 @@ def measure(
     mode: str,
     to_doc: Callable[[str], str] = lambda path: path,
     missed: list[Missed] | None = None,
+    tagmemo: float | None = None,
+    dedup: bool = False,
 ) -> dict[str, object]:
-    """Run every query through Retriever.Search; the metrics and latencies `eval` reports."""
+    """Run every query through Retriever.Search; the metrics and latencies `eval` reports.
+
+    tagmemo: None = off, 0 = on with the configured base weight, else the base weight β₀."""
     totals = {"ndcg": 0.0, "recall": 0.0, "mrr": 0.0}
     latencies: list[float] = []
     for qid, text in queries.items():
         t0 = time.perf_counter()
         reply = client.call(
-            client.retriever.Search, retriever_pb2.SearchRequest(query=text, limit=K, mode=SEARCH_MODES[mode]), 30
+            client.retriever.Search,
+            retriever_pb2.SearchRequest(
+                query=text,
+                limit=K,
+                mode=SEARCH_MODES[mode],
+                tagmemo=retriever_pb2.TagMemoOptions(enabled=tagmemo is not None, beta=tagmemo or 0.0),
+                dedup=dedup,
+            ),
+            30,
         )
         latencies.append((time.perf_counter() - t0) * 1000)
         ranked = [to_doc(h.path) for h in reply.hits]
@@ -171,11 +187,22 @@ def measure(
         "p50_ms": round(percentile(latencies, 0.5), 2),
         "p99_ms": round(percentile(latencies, 0.99), 2),
         "mode": mode,
+        "tagmemo": tagmemo,
+        "dedup": dedup,
         "queries": len(queries),
     }
 
 
-def run_beir(dataset: Path, workdir: Path, mode: str, split: str, embedders: int, model: str = "") -> dict[str, object]:
+def run_beir(
+    dataset: Path,
+    workdir: Path,
+    mode: str,
+    split: str,
+    embedders: int,
+    model: str = "",
+    tagmemo: float | None = None,
+    dedup: bool = False,
+) -> dict[str, object]:
     qrels = load_qrels(dataset / "qrels" / f"{split}.tsv")
     queries = {q["_id"]: q["text"] for q in load_jsonl(dataset / "queries.jsonl") if q["_id"] in qrels}
     vault = workdir / "vault"
@@ -185,7 +212,7 @@ def run_beir(dataset: Path, workdir: Path, mode: str, split: str, embedders: int
     with stack_for(vault, workdir / "data", embedders, model) as client:
         wait_indexed(client, need_vectors=mode != "bm25")
         print(f"indexed in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-        return measure(client, queries, qrels, mode, lambda path: mapping.get(path, path))
+        return measure(client, queries, qrels, mode, lambda path: mapping.get(path, path), None, tagmemo, dedup)
 
 
 class EvalInputError(ValueError):
@@ -223,6 +250,8 @@ def run_vault(
     embedders: int,
     model: str = "",
     out: TextIO = sys.stdout,
+    tagmemo: float | None = None,
+    dedup: bool = False,
 ) -> dict[str, object]:
     queries, qrels = load_vault_set(vault, queries_file, qrels_file)
     started = time.perf_counter()
@@ -231,7 +260,7 @@ def run_vault(
     with stack_for(vault, workdir / "data", embedders, model) as client:
         wait_indexed(client, need_vectors=mode != "bm25")
         print(f"indexed in {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-        report = measure(client, queries, qrels, mode, missed=missed)
+        report = measure(client, queries, qrels, mode, missed=missed, tagmemo=tagmemo, dedup=dedup)
     for m in missed:
         where = f"#{m.rank}" if m.rank else "not in the top 10"
         print(f"missed {m.qid} ({where}): {m.text!r}", file=out)

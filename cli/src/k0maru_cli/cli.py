@@ -394,6 +394,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from ._eval import EvalInputError, run_beir, run_vault
 
     dataset = Path(args.dataset).expanduser().resolve()
+    if args.tagmemo is not None and not 0.0 <= args.tagmemo <= 1.0:
+        raise SystemExit("k0maru: --tagmemo WEIGHT must be between 0 and 1")
     if args.kind == "vault":
         if not dataset.is_dir():
             raise SystemExit(f"k0maru: {dataset} is not a folder")
@@ -401,7 +403,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
             raise SystemExit("k0maru: eval vault needs --queries Q.jsonl and --qrels R.tsv")
         workdir = (args.workdir or default_data_root() / "eval" / f"vault-{dataset.name}").resolve()
         try:
-            report = run_vault(dataset, args.queries, args.qrels, workdir, args.mode, args.embedders, args.model)
+            report = run_vault(
+                dataset,
+                args.queries,
+                args.qrels,
+                workdir,
+                args.mode,
+                args.embedders,
+                args.model,
+                tagmemo=args.tagmemo,
+                dedup=args.dedup,
+            )
         except EvalInputError as exc:
             raise SystemExit(f"k0maru: {exc}") from exc
         print(json.dumps(report))
@@ -409,7 +421,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if not (dataset / "corpus.jsonl").is_file() or not (dataset / "qrels" / f"{args.split}.tsv").is_file():
         raise SystemExit(f"k0maru: {dataset} is not a BEIR dataset with a {args.split} split")
     workdir = (args.workdir or default_data_root() / "eval" / dataset.name).resolve()
-    report = run_beir(dataset, workdir, args.mode, args.split, args.embedders, args.model)
+    report = run_beir(
+        dataset, workdir, args.mode, args.split, args.embedders, args.model, tagmemo=args.tagmemo, dedup=args.dedup
+    )
     print(json.dumps(report))
     return 0
 
@@ -471,6 +485,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--embedders", type=int, default=2)
     p.add_argument("--model", default="", help="embedding model preset (default: minilm-l6-int8)")
     p.add_argument("--workdir", type=Path, help="where the dataset's vault and index go (reused across runs)")
+    p.add_argument(
+        "--tagmemo",
+        type=float,
+        nargs="?",
+        const=0.0,
+        metavar="WEIGHT",
+        help="search with TagMemo on; WEIGHT is the base tag weight (omitted: the configured default)",
+    )
+    p.add_argument("--dedup", action="store_true", help="SVD-residual deduplication of the results")
     return parser
 
 

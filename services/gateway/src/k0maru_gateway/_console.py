@@ -17,6 +17,7 @@ from typing import Any
 
 import zmq
 import zmq.asyncio
+from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -206,19 +207,35 @@ def build_console(
             if not 1 <= limit <= 100:
                 raise InvalidInput("limit must be between 1 and 100")
             explain = req.query_params.get("explain", "1") not in ("0", "false", "")
-            request_pb = retriever_pb2.SearchRequest(query=q, limit=limit, mode=SEARCH_MODES[mode], explain=explain)
-            reply = await run_in_threadpool(client.call, client.retriever.Search, request_pb, 10.0)
-            return JSONResponse(
-                {
-                    "vault": reply.vault,
-                    "query": q,
-                    "mode_used": mode_name(reply.mode_used),
-                    "vector_coverage": reply.vector_coverage,
-                    "channels": [{"channel": c.channel, "ran": c.ran, "reason": c.reason} for c in reply.channels],
-                    "took_ms": reply.took_ms,
-                    "hits": [hit_json(h, explain) for h in reply.hits],
-                }
+            tagmemo = req.query_params.get("tagmemo", "0") not in ("0", "false", "")
+            try:
+                tag_weight = float(req.query_params.get("tag_weight", "0"))
+            except ValueError as exc:
+                raise InvalidInput("tag_weight must be a number") from exc
+            if not 0.0 <= tag_weight <= 1.0:
+                raise InvalidInput("tag_weight must be between 0 and 1 (0 = configured)")
+            core_tags = [t.strip() for t in req.query_params.get("core_tags", "").split(",") if t.strip()]
+            request_pb = retriever_pb2.SearchRequest(
+                query=q,
+                limit=limit,
+                mode=SEARCH_MODES[mode],
+                explain=explain,
+                tagmemo=retriever_pb2.TagMemoOptions(enabled=tagmemo, beta=tag_weight, core_tags=core_tags),
+                dedup=req.query_params.get("dedup", "0") not in ("0", "false", ""),
             )
+            reply = await run_in_threadpool(client.call, client.retriever.Search, request_pb, 10.0)
+            body: dict[str, Any] = {
+                "vault": reply.vault,
+                "query": q,
+                "mode_used": mode_name(reply.mode_used),
+                "vector_coverage": reply.vector_coverage,
+                "channels": [{"channel": c.channel, "ran": c.ran, "reason": c.reason} for c in reply.channels],
+                "took_ms": reply.took_ms,
+                "hits": [hit_json(h, explain) for h in reply.hits],
+            }
+            if explain and reply.HasField("tagmemo"):
+                body["tagmemo"] = MessageToDict(reply.tagmemo, preserving_proto_field_name=True)
+            return JSONResponse(body)
 
         return await guarded(request, handle)
 

@@ -44,6 +44,22 @@ class Hit(BaseModel):
     explain: Explain | None = None
 
 
+class TagMemoExplain(BaseModel):
+    applied: bool
+    matched_tags: dict[str, float]
+    core_tags: list[str]
+    beta: float
+    base_beta: float
+    logic_depth: float
+    entropy: float
+    resonance: float
+    coverage: float
+    novelty: float
+    dominant_axis: str
+    pyramid_levels: list[float]
+    dedup_dropped: int
+
+
 class RecallResult(BaseModel):
     vault: str
     query: str
@@ -51,6 +67,7 @@ class RecallResult(BaseModel):
     vector_coverage: float
     left_out: list[str]  # "channel: why" for each channel asked for that did not run
     hits: list[Hit]
+    tagmemo: TagMemoExplain | None = None
 
 
 class OffloadAnswer(BaseModel):
@@ -111,6 +128,19 @@ def build_mcp(client: StackClient) -> MCPServer:
         ] = "",
         tags: Annotated[list[str] | None, Field(description="only notes carrying all these tags")] = None,
         explain: Annotated[bool, Field(description="include why each note ranked where it did")] = False,
+        diary: Annotated[
+            str, Field(description="only notes of this diary: a first-level folder, or 'Root' for top-level notes")
+        ] = "",
+        tagmemo: Annotated[
+            bool, Field(description="TagMemo: steer the vector search towards the tags the query evokes")
+        ] = False,
+        tag_weight: Annotated[
+            float, Field(ge=0, le=1, description="TagMemo base weight β₀ (0 = the configured or dynamic one)")
+        ] = 0.0,
+        core_tags: Annotated[
+            list[str] | None, Field(description="TagMemo: tags to weigh up (any case), e.g. from the conversation")
+        ] = None,
+        dedup: Annotated[bool, Field(description="drop near-duplicate notes (SVD residual selection)")] = False,
     ) -> RecallResult:
         """Search the vault's notes (BM25 + vectors + wikilink graph) for past decisions, fixes, and knowledge.
 
@@ -120,11 +150,19 @@ def build_mcp(client: StackClient) -> MCPServer:
             raise ToolError(f"mode must be one of {', '.join(SEARCH_MODES)}")
         if not query.strip():
             raise ToolError("query is empty: say what to look for")
-        scope = retriever_pb2.Scope(path_prefixes=[folder] if folder else [], tags=tags or [])
+        scope = retriever_pb2.Scope(
+            path_prefixes=[folder] if folder else [], tags=tags or [], diaries=[diary] if diary else []
+        )
         reply = _call(
             lambda r, t: client.call(client.retriever.Search, r, t),
             retriever_pb2.SearchRequest(
-                query=query, limit=limit, mode=SEARCH_MODES[mode], scope=scope, explain=explain
+                query=query,
+                limit=limit,
+                mode=SEARCH_MODES[mode],
+                scope=scope,
+                explain=explain,
+                tagmemo=retriever_pb2.TagMemoOptions(enabled=tagmemo, beta=tag_weight, core_tags=core_tags or []),
+                dedup=dedup,
             ),
         )
         hits = []
@@ -151,6 +189,7 @@ def build_mcp(client: StackClient) -> MCPServer:
                     explain=ex,
                 )
             )
+        tm = reply.tagmemo
         return RecallResult(
             vault=vault,
             query=query,
@@ -158,6 +197,23 @@ def build_mcp(client: StackClient) -> MCPServer:
             vector_coverage=round(reply.vector_coverage, 4),
             left_out=[f"{c.channel}: {c.reason}" for c in reply.channels if not c.ran],
             hits=hits,
+            tagmemo=TagMemoExplain(
+                applied=tm.applied,
+                matched_tags={t.tag: round(t.weight, 4) for t in tm.matched_tags},
+                core_tags=list(tm.core_tags),
+                beta=round(tm.beta, 4),
+                base_beta=round(tm.base_beta, 4),
+                logic_depth=round(tm.logic_depth, 4),
+                entropy=round(tm.entropy, 4),
+                resonance=round(tm.resonance, 4),
+                coverage=round(tm.coverage, 4),
+                novelty=round(tm.novelty, 4),
+                dominant_axis=tm.dominant_axis,
+                pyramid_levels=[round(x, 4) for x in tm.pyramid_levels],
+                dedup_dropped=tm.dedup_dropped,
+            )
+            if explain and reply.HasField("tagmemo")
+            else None,
         )
 
     @server.tool()

@@ -25,6 +25,7 @@ from k0maru.v1 import common_pb2
 from ._bm25 import Bm25Index, ChunkRow
 from ._graph import LinkGraph
 from ._state import IndexState
+from ._tags import TAG_PREFIX, TagIndex, tag_key
 from ._vectors import VectorPoint, VectorStore
 
 log = logging.getLogger(__name__)
@@ -77,9 +78,16 @@ class EmbedJob:
 
 class NoteIndex:
     def __init__(
-        self, bm25: Bm25Index, vectors: VectorStore, state: IndexState, dimension: int, model_id: str = ""
+        self,
+        bm25: Bm25Index,
+        vectors: VectorStore,
+        state: IndexState,
+        dimension: int,
+        model_id: str = "",
+        tags: TagIndex | None = None,
     ) -> None:
         self.model_id = model_id
+        self.tags = tags if tags is not None else TagIndex(None, model_id, dimension)
         self.bm25 = bm25
         self.vectors = vectors
         self.state = state
@@ -91,6 +99,8 @@ class NoteIndex:
             {doc.path: [lk.target for lk in doc.links if lk.target] for doc in state.docs.values()},
             {doc.path: [doc.title, *doc.aliases] for doc in state.docs.values()},
         )
+        for doc in state.docs.values():
+            self.tags.set_note(doc.path, doc.tags)
         if state.generation != bm25.generation:
             if state.docs:
                 log.info(
@@ -101,6 +111,18 @@ class NoteIndex:
                 self.rebuild_bm25()
             self.state.generation = self.bm25.generation
             self.state.commit()
+
+    def _tag_jobs(self, names: list[str]) -> list[EmbedJob]:
+        return [EmbedJob(TAG_PREFIX + n, tag_key(n, self.model_id), n) for n in names]
+
+    def retag(self) -> list[EmbedJob]:
+        """Re-read every note's tags (after the tag blacklist changed); return the tag jobs needed."""
+        with self.lock:
+            self.tags.clear_notes()
+            for doc in self.state.docs.values():
+                self.tags.set_note(doc.path, doc.tags)
+            self.tags.prune()
+            return self._tag_jobs(self.tags.missing())
 
     def _add_bm25(self, doc: common_pb2.Document) -> None:
         prefix = "\n".join(filter(None, [doc.title, " ".join(doc.tags), " ".join(doc.aliases)]))
@@ -177,13 +199,14 @@ class NoteIndex:
                 EmbedJob(cid, key, embed_text(doc, c))
                 for cid, (key, c) in keys.items()
                 if self.state.vectors.get(cid) != key
-            ]
+            ] + self._tag_jobs(self.tags.set_note(doc.path, doc.tags))
 
     def remove(self, path: str) -> None:
         with self.lock:
             old = self.state.docs.get(path)
             self.bm25.delete_path(path)
             self.graph.remove_note(path)
+            self.tags.drop_note(path)
             if old is not None:
                 self._drop_vectors([chunk_id(path, c.index) for c in old.chunks])
                 self.state.drop_doc(path)
@@ -197,9 +220,13 @@ class NoteIndex:
 
     def apply_vectors(self, results: list[tuple[str, str, np.ndarray]]) -> int:
         """Store (chunk id, key, vector) results that still match; return how many were stored."""
+        tag_results = [(c[len(TAG_PREFIX) :], k, v) for c, k, v in results if c.startswith(TAG_PREFIX)]
+        stored = self.tags.apply_vectors(tag_results) if tag_results else 0
         with self.lock:
             points = []
             for cid, key, vector in results:
+                if cid.startswith(TAG_PREFIX):
+                    continue
                 path, index = split_chunk_id(cid)
                 doc = self.state.docs.get(path)
                 if doc is None or index >= len(doc.chunks) or vector.shape != (self.dimension,):
@@ -212,7 +239,7 @@ class NoteIndex:
             for p in points:
                 self.state.put_vector(p.chunk_id, p.hash)
             self.state.commit()
-            return len(points)
+            return len(points) + stored
 
     def missing_vectors(self) -> list[EmbedJob]:
         with self.lock:
@@ -223,7 +250,7 @@ class NoteIndex:
                     key = vector_key(doc, c, self.model_id)
                     if self.state.vectors.get(cid) != key:
                         jobs.append(EmbedJob(cid, key, embed_text(doc, c)))
-            return jobs
+            return jobs + self._tag_jobs(self.tags.missing())
 
     def commit(self, last_applied_seq: int | None = None) -> None:
         with self.lock:
@@ -236,6 +263,7 @@ class NoteIndex:
             self.bm25.commit()
             self.vectors.clear()
             self.state.clear()
+            self.tags.clear()
             self.state.generation = self.bm25.generation
             self.graph = LinkGraph()
 
@@ -245,6 +273,7 @@ class NoteIndex:
             self.state.commit()
             self.vectors.close()
             self.state.close()
+            self.tags.close()
 
     def counts(self) -> tuple[int, int, int]:
         """(documents, chunks, chunks with vectors), recounted only after a change."""

@@ -19,6 +19,8 @@ from k0maru_common import ROUND_ROBIN_CONFIG, open_channel
 from ._bm25 import Scope
 from ._fusion import FusedHit, confident_weights, convex_fuse, rrf_fuse, single_channel, snippet
 from ._index import NoteIndex, split_chunk_id
+from ._shaping import QueryShaper
+from ._tags import normalise_tag
 
 log = logging.getLogger(__name__)
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -110,12 +112,41 @@ class QueryEmbedder:
         self._channel.close()
 
 
+def _best_per_chunk(rankings: list[list[tuple[str, float]]]) -> list[tuple[str, float]]:
+    """One ranking from several (raw and reshaped query): each chunk at its best score."""
+    if len(rankings) == 1:
+        return rankings[0]
+    best: dict[str, float] = {}
+    for ranking in rankings:
+        for cid, score in ranking:
+            if score > best.get(cid, -2.0):
+                best[cid] = score
+    return sorted(best.items(), key=lambda kv: -kv[1])
+
+
+def _explain_hit_tags(response: retriever_pb2.SearchResponse) -> None:
+    """Per hit: the TagMemo tags it carries, with their weights."""
+    weights = {t.tag: t.weight for t in response.tagmemo.matched_tags}
+    for hit in response.hits:
+        for tag in dict.fromkeys(normalise_tag(t) for t in hit.tags):
+            if tag in weights:
+                hit.explain.tagmemo_tags.append(retriever_pb2.TagFactor(tag=tag, weight=weights[tag]))
+
+
 class HybridSearcher:
-    def __init__(self, index: NoteIndex, embedder: QueryEmbedder | None, params: FusionParams, vault: str) -> None:
+    def __init__(
+        self,
+        index: NoteIndex,
+        embedder: QueryEmbedder | None,
+        params: FusionParams,
+        vault: str,
+        shaper: QueryShaper | None = None,
+    ) -> None:
         self._index = index
         self._embedder = embedder
         self._params = params
         self._vault = vault
+        self._shaper = shaper
 
     def search(self, request: retriever_pb2.SearchRequest) -> retriever_pb2.SearchResponse:
         started = time.perf_counter()
@@ -146,11 +177,15 @@ class HybridSearcher:
             else:
                 skipped = "the query could not be embedded (embedder unavailable or too slow)"
         if qv is not None:
-            vector = self._pool(lambda n: self._vector_search(qv, n, scope), pool, scope)
+            # TagMemo hook: the vector channel may search with the reshaped query (A.9)
+            shaped, tag_explain = self._shaper.vectors(qv, request) if self._shaper else ([qv], None)
+            if tag_explain is not None and request.explain:
+                response.tagmemo.CopyFrom(tag_explain)
+            vector = self._pool(lambda n: self._vector_search(shaped, n, scope), pool, scope)
         if mode in (VECTOR, HYBRID):
             response.channels.append(retriever_pb2.ChannelReport(channel="vector", ran=not skipped, reason=skipped))
         best_chunk = {p: c for p, _s, c in reversed(vector)} | {p: c for p, _s, c in reversed(bm25)}
-        p = self._params
+        p = self._shaper.fusion(self._params) if self._shaper else self._params
         if mode == HYBRID:
             if not vector:
                 response.mode_used = BM25
@@ -166,8 +201,15 @@ class HybridSearcher:
             fused = single_channel([(a, s) for a, s, _ in vector[:limit]], k=p.k, vector=True)
         else:
             fused = single_channel([(a, s) for a, s, _ in bm25[:limit]], k=p.k)
+        if request.dedup and qv is not None and self._shaper is not None:  # dedup hook (A.11)
+            kept = self._shaper.dedup(fused[:pool], best_chunk, qv, limit)
+            if request.explain:
+                response.tagmemo.dedup_dropped = min(len(fused), limit) - len(kept)
+            fused = kept
         for hit in fused[:limit]:
             response.hits.append(self._to_hit(hit, best_chunk[hit.path], query, request.explain))
+        if request.explain and response.tagmemo.matched_tags:
+            _explain_hit_tags(response)
         response.took_ms = (time.perf_counter() - started) * 1000
         return response
 
@@ -181,9 +223,10 @@ class HybridSearcher:
             return f"the embedding model reads {', '.join(self._embedder.scripts)} only, not this query's script"
         return ""
 
-    def _vector_search(self, qv: np.ndarray, n: int, scope: Scope) -> list[tuple[str, float]]:
+    def _vector_search(self, vectors: list[np.ndarray], n: int, scope: Scope) -> list[tuple[str, float]]:
+        """The top `n` chunks for one query vector, or for several (raw and reshaped) at each chunk's best."""
         with self._index.lock:
-            return self._index.vectors.search(qv, n, scope)
+            return _best_per_chunk([self._index.vectors.search(v, n, scope) for v in vectors])
 
     def _pool(
         self, fetch: Callable[[int], list[tuple[str, float]]], pool: int, scope: Scope

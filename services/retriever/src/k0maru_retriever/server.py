@@ -16,9 +16,12 @@ from ._analysis import BM25Analyzer
 from ._bm25 import Bm25Index
 from ._follower import EventFollower
 from ._index import NoteIndex
+from ._params import FILE_NAME, ParamsFile
 from ._pipeline import EmbeddingPipeline
 from ._search import FusionParams, HybridSearcher, QueryEmbedder
+from ._shaping import QueryShaper
 from ._state import IndexState
+from ._tags import TagIndex, TagMaintainer
 from ._vectors import EdgeVectorStore, QdrantServerStore, VectorStore
 from .config import RetrieverSettings
 
@@ -67,6 +70,11 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
             f"{w.name} {w.state}: {w.last_error}" for w in workers if w.state not in ("starting", "running")
         ]
         pending, dead = app.pipeline.queue_depth() if app.pipeline else (0, 0)
+        tags = app.index.tags
+        app.params.current()  # a status call also notices a changed file
+        with tags.lock:
+            tag_count, tag_vectors = len(tags.note_count), len(tags.vectors)
+            epa_axes = tags.epa.dimension if tags.epa is not None else 0
         return retriever_pb2.IndexStatusResponse(
             vault=str(app.settings.vault),
             last_applied_seq=app.follower.last_applied_seq,
@@ -81,6 +89,10 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
             problem="; ".join(problems),
             embed_queue_pending=pending,
             embed_dead_letter=dead,
+            tags=tag_count,
+            tags_with_vectors=tag_vectors,
+            epa_axes=epa_axes,
+            params_error="; ".join(filter(None, [app.params.error, tags.epa_error])),
         )
 
     def Reindex(
@@ -102,8 +114,11 @@ class RetrieverApp:
     pipeline: EmbeddingPipeline | None
     searcher: HybridSearcher
     query_embedder: QueryEmbedder | None
+    params: ParamsFile
+    tag_maintainer: TagMaintainer
 
     def close(self) -> None:
+        self.tag_maintainer.stop()
         self.follower.stop()
         if self.pipeline:
             self.pipeline.stop()
@@ -134,12 +149,15 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
             raise SystemExit(
                 f"retriever: no embedder at {settings.embedder_target} answered within {settings.embedder_wait_s:.0f} s"
             ) from exc
+    model_name = re.sub(r"[^A-Za-z0-9_-]", "_", model_id or "none")
+    root.mkdir(parents=True, exist_ok=True)
     index = NoteIndex(
         Bm25Index(root / "bm25", BM25Analyzer()),
         open_vector_store(settings, model_id, dimension),
         IndexState(root / "state.sqlite"),
         dimension,
         model_id,
+        TagIndex(root / f"tags-{model_name}.sqlite", model_id, dimension),
     )
     service = GrpcService(HEALTH_NAMES["retriever"], settings.grpc_addr, token=settings.grpc_token)
     pipeline = (
@@ -162,8 +180,17 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         settings.fusion_adaptive,
         settings.graph_boost,
     )
-    searcher = HybridSearcher(index, query_embedder, params, str(settings.vault))
-    app = RetrieverApp(settings, service, index, follower, pipeline, searcher, query_embedder)
+    rag_params = ParamsFile(settings.data_dir / FILE_NAME)
+    tag_maintainer = TagMaintainer(
+        index,
+        rag_params,
+        pipeline.enqueue if pipeline else (lambda _jobs: None),
+        root / f"epa-{model_name}.npz",
+    )
+    searcher = HybridSearcher(index, query_embedder, params, str(settings.vault), QueryShaper(index, rag_params))
+    app = RetrieverApp(
+        settings, service, index, follower, pipeline, searcher, query_embedder, rag_params, tag_maintainer
+    )
     retriever_pb2_grpc.add_RetrieverServicer_to_server(RetrieverServicer(app), service.server)
     return app
 
@@ -173,6 +200,7 @@ def run(settings: RetrieverSettings) -> None:
     try:
         with app.service:
             app.follower.start()
+            app.tag_maintainer.start()
             if app.pipeline:
                 app.pipeline.start()
             while not app.follower.ready.wait(0.1):

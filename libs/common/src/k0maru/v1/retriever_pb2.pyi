@@ -127,21 +127,53 @@ class ChannelReport(_message.Message):
     reason: str
     def __init__(self, channel: _Optional[str] = ..., ran: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
 
+class TagMemoExplanation(_message.Message):
+    __slots__ = ("applied", "matched_tags", "core_tags", "beta", "base_beta", "logic_depth", "entropy", "resonance", "coverage", "novelty", "dominant_axis", "pyramid_levels", "dedup_dropped")
+    APPLIED_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_TAGS_FIELD_NUMBER: _ClassVar[int]
+    CORE_TAGS_FIELD_NUMBER: _ClassVar[int]
+    BETA_FIELD_NUMBER: _ClassVar[int]
+    BASE_BETA_FIELD_NUMBER: _ClassVar[int]
+    LOGIC_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    ENTROPY_FIELD_NUMBER: _ClassVar[int]
+    RESONANCE_FIELD_NUMBER: _ClassVar[int]
+    COVERAGE_FIELD_NUMBER: _ClassVar[int]
+    NOVELTY_FIELD_NUMBER: _ClassVar[int]
+    DOMINANT_AXIS_FIELD_NUMBER: _ClassVar[int]
+    PYRAMID_LEVELS_FIELD_NUMBER: _ClassVar[int]
+    DEDUP_DROPPED_FIELD_NUMBER: _ClassVar[int]
+    applied: bool
+    matched_tags: _containers.RepeatedCompositeFieldContainer[TagFactor]
+    core_tags: _containers.RepeatedScalarFieldContainer[str]
+    beta: float
+    base_beta: float
+    logic_depth: float
+    entropy: float
+    resonance: float
+    coverage: float
+    novelty: float
+    dominant_axis: str
+    pyramid_levels: _containers.RepeatedScalarFieldContainer[float]
+    dedup_dropped: int
+    def __init__(self, applied: _Optional[bool] = ..., matched_tags: _Optional[_Iterable[_Union[TagFactor, _Mapping]]] = ..., core_tags: _Optional[_Iterable[str]] = ..., beta: _Optional[float] = ..., base_beta: _Optional[float] = ..., logic_depth: _Optional[float] = ..., entropy: _Optional[float] = ..., resonance: _Optional[float] = ..., coverage: _Optional[float] = ..., novelty: _Optional[float] = ..., dominant_axis: _Optional[str] = ..., pyramid_levels: _Optional[_Iterable[float]] = ..., dedup_dropped: _Optional[int] = ...) -> None: ...
+
 class SearchResponse(_message.Message):
-    __slots__ = ("hits", "vault", "mode_used", "vector_coverage", "took_ms", "channels")
+    __slots__ = ("hits", "vault", "mode_used", "vector_coverage", "took_ms", "channels", "tagmemo")
     HITS_FIELD_NUMBER: _ClassVar[int]
     VAULT_FIELD_NUMBER: _ClassVar[int]
     MODE_USED_FIELD_NUMBER: _ClassVar[int]
     VECTOR_COVERAGE_FIELD_NUMBER: _ClassVar[int]
     TOOK_MS_FIELD_NUMBER: _ClassVar[int]
     CHANNELS_FIELD_NUMBER: _ClassVar[int]
+    TAGMEMO_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
     vault: str
     mode_used: SearchMode
     vector_coverage: float
     took_ms: float
     channels: _containers.RepeatedCompositeFieldContainer[ChannelReport]
-    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., vault: _Optional[str] = ..., mode_used: _Optional[_Union[SearchMode, str]] = ..., vector_coverage: _Optional[float] = ..., took_ms: _Optional[float] = ..., channels: _Optional[_Iterable[_Union[ChannelReport, _Mapping]]] = ...) -> None: ...
+    tagmemo: TagMemoExplanation
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., vault: _Optional[str] = ..., mode_used: _Optional[_Union[SearchMode, str]] = ..., vector_coverage: _Optional[float] = ..., took_ms: _Optional[float] = ..., channels: _Optional[_Iterable[_Union[ChannelReport, _Mapping]]] = ..., tagmemo: _Optional[_Union[TagMemoExplanation, _Mapping]] = ...) -> None: ...
 
 class GetNoteRequest(_message.Message):
     __slots__ = ("path",)
@@ -174,7 +206,7 @@ class IndexStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class IndexStatusResponse(_message.Message):
-    __slots__ = ("vault", "last_applied_seq", "documents", "chunks", "chunks_with_vectors", "workers", "bm25_documents", "vector_points", "generation", "consistent", "problem", "embed_queue_pending", "embed_dead_letter")
+    __slots__ = ("vault", "last_applied_seq", "documents", "chunks", "chunks_with_vectors", "workers", "bm25_documents", "vector_points", "generation", "consistent", "problem", "embed_queue_pending", "embed_dead_letter", "tags", "tags_with_vectors", "epa_axes", "params_error")
     VAULT_FIELD_NUMBER: _ClassVar[int]
     LAST_APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
     DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
@@ -188,6 +220,10 @@ class IndexStatusResponse(_message.Message):
     PROBLEM_FIELD_NUMBER: _ClassVar[int]
     EMBED_QUEUE_PENDING_FIELD_NUMBER: _ClassVar[int]
     EMBED_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    TAGS_WITH_VECTORS_FIELD_NUMBER: _ClassVar[int]
+    EPA_AXES_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_ERROR_FIELD_NUMBER: _ClassVar[int]
     vault: str
     last_applied_seq: int
     documents: int
@@ -201,7 +237,11 @@ class IndexStatusResponse(_message.Message):
     problem: str
     embed_queue_pending: int
     embed_dead_letter: int
-    def __init__(self, vault: _Optional[str] = ..., last_applied_seq: _Optional[int] = ..., documents: _Optional[int] = ..., chunks: _Optional[int] = ..., chunks_with_vectors: _Optional[int] = ..., workers: _Optional[_Iterable[_Union[_common_pb2.WorkerHealth, _Mapping]]] = ..., bm25_documents: _Optional[int] = ..., vector_points: _Optional[int] = ..., generation: _Optional[str] = ..., consistent: _Optional[bool] = ..., problem: _Optional[str] = ..., embed_queue_pending: _Optional[int] = ..., embed_dead_letter: _Optional[int] = ...) -> None: ...
+    tags: int
+    tags_with_vectors: int
+    epa_axes: int
+    params_error: str
+    def __init__(self, vault: _Optional[str] = ..., last_applied_seq: _Optional[int] = ..., documents: _Optional[int] = ..., chunks: _Optional[int] = ..., chunks_with_vectors: _Optional[int] = ..., workers: _Optional[_Iterable[_Union[_common_pb2.WorkerHealth, _Mapping]]] = ..., bm25_documents: _Optional[int] = ..., vector_points: _Optional[int] = ..., generation: _Optional[str] = ..., consistent: _Optional[bool] = ..., problem: _Optional[str] = ..., embed_queue_pending: _Optional[int] = ..., embed_dead_letter: _Optional[int] = ..., tags: _Optional[int] = ..., tags_with_vectors: _Optional[int] = ..., epa_axes: _Optional[int] = ..., params_error: _Optional[str] = ...) -> None: ...
 
 class ReindexRequest(_message.Message):
     __slots__ = ()
