@@ -19,6 +19,7 @@ from k0maru_common import K0Error
 from ._clients import SEARCH_MODES, StackClient, mode_name
 
 T = TypeVar("T")
+MAX_LINE = 2**32 - 1  # line numbers are uint32 on the wire
 
 OUTCOME_NAMES = {
     offload_pb2.FLUSH_OUTCOME_CREATED: "created",
@@ -189,8 +190,12 @@ def build_mcp(client: StackClient) -> MCPServer:
     @server.tool()
     def inspect_log_node(
         node_id: Annotated[str, Field(description="the node id offload_log returned, e.g. node_0123456789abcdef")],
-        start_line: Annotated[int, Field(ge=0, description="first line (1-based); 0 = start")] = 0,
-        end_line: Annotated[int, Field(ge=0, description="last line, inclusive; 0 = end")] = 0,
+        start_line: Annotated[
+            int, Field(ge=0, le=MAX_LINE, description="first line (1-based); 0 = start; at most 2^32-1")
+        ] = 0,
+        end_line: Annotated[
+            int, Field(ge=0, le=MAX_LINE, description="last line, inclusive; 0 = end; at most 2^32-1")
+        ] = 0,
         grep: Annotated[str, Field(description="regular expression; returns matching lines with context")] = "",
         context: Annotated[
             int, Field(ge=0, le=200, description="lines of context around grep matches or the first error")

@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import regex
 import xxhash
 
 from k0maru_common import InvalidInput, NotFound, TooLarge
@@ -25,6 +27,9 @@ from ._tokens import estimate_tokens
 NODE_ID = re.compile(r"^node_[0-9a-f]{16}$")
 MAX_INSPECT_LINES = 400
 MAX_LINE_CHARS = 2000
+MAX_GREP_PATTERN = 1000
+GREP_BUDGET_S = 2.0  # one grep may spend this long matching; then INVALID_ARGUMENT
+MAX_LINE_NUMBER = 2**32 - 1
 
 
 @dataclass
@@ -145,17 +150,15 @@ class OffloadEngine:
         around_first_error: bool = False,
     ) -> tuple[list[tuple[int, str]], int]:
         """Numbered lines (1-based) of an offloaded log, bounded to MAX_INSPECT_LINES."""
+        for name, value in (("start_line", start), ("end_line", end), ("context", context)):
+            if not 0 <= value <= MAX_LINE_NUMBER:
+                raise InvalidInput(f"{name} must be between 0 and {MAX_LINE_NUMBER}, got {value}")
         lines = self._find(node_id).read_text(encoding="utf-8", errors="replace").splitlines()
         total = len(lines)
         if grep:
-            try:
-                pattern = re.compile(grep)
-            except re.error as exc:
-                raise InvalidInput(f"invalid grep pattern: {exc}") from exc
             wanted: set[int] = set()
-            for i, line in enumerate(lines):
-                if pattern.search(line):
-                    wanted.update(range(max(0, i - context), min(total, i + context + 1)))
+            for i in grep_lines(lines, grep):
+                wanted.update(range(max(0, i - context), min(total, i + context + 1)))
             picked = sorted(wanted)
         elif around_first_error:
             at = scan_log(lines).error_line or 1
@@ -168,3 +171,33 @@ class OffloadEngine:
             hi = min(total, end or total)
             picked = list(range(lo, hi))
         return [(i + 1, lines[i][:MAX_LINE_CHARS]) for i in picked[:MAX_INSPECT_LINES]], total
+
+
+def grep_lines(lines: list[str], pattern: str, budget_s: float = GREP_BUDGET_S) -> list[int]:
+    """0-based indexes of the lines matching `pattern`, within a time budget.
+
+    Matching runs in the `regex` engine with a timeout and without the GIL, so a pattern
+    with catastrophic backtracking (`(a+)+$`) stops after `budget_s` with INVALID_ARGUMENT
+    instead of running on, and other calls keep being served meanwhile.
+    """
+    if len(pattern) > MAX_GREP_PATTERN:
+        raise InvalidInput(f"grep pattern is longer than {MAX_GREP_PATTERN} characters")
+    try:
+        compiled = regex.compile(pattern)
+    except (regex.error, OverflowError, RecursionError) as exc:
+        raise InvalidInput(f"invalid grep pattern: {exc}") from exc
+    deadline = time.monotonic() + budget_s
+    found: list[int] = []
+    for i, line in enumerate(lines):
+        remaining = deadline - time.monotonic()
+        try:
+            if remaining <= 0:
+                raise TimeoutError
+            if compiled.search(line, timeout=remaining, concurrent=True):
+                found.append(i)
+        except TimeoutError:
+            raise InvalidInput(
+                f"grep pattern {pattern[:80]!r} took more than {budget_s:g} s over this log "
+                "(nested quantifiers backtrack); use a simpler pattern or a line range"
+            ) from None
+    return found

@@ -13,7 +13,7 @@ import contextlib
 import datetime as dt
 import os
 import re
-import tempfile
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +25,8 @@ from ._conventions import sniff
 
 MAX_CONTENT_CHARS = 1_000_000
 MAX_VERSIONS = 1000
+MAX_CATEGORY_DEPTH = 8
+MAX_CATEGORY_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,18 @@ def _validate(note: FlushNote) -> None:
         raise InvalidInput("title is longer than 300 characters")
     if len(note.content) > MAX_CONTENT_CHARS:
         raise TooLarge(f"content is longer than {MAX_CONTENT_CHARS} characters")
+    for name, value in (
+        ("content", note.content),
+        *(("tag", t) for t in note.tags),
+        *(("related note", r) for r in note.related),
+    ):
+        if "\x00" in value:
+            raise InvalidInput(f"{name} contains a NUL character (U+0000); notes are text")
+    parts = [p for p in note.category.replace("\\", "/").split("/") if p.strip()]
+    if len(note.category) > MAX_CATEGORY_CHARS or len(parts) > MAX_CATEGORY_DEPTH:
+        raise InvalidInput(
+            f"category is too deep or too long (at most {MAX_CATEGORY_DEPTH} levels, {MAX_CATEGORY_CHARS} characters)"
+        )
     for part in (note.title, note.category):
         if "\x00" in part or ".." in part.replace("\\", "/").split("/") or part.startswith(("/", "\\")):
             raise OutsideVault(f"{part!r} would leave the vault")
@@ -89,25 +103,22 @@ class FlushEngine:
         if conventions.naming_style == "date-slug":
             stem = f"{day.isoformat()}-{stem}"
         text = render(note, day)
-        directory.mkdir(parents=True, exist_ok=True)
-        for n in range(1, MAX_VERSIONS + 1):
-            name = f"{stem}.md" if n == 1 else f"{stem}-v{n}.md"
-            target = directory / name
-            rel = target.relative_to(self.vault).as_posix()
-            confine(self.vault, rel)
-            if _create_exclusive(target, text):
-                return rel, "created" if n == 1 else "versioned"
-            with contextlib.suppress(OSError):
-                if target.read_text(encoding="utf-8") == text:
-                    return rel, "up_to_date"
-        raise InvalidInput(f"more than {MAX_VERSIONS} versions of {stem}.md exist")
+        target, outcome = write_versioned(directory, stem, text)
+        rel = target.relative_to(self.vault).as_posix()
+        confine(self.vault, rel)
+        return rel, outcome
 
 
 def _create_exclusive(target: Path, text: str) -> bool:
-    """Atomically create `target` with `text`; False if the name is taken."""
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".k0-flush-", suffix=".tmp")
+    """Atomically create `target` with `text`; False if the name is taken.
+
+    The temp file is opened with mode 0666 so the process umask applies (0644 under the
+    usual 022), like any file an editor would create; mkstemp's 0600 would hide notes
+    from other readers of the vault.
+    """
+    tmp = _open_temp(target.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
+        with open(tmp, "w", encoding="utf-8") as out:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
@@ -118,3 +129,30 @@ def _create_exclusive(target: Path, text: str) -> bool:
         return True
     finally:
         os.unlink(tmp)
+
+
+def _open_temp(directory: Path) -> Path:
+    for _ in range(100):
+        tmp = directory / f".k0-flush-{secrets.token_hex(8)}.tmp"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return tmp
+    raise FileExistsError(f"no free temp name in {directory}")
+
+
+def write_versioned(directory: Path, stem: str, text: str) -> tuple[Path, str]:
+    """Write `stem.md`, or `stem-v2.md`, … if a different file holds the name; never overwrite.
+
+    Returns (path, outcome) with outcome created | versioned | up_to_date (same text already there).
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    for n in range(1, MAX_VERSIONS + 1):
+        target = directory / (f"{stem}.md" if n == 1 else f"{stem}-v{n}.md")
+        if _create_exclusive(target, text):
+            return target, "created" if n == 1 else "versioned"
+        with contextlib.suppress(OSError):
+            if target.read_text(encoding="utf-8") == text:
+                return target, "up_to_date"
+    raise InvalidInput(f"more than {MAX_VERSIONS} versions of {stem}.md exist")
