@@ -60,24 +60,36 @@ def _mermaid_label(text: str, limit: int = 60) -> str:
     return (text[: limit - 1] + "…") if len(text) > limit else (text or "-")
 
 
-def mermaid(command: str, exit_code: int | None, lines: int, f: LogFindings, node_id: str) -> str:
-    """A small flowchart of the run: command → exit → captured log → first error and counts."""
+def mermaid(command: str, exit_code: int | None, lines: int, f: LogFindings) -> str:
+    """A short flowchart of the run: command → exit → captured lines → first error → user location."""
     exit_text = "exit ?" if exit_code is None else f"exit {exit_code}"
-    rows = [
-        "flowchart TD",
-        f'  run["{_mermaid_label(command or "log", 40)}"] --> ex{{"{exit_text}"}}',
-        f'  ex --> log[("{lines} lines: {node_id}")]',
-    ]
+    chain = f'  run["{_mermaid_label(command or "log", 40)}"] --> ex{{"{exit_text}"}} --> log[("{lines} lines")]'
     if f.first_error:
-        rows.append(f'  log --> err["{_mermaid_label(f.error_code or f.first_error, 30)}"]')
+        chain += f' --> err["{_mermaid_label(f.error_code or f.first_error, 30)}"]'
         if f.location:
-            rows.append(f'  err --> loc["{_mermaid_label(f.location, 50)}"]')
-    counts = f"{f.errors} err, {f.warnings} warn" + (f", {f.failed_tests} failed" if f.failed_tests else "")
-    rows.append(f'  log --> n["{counts}"]')
-    rows.append("  classDef bad fill:#7f1d1d,color:#fff")
+            chain += f' --> loc["{_mermaid_label(f.location.rsplit("/", 1)[-1], 40)}"]'
+    return "flowchart LR\n" + chain
+
+
+def next_step(node_id: str, tool: bool = True) -> str:
+    """What to call to read more of an offloaded log: the MCP tool, or the CLI command."""
+    if tool:
+        return f'next: inspect_log_node(node_id="{node_id}", around_first_error=true) (or start_line/end_line, grep)'
+    return f"next: k0maru inspect {node_id} --around-error (or --lines A:B, --grep RE)"
+
+
+def summarize(lines: int, rel_path: str, exit_code: int | None, f: LogFindings) -> str:
+    """The few lines an agent reads instead of the log: where it went, the first error, the user's line."""
+    status = "" if exit_code is None else f", exit {exit_code}"
+    body = [f"[offloaded] {lines} lines{status} -> {rel_path}"]
     if f.first_error:
-        rows.append("  class err bad")
-    return "\n".join(rows)
+        error = f.first_error if len(f.first_error) <= 160 else f.first_error[:159] + "…"
+        body.append(f"first error (log line {f.error_line}): {error}")
+        body.append(f"at: {f.location or 'no location in your sources'}")
+    else:
+        body.append("first error: none recognised")
+    body.append(f"{f.errors} errors, {f.warnings} warnings, {f.failed_tests} failed tests")
+    return "\n".join(body)
 
 
 class OffloadEngine:
@@ -109,19 +121,18 @@ class OffloadEngine:
             os.replace(tmp, path)
         f = scan_log(lines)
         rel = path.relative_to(self.vault).as_posix()
-        status = "" if exit_code is None else f", exit {exit_code}"
-        body = [f"[offloaded] {len(lines)} lines{status} -> {rel}"]
-        if f.first_error:
-            body.append(f"first error: {f.first_error[:200]}")
-            body.append(f"at: {f.location or '?'} (log line {f.error_line})")
-        else:
-            body.append("first error: none recognised")
-        body.append(f"{f.errors} errors, {f.warnings} warnings, {f.failed_tests} failed tests")
-        body.append(f"more: k0maru inspect {node_id} --around-error | --lines A:B | --grep RE")
-        summary = "\n".join(body)
-        diagram = mermaid(command, exit_code, len(lines), f, node_id)
+        summary = summarize(len(lines), rel, exit_code, f)
+        diagram = mermaid(command, exit_code, len(lines), f)
         return Offloaded(
-            True, summary, len(lines), tokens, estimate_tokens(summary + diagram), node_id, rel, diagram, f
+            True,
+            summary,
+            len(lines),
+            tokens,
+            estimate_tokens(f"{summary}\n{next_step(node_id)}\n{diagram}"),
+            node_id,
+            rel,
+            diagram,
+            f,
         )
 
     def _find(self, node_id: str) -> Path:
