@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from k0maru.v1 import offload_pb2, retriever_pb2
 from k0maru_common import K0Error
+from k0maru_offload._engine import next_step
 
 from ._clients import SEARCH_MODES, StackClient, mode_name
 
@@ -55,6 +56,11 @@ class RecallResult(BaseModel):
     hits: list[Hit]
 
 
+class NextCall(BaseModel):
+    tool: str
+    arguments: dict[str, Any]
+
+
 class OffloadAnswer(BaseModel):
     vault: str
     offloaded: bool
@@ -63,6 +69,9 @@ class OffloadAnswer(BaseModel):
     mermaid: str
     original_tokens: int
     summary_tokens: int
+    first_error: str = ""
+    location: str = ""
+    next_call: NextCall | None = None
 
 
 class InspectAnswer(BaseModel):
@@ -177,14 +186,27 @@ def build_mcp(client: StackClient) -> MCPServer:
             lambda q, t: client.call(client.offload.OffloadLog, q, t),
             offload_pb2.OffloadLogRequest(text=text, task_id=task_id, threshold=threshold),
         )
+        if not r.offloaded:
+            return OffloadAnswer(
+                vault=vault,
+                offloaded=False,
+                node_id="",
+                summary=r.summary,
+                mermaid="",
+                original_tokens=r.original_tokens,
+                summary_tokens=r.summary_tokens,
+            )
         return OffloadAnswer(
             vault=vault,
-            offloaded=r.offloaded,
+            offloaded=True,
             node_id=r.node_id,
-            summary=r.summary,
+            summary=f"{r.summary}\n{next_step(r.node_id)}",
             mermaid=r.mermaid,
             original_tokens=r.original_tokens,
             summary_tokens=r.summary_tokens,
+            first_error=r.first_error,
+            location=r.first_location,
+            next_call=NextCall(tool="inspect_log_node", arguments={"node_id": r.node_id, "around_first_error": True}),
         )
 
     @server.tool()

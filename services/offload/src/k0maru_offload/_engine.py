@@ -147,6 +147,13 @@ class OffloadEngine:
                         return Path(entry.path)
         raise NotFound(f"no offloaded log {node_id} in {self.refs.relative_to(self.vault)}")
 
+    @staticmethod
+    def streamed_tokens(text: str, streamed_lines: int) -> int:
+        """Tokens of the first `streamed_lines` lines, which the caller showed before capturing."""
+        if streamed_lines <= 0:
+            return 0
+        return estimate_tokens("\n".join(text.splitlines()[:streamed_lines]))
+
     def read_log(self, node_id: str) -> str:
         """The whole offloaded log (for distillation; agents use `inspect` slices)."""
         return self._find(node_id).read_text(encoding="utf-8", errors="replace")

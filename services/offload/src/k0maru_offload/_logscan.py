@@ -305,6 +305,7 @@ class _Scanner:
             f.location = self._go_frame(panic) if panic is not None else ""
             if panic is not None:
                 f.error_code = "panic"
+            f.error_line = (panic if panic is not None else at) + 1
             return True
         return False
 

@@ -21,21 +21,23 @@ FLUSH_OUTCOME_UP_TO_DATE: FlushOutcome
 FLUSH_OUTCOME_VERSIONED: FlushOutcome
 
 class OffloadLogRequest(_message.Message):
-    __slots__ = ("text", "task_id", "threshold", "command", "exit_code")
+    __slots__ = ("text", "task_id", "threshold", "command", "exit_code", "streamed_lines")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     COMMAND_FIELD_NUMBER: _ClassVar[int]
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    STREAMED_LINES_FIELD_NUMBER: _ClassVar[int]
     text: str
     task_id: str
     threshold: int
     command: str
     exit_code: int
-    def __init__(self, text: _Optional[str] = ..., task_id: _Optional[str] = ..., threshold: _Optional[int] = ..., command: _Optional[str] = ..., exit_code: _Optional[int] = ...) -> None: ...
+    streamed_lines: int
+    def __init__(self, text: _Optional[str] = ..., task_id: _Optional[str] = ..., threshold: _Optional[int] = ..., command: _Optional[str] = ..., exit_code: _Optional[int] = ..., streamed_lines: _Optional[int] = ...) -> None: ...
 
 class OffloadResult(_message.Message):
-    __slots__ = ("offloaded", "node_id", "summary", "mermaid", "original_tokens", "summary_tokens", "ref_path", "line_count", "first_error", "first_location", "errors", "warnings", "failed_tests")
+    __slots__ = ("offloaded", "node_id", "summary", "mermaid", "original_tokens", "summary_tokens", "ref_path", "line_count", "first_error", "first_location", "errors", "warnings", "failed_tests", "counted")
     OFFLOADED_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
@@ -49,6 +51,7 @@ class OffloadResult(_message.Message):
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
     FAILED_TESTS_FIELD_NUMBER: _ClassVar[int]
+    COUNTED_FIELD_NUMBER: _ClassVar[int]
     offloaded: bool
     node_id: str
     summary: str
@@ -62,7 +65,8 @@ class OffloadResult(_message.Message):
     errors: int
     warnings: int
     failed_tests: int
-    def __init__(self, offloaded: _Optional[bool] = ..., node_id: _Optional[str] = ..., summary: _Optional[str] = ..., mermaid: _Optional[str] = ..., original_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., ref_path: _Optional[str] = ..., line_count: _Optional[int] = ..., first_error: _Optional[str] = ..., first_location: _Optional[str] = ..., errors: _Optional[int] = ..., warnings: _Optional[int] = ..., failed_tests: _Optional[int] = ...) -> None: ...
+    counted: bool
+    def __init__(self, offloaded: _Optional[bool] = ..., node_id: _Optional[str] = ..., summary: _Optional[str] = ..., mermaid: _Optional[str] = ..., original_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., ref_path: _Optional[str] = ..., line_count: _Optional[int] = ..., first_error: _Optional[str] = ..., first_location: _Optional[str] = ..., errors: _Optional[int] = ..., warnings: _Optional[int] = ..., failed_tests: _Optional[int] = ..., counted: _Optional[bool] = ...) -> None: ...
 
 class InspectRequest(_message.Message):
     __slots__ = ("node_id", "start_line", "end_line", "grep", "context", "around_first_error")
@@ -205,13 +209,17 @@ class TokenStatsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class TokenStatsResponse(_message.Message):
-    __slots__ = ("offloads", "original_tokens", "summary_tokens", "saved_ratio")
+    __slots__ = ("offloads", "original_tokens", "summary_tokens", "saved_ratio", "streamed_tokens", "repeats")
     OFFLOADS_FIELD_NUMBER: _ClassVar[int]
     ORIGINAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SAVED_RATIO_FIELD_NUMBER: _ClassVar[int]
+    STREAMED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    REPEATS_FIELD_NUMBER: _ClassVar[int]
     offloads: int
     original_tokens: int
     summary_tokens: int
     saved_ratio: float
-    def __init__(self, offloads: _Optional[int] = ..., original_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., saved_ratio: _Optional[float] = ...) -> None: ...
+    streamed_tokens: int
+    repeats: int
+    def __init__(self, offloads: _Optional[int] = ..., original_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., saved_ratio: _Optional[float] = ..., streamed_tokens: _Optional[int] = ..., repeats: _Optional[int] = ...) -> None: ...
