@@ -96,6 +96,8 @@ class DistillAnswer(BaseModel):
 
 class LoadoutAnswer(BaseModel):
     vault: str
+    project: str
+    tokens: int
     markdown: str
 
 
@@ -288,13 +290,22 @@ def build_mcp(client: StackClient) -> MCPServer:
 
     @server.tool()
     def get_project_loadout(
-        max_chars: Annotated[int, Field(ge=500, le=50_000, description="upper bound on the answer's size")] = 6000,
+        project_name: Annotated[
+            str, Field(description="the project to load (a note or folder name); empty = this vault's project")
+        ] = "",
+        max_tokens: Annotated[
+            int, Field(ge=100, le=20_000, description="token budget of the answer; 300 by default, raise for more")
+        ] = 300,
     ) -> LoadoutAnswer:
-        """Start here on a project: its rules files, folder and naming conventions, hub notes, recent decisions and skills."""
+        """Call FIRST when starting work on a project or picking up a repo you have not seen in this session
+        ("take over this service", "get me up to speed", "what are the rules here").
+
+        Returns an L0–L3 brief in ~300 tokens: L0 the project and its scope, L1 where notes go and how
+        they are written, L2 the newest decisions and logs, L3 standing rules, skills and hub notes."""
         r = _call(
             lambda q, t: client.call(client.offload.GetProjectLoadout, q, t),
-            offload_pb2.LoadoutRequest(max_chars=max_chars),
+            offload_pb2.LoadoutRequest(max_tokens=max_tokens, project=project_name),
         )
-        return LoadoutAnswer(vault=vault, markdown=r.markdown)
+        return LoadoutAnswer(vault=vault, project=r.project, tokens=r.tokens, markdown=r.markdown)
 
     return server

@@ -66,16 +66,18 @@ def is_user_path(path: str) -> bool:
     return bool(p) and not _LIBRARY_PATH.search(p)
 
 
+MAX_LINE = 1000  # analysed characters per line: errors and locations start lines, and it bounds the cost
+
+
 def _strip(line: str) -> str:
-    return _ANSI.sub("", line).rstrip("\r")
+    return _ANSI.sub("", line[: 4 * MAX_LINE]).rstrip("\r")[:MAX_LINE]
 
 
 # --- patterns ----------------------------------------------------------------------------------
 
-_WARNING = re.compile(
-    r"^\s*(\[(WARNING|WARN)\]|warning(\[|:)|WARN\b|npm WARN)|: warning[:\s]|\bDeprecationWarning\b"
-    r"|^\S+\.\w+:\d+(:\d+)?: (warning|note)|\w+Warning: ",
-    re.IGNORECASE,
+_WARNING = re.compile(  # linear on any line: no unanchored `\w+` before a literal
+    r"^\s*(\[(WARNING|WARN)\]|[Ww]arning(\[|:)|WARN\b|npm WARN)|: [Ww]arning[:\s]|^\S+\.\w+:\d+(:\d+)?: (warning|note)\b"
+    r"|Warning: "
 )
 _ERROR_COUNT = re.compile(
     r"^error(\[E\d+\])?:|: (fatal )?error[: ]|error TS\d+|^Traceback \(|^panic: |^fatal error: "
@@ -146,21 +148,34 @@ _SPEC_FAIL = re.compile(r"^\s*✖ (.+?)(?: \([\d.]+m?s\))?$")
 _JEST = re.compile(r"^\s*● (?!Console\b)(.+)")
 
 _GENERIC = re.compile(r"(^|\s|\[)(error|ERROR|Error|FAILED|FATAL|fatal)(\]|:|\s|$)")
-_GENERIC_LOC = re.compile(r"((?:[\w.-]+/)*[\w.-]+\.[A-Za-z]{1,6}):(\d+)(?::(\d+))?")
+_GENERIC_LOC = re.compile(r"(?<![\w./-])([\w./-]+\.[A-Za-z]{1,6}):(\d+)(?::(\d+))?")
 
 
 # --- the scan ----------------------------------------------------------------------------------
+
+
+# Cheap substring tests before the regexes: most lines of a long log are none of these.
+_ERROR_WORDS: tuple[str, ...] = (
+    *("error", "panic", "traceback", "fail", "fatal", "exception", "assert", "undefined", "multiple definition"),
+    *("ld:", "sanitizer", "not ok", "✖", "●", ".go:", "<<<", "caused by", "e: "),
+)
+_FAIL_WORDS = ("fail", "not ok", "✕", "✖", "●", "<<<")
+
+
+def _may_be_error(line: str, low: str) -> bool:
+    return line.startswith("E ") or any(k in low for k in _ERROR_WORDS)
 
 
 def scan_log(lines: list[str]) -> LogFindings:
     clean = [_strip(line) for line in lines]
     findings = LogFindings()
     for line in clean:
-        if _WARNING.search(line) and not _SANITIZER.match(line):
+        low = line.lower()
+        if "warn" in low and _WARNING.search(line) and not _SANITIZER.match(line):
             findings.warnings += 1
-        elif _ERROR_COUNT.search(line):
+        elif _may_be_error(line, low) and _ERROR_COUNT.search(line):
             findings.errors += 1
-        if _FAILED_TEST.search(line):
+        if any(k in low for k in _FAIL_WORDS) and _FAILED_TEST.search(line):
             findings.failed_tests += 1
     scanner = _Scanner(clean)
     for i in range(len(clean)):
@@ -168,7 +183,7 @@ def scan_log(lines: list[str]) -> LogFindings:
             break
     else:
         for i in range(len(clean)):
-            if _generic(clean, i, findings):
+            if _may_be_error(clean[i], clean[i].lower()) and _generic(clean, i, findings):
                 findings.error_line = findings.error_line or i + 1
                 break
     return findings
@@ -194,7 +209,8 @@ class _Scanner:
 
     def at(self, i: int, f: LogFindings) -> bool:
         line = self.lines[i]
-        if not line.strip() or (_WARNING.search(line) and not _SANITIZER.match(line)):
+        low = line.lower()
+        if not _may_be_error(line, low) or ("warn" in low and _WARNING.search(line) and not _SANITIZER.match(line)):
             return False
         for detect in self.detectors:
             if detect(i, f):

@@ -17,7 +17,7 @@ from ._conventions import Conventions, sniff
 from ._distill import distill, export_hermes
 from ._engine import OffloadEngine
 from ._flush import FlushEngine, FlushNote, slugify
-from ._loadout import build_loadout
+from ._loadout import DEFAULT_TOKENS, build_loadout
 from .config import OffloadSettings
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,11 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
     def GetProjectLoadout(
         self, request: offload_pb2.LoadoutRequest, context: grpc.ServicerContext
     ) -> offload_pb2.Loadout:
-        loadout = build_loadout(self._settings.vault, request.max_chars or 6000)
+        if request.max_tokens > 100_000:
+            raise InvalidInput("max_tokens is at most 100000")
+        loadout = build_loadout(
+            self._settings.vault, request.max_tokens or DEFAULT_TOKENS, request.project[:200], request.max_chars
+        )
         return offload_pb2.Loadout(
             vault=str(self._settings.vault),
             rules=[offload_pb2.RuleFile(path=p, text=t) for p, t in loadout.rules],
@@ -164,6 +168,8 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
             recent_decisions=loadout.decisions,
             skills=loadout.skills,
             markdown=loadout.markdown,
+            project=loadout.project,
+            tokens=loadout.tokens,
         )
 
     def Conventions(
@@ -195,6 +201,7 @@ def _report(conv: Conventions) -> offload_pb2.ConventionReport:
         skills_folder=conv.folders.get("skill", ""),
         evidence=conv.evidence,
         rule_files=conv.rule_files,
+        folder_rules=conv.describe(),
     )
 
 

@@ -151,10 +151,14 @@ class DistillResponse(_message.Message):
     def __init__(self, path: _Optional[str] = ..., outcome: _Optional[_Union[FlushOutcome, str]] = ..., skill_markdown: _Optional[str] = ..., exported_path: _Optional[str] = ...) -> None: ...
 
 class LoadoutRequest(_message.Message):
-    __slots__ = ("max_chars",)
+    __slots__ = ("max_chars", "max_tokens", "project")
     MAX_CHARS_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_FIELD_NUMBER: _ClassVar[int]
     max_chars: int
-    def __init__(self, max_chars: _Optional[int] = ...) -> None: ...
+    max_tokens: int
+    project: str
+    def __init__(self, max_chars: _Optional[int] = ..., max_tokens: _Optional[int] = ..., project: _Optional[str] = ...) -> None: ...
 
 class RuleFile(_message.Message):
     __slots__ = ("path", "text")
@@ -169,7 +173,7 @@ class ConventionsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ConventionReport(_message.Message):
-    __slots__ = ("folder_scheme", "naming_style", "notes_folder", "decisions_folder", "skills_folder", "evidence", "rule_files")
+    __slots__ = ("folder_scheme", "naming_style", "notes_folder", "decisions_folder", "skills_folder", "evidence", "rule_files", "folder_rules")
     FOLDER_SCHEME_FIELD_NUMBER: _ClassVar[int]
     NAMING_STYLE_FIELD_NUMBER: _ClassVar[int]
     NOTES_FOLDER_FIELD_NUMBER: _ClassVar[int]
@@ -177,6 +181,7 @@ class ConventionReport(_message.Message):
     SKILLS_FOLDER_FIELD_NUMBER: _ClassVar[int]
     EVIDENCE_FIELD_NUMBER: _ClassVar[int]
     RULE_FILES_FIELD_NUMBER: _ClassVar[int]
+    FOLDER_RULES_FIELD_NUMBER: _ClassVar[int]
     folder_scheme: str
     naming_style: str
     notes_folder: str
@@ -184,10 +189,11 @@ class ConventionReport(_message.Message):
     skills_folder: str
     evidence: _containers.RepeatedScalarFieldContainer[str]
     rule_files: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, folder_scheme: _Optional[str] = ..., naming_style: _Optional[str] = ..., notes_folder: _Optional[str] = ..., decisions_folder: _Optional[str] = ..., skills_folder: _Optional[str] = ..., evidence: _Optional[_Iterable[str]] = ..., rule_files: _Optional[_Iterable[str]] = ...) -> None: ...
+    folder_rules: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, folder_scheme: _Optional[str] = ..., naming_style: _Optional[str] = ..., notes_folder: _Optional[str] = ..., decisions_folder: _Optional[str] = ..., skills_folder: _Optional[str] = ..., evidence: _Optional[_Iterable[str]] = ..., rule_files: _Optional[_Iterable[str]] = ..., folder_rules: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Loadout(_message.Message):
-    __slots__ = ("vault", "rules", "conventions", "hub_notes", "recent_decisions", "skills", "markdown")
+    __slots__ = ("vault", "rules", "conventions", "hub_notes", "recent_decisions", "skills", "markdown", "project", "tokens")
     VAULT_FIELD_NUMBER: _ClassVar[int]
     RULES_FIELD_NUMBER: _ClassVar[int]
     CONVENTIONS_FIELD_NUMBER: _ClassVar[int]
@@ -195,6 +201,8 @@ class Loadout(_message.Message):
     RECENT_DECISIONS_FIELD_NUMBER: _ClassVar[int]
     SKILLS_FIELD_NUMBER: _ClassVar[int]
     MARKDOWN_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
     vault: str
     rules: _containers.RepeatedCompositeFieldContainer[RuleFile]
     conventions: ConventionReport
@@ -202,7 +210,9 @@ class Loadout(_message.Message):
     recent_decisions: _containers.RepeatedScalarFieldContainer[str]
     skills: _containers.RepeatedScalarFieldContainer[str]
     markdown: str
-    def __init__(self, vault: _Optional[str] = ..., rules: _Optional[_Iterable[_Union[RuleFile, _Mapping]]] = ..., conventions: _Optional[_Union[ConventionReport, _Mapping]] = ..., hub_notes: _Optional[_Iterable[str]] = ..., recent_decisions: _Optional[_Iterable[str]] = ..., skills: _Optional[_Iterable[str]] = ..., markdown: _Optional[str] = ...) -> None: ...
+    project: str
+    tokens: int
+    def __init__(self, vault: _Optional[str] = ..., rules: _Optional[_Iterable[_Union[RuleFile, _Mapping]]] = ..., conventions: _Optional[_Union[ConventionReport, _Mapping]] = ..., hub_notes: _Optional[_Iterable[str]] = ..., recent_decisions: _Optional[_Iterable[str]] = ..., skills: _Optional[_Iterable[str]] = ..., markdown: _Optional[str] = ..., project: _Optional[str] = ..., tokens: _Optional[int] = ...) -> None: ...
 
 class TokenStatsRequest(_message.Message):
     __slots__ = ()
