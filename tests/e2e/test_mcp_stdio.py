@@ -91,7 +91,8 @@ async def offload_tools(session: ClientSession, vault: Path) -> None:
         while first["path"] not in await recall(session, "quarantine flaky suites nightly"):
             await anyio.sleep(0.2)
     loadout = structured(await session.call_tool("get_project_loadout", {}))
-    assert loadout["vault"] == str(vault.resolve()) and "Conventions" in loadout["markdown"]
+    assert loadout["vault"] == str(vault.resolve()) and "L0 project" in loadout["markdown"]
+    assert loadout["tokens"] <= 300
 
 
 def test_recall_add_and_clean_exit(vault: Path, tmp_path: Path):

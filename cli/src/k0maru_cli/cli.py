@@ -334,7 +334,11 @@ def cmd_offload(args: argparse.Namespace) -> int:
         text = sys.stdin.buffer.read().decode("utf-8", "replace")
     state = StackState.load(resolve_data_dir(vault, args.data_dir))
     request = offload_pb2.OffloadLogRequest(
-        text=text, task_id=args.task_id, threshold=threshold, command=" ".join(command)
+        text=text,
+        task_id=args.task_id,
+        threshold=threshold,
+        command=" ".join(command),
+        streamed_lines=threshold if streamed else 0,  # the ledger counts what the terminal already showed
     )
     if exit_code is not None:
         request.exit_code = exit_code
@@ -345,19 +349,22 @@ def cmd_offload(args: argparse.Namespace) -> int:
                 reply = client.call(client.offload.OffloadLog, request, 60.0)
             finally:
                 client.close()
-            offloaded, summary, diagram = reply.offloaded, reply.summary, reply.mermaid
+            offloaded, summary, diagram, node_id = reply.offloaded, reply.summary, reply.mermaid, reply.node_id
         else:
             from k0maru_offload import OffloadEngine
 
             result = OffloadEngine(vault, threshold).offload(
                 text, args.task_id, threshold, " ".join(command), exit_code
             )
-            offloaded, summary, diagram = result.offloaded, result.summary, result.mermaid
+            offloaded, summary, diagram, node_id = result.offloaded, result.summary, result.mermaid, result.node_id
     except K0Error as exc:
         print(f"k0maru: {exc}", file=sys.stderr)
         return 2
     if offloaded:
+        from k0maru_offload import next_step
+
         print(summary)
+        print(next_step(node_id, tool=False))
         print(f"\n```mermaid\n{diagram}\n```")
     elif not streamed:
         sys.stdout.write(text)

@@ -17,6 +17,7 @@ from k0maru.v1 import offload_pb2, retriever_pb2
 from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, mode_name
 
 T = TypeVar("T")
+MAX_LINE = 2**32 - 1  # line numbers are uint32 on the wire
 
 OUTCOME_NAMES = {
     offload_pb2.FLUSH_OUTCOME_CREATED: "created",
@@ -70,6 +71,11 @@ class RecallResult(BaseModel):
     tagmemo: TagMemoExplain | None = None
 
 
+class NextCall(BaseModel):
+    tool: str
+    arguments: dict[str, Any]
+
+
 class OffloadAnswer(BaseModel):
     vault: str
     offloaded: bool
@@ -78,6 +84,9 @@ class OffloadAnswer(BaseModel):
     mermaid: str
     original_tokens: int
     summary_tokens: int
+    first_error: str = ""
+    location: str = ""
+    next_call: NextCall | None = None
 
 
 class InspectAnswer(BaseModel):
@@ -102,7 +111,15 @@ class DistillAnswer(BaseModel):
 
 class LoadoutAnswer(BaseModel):
     vault: str
+    project: str
+    tokens: int
     markdown: str
+
+
+def _next_step(node_id: str) -> str:
+    """The tool an agent calls next to read more of an offloaded log (the offload service counts
+    this line in the ledger: `k0maru_offload.next_step`)."""
+    return f'next: inspect_log_node(node_id="{node_id}", around_first_error=true) (or start_line/end_line, grep)'
 
 
 def _call(fn: Callable[[Any, float], T], request: Any, timeout: float = 30.0) -> T:
@@ -237,21 +254,38 @@ def build_mcp(client: StackClient) -> MCPServer:
             lambda q, t: client.call(client.offload.OffloadLog, q, t),
             offload_pb2.OffloadLogRequest(text=text, task_id=task_id, threshold=threshold),
         )
+        if not r.offloaded:
+            return OffloadAnswer(
+                vault=vault,
+                offloaded=False,
+                node_id="",
+                summary=r.summary,
+                mermaid="",
+                original_tokens=r.original_tokens,
+                summary_tokens=r.summary_tokens,
+            )
         return OffloadAnswer(
             vault=vault,
-            offloaded=r.offloaded,
+            offloaded=True,
             node_id=r.node_id,
-            summary=r.summary,
+            summary=f"{r.summary}\n{_next_step(r.node_id)}",
             mermaid=r.mermaid,
             original_tokens=r.original_tokens,
             summary_tokens=r.summary_tokens,
+            first_error=r.first_error,
+            location=r.first_location,
+            next_call=NextCall(tool="inspect_log_node", arguments={"node_id": r.node_id, "around_first_error": True}),
         )
 
     @server.tool()
     def inspect_log_node(
         node_id: Annotated[str, Field(description="the node id offload_log returned, e.g. node_0123456789abcdef")],
-        start_line: Annotated[int, Field(ge=0, description="first line (1-based); 0 = start")] = 0,
-        end_line: Annotated[int, Field(ge=0, description="last line, inclusive; 0 = end")] = 0,
+        start_line: Annotated[
+            int, Field(ge=0, le=MAX_LINE, description="first line (1-based); 0 = start; at most 2^32-1")
+        ] = 0,
+        end_line: Annotated[
+            int, Field(ge=0, le=MAX_LINE, description="last line, inclusive; 0 = end; at most 2^32-1")
+        ] = 0,
         grep: Annotated[str, Field(description="regular expression; returns matching lines with context")] = "",
         context: Annotated[
             int, Field(ge=0, le=200, description="lines of context around grep matches or the first error")
@@ -322,14 +356,23 @@ def build_mcp(client: StackClient) -> MCPServer:
 
     @server.tool()
     def get_project_loadout(
-        max_chars: Annotated[int, Field(ge=500, le=50_000, description="upper bound on the answer's size")] = 6000,
+        project_name: Annotated[
+            str, Field(description="the project to load (a note or folder name); empty = this vault's project")
+        ] = "",
+        max_tokens: Annotated[
+            int, Field(ge=100, le=20_000, description="token budget of the answer; 300 by default, raise for more")
+        ] = 300,
     ) -> LoadoutAnswer:
-        """Start here on a project: its rules files, folder and naming conventions, hub notes, recent decisions and skills."""
+        """Call FIRST when starting work on a project or picking up a repo you have not seen in this session
+        ("take over this service", "get me up to speed", "what are the rules here").
+
+        Returns an L0–L3 brief in ~300 tokens: L0 the project and its scope, L1 where notes go and how
+        they are written, L2 the newest decisions and logs, L3 standing rules, skills and hub notes."""
         r = _call(
             lambda q, t: client.call(client.offload.GetProjectLoadout, q, t),
-            offload_pb2.LoadoutRequest(max_chars=max_chars),
+            offload_pb2.LoadoutRequest(max_tokens=max_tokens, project=project_name),
         )
-        return LoadoutAnswer(vault=vault, markdown=r.markdown)
+        return LoadoutAnswer(vault=vault, project=r.project, tokens=r.tokens, markdown=r.markdown)
 
     return server
 
