@@ -1,4 +1,4 @@
-"""Offload gRPC service: OffloadLog, InspectLogNode, FlushSession, DistillSkill, loadout, ledger."""
+"""Offload gRPC service: OffloadLog, ListLogs, InspectLogNode, FlushSession, DistillSkill, loadout, ledger."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import redis
 from k0maru.v1 import offload_pb2, offload_pb2_grpc
 from k0maru_common import TOKEN_LEDGER, GrpcService, InvalidInput
 
+from . import _catalog as catalog
 from ._conventions import Conventions, sniff
 from ._distill import distill, export_hermes
 from ._engine import OffloadEngine
@@ -63,6 +64,7 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
         result = self._engine.offload(request.text, request.task_id, request.threshold, request.command, exit_code)
         if result.offloaded:
             self._ledger.record(result.original_tokens, result.summary_tokens)
+            catalog.record(self._engine.vault, result, request.task_id, request.command, exit_code)
         f = result.findings
         return offload_pb2.OffloadResult(
             offloaded=result.offloaded,
@@ -79,6 +81,11 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
             warnings=f.warnings,
             failed_tests=f.failed_tests,
         )
+
+    def ListLogs(
+        self, request: offload_pb2.ListLogsRequest, context: grpc.ServicerContext
+    ) -> offload_pb2.ListLogsResponse:
+        return catalog.list_logs(self._engine.vault, request.limit)
 
     def InspectLogNode(
         self, request: offload_pb2.InspectRequest, context: grpc.ServicerContext

@@ -71,6 +71,11 @@ class OffloadStub:
                 request_serializer=k0maru_dot_v1_dot_offload__pb2.TokenStatsRequest.SerializeToString,
                 response_deserializer=k0maru_dot_v1_dot_offload__pb2.TokenStatsResponse.FromString,
                 _registered_method=True)
+        self.ListLogs = channel.unary_unary(
+                '/k0maru.v1.Offload/ListLogs',
+                request_serializer=k0maru_dot_v1_dot_offload__pb2.ListLogsRequest.SerializeToString,
+                response_deserializer=k0maru_dot_v1_dot_offload__pb2.ListLogsResponse.FromString,
+                _registered_method=True)
 
 
 class OffloadServicer:
@@ -118,6 +123,12 @@ class OffloadServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListLogs(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OffloadServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -155,6 +166,11 @@ def add_OffloadServicer_to_server(servicer, server):
                     servicer.TokenStats,
                     request_deserializer=k0maru_dot_v1_dot_offload__pb2.TokenStatsRequest.FromString,
                     response_serializer=k0maru_dot_v1_dot_offload__pb2.TokenStatsResponse.SerializeToString,
+            ),
+            'ListLogs': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListLogs,
+                    request_deserializer=k0maru_dot_v1_dot_offload__pb2.ListLogsRequest.FromString,
+                    response_serializer=k0maru_dot_v1_dot_offload__pb2.ListLogsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -346,6 +362,33 @@ class Offload:
             '/k0maru.v1.Offload/TokenStats',
             k0maru_dot_v1_dot_offload__pb2.TokenStatsRequest.SerializeToString,
             k0maru_dot_v1_dot_offload__pb2.TokenStatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListLogs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/k0maru.v1.Offload/ListLogs',
+            k0maru_dot_v1_dot_offload__pb2.ListLogsRequest.SerializeToString,
+            k0maru_dot_v1_dot_offload__pb2.ListLogsResponse.FromString,
             options,
             channel_credentials,
             insecure,
