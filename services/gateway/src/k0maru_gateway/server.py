@@ -11,7 +11,7 @@ import uvicorn
 from k0maru_common import GrpcService
 
 from ._clients import StackClient
-from ._console import build_console
+from ._console import Prices, build_console
 from .config import GatewaySettings
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,8 @@ def run(settings: GatewaySettings) -> None:
     client = stack_client(settings)
     service = GrpcService("k0maru.v1.Gateway", settings.grpc_addr)
     service.start()
-    app = build_console(client, settings.console_token, settings.events_addr)
+    prices = Prices(settings.price_per_mtok, settings.price_currency)
+    app = build_console(client, settings.console_token, settings.events_addr, prices)
     server = uvicorn.Server(
         uvicorn.Config(
             app,
