@@ -399,3 +399,31 @@ def test_every_endpoint_answers_as_its_openapi_description_says(stack: Stack):
         "/api/events",
         "/api/openapi.json",
     }
+
+
+def test_ui_command_opens_the_running_stacks_console(stack: Stack, tmp_path: Path):
+    opened = tmp_path / "opened.txt"
+    browser_cmd = f"{sys.executable} -c \"import sys; open({str(opened)!r}, 'w').write(sys.argv[1])\" %s"
+    state = stack.launcher.state
+    assert state is not None
+    out = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "k0maru"),
+            "ui",
+            "--open",
+            "--vault",
+            state.vault,
+            "--data-dir",
+            state.data_dir,
+        ],
+        env={**os.environ, "BROWSER": browser_cmd, "K0_CONSOLE_TOKEN": "t k"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"k0maru: console {state.console_url}"
+    deadline = time.monotonic() + 10
+    while not opened.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert opened.read_text() == state.console_url + "?token=t%20k"

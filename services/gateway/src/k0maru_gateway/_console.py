@@ -23,6 +23,8 @@ import zmq.asyncio
 from google.protobuf import json_format
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -433,14 +435,22 @@ def build_console(
             }
         )
 
+    overview_cache: dict[tuple[int, int], bytes] = {}  # (last applied seq, max_nodes) → the answer
+
     async def graph(req: Request) -> Response:
         path = req.query_params.get("path", "")
         hops = _int_param(req, "hops", 1, 1, 2)
         max_nodes = _int_param(req, "max_nodes", 0, 0, 1_000_000)
+        key = (-1, max_nodes)
+        if not path:  # the whole vault changes only when the index applies an event
+            index = await call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 5.0)
+            key = (index.last_applied_seq, max_nodes)
+            if key in overview_cache:
+                return Response(overview_cache[key], media_type="application/json")
         reply = await call(
             client.retriever.Graph, retriever_pb2.GraphRequest(path=path, hops=hops, max_nodes=max_nodes), 30.0
         )
-        return JSONResponse(
+        response = JSONResponse(
             {
                 "path": path,
                 "hops": hops if path else 0,
@@ -450,6 +460,10 @@ def build_console(
                 "total_notes": reply.total_notes,
             }
         )
+        if not path:
+            overview_cache.clear()
+            overview_cache[key] = bytes(response.body)
+        return response
 
     async def logs(req: Request) -> Response:
         limit = _int_param(req, "limit", 200, 1, 1000)
@@ -548,5 +562,6 @@ def build_console(
             Route("/api/status", api(status)),
             Route("/api/live", api(live)),
             Route("/api/events", api(events)),
-        ]
+        ],
+        middleware=[Middleware(GZipMiddleware, minimum_size=1024)],  # event streams are never compressed
     )

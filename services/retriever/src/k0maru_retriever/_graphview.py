@@ -36,23 +36,22 @@ def graph_view(index: NoteIndex, request: retriever_pb2.GraphRequest) -> retriev
     else:
         hop = dict.fromkeys(docs, 0)
 
-    def degree(path: str) -> int:
-        return len(graph.outgoing(path)) + len(graph.backlinks(path))
-
-    paths = sorted(hop, key=lambda p: (hop[p], -degree(p), p))
+    outgoing = {p: graph.outgoing(p) for p in hop}  # once per note: it builds a set each call
+    degree = {p: len(out) + len(graph.backlinks(p)) for p, out in outgoing.items()}
+    paths = sorted(hop, key=lambda p: (hop[p], -degree[p], p))
     truncated = bool(request.max_nodes) and len(paths) > request.max_nodes
     if truncated:
         paths = paths[: request.max_nodes]
     position = {p: i for i, p in enumerate(paths)}
-    nodes = []
+    reply = retriever_pb2.GraphResponse(truncated=truncated, total_notes=len(docs))
     for p in paths:
         doc = docs[p]
-        nodes.append(retriever_pb2.GraphNode(path=p, title=doc.title, diary=doc.diary, degree=degree(p), hop=hop[p]))
+        reply.nodes.add(path=p, title=doc.title, diary=doc.diary, degree=degree[p], hop=hop[p])
     edges: list[int] = []
-    for p in paths:
-        source = position[p]
-        for target in sorted(graph.outgoing(p)):
+    for source, p in enumerate(paths):
+        for target in sorted(outgoing[p]):
             t = position.get(target)
             if t is not None:
-                edges.extend((source, t))
-    return retriever_pb2.GraphResponse(nodes=nodes, edges=edges, truncated=truncated, total_notes=len(docs))
+                edges += (source, t)
+    reply.edges.extend(edges)
+    return reply

@@ -360,10 +360,11 @@ function drawGraph(canvas, data, pos, opts) {
     const w = canvas.clientWidth, h = canvas.clientHeight, dpr = window.devicePixelRatio || 1;
     canvas.width = w * dpr; canvas.height = h * dpr; ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     const spanX = Math.max(1, maxX - minX), spanY = Math.max(1, maxY - minY);
-    state.scale = Math.min((w - 60) / spanX, (h - 60) / spanY, 3);
+    state.scale = Math.min((w - 60) / spanX, (h - 60) / spanY, 1.5);
     state.ox = w / 2 - ((minX + maxX) / 2) * state.scale; state.oy = h / 2 - ((minY + maxY) / 2) * state.scale;
   }
   function paint() {
+    const started = performance.now();
     const w = canvas.clientWidth, h = canvas.clientHeight, s = state.scale;
     ctx.fillStyle = "#0B1222"; ctx.fillRect(0, 0, w, h);
     ctx.strokeStyle = opts.overview ? "rgba(148,163,184,0.10)" : "rgba(148,163,184,0.45)"; ctx.lineWidth = 1;
@@ -394,6 +395,7 @@ function drawGraph(canvas, data, pos, opts) {
       if (px < 0 || py < 0 || px > w || py > h) continue;
       ctx.fillText(nodes[i][1] || nodes[i][0], px + radius[i] + 3, py + 4); labels++;
     }
+    canvas.dataset.paintMs = (performance.now() - started).toFixed(1);
   }
   function nodeAt(mx, my) {
     let best = -1, bestD = 100;
@@ -432,7 +434,7 @@ async function graphView(path, params) {
     ${path ? `<a href="#/graph/${encodeURIComponent(path)}?hops=${3 - hops}">${hops === 1 ? "2 hops" : "1 hop"}</a> · <a href="${noteHref(path)}">open note</a> · <a href="#/graph">whole vault</a>` : ""}
     <span id="graph-meta" class="dim"></span></div>
     <div id="graph-wrap"><canvas id="graph-canvas" aria-label="link graph"></canvas><div id="graph-tip"></div></div>
-    <p class="dim">Drag to pan, wheel to zoom, click a note to ${path ? "open it" : "see its neighbourhood"} (shift-click opens it).</p>`;
+    <p class="dim">Drag to pan, wheel to zoom, click a note to ${path ? "open it" : "see its neighbourhood (shift-click opens it)"}.</p>`;
   const q = path ? `?path=${encodeURIComponent(path)}&hops=${hops}` : "";
   const data = await api("/api/graph" + q);
   const t1 = performance.now();
@@ -522,8 +524,9 @@ async function statusView() {
     $("#score").innerHTML = !t ? `<div class="card err">offload service unreachable</div>` : [
       ["tokens saved by offload", fmt(t.saved), "tokens-saved"], ["money saved", money(t.saved), "money-saved"], ["offloaded logs", fmt(t.offloads), "offloads"],
       ["before → after", `${fmt(t.original)} → ${fmt(t.summary)}`, ""], ["saved", (100 * t.saved_ratio).toFixed(1) + "%", ""],
-      ...(recall.length ? recall.map(([k, v]) => [k.replace(/_/g, " "), fmt(v), ""]) : [["saved by recall", "not reported by this offload service", ""]]),
-    ].map(([k, v, id]) => `<div class="card"${id ? ` id="${id}"` : ""}><div class="dim">${esc(k)}</div><div class="big">${esc(v)}</div></div>`).join("");
+      ...recall.map(([k, v]) => [k.replace(/_/g, " "), fmt(v), ""]),
+    ].map(([k, v, id]) => `<div class="card"${id ? ` id="${id}"` : ""}><div class="dim">${esc(k)}</div><div class="big">${esc(v)}</div></div>`).join("")
+      + (recall.length ? "" : `<div class="card"><div class="dim">saved by recall</div><div class="dim">not reported by this offload service yet</div></div>`);
     const q = s.queue, i = s.index;
     $("#big-bar > div").style.width = q ? (100 * q.progress).toFixed(1) + "%" : "0";
     $("#queue").innerHTML = q ? `<span>${q.indexing ? "indexing" : "up to date"}</span><span class="dim">queue ${fmt(q.pending_chunks)} chunks · ${q.rate_per_s}/s · ETA ${q.eta_s != null ? eta(q.eta_s) : "—"} · ${fmt(q.events_behind)} events behind</span>` : `<span class="err">retriever unreachable</span>`;
