@@ -263,6 +263,9 @@ def test_scoreboard_moves_live_and_survives_a_reload(page: Any, stack: Stack):
     page.wait_for_function(
         f"() => document.querySelector('#tokens-saved .big').textContent !== {json.dumps(before)}", timeout=20_000
     )
+    offloads = get_json(f"{stack.base}/api/status")[1]["tokens"]["offloads"]
+    stack.offload("scoreboard-log")  # the same log again: counted once
+    assert get_json(f"{stack.base}/api/status")[1]["tokens"]["offloads"] == offloads
     page.fill("#price", "1000000")  # one currency unit per token: money equals tokens
     saved = page.inner_text("#tokens-saved .big").replace(",", "")
     assert page.inner_text("#money-saved .big").replace(",", "").startswith(saved + ".00")

@@ -61,7 +61,7 @@ def test_what_is_not_a_flowchart_says_so():
 def test_catalog_lists_offloaded_logs_newest_first(tmp_path: Path):
     engine = OffloadEngine(tmp_path, threshold=5, max_bytes=1_000_000)
     first = engine.offload("\n".join(f"line {i}" for i in range(20)) + "\nerror: boom\n", "build", command="make")
-    catalog.record(tmp_path, first, "build", "make", 2)
+    assert catalog.record(tmp_path, first, "build", "make", 2)
     second = engine.offload("\n".join(f"other {i}" for i in range(30)), "", command="")
     catalog.record(tmp_path, second, "", "", None)
     later = os.stat(tmp_path / first.ref_path).st_mtime_ns + 10**9
@@ -75,6 +75,9 @@ def test_catalog_lists_offloaded_logs_newest_first(tmp_path: Path):
     assert old.first_error and "flowchart" in old.mermaid
     assert not new.HasField("exit_code") and new.line_count == 30 and new.original_tokens > 0
     again = engine.offload("\n".join(f"line {i}" for i in range(20)) + "\nerror: boom\n", "build", command="make")
-    catalog.record(tmp_path, again, "build", "make", 0)  # the same log: the first record stays
+    assert not catalog.record(tmp_path, again, "build", "make", 0)  # the same log: the first record stays
+    other_task = engine.offload("\n".join(f"line {i}" for i in range(20)) + "\nerror: boom\n", "ci", command="make")
+    assert not catalog.record(tmp_path, other_task, "ci", "make", 2)  # same content under another task: seen
     assert catalog.list_logs(tmp_path, limit=1).logs[0].node_id == second.node_id
-    assert catalog.list_logs(tmp_path).logs[1].exit_code == 2
+    by_task = {e.task_id: e for e in catalog.list_logs(tmp_path).logs}
+    assert by_task["build"].exit_code == 2 and not by_task["ci"].HasField("exit_code")  # listed from its file

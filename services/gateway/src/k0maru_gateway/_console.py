@@ -8,6 +8,7 @@ so a note's Markdown can neither run a script nor fetch from elsewhere.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import hmac
 import json
 import time
@@ -228,13 +229,15 @@ class StatusSampler:
                 self._samples.popleft()
             first_t, first_v = self._samples[0]
             rate = (index.chunks_with_vectors - first_v) / (now - first_t) if now > first_t else 0.0
-            pending = max(0, index.chunks - index.chunks_with_vectors)
+            vectors = any(name.startswith("embedder") for name in c.addresses)  # a stack may run without
+            pending = max(0, index.chunks - index.chunks_with_vectors) if vectors else 0
             lag = max(0, scan.last_seq - index.last_applied_seq) if scan is not None else 0
             out["queue"] = {
+                "vectors_enabled": vectors,
                 "pending_chunks": pending,
                 "rate_per_s": round(max(rate, 0.0), 2),
                 "eta_s": round(pending / rate, 1) if pending and rate > 0 else None,
-                "progress": 1.0 if not index.chunks else index.chunks_with_vectors / index.chunks,
+                "progress": 1.0 if not (index.chunks and vectors) else index.chunks_with_vectors / index.chunks,
                 "events_behind": lag,
                 "indexing": bool(pending or lag),
             }
@@ -435,7 +438,13 @@ def build_console(
             }
         )
 
-    overview_cache: dict[tuple[int, int], bytes] = {}  # (last applied seq, max_nodes) → the answer
+    overview_cache: dict[tuple[int, int], tuple[bytes, bytes]] = {}  # (seq, max_nodes) → (JSON, gzipped JSON)
+
+    def cached(req: Request, entry: tuple[bytes, bytes]) -> Response:
+        if "gzip" in req.headers.get("accept-encoding", ""):
+            headers = {"content-encoding": "gzip", "vary": "Accept-Encoding"}
+            return Response(entry[1], media_type="application/json", headers=headers)
+        return Response(entry[0], media_type="application/json")
 
     async def graph(req: Request) -> Response:
         path = req.query_params.get("path", "")
@@ -446,7 +455,7 @@ def build_console(
             index = await call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 5.0)
             key = (index.last_applied_seq, max_nodes)
             if key in overview_cache:
-                return Response(overview_cache[key], media_type="application/json")
+                return cached(req, overview_cache[key])
         reply = await call(
             client.retriever.Graph, retriever_pb2.GraphRequest(path=path, hops=hops, max_nodes=max_nodes), 30.0
         )
@@ -460,9 +469,11 @@ def build_console(
                 "total_notes": reply.total_notes,
             }
         )
-        if not path:
+        if not path:  # 6,000 notes: 0.7 MB of JSON, compressed once here rather than on every answer
+            raw = bytes(response.body)
             overview_cache.clear()
-            overview_cache[key] = bytes(response.body)
+            overview_cache[key] = (raw, await run_in_threadpool(gzip.compress, raw, 6))
+            return cached(req, overview_cache[key])
         return response
 
     async def logs(req: Request) -> Response:
@@ -563,5 +574,7 @@ def build_console(
             Route("/api/live", api(live)),
             Route("/api/events", api(events)),
         ],
-        middleware=[Middleware(GZipMiddleware, minimum_size=1024)],  # event streams are never compressed
+        middleware=[
+            Middleware(GZipMiddleware, minimum_size=1024, compresslevel=6)
+        ],  # event streams are never compressed
     )

@@ -169,6 +169,7 @@ SCHEMAS: dict[str, Any] = {
             "queue": _nullable(
                 _obj(
                     {
+                        "vectors_enabled": _BOOL,
                         "pending_chunks": _INT,
                         "rate_per_s": _NUM,
                         "eta_s": _nullable(_NUM),

@@ -26,12 +26,12 @@ _NAME = re.compile(r"^(?:(?P<task>[A-Za-z0-9_-]{1,64})_)?(?P<node>node_[0-9a-f]{
 DEFAULT_LIMIT = 200
 
 
-def record(vault: Path, result: Offloaded, task_id: str, command: str, exit_code: int | None) -> None:
-    """Write the sidecar of a freshly offloaded log (kept when the same log comes again)."""
+def record(vault: Path, result: Offloaded, task_id: str, command: str, exit_code: int | None) -> bool:
+    """Write the sidecar of a freshly offloaded log; False when this log (same node id) was seen before."""
     log_path = vault / result.ref_path
     sidecar = log_path.with_suffix(".json")
-    if sidecar.exists():
-        return
+    if any(log_path.parent.glob(f"*{result.node_id}.json")):
+        return False
     f = result.findings
     entry = {
         "node_id": result.node_id,
@@ -54,6 +54,7 @@ def record(vault: Path, result: Offloaded, task_id: str, command: str, exit_code
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         json.dump(entry, out, ensure_ascii=False)
     os.replace(tmp, sidecar)
+    return True
 
 
 def _from_log(vault: Path, path: Path, task: str, node: str) -> dict[str, Any]:

@@ -62,9 +62,9 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
     ) -> offload_pb2.OffloadResult:
         exit_code = request.exit_code if request.HasField("exit_code") else None
         result = self._engine.offload(request.text, request.task_id, request.threshold, request.command, exit_code)
-        if result.offloaded:
+        # the ledger counts each distinct log once (the catalog knows the node ids it has seen)
+        if result.offloaded and catalog.record(self._engine.vault, result, request.task_id, request.command, exit_code):
             self._ledger.record(result.original_tokens, result.summary_tokens)
-            catalog.record(self._engine.vault, result, request.task_id, request.command, exit_code)
         f = result.findings
         return offload_pb2.OffloadResult(
             offloaded=result.offloaded,

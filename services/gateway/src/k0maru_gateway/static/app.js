@@ -81,7 +81,7 @@ function paintPulse() {
   $("#health-dots").innerHTML = Object.entries(s.services).map(([n, st]) => `<span class="dot ${healthClass(st)}" title="${esc(n)}: ${esc(st)}"></span>`).join("");
   const q = s.queue;
   $("#mini-bar > div").style.width = q ? (100 * q.progress).toFixed(1) + "%" : "0";
-  $("#mini-text").textContent = !q ? "retriever not ready" : q.indexing ? `indexing ${(100 * q.progress).toFixed(0)}%${q.eta_s != null ? " · ETA " + eta(q.eta_s) : ""}` : `${fmt(s.index.documents)} notes · indexed`;
+  $("#mini-text").textContent = !q ? "retriever not ready" : !q.vectors_enabled && !q.indexing ? `${fmt(s.index.documents)} notes · no embedder (BM25 only)` : q.indexing ? `indexing ${(100 * q.progress).toFixed(0)}%${q.eta_s != null ? " · ETA " + eta(q.eta_s) : ""}` : `${fmt(s.index.documents)} notes · indexed`;
 }
 
 function eta(s) { return s < 90 ? Math.round(s) + " s" : s < 5400 ? Math.round(s / 60) + " min" : (s / 3600).toFixed(1) + " h"; }
