@@ -184,6 +184,10 @@ def test_scope_and_mode_controls(page: Any, stack: Stack):
     assert page.locator(".hit").evaluate_all("els => els.map(e => e.dataset.path)") == ["misc/storm drain.md"]
     chans = page.locator(".chan").all_inner_texts()
     assert any(c.startswith("✓ bm25") for c in chans) and any("vector left out" in c for c in chans)
+    zh = get_json(f"{stack.base}/api/search?q=" + urllib.request.quote("借用检查器") + "&mode=hybrid")[1]
+    assert zh["mode_used"] == "bm25"  # the English default model (scripts: latin) cannot read Chinese
+    vector = next(c for c in zh["channels"] if c["name"] == "vector")
+    assert not vector["ran"] and "script" in vector["why"]  # said, not hidden behind "vectors 100%"
     page.select_option("#mode", "vector")
     page.fill("#diary", "")
     page.click("#search-form button")

@@ -112,7 +112,10 @@ def channels(requested: str, used: str, coverage: float) -> list[dict[str, Any]]
             if name == "vector" and coverage == 0:
                 why = "no chunk has a vector yet (embedding has not started or no embedder runs)"
             elif name == "vector":
-                why = "the retriever answered without vectors (the query could not be embedded: embedder unreachable or busy)"
+                why = (
+                    "the retriever answered without vectors: the embedding model cannot read this query's script"
+                    " (e.g. Chinese on the English default model), or no embedder answered in time"
+                )
             else:
                 why = "the retriever answered without BM25"
         elif not ran:
