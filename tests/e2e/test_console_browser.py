@@ -16,14 +16,18 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import anyio
 import jsonschema
 import pytest
 
 from k0maru.v1 import offload_pb2
+from k0maru_common import InvalidInput
 from k0maru_gateway._clients import StackClient
+from k0maru_gateway._mcp import build_mcp
 from k0maru_gateway._stack import Launcher, free_port
 from tests.conftest import write_notes
 
@@ -270,6 +274,19 @@ def test_scoreboard_moves_live_and_survives_a_reload(page: Any, stack: Stack):
     offloads = get_json(f"{stack.base}/api/status")[1]["tokens"]["offloads"]
     stack.offload("scoreboard-log")  # the same log again: counted once
     assert get_json(f"{stack.base}/api/status")[1]["tokens"]["offloads"] == offloads
+    recalls = page.inner_text("#recalls .big")
+    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API holds this thread's event loop
+        recall = pool.submit(
+            anyio.run, build_mcp(stack.client).call_tool, "recall_memory", {"query": "lighthouse storm"}
+        )
+        answer = recall.result(timeout=60)
+    assert not getattr(answer, "is_error", False)
+    page.wait_for_function(f"() => document.querySelector('#recalls .big').textContent !== {json.dumps(recalls)}")
+    tokens = get_json(f"{stack.base}/api/status")[1]["tokens"]["recall"]
+    assert tokens["answers"] >= 1 and tokens["note_tokens"] > 0 and tokens["answer_tokens"] > 0
+    assert tokens["saved"] == max(0, tokens["note_tokens"] - tokens["answer_tokens"])
+    with pytest.raises(InvalidInput):
+        stack.client.call(stack.client.offload.RecordRecall, offload_pb2.RecallRecord(paths=["../x.md"], answer="a"))
     page.fill("#price", "1000000")  # one currency unit per token: money equals tokens
     saved = page.inner_text("#tokens-saved .big").replace(",", "")
     assert page.inner_text("#money-saved .big").replace(",", "").startswith(saved + ".00")

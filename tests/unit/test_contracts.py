@@ -42,6 +42,7 @@ def test_every_rpc_of_the_design_exists():
         "Conventions",
         "TokenStats",
         "ListLogs",
+        "RecordRecall",
     }
 
 

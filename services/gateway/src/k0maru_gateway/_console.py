@@ -75,6 +75,15 @@ def _extra(message: Any, known: set[str]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in known}
 
 
+TOKENS_KNOWN = {
+    "offloads",
+    "original_tokens",
+    "summary_tokens",
+    "saved_ratio",
+    "recalls",
+    "recall_note_tokens",
+    "recall_answer_tokens",
+}
 EXPLAIN_KNOWN = {"bm25", "vector", "graph_boost", "fused_score", "heading_path", "tagmemo_tags"}
 
 
@@ -246,6 +255,7 @@ class StatusSampler:
             }
         if tokens is not None:
             saved = max(0, tokens.original_tokens - tokens.summary_tokens)
+            recall_saved = max(0, tokens.recall_note_tokens - tokens.recall_answer_tokens)
             out["tokens"] = {
                 "offloads": tokens.offloads,
                 "original": tokens.original_tokens,
@@ -253,7 +263,14 @@ class StatusSampler:
                 "saved": saved,
                 "saved_ratio": tokens.saved_ratio,
                 "saved_money": round(saved * self.prices.per_million / 1_000_000, 6),
-                "extra": _extra(tokens, {"offloads", "original_tokens", "summary_tokens", "saved_ratio"}),
+                "recall": {
+                    "answers": tokens.recalls,
+                    "note_tokens": tokens.recall_note_tokens,
+                    "answer_tokens": tokens.recall_answer_tokens,
+                    "saved": recall_saved,
+                    "saved_money": round(recall_saved * self.prices.per_million / 1_000_000, 6),
+                },
+                "extra": _extra(tokens, TOKENS_KNOWN),
             }
         return out
 

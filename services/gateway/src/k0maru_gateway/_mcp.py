@@ -6,6 +6,7 @@ names the vault it came from. Logs go to stderr: stdout is the wire.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -19,6 +20,7 @@ from k0maru_common import K0Error
 from ._clients import SEARCH_MODES, StackClient, mode_name
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 OUTCOME_NAMES = {
     offload_pb2.FLUSH_OUTCOME_CREATED: "created",
@@ -152,13 +154,20 @@ def build_mcp(client: StackClient) -> MCPServer:
                     explain=ex,
                 )
             )
-        return RecallResult(
+        result = RecallResult(
             vault=vault,
             query=query,
             mode_used=mode_name(reply.mode_used),
             vector_coverage=round(reply.vector_coverage, 4),
             hits=hits,
         )
+        if hits:  # the ledger: what handing over the whole notes would have cost (best effort)
+            record = offload_pb2.RecallRecord(paths=[h.path for h in hits], answer=result.model_dump_json())
+            try:
+                client.call(client.offload.RecordRecall, record, 5.0)
+            except K0Error as exc:
+                log.warning("recall not recorded in the token ledger: %s", exc)
+        return result
 
     @server.tool()
     def offload_log(

@@ -188,6 +188,15 @@ SCHEMAS: dict[str, Any] = {
                         "saved": _INT,
                         "saved_ratio": _NUM,
                         "saved_money": _NUM,
+                        "recall": _obj(
+                            {
+                                "answers": _INT,
+                                "note_tokens": _INT,
+                                "answer_tokens": _INT,
+                                "saved": _INT,
+                                "saved_money": _NUM,
+                            }
+                        ),
                         "extra": {"type": "object"},
                     }
                 )

@@ -205,16 +205,30 @@ class TokenStatsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class TokenStatsResponse(_message.Message):
-    __slots__ = ("offloads", "original_tokens", "summary_tokens", "saved_ratio")
+    __slots__ = ("offloads", "original_tokens", "summary_tokens", "saved_ratio", "recalls", "recall_note_tokens", "recall_answer_tokens")
     OFFLOADS_FIELD_NUMBER: _ClassVar[int]
     ORIGINAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SAVED_RATIO_FIELD_NUMBER: _ClassVar[int]
+    RECALLS_FIELD_NUMBER: _ClassVar[int]
+    RECALL_NOTE_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    RECALL_ANSWER_TOKENS_FIELD_NUMBER: _ClassVar[int]
     offloads: int
     original_tokens: int
     summary_tokens: int
     saved_ratio: float
-    def __init__(self, offloads: _Optional[int] = ..., original_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., saved_ratio: _Optional[float] = ...) -> None: ...
+    recalls: int
+    recall_note_tokens: int
+    recall_answer_tokens: int
+    def __init__(self, offloads: _Optional[int] = ..., original_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., saved_ratio: _Optional[float] = ..., recalls: _Optional[int] = ..., recall_note_tokens: _Optional[int] = ..., recall_answer_tokens: _Optional[int] = ...) -> None: ...
+
+class RecallRecord(_message.Message):
+    __slots__ = ("paths", "answer")
+    PATHS_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    paths: _containers.RepeatedScalarFieldContainer[str]
+    answer: str
+    def __init__(self, paths: _Optional[_Iterable[str]] = ..., answer: _Optional[str] = ...) -> None: ...
 
 class ListLogsRequest(_message.Message):
     __slots__ = ("limit",)

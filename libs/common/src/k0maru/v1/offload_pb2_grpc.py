@@ -76,6 +76,11 @@ class OffloadStub:
                 request_serializer=k0maru_dot_v1_dot_offload__pb2.ListLogsRequest.SerializeToString,
                 response_deserializer=k0maru_dot_v1_dot_offload__pb2.ListLogsResponse.FromString,
                 _registered_method=True)
+        self.RecordRecall = channel.unary_unary(
+                '/k0maru.v1.Offload/RecordRecall',
+                request_serializer=k0maru_dot_v1_dot_offload__pb2.RecallRecord.SerializeToString,
+                response_deserializer=k0maru_dot_v1_dot_offload__pb2.TokenStatsResponse.FromString,
+                _registered_method=True)
 
 
 class OffloadServicer:
@@ -129,6 +134,12 @@ class OffloadServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RecordRecall(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OffloadServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -171,6 +182,11 @@ def add_OffloadServicer_to_server(servicer, server):
                     servicer.ListLogs,
                     request_deserializer=k0maru_dot_v1_dot_offload__pb2.ListLogsRequest.FromString,
                     response_serializer=k0maru_dot_v1_dot_offload__pb2.ListLogsResponse.SerializeToString,
+            ),
+            'RecordRecall': grpc.unary_unary_rpc_method_handler(
+                    servicer.RecordRecall,
+                    request_deserializer=k0maru_dot_v1_dot_offload__pb2.RecallRecord.FromString,
+                    response_serializer=k0maru_dot_v1_dot_offload__pb2.TokenStatsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -389,6 +405,33 @@ class Offload:
             '/k0maru.v1.Offload/ListLogs',
             k0maru_dot_v1_dot_offload__pb2.ListLogsRequest.SerializeToString,
             k0maru_dot_v1_dot_offload__pb2.ListLogsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RecordRecall(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/k0maru.v1.Offload/RecordRecall',
+            k0maru_dot_v1_dot_offload__pb2.RecallRecord.SerializeToString,
+            k0maru_dot_v1_dot_offload__pb2.TokenStatsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -520,13 +520,17 @@ async function statusView() {
     if (!s) return;
     const t = s.tokens, p = prices();
     const money = (tok) => (tok * p.per_million / 1e6).toLocaleString("en-US", { maximumFractionDigits: 4, minimumFractionDigits: 2 }) + " " + p.currency;
-    const recall = t && Object.entries(t.extra || {}).filter(([k]) => /recall/i.test(k));
-    $("#score").innerHTML = !t ? `<div class="card err">offload service unreachable</div>` : [
-      ["tokens saved by offload", fmt(t.saved), "tokens-saved"], ["money saved", money(t.saved), "money-saved"], ["offloaded logs", fmt(t.offloads), "offloads"],
-      ["before → after", `${fmt(t.original)} → ${fmt(t.summary)}`, ""], ["saved", (100 * t.saved_ratio).toFixed(1) + "%", ""],
-      ...recall.map(([k, v]) => [k.replace(/_/g, " "), fmt(v), ""]),
-    ].map(([k, v, id]) => `<div class="card"${id ? ` id="${id}"` : ""}><div class="dim">${esc(k)}</div><div class="big">${esc(v)}</div></div>`).join("")
-      + (recall.length ? "" : `<div class="card"><div class="dim">saved by recall</div><div class="dim">not reported by this offload service yet</div></div>`);
+    const r = t && t.recall;
+    const cards = !t ? [] : [
+      ["tokens saved by offload", fmt(t.saved), "tokens-saved"], ["money saved by offload", money(t.saved), "money-saved"],
+      ["offloaded logs (distinct)", fmt(t.offloads), "offloads"], ["offload before → after", `${fmt(t.original)} → ${fmt(t.summary)} (−${(100 * t.saved_ratio).toFixed(1)}%)`, ""],
+      ...(r ? [["tokens saved by recall", fmt(r.saved), "recall-saved"], ["money saved by recall", money(r.saved), "recall-money"],
+        ["recall answers", fmt(r.answers), "recalls"], ["whole notes → answers", `${fmt(r.note_tokens)} → ${fmt(r.answer_tokens)}`, ""],
+        ["total saved", `${fmt(t.saved + r.saved)} · ${money(t.saved + r.saved)}`, "total-saved"]] : []),
+      ...Object.entries(t.extra || {}).map(([k, v]) => [k.replace(/_/g, " "), typeof v === "number" ? fmt(v) : JSON.stringify(v), ""]),
+    ];
+    $("#score").innerHTML = !t ? `<div class="card err">offload service unreachable</div>`
+      : cards.map(([k, v, id]) => `<div class="card"${id ? ` id="${id}"` : ""}><div class="dim">${esc(k)}</div><div class="big">${esc(v)}</div></div>`).join("");
     const q = s.queue, i = s.index;
     $("#big-bar > div").style.width = q ? (100 * q.progress).toFixed(1) + "%" : "0";
     $("#queue").innerHTML = q ? `<span>${q.indexing ? "indexing" : "up to date"}</span><span class="dim">queue ${fmt(q.pending_chunks)} chunks · ${q.rate_per_s}/s · ETA ${q.eta_s != null ? eta(q.eta_s) : "—"} · ${fmt(q.events_behind)} events behind</span>` : `<span class="err">retriever unreachable</span>`;
