@@ -1,6 +1,7 @@
 """`k0maru`: the launcher and thin gRPC clients for a vault's stack.
 
 k0maru up      --vault DIR [--embedders N] [--port P]   start the stack, print the console URL
+k0maru ui      --vault DIR [--open]                      the console of the vault's stack (started if needed)
 k0maru mcp     --vault DIR                               MCP over stdio (uses or starts a stack)
 k0maru status  --vault DIR [--json]                      exit 0 only if every service is SERVING
 k0maru search  QUERY --vault DIR [--mode M] [--explain]  print hits
@@ -95,6 +96,8 @@ def cmd_up(args: argparse.Namespace) -> int:
             flush=True,
         )
         print(f"k0maru: console {state.console_url}", flush=True)
+        if getattr(args, "open", False):
+            open_console(state.console_url)
         print(f"k0maru: logs in {launcher.data_dir / 'logs'}; Ctrl+C stops everything", flush=True)
         while True:
             for name in launcher.supervise():
@@ -111,6 +114,30 @@ def cmd_up(args: argparse.Namespace) -> int:
         return 0
     finally:
         _stop_undisturbed(launcher)
+
+
+def open_console(url: str) -> None:
+    """Open the console in the user's browser ($BROWSER honoured); the token, if any, goes in the URL once."""
+    import webbrowser
+
+    token = os.environ.get("K0_CONSOLE_TOKEN", "")
+    if token:
+        from urllib.parse import quote
+
+        url = f"{url}?token={quote(token, safe='')}"  # the page moves it to session storage and drops it
+    if not webbrowser.open(url):
+        print(f"k0maru: no browser found; open {url}", file=sys.stderr)
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    """`k0maru ui [--open]`: the running stack's console, or start one (like `up`) and serve it."""
+    _vault_path, state = _running(args)
+    if state is None:
+        return cmd_up(args)
+    print(f"k0maru: console {state.console_url}", flush=True)
+    if args.open:
+        open_console(state.console_url)
+    return 0
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -446,12 +473,16 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--data-dir", type=Path, help="index state (default: $XDG_DATA_HOME/k0maru/<vault-id>)")
         return p
 
-    for name, helptext in (("up", "start the stack and the console"), ("mcp", "serve MCP over stdio")):
+    for name, helptext in (
+        ("up", "start the stack and the console"),
+        ("mcp", "serve MCP over stdio"),
+        ("ui", "the console of the vault's running stack (starting one if needed)"),
+    ):
         p = with_vault(sub.add_parser(name, help=helptext))
         p.add_argument("--embedders", type=int, default=1, help="embedder workers to run")
         p.add_argument("--model", default="", help="embedding model preset: minilm-l6-int8 (default), use-multilingual")
         p.add_argument("--host", default="127.0.0.1", help="console bind address (non-loopback needs K0_CONSOLE_TOKEN)")
-        if name == "up":
+        if name in ("up", "ui"):
             p.add_argument("--port", type=int, default=7878, help="console port (0 = any free port)")
         else:
             p.add_argument(
@@ -460,6 +491,8 @@ def build_parser() -> argparse.ArgumentParser:
                 default=30.0,
                 help="seconds a tool call waits for a stack that is still starting (default 30)",
             )
+        if name == "ui":
+            p.add_argument("--open", action="store_true", help="open the console in the default browser")
     p = with_vault(sub.add_parser("status", help="health of every service of the vault's stack"))
     p.add_argument("--json", action="store_true")
     p = with_vault(sub.add_parser("search", help="search the vault"))
@@ -506,6 +539,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 COMMANDS = {
     "up": cmd_up,
+    "ui": cmd_ui,
     "mcp": cmd_mcp,
     "status": cmd_status,
     "search": cmd_search,

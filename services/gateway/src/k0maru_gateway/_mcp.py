@@ -6,6 +6,7 @@ names the vault it came from. Logs go to stderr: stdout is the wire.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -18,6 +19,7 @@ from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackC
 
 T = TypeVar("T")
 MAX_LINE = 2**32 - 1  # line numbers are uint32 on the wire
+log = logging.getLogger(__name__)
 
 OUTCOME_NAMES = {
     offload_pb2.FLUSH_OUTCOME_CREATED: "created",
@@ -207,7 +209,7 @@ def build_mcp(client: StackClient) -> MCPServer:
                 )
             )
         tm = reply.tagmemo
-        return RecallResult(
+        result = RecallResult(
             vault=vault,
             query=query,
             mode_used=mode_name(reply.mode_used),
@@ -232,6 +234,13 @@ def build_mcp(client: StackClient) -> MCPServer:
             if explain and reply.HasField("tagmemo")
             else None,
         )
+        if hits:  # the ledger: what handing over the whole notes would have cost (best effort)
+            record = offload_pb2.RecallRecord(paths=[h.path for h in hits], answer=result.model_dump_json())
+            try:
+                client.call(client.offload.RecordRecall, record, 5.0)
+            except K0Error as exc:
+                log.warning("recall not recorded in the token ledger: %s", exc)
+        return result
 
     @server.tool()
     def offload_log(

@@ -24,6 +24,8 @@ class GatewaySettings(K0Settings):
         default_factory=list,
         description="Host header names the console answers besides its bind address (JSON list; DNS rebinding)",
     )
+    price_per_mtok: float = Field(3.0, ge=0, description="price of one million input tokens, for the scoreboard")
+    price_currency: str = Field("USD", min_length=1, max_length=8, description="currency of price_per_mtok")
 
     @model_validator(mode="after")
     def _token_off_loopback(self) -> GatewaySettings:

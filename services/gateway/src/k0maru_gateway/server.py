@@ -14,7 +14,7 @@ import uvicorn
 
 from k0maru_common import HEALTH_NAMES, GrpcService, StackClient
 
-from ._console import allowed_hosts, build_console
+from ._console import Prices, allowed_hosts, build_console
 from .config import GatewaySettings
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,8 @@ def build_server(settings: GatewaySettings) -> GatewayApp:
     client = stack_client(settings)
     service = GrpcService(HEALTH_NAMES["gateway"], settings.grpc_addr, token=settings.grpc_token)
     hosts = allowed_hosts(settings.http_host, settings.http_allowed_hosts)
-    console = build_console(client, settings.console_token, settings.events_addr, hosts)
+    prices = Prices(settings.price_per_mtok, settings.price_currency)
+    console = build_console(client, settings.console_token, settings.events_addr, hosts, prices)
     http = uvicorn.Server(
         uvicorn.Config(
             console,

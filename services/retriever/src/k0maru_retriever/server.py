@@ -1,4 +1,4 @@
-"""Retriever gRPC service: Search, GetNote, Backlinks, IndexStatus, Reindex."""
+"""Retriever gRPC service: Search, GetNote, Backlinks, IndexStatus, Reindex, Graph."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import contextlib
 import logging
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 
@@ -15,6 +16,7 @@ from k0maru_common import HEALTH_NAMES, GrpcService, NotFound, NotReady, confine
 from ._analysis import BM25Analyzer
 from ._bm25 import Bm25Index
 from ._follower import EventFollower
+from ._graphview import graph_view
 from ._index import NoteIndex
 from ._params import FILE_NAME, ParamsFile
 from ._pipeline import EmbeddingPipeline
@@ -49,7 +51,15 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
             doc = app.index.state.docs.get(request.path)
             if doc is None:
                 raise NotFound(f"no indexed note at {request.path!r}")
-            return retriever_pb2.Note(document=doc, backlinks=sorted(app.index.graph.backlinks(request.path)))
+            graph = app.index.graph
+            resolved = {t.target: r for t in doc.links if (r := graph.resolve(t.target, doc.path)) and r != doc.path}
+            return retriever_pb2.Note(
+                document=doc,
+                backlinks=sorted(graph.backlinks(request.path)),
+                markdown=read_markdown(app.settings.vault, request.path),
+                outgoing=sorted(graph.outgoing(request.path)),
+                resolved=resolved,
+            )
 
     def Backlinks(
         self, request: retriever_pb2.BacklinksRequest, context: grpc.ServicerContext
@@ -103,6 +113,25 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
             app.index.clear()
             app.follower.reconcile()
         return retriever_pb2.ReindexResponse(documents=len(app.index.state.docs))
+
+    def Graph(self, request: retriever_pb2.GraphRequest, context: grpc.ServicerContext) -> retriever_pb2.GraphResponse:
+        app = self._ready()
+        if request.path:
+            confine(app.settings.vault, request.path)
+        with app.index.lock:
+            return graph_view(app.index, request)
+
+
+MAX_NOTE_BYTES = 2_000_000
+
+
+def read_markdown(vault: Path, path: str) -> str:
+    """The note's current text for display (bounded); "" when it cannot be read."""
+    try:
+        with confine(vault, path).open("rb") as f:
+            return f.read(MAX_NOTE_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 @dataclass

@@ -182,12 +182,25 @@ class GetNoteRequest(_message.Message):
     def __init__(self, path: _Optional[str] = ...) -> None: ...
 
 class Note(_message.Message):
-    __slots__ = ("document", "backlinks")
+    __slots__ = ("document", "backlinks", "markdown", "outgoing", "resolved")
+    class ResolvedEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     DOCUMENT_FIELD_NUMBER: _ClassVar[int]
     BACKLINKS_FIELD_NUMBER: _ClassVar[int]
+    MARKDOWN_FIELD_NUMBER: _ClassVar[int]
+    OUTGOING_FIELD_NUMBER: _ClassVar[int]
+    RESOLVED_FIELD_NUMBER: _ClassVar[int]
     document: _common_pb2.Document
     backlinks: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, document: _Optional[_Union[_common_pb2.Document, _Mapping]] = ..., backlinks: _Optional[_Iterable[str]] = ...) -> None: ...
+    markdown: str
+    outgoing: _containers.RepeatedScalarFieldContainer[str]
+    resolved: _containers.ScalarMap[str, str]
+    def __init__(self, document: _Optional[_Union[_common_pb2.Document, _Mapping]] = ..., backlinks: _Optional[_Iterable[str]] = ..., markdown: _Optional[str] = ..., outgoing: _Optional[_Iterable[str]] = ..., resolved: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class BacklinksRequest(_message.Message):
     __slots__ = ("path",)
@@ -252,3 +265,39 @@ class ReindexResponse(_message.Message):
     DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
     documents: int
     def __init__(self, documents: _Optional[int] = ...) -> None: ...
+
+class GraphRequest(_message.Message):
+    __slots__ = ("path", "hops", "max_nodes")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    HOPS_FIELD_NUMBER: _ClassVar[int]
+    MAX_NODES_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    hops: int
+    max_nodes: int
+    def __init__(self, path: _Optional[str] = ..., hops: _Optional[int] = ..., max_nodes: _Optional[int] = ...) -> None: ...
+
+class GraphNode(_message.Message):
+    __slots__ = ("path", "title", "diary", "degree", "hop")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    DIARY_FIELD_NUMBER: _ClassVar[int]
+    DEGREE_FIELD_NUMBER: _ClassVar[int]
+    HOP_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    title: str
+    diary: str
+    degree: int
+    hop: int
+    def __init__(self, path: _Optional[str] = ..., title: _Optional[str] = ..., diary: _Optional[str] = ..., degree: _Optional[int] = ..., hop: _Optional[int] = ...) -> None: ...
+
+class GraphResponse(_message.Message):
+    __slots__ = ("nodes", "edges", "truncated", "total_notes")
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_NOTES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[GraphNode]
+    edges: _containers.RepeatedScalarFieldContainer[int]
+    truncated: bool
+    total_notes: int
+    def __init__(self, nodes: _Optional[_Iterable[_Union[GraphNode, _Mapping]]] = ..., edges: _Optional[_Iterable[int]] = ..., truncated: _Optional[bool] = ..., total_notes: _Optional[int] = ...) -> None: ...
