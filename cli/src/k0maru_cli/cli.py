@@ -140,19 +140,39 @@ def cmd_ui(args: argparse.Namespace) -> int:
     return 0
 
 
+REMOTE_ADDRESSES = {"scanner": "K0_SCANNER_ADDR", "retriever": "K0_RETRIEVER_ADDR", "offload": "K0_OFFLOAD_ADDR"}
+
+
+def _remote_stack(args: argparse.Namespace) -> StackState | None:
+    """The services of a team deployment named by K0_SCANNER_ADDR, K0_RETRIEVER_ADDR and
+    K0_OFFLOAD_ADDR (with K0_GRPC_TOKEN), or None when they are not all set. The vault is the one
+    those services serve (`--vault` or K0_VAULT names it in answers; it need not exist here)."""
+    addresses = {name: os.environ.get(var, "") for name, var in REMOTE_ADDRESSES.items()}
+    if not all(addresses.values()):
+        return None
+    vault = args.vault or os.environ.get("K0_VAULT") or "(team vault)"
+    return StackState(vault, "", 0, addresses, "", grpc_token=os.environ.get("K0_GRPC_TOKEN", ""))
+
+
 def cmd_mcp(args: argparse.Namespace) -> int:
     from k0maru_gateway import serve_mcp_stdio
 
     from ._mcp_stack import DeferredStackClient, StackThread
 
     configure_logging("mcp", "WARNING")
-    vault = _vault(args)
-    data_dir = resolve_data_dir(vault, args.data_dir)
-    stack = StackThread(lambda: StackState.load(data_dir), lambda: _launcher(args, vault, 0))
+    remote = _remote_stack(args)
+    if remote is not None:  # a team deployment: attach to its services, start nothing
+        vault_name = remote.vault
+        stack = StackThread(lambda: remote, lambda: _launcher(args, Path(remote.vault), 0))
+    else:
+        vault = _vault(args)
+        vault_name = str(vault)
+        data_dir = resolve_data_dir(vault, args.data_dir)
+        stack = StackThread(lambda: StackState.load(data_dir), lambda: _launcher(args, vault, 0))
     signal.signal(signal.SIGTERM, _on_sigterm)
     stack.start()  # MCP answers initialize and tools/list while the stack comes up
     try:
-        serve_mcp_stdio(DeferredStackClient(str(vault), stack, args.tool_wait))
+        serve_mcp_stdio(DeferredStackClient(vault_name, stack, args.tool_wait))
     except (KeyboardInterrupt, Terminated):
         pass
     finally:
