@@ -448,7 +448,8 @@ def build_console(
             query=q, limit=limit, mode=SEARCH_MODES[mode], explain=explain, scope=scope
         )
         if _flag(req, "tagmemo", False):
-            beta_raw = req.query_params.get("beta", "") or "0"
+            # `tag_weight` (as recall_memory names it) or `beta` (the page's name): β₀
+            beta_raw = req.query_params.get("tag_weight", "") or req.query_params.get("beta", "") or "0"
             try:
                 beta = float(beta_raw)
             except ValueError as exc:
