@@ -28,7 +28,7 @@ from typing import Any
 
 from _common import emit
 
-from k0maru_gateway._stack import Launcher
+from k0maru_cli import Launcher
 
 LAUNCH_ARGS = [
     "--headless",

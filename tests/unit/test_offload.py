@@ -52,8 +52,8 @@ def test_long_logs_shrink_by_97_percent(name: str, vault: Path):
         return
     assert result.offloaded and (vault / result.ref_path).read_text() == "\n".join(text.splitlines()) + "\n"
     assert result.ref_path == f".k0maru/refs/t1_{result.node_id}.log"
-    assert EXPECTED[name][2] in result.summary and result.node_id in result.mermaid
-    assert result.mermaid.startswith("flowchart TD") and 5 <= len(result.mermaid.splitlines()) <= 16
+    assert EXPECTED[name][2] in result.summary and result.node_id in result.ref_path
+    assert result.mermaid.startswith("flowchart LR") and len(result.mermaid.splitlines()) <= 3
     if result.line_count >= 500:
         assert result.summary_tokens <= 0.03 * result.original_tokens
 
@@ -188,3 +188,96 @@ def test_skill_export_in_hermes_format(tmp_path: Path):
     assert meta["name"] == "fix-keyerror-token" and meta["description"] == card.title
     assert meta["parameters"] == {"type": "object", "properties": {}} and "type/skill" in meta["tags"]
     assert "KeyError" in text.split("---\n", 2)[2]
+
+
+_EVIL_GREP = """
+import sys, threading
+from pathlib import Path
+from k0maru_common import InvalidInput
+from k0maru_offload._engine import OffloadEngine
+engine = OffloadEngine(Path(sys.argv[1]), 50, 10**8)
+node = engine.offload("\\n".join(["a" * 3000 + "!"] * 60)).node_id
+outcome = []
+def evil():
+    try:
+        engine.inspect(node, grep="(a+)+$")
+    except InvalidInput as exc:
+        outcome.append(str(exc))
+worker = threading.Thread(target=evil, daemon=True)
+worker.start()
+lines, total = engine.inspect(node, 1, 2)  # served while the evil grep runs
+print("other call:", total, len(lines), flush=True)
+worker.join()
+print("grep:", outcome)
+"""
+
+
+def test_catastrophic_grep_stops_with_invalid_argument_and_other_calls_go_on(vault: Path):
+    import subprocess
+    import sys
+
+    # In a child process: a grep that never returns holds the GIL and cannot be interrupted
+    # from inside; the bound here (far above the 2 s budget) turns that into a failure.
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", _EVIL_GREP, str(vault)], capture_output=True, text=True, timeout=120
+        ).stdout
+    except subprocess.TimeoutExpired:
+        pytest.fail("grep with catastrophic backtracking never stopped")
+    assert "other call: 60 2" in out
+    assert "simpler pattern" in out.split("grep:", 1)[1]
+
+
+@pytest.mark.parametrize("field", ["start_line", "end_line", "context"])
+def test_line_numbers_beyond_32_bits_are_invalid_argument(vault: Path, field: str):
+    engine = OffloadEngine(vault, 50, 10**8)
+    node = engine.offload("x\n" * 60).node_id
+    args = {"start": 0, "end": 0, "context": 0}
+    args[{"start_line": "start", "end_line": "end", "context": "context"}[field]] = 2**32 + 1
+    with pytest.raises(InvalidInput, match=field):
+        engine.inspect(node, args["start"], args["end"], context=args["context"])
+
+
+@pytest.mark.parametrize(
+    "note",
+    [
+        FlushNote("Title", "body with a NUL \x00 inside"),
+        FlushNote("Title", "body", tags=("ok", "b\x00d")),
+        FlushNote("Title", "body", related=("x\x00y",)),
+    ],
+)
+def test_notes_with_nul_characters_are_invalid_argument(vault: Path, note: FlushNote):
+    with pytest.raises(InvalidInput, match="NUL"):
+        FlushEngine(vault).flush(note)
+    assert not list(vault.rglob("*.md"))
+
+
+def test_a_2000_level_category_is_invalid_argument(vault: Path):
+    with pytest.raises(InvalidInput, match="category"):
+        FlushEngine(vault).flush(FlushNote("Deep", "body", "/".join(["a"] * 2000)))
+    assert not list(vault.rglob("*.md"))
+
+
+def test_notes_follow_the_umask(vault: Path):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        path, _ = FlushEngine(vault).flush(FlushNote("Readable", "body"))
+    finally:
+        os.umask(old)
+    assert (vault / path).stat().st_mode & 0o777 == 0o644
+    assert not [p for p in vault.rglob(".k0-flush-*")]  # no temp file left behind
+
+
+def test_hermes_export_never_overwrites(tmp_path: Path):
+    from k0maru_offload._distill import export_hermes
+
+    skills = tmp_path / "skills"
+    skills.mkdir()
+    (skills / "fix-keyerror.md").write_text("someone else's card\n")
+    card = distill((LOGS / "python_traceback.log").read_text())
+    first = export_hermes(card, skills, "fix-keyerror")
+    assert first.name == "fix-keyerror-v2.md" and (skills / "fix-keyerror.md").read_text() == "someone else's card\n"
+    assert export_hermes(card, skills, "fix-keyerror") == first  # the same card again: left as it is
+    assert sorted(p.name for p in skills.iterdir()) == ["fix-keyerror-v2.md", "fix-keyerror.md"]

@@ -3,6 +3,11 @@
 Everything the page loads comes from this origin (scripts, styles, fonts, diagrams rendered to
 SVG here); a Content-Security-Policy on every response makes the browser refuse anything else,
 so a note's Markdown can neither run a script nor fetch from elsewhere.
+
+Every request's Host header must name the console (its bind address, loopback names when it
+binds loopback, and `K0_HTTP_ALLOWED_HOSTS`), or it gets 403: a page on another site that
+rebinds its DNS name to 127.0.0.1 (DNS rebinding) cannot read the vault through a browser.
+With a token, `/healthz` tells anonymous callers only ok/degraded, not which vault.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import hmac
+import ipaddress
 import json
 import time
 from collections import deque
@@ -29,11 +35,23 @@ from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from k0maru.v1 import common_pb2, offload_pb2, retriever_pb2, scanner_pb2
-from k0maru_common import TOPIC, InvalidInput, K0Error, NotFound, NotReady, TooLarge, health_state
+from k0maru_common import (
+    HEALTH_NAMES,
+    SEARCH_MODES,
+    TOPIC,
+    InvalidInput,
+    K0Error,
+    NotFound,
+    NotReady,
+    StackClient,
+    TooLarge,
+    health_state,
+    mode_name,
+)
 
-from ._clients import SEARCH_MODES, StackClient, mode_name
 from ._mermaid import render_svg
 from ._openapi import openapi_spec
 
@@ -51,12 +69,53 @@ STATIC_TYPES = {
     ".txt": "text/plain; charset=utf-8",
     ".json": "application/json",
 }
-HEALTH_NAMES = {
-    "scanner": "k0maru.v1.Scanner",
-    "retriever": "k0maru.v1.Retriever",
-    "offload": "k0maru.v1.Offload",
-    "embedder": "k0maru.v1.Embedder",
-}
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+WILDCARDS = frozenset({"", "0.0.0.0", "::"})
+
+
+def allowed_hosts(bind_host: str, extra: list[str]) -> frozenset[str] | None:
+    """Host names the console answers to; None = any (a wildcard bind without an allow-list,
+    where the token, mandatory off loopback, is the protection)."""
+    extra_names = {h.strip().strip("[]").lower() for h in extra if h.strip()}
+    host = bind_host.strip("[]").lower()
+    if host in WILDCARDS:
+        return frozenset(extra_names) if extra_names else None
+    names = {host, *extra_names}
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if loopback:
+        names |= LOOPBACK_NAMES
+    return frozenset(names)
+
+
+def host_of(header: str) -> str:
+    """`example.com:7878` → `example.com`; `[::1]:7878` → `::1`."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0]
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class HostCheck:
+    """ASGI middleware: 403 for a Host header the console does not answer to."""
+
+    def __init__(self, app: ASGIApp, hosts: frozenset[str] | None) -> None:
+        self._app = app
+        self._hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._hosts is not None and scope["type"] in ("http", "websocket"):
+            header = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+            if host_of(header) not in self._hosts:
+                refusal = JSONResponse(
+                    {"error": "this console does not answer to that Host; add it to K0_HTTP_ALLOWED_HOSTS"},
+                    status_code=403,
+                )
+                await refusal(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
 
 
 def _status_for(exc: K0Error) -> int:
@@ -84,6 +143,7 @@ TOKENS_KNOWN = {
     "recall_note_tokens",
     "recall_answer_tokens",
 }
+SEARCH_KNOWN = {"hits", "vault", "mode_used", "vector_coverage", "took_ms", "channels", "tagmemo"}
 EXPLAIN_KNOWN = {"bm25", "vector", "graph_boost", "fused_score", "heading_path", "tagmemo_tags"}
 
 
@@ -111,8 +171,12 @@ def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
     return out
 
 
-def channels(requested: str, used: str, coverage: float) -> list[dict[str, Any]]:
-    """Which channels ran for a search, and why one was left out."""
+def channels(reply: retriever_pb2.SearchResponse, requested: str) -> list[dict[str, Any]]:
+    """Which channels ran for a search, and why one was left out: the retriever's own reports, or
+    (from a retriever that sends none) what its mode and vector coverage imply."""
+    if reply.channels:
+        return [{"channel": c.channel, "ran": c.ran, "reason": c.reason} for c in reply.channels]
+    used, coverage = mode_name(reply.mode_used), reply.vector_coverage
     out = []
     for name in ("bm25", "vector"):
         ran = used in (name, "hybrid")
@@ -129,7 +193,7 @@ def channels(requested: str, used: str, coverage: float) -> list[dict[str, Any]]
                 why = "the retriever answered without BM25"
         elif not ran:
             why = f"not asked for (mode {requested})"
-        out.append({"name": name, "ran": ran, "why": why})
+        out.append({"channel": name, "ran": ran, "reason": why})
     return out
 
 
@@ -332,8 +396,13 @@ def _static_files() -> dict[str, tuple[bytes, str]]:
 
 
 def build_console(
-    client: StackClient, token: str = "", events_addr: str = "", prices: Prices | None = None
+    client: StackClient,
+    token: str = "",
+    events_addr: str = "",
+    hosts: frozenset[str] | None = LOOPBACK_NAMES,
+    prices: Prices | None = None,
 ) -> Starlette:
+    """`hosts`: the Host names to answer (see `allowed_hosts`); None answers any."""
     page = resources.files("k0maru_gateway").joinpath("static/index.html").read_text(encoding="utf-8")
     static = _static_files()
     sampler = StatusSampler(client, prices or Prices())
@@ -368,12 +437,12 @@ def build_console(
         return await run_in_threadpool(client.call, method, request, timeout)
 
     async def healthz(request: Request) -> Response:
-        state = await run_in_threadpool(health_state, client.addresses["retriever"], "k0maru.v1.Retriever")
+        state = await run_in_threadpool(health_state, client.addresses["retriever"], HEALTH_NAMES["retriever"])
         ok = state == "SERVING"
-        return JSONResponse(
-            {"status": "ok" if ok else "degraded", "retriever": state, "vault": client.vault},
-            status_code=200 if ok else 503,
-        )
+        body = {"status": "ok" if ok else "degraded", "retriever": state}
+        if authorized(request):  # the vault's path is for those holding the token
+            body["vault"] = client.vault
+        return JSONResponse(body, status_code=200 if ok else 503)
 
     async def search(req: Request) -> Response:
         q = req.query_params.get("q", "")
@@ -389,33 +458,39 @@ def build_console(
         scope = retriever_pb2.Scope(
             diaries=_list_param(req, "diary"), path_prefixes=_list_param(req, "prefix"), tags=_list_param(req, "tag")
         )
+        try:
+            tag_weight = float(req.query_params.get("tag_weight", "0") or "0")
+        except ValueError as exc:
+            raise InvalidInput("tag_weight must be a number") from exc
+        if not 0.0 <= tag_weight <= 1.0:
+            raise InvalidInput("tag_weight must be between 0 and 1 (0 = configured)")
+        core_tags = [t.strip() for t in req.query_params.get("core_tags", "").split(",") if t.strip()]
         request_pb = retriever_pb2.SearchRequest(
-            query=q, limit=limit, mode=SEARCH_MODES[mode], explain=explain, scope=scope
+            query=q,
+            limit=limit,
+            mode=SEARCH_MODES[mode],
+            explain=explain,
+            scope=scope,
+            tagmemo=retriever_pb2.TagMemoOptions(
+                enabled=_flag(req, "tagmemo", False), beta=tag_weight, core_tags=core_tags
+            ),
+            dedup=_flag(req, "dedup", False),
         )
-        if _flag(req, "tagmemo", False):
-            beta_raw = req.query_params.get("beta", "") or "0"
-            try:
-                beta = float(beta_raw)
-            except ValueError as exc:
-                raise InvalidInput("beta must be a number") from exc
-            if not 0 <= beta <= 10:
-                raise InvalidInput("beta must be between 0 and 10")
-            request_pb.tagmemo.CopyFrom(retriever_pb2.TagMemoOptions(enabled=True, beta=beta))
         reply = await call(client.retriever.Search, request_pb)
-        used = mode_name(reply.mode_used)
-        return JSONResponse(
-            {
-                "vault": reply.vault,
-                "query": q,
-                "mode": mode,
-                "mode_used": used,
-                "vector_coverage": reply.vector_coverage,
-                "took_ms": reply.took_ms,
-                "channels": channels(mode, used, reply.vector_coverage),
-                "hits": [hit_json(h, explain) for h in reply.hits],
-                "extra": _extra(reply, {"hits", "vault", "mode_used", "vector_coverage", "took_ms"}),
-            }
-        )
+        body: dict[str, Any] = {
+            "vault": reply.vault,
+            "query": q,
+            "mode": mode,
+            "mode_used": mode_name(reply.mode_used),
+            "vector_coverage": reply.vector_coverage,
+            "took_ms": reply.took_ms,
+            "channels": channels(reply, mode),
+            "hits": [hit_json(h, explain) for h in reply.hits],
+            "extra": _extra(reply, SEARCH_KNOWN),
+        }
+        if explain and reply.HasField("tagmemo"):
+            body["tagmemo"] = json_format.MessageToDict(reply.tagmemo, preserving_proto_field_name=True)
+        return JSONResponse(body)
 
     async def note(req: Request) -> Response:
         path = _path_param(req)
@@ -595,6 +670,7 @@ def build_console(
             Route("/api/events", api(events)),
         ],
         middleware=[
-            Middleware(GZipMiddleware, minimum_size=1024, compresslevel=6)
-        ],  # event streams are never compressed
+            Middleware(HostCheck, hosts=hosts),
+            Middleware(GZipMiddleware, minimum_size=1024, compresslevel=6),  # event streams are never compressed
+        ],
     )

@@ -15,12 +15,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from k0maru.v1 import offload_pb2, retriever_pb2
-from k0maru_common import K0Error
-
-from ._clients import SEARCH_MODES, StackClient, mode_name
+from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, mode_name
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+MAX_LINE = 2**32 - 1  # line numbers are uint32 on the wire
 
 OUTCOME_NAMES = {
     offload_pb2.FLUSH_OUTCOME_CREATED: "created",
@@ -48,12 +47,35 @@ class Hit(BaseModel):
     explain: Explain | None = None
 
 
+class TagMemoExplain(BaseModel):
+    applied: bool
+    matched_tags: dict[str, float]
+    core_tags: list[str]
+    beta: float
+    base_beta: float
+    logic_depth: float
+    entropy: float
+    resonance: float
+    coverage: float
+    novelty: float
+    dominant_axis: str
+    pyramid_levels: list[float]
+    dedup_dropped: int
+
+
 class RecallResult(BaseModel):
     vault: str
     query: str
     mode_used: str
     vector_coverage: float
+    left_out: list[str]  # "channel: why" for each channel asked for that did not run
     hits: list[Hit]
+    tagmemo: TagMemoExplain | None = None
+
+
+class NextCall(BaseModel):
+    tool: str
+    arguments: dict[str, Any]
 
 
 class OffloadAnswer(BaseModel):
@@ -64,6 +86,9 @@ class OffloadAnswer(BaseModel):
     mermaid: str
     original_tokens: int
     summary_tokens: int
+    first_error: str = ""
+    location: str = ""
+    next_call: NextCall | None = None
 
 
 class InspectAnswer(BaseModel):
@@ -88,7 +113,15 @@ class DistillAnswer(BaseModel):
 
 class LoadoutAnswer(BaseModel):
     vault: str
+    project: str
+    tokens: int
     markdown: str
+
+
+def _next_step(node_id: str) -> str:
+    """The tool an agent calls next to read more of an offloaded log (the offload service counts
+    this line in the ledger: `k0maru_offload.next_step`)."""
+    return f'next: inspect_log_node(node_id="{node_id}", around_first_error=true) (or start_line/end_line, grep)'
 
 
 def _call(fn: Callable[[Any, float], T], request: Any, timeout: float = 30.0) -> T:
@@ -114,6 +147,19 @@ def build_mcp(client: StackClient) -> MCPServer:
         ] = "",
         tags: Annotated[list[str] | None, Field(description="only notes carrying all these tags")] = None,
         explain: Annotated[bool, Field(description="include why each note ranked where it did")] = False,
+        diary: Annotated[
+            str, Field(description="only notes of this diary: a first-level folder, or 'Root' for top-level notes")
+        ] = "",
+        tagmemo: Annotated[
+            bool, Field(description="TagMemo: steer the vector search towards the tags the query evokes")
+        ] = False,
+        tag_weight: Annotated[
+            float, Field(ge=0, le=1, description="TagMemo base weight β₀ (0 = the configured or dynamic one)")
+        ] = 0.0,
+        core_tags: Annotated[
+            list[str] | None, Field(description="TagMemo: tags to weigh up (any case), e.g. from the conversation")
+        ] = None,
+        dedup: Annotated[bool, Field(description="drop near-duplicate notes (SVD residual selection)")] = False,
     ) -> RecallResult:
         """Search the vault's notes (BM25 + vectors + wikilink graph) for past decisions, fixes, and knowledge.
 
@@ -123,11 +169,19 @@ def build_mcp(client: StackClient) -> MCPServer:
             raise ToolError(f"mode must be one of {', '.join(SEARCH_MODES)}")
         if not query.strip():
             raise ToolError("query is empty: say what to look for")
-        scope = retriever_pb2.Scope(path_prefixes=[folder] if folder else [], tags=tags or [])
+        scope = retriever_pb2.Scope(
+            path_prefixes=[folder] if folder else [], tags=tags or [], diaries=[diary] if diary else []
+        )
         reply = _call(
             lambda r, t: client.call(client.retriever.Search, r, t),
             retriever_pb2.SearchRequest(
-                query=query, limit=limit, mode=SEARCH_MODES[mode], scope=scope, explain=explain
+                query=query,
+                limit=limit,
+                mode=SEARCH_MODES[mode],
+                scope=scope,
+                explain=explain,
+                tagmemo=retriever_pb2.TagMemoOptions(enabled=tagmemo, beta=tag_weight, core_tags=core_tags or []),
+                dedup=dedup,
             ),
         )
         hits = []
@@ -154,12 +208,31 @@ def build_mcp(client: StackClient) -> MCPServer:
                     explain=ex,
                 )
             )
+        tm = reply.tagmemo
         result = RecallResult(
             vault=vault,
             query=query,
             mode_used=mode_name(reply.mode_used),
             vector_coverage=round(reply.vector_coverage, 4),
+            left_out=[f"{c.channel}: {c.reason}" for c in reply.channels if not c.ran],
             hits=hits,
+            tagmemo=TagMemoExplain(
+                applied=tm.applied,
+                matched_tags={t.tag: round(t.weight, 4) for t in tm.matched_tags},
+                core_tags=list(tm.core_tags),
+                beta=round(tm.beta, 4),
+                base_beta=round(tm.base_beta, 4),
+                logic_depth=round(tm.logic_depth, 4),
+                entropy=round(tm.entropy, 4),
+                resonance=round(tm.resonance, 4),
+                coverage=round(tm.coverage, 4),
+                novelty=round(tm.novelty, 4),
+                dominant_axis=tm.dominant_axis,
+                pyramid_levels=[round(x, 4) for x in tm.pyramid_levels],
+                dedup_dropped=tm.dedup_dropped,
+            )
+            if explain and reply.HasField("tagmemo")
+            else None,
         )
         if hits:  # the ledger: what handing over the whole notes would have cost (best effort)
             record = offload_pb2.RecallRecord(paths=[h.path for h in hits], answer=result.model_dump_json())
@@ -174,32 +247,54 @@ def build_mcp(client: StackClient) -> MCPServer:
         text: Annotated[str, Field(description="the full output of a command, build or test run")],
         task_id: Annotated[str, Field(description="optional short task name (letters, digits, _ and -)")] = "",
         threshold: Annotated[
-            int, Field(ge=0, le=100_000, description="lines above which the log is offloaded (0 = default 50)")
+            int,
+            Field(
+                ge=0,
+                le=100_000,
+                description=f"lines above which the log is offloaded (0 = default {OFFLOAD_THRESHOLD_LINES})",
+            ),
         ] = 0,
     ) -> OffloadAnswer:
         """Move a long log out of the context: returns the first error, its file:line, counts and a node id.
 
-        Use for any output longer than ~50 lines (cargo/pytest/go/tsc/gcc/javac/npm runs). Then call
+        Use for any long output, over the offload threshold (cargo/pytest/go/tsc/gcc/javac/npm runs). Then call
         inspect_log_node for exactly the slice you need."""
         r = _call(
             lambda q, t: client.call(client.offload.OffloadLog, q, t),
             offload_pb2.OffloadLogRequest(text=text, task_id=task_id, threshold=threshold),
         )
+        if not r.offloaded:
+            return OffloadAnswer(
+                vault=vault,
+                offloaded=False,
+                node_id="",
+                summary=r.summary,
+                mermaid="",
+                original_tokens=r.original_tokens,
+                summary_tokens=r.summary_tokens,
+            )
         return OffloadAnswer(
             vault=vault,
-            offloaded=r.offloaded,
+            offloaded=True,
             node_id=r.node_id,
-            summary=r.summary,
+            summary=f"{r.summary}\n{_next_step(r.node_id)}",
             mermaid=r.mermaid,
             original_tokens=r.original_tokens,
             summary_tokens=r.summary_tokens,
+            first_error=r.first_error,
+            location=r.first_location,
+            next_call=NextCall(tool="inspect_log_node", arguments={"node_id": r.node_id, "around_first_error": True}),
         )
 
     @server.tool()
     def inspect_log_node(
         node_id: Annotated[str, Field(description="the node id offload_log returned, e.g. node_0123456789abcdef")],
-        start_line: Annotated[int, Field(ge=0, description="first line (1-based); 0 = start")] = 0,
-        end_line: Annotated[int, Field(ge=0, description="last line, inclusive; 0 = end")] = 0,
+        start_line: Annotated[
+            int, Field(ge=0, le=MAX_LINE, description="first line (1-based); 0 = start; at most 2^32-1")
+        ] = 0,
+        end_line: Annotated[
+            int, Field(ge=0, le=MAX_LINE, description="last line, inclusive; 0 = end; at most 2^32-1")
+        ] = 0,
         grep: Annotated[str, Field(description="regular expression; returns matching lines with context")] = "",
         context: Annotated[
             int, Field(ge=0, le=200, description="lines of context around grep matches or the first error")
@@ -270,13 +365,29 @@ def build_mcp(client: StackClient) -> MCPServer:
 
     @server.tool()
     def get_project_loadout(
-        max_chars: Annotated[int, Field(ge=500, le=50_000, description="upper bound on the answer's size")] = 6000,
+        project_name: Annotated[
+            str, Field(description="the project to load (a note or folder name); empty = this vault's project")
+        ] = "",
+        max_tokens: Annotated[
+            int, Field(ge=100, le=20_000, description="token budget of the answer; 300 by default, raise for more")
+        ] = 300,
     ) -> LoadoutAnswer:
-        """Start here on a project: its rules files, folder and naming conventions, hub notes, recent decisions and skills."""
+        """Call FIRST when starting work on a project or picking up a repo you have not seen in this session
+        ("take over this service", "get me up to speed", "what are the rules here").
+
+        Returns an L0–L3 brief in ~300 tokens: L0 the project and its scope, L1 where notes go and how
+        they are written, L2 the newest decisions and logs, L3 standing rules, skills and hub notes."""
         r = _call(
             lambda q, t: client.call(client.offload.GetProjectLoadout, q, t),
-            offload_pb2.LoadoutRequest(max_chars=max_chars),
+            offload_pb2.LoadoutRequest(max_tokens=max_tokens, project=project_name),
         )
-        return LoadoutAnswer(vault=vault, markdown=r.markdown)
+        return LoadoutAnswer(vault=vault, project=r.project, tokens=r.tokens, markdown=r.markdown)
 
     return server
+
+
+def serve_mcp_stdio(client: StackClient) -> None:
+    """Serve MCP over stdin/stdout until the host closes stdin (the caller owns `client`)."""
+    import anyio
+
+    anyio.run(build_mcp(client).run_stdio_async)

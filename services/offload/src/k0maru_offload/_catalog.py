@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from k0maru.v1 import offload_pb2
+from k0maru_common import estimate_tokens
 
 from ._engine import Offloaded, mermaid
 from ._logscan import scan_log
-from ._tokens import estimate_tokens
 
 _NAME = re.compile(r"^(?:(?P<task>[A-Za-z0-9_-]{1,64})_)?(?P<node>node_[0-9a-f]{16})\.log$")
 DEFAULT_LIMIT = 200
@@ -69,7 +69,7 @@ def _from_log(vault: Path, path: Path, task: str, node: str) -> dict[str, Any]:
         "original_tokens": estimate_tokens(text),
         "line_count": len(lines),
         "ref_path": path.relative_to(vault).as_posix(),
-        "mermaid": mermaid("", None, len(lines), f, node),
+        "mermaid": mermaid("", None, len(lines), f),
         "at_unix_ms": path.stat().st_mtime_ns // 1_000_000,
         "errors": f.errors,
         "warnings": f.warnings,

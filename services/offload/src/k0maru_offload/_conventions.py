@@ -1,28 +1,42 @@
-"""ConventionSniffer: where notes of each kind go in this vault, and how they are named.
+"""ConventionSniffer: where notes of each kind go in this vault, and how each folder writes them.
 
-Evidence, strongest first: explicit rules (`.k0maru/rules.md`, `AGENTS.md`, `CLAUDE.md`,
-`RULES.md`, `CONVENTIONS.md`: lines like `decisions: docs/adr`), then folder heuristics
-(Johnny-Decimal `00_/10_/20_`, PARA, `docs/adr`, `decisions/`, `journal/`), then the naming
-style of existing files (`YYYY-MM-DD-slug.md` versus `slug.md`).
+Evidence, strongest first (ALGORITHMS.md B.7, extended):
+  1. explicit rules (`.k0maru/rules.md`, `AGENTS.md`, `CLAUDE.md`, `RULES.md`, `CONVENTIONS.md`):
+     `decisions: docs/adr` maps a kind to a folder; a line naming sections ("decision notes have
+     the sections Context, Decision, Consequences") sets that kind's sections;
+  2. a template (`templates/`, `_templates/`, `.obsidian/templates/`: `decision.md`, `adr.md`, …);
+  3. folder topology (`decisions/`, `docs/adr`, `journal/`, numbered variants like `10_Decisions`
+     or Johnny-Decimal `11 Decisions` one level down; PARA and Johnny-Decimal schemes detected);
+  4. the notes already in each folder: naming (dated / timestamped / Johnny-Decimal id or not,
+     word separator, case), the `##` sections most of them share, the frontmatter keys in use.
+A folder without notes inherits the vault's dominant naming.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 RULE_FILES = (".k0maru/rules.md", "AGENTS.md", "CLAUDE.md", "RULES.md", "CONVENTIONS.md")
+_SKIP_NAMES = {"agents.md", "claude.md", "rules.md", "conventions.md", "readme.md", "index.md"}
 _KEYS = {
     "decision": "decision",
     "decisions": "decision",
     "adr": "decision",
+    "adrs": "decision",
     "log": "log",
     "logs": "log",
     "journal": "log",
     "daily": "log",
     "records": "log",
+    "session": "log",
+    "sessions": "log",
     "notes": "log",
     "concept": "concept",
     "concepts": "concept",
@@ -31,14 +45,89 @@ _KEYS = {
     "cards": "concept",
     "skill": "skill",
     "skills": "skill",
+    "playbook": "skill",
+    "playbooks": "skill",
 }
 _TOPOLOGY = {
-    "decision": ("decisions", "adr", "docs/adr", "docs/decisions", "architecture"),
-    "log": ("logs", "journal", "daily", "records", "notes"),
+    "decision": ("decisions", "adr", "adrs", "docs/adr", "docs/decisions", "architecture"),
+    "log": ("logs", "journal", "daily", "records", "sessions", "notes"),
     "concept": ("concepts", "cards", "wiki", "notes"),
-    "skill": ("skills", "Skills"),
+    "skill": ("skills", "playbooks"),
 }
-_DATE_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}([-_ ]|$)")
+_TEMPLATE_DIRS = ("templates", "_templates", ".obsidian/templates", "Templates")
+_TEMPLATE_NAMES = {
+    "decision": ("decision.md", "adr.md"),
+    "log": ("log.md", "journal.md", "session.md"),
+    "concept": ("concept.md", "card.md"),
+    "skill": ("skill.md",),
+}
+_DATE_PREFIX = re.compile(r"^(\d{4}-\d{2}-\d{2})([-_ ]|$)")
+_STAMP_PREFIX = re.compile(r"^(\d{14}|\d{12}|\d{8})([-_ ])")
+_JD_PREFIX = re.compile(r"^(\d{2})\.(\d{2,3})([-_ ])")
+NUMBERED_PREFIX = re.compile(r"^\d{1,3}(?:-\d{1,3})?[_ .-]+")
+DATE_KEYS = {"date", "created", "updated", "modified", "created_at", "updated_at"}
+SAMPLE = 50
+
+
+@dataclass
+class NameStyle:
+    """How a folder names its notes: `2026-08-01-export-lock.md`, `Export lock.md`, `11.03 Export lock.md`…"""
+
+    prefix: str = "date"  # "" | date | timestamp | jd
+    separator: str = "-"  # between words: "-", "_" or " "
+    case: str = "lower"  # lower | title | sentence
+    jd_area: str = ""  # the Johnny-Decimal category (`11`) when prefix == "jd"
+
+    def words(self, title: str) -> str:
+        parts = re.findall(r"[^\W_]+", title.strip(), flags=re.UNICODE)
+        if self.case == "lower":
+            parts = [p.lower() for p in parts]
+        elif self.case == "title":
+            parts = [p if p.isupper() else p[:1].upper() + p[1:] for p in parts]
+        elif parts:
+            parts = [parts[0][:1].upper() + parts[0][1:], *parts[1:]]
+        return self.separator.join(parts)[:80].rstrip(self.separator) or "note"
+
+    def stem(self, title: str, day: dt.date, directory: Path | None = None) -> str:
+        base = self.words(title)
+        if self.prefix == "date":
+            return f"{day.isoformat()}{self.separator if self.separator != ' ' else '-'}{base}"
+        if self.prefix == "timestamp":
+            return f"{day.strftime('%Y%m%d')}0000{'-' if self.separator == ' ' else self.separator}{base}"
+        if self.prefix == "jd" and self.jd_area:
+            return f"{self.jd_area}.{_next_jd(directory, self.jd_area):02d} {base}"
+        return base
+
+    def describe(self) -> str:
+        return self.stem("Example note", dt.date(2026, 8, 1)).replace(f"{self.jd_area}.00", f"{self.jd_area}.NN")
+
+
+def _next_jd(directory: Path | None, area: str) -> int:
+    used = [0]
+    if directory is not None and directory.is_dir():
+        for entry in os.scandir(directory):
+            m = _JD_PREFIX.match(entry.name)
+            if m and m.group(1) == area:
+                used.append(int(m.group(2)))
+    return max(used) + 1
+
+
+def core_words(stem: str) -> str:
+    """A note name without its date/timestamp/Johnny-Decimal prefix and `-vN` suffix, lowercased."""
+    for rx in (_DATE_PREFIX, _STAMP_PREFIX, _JD_PREFIX):
+        stem = rx.sub("", stem, count=1)
+    stem = re.sub(r"[-_ ]v\d+$", "", stem)
+    return " ".join(re.findall(r"[^\W_]+", stem.lower()))
+
+
+@dataclass
+class FolderRules:
+    folder: str
+    naming: NameStyle = field(default_factory=NameStyle)
+    sections: list[str] = field(default_factory=list)
+    frontmatter: list[str] | None = None  # keys in use; None = unknown (write the default set); [] = none
+    template: str = ""  # vault-relative path of the template
+    notes: int = 0  # how many notes the folder's rules were learned from
 
 
 @dataclass
@@ -48,85 +137,287 @@ class Conventions:
     naming_style: str = "date-slug"
     evidence: list[str] = field(default_factory=list)
     rule_files: list[str] = field(default_factory=list)
+    rule_sections: dict[str, list[str]] = field(default_factory=dict)  # category ("*" = all) → sections
+    templates: dict[str, str] = field(default_factory=dict)  # category → template path
+    vault_naming: NameStyle = field(default_factory=NameStyle)
+    per_folder: dict[str, FolderRules] = field(default_factory=dict)
+
+    def category_key(self, category: str) -> str:
+        c = category.strip().lower()
+        return _KEYS.get(c, c)
 
     def folder_for(self, category: str) -> str:
-        key = _KEYS.get(category.strip().lower(), category.strip().lower())
-        return self.folders.get(key, "")
+        return self.folders.get(self.category_key(category), "")
+
+    def learn_folder(self, vault: Path, folder: str) -> None:
+        """Learn a folder the sniff did not map (a category that names an existing folder)."""
+        if folder not in self.per_folder:
+            rules = _learn(vault / folder if folder else vault, folder)
+            if rules is not None:
+                self.per_folder[folder] = rules
+
+    def rules_for(self, category: str, folder: str) -> FolderRules:
+        rules = self.per_folder.get(folder) or FolderRules(folder, naming=self.vault_naming)
+        key = self.category_key(category) if category else "log"
+        sections = self.rule_sections.get(key) or self.rule_sections.get("*")
+        template = self.templates.get(key, "")
+        return FolderRules(
+            folder,
+            rules.naming,
+            list(sections) if sections else list(rules.sections),
+            rules.frontmatter,
+            template,
+            rules.notes,
+        )
+
+    def describe(self) -> list[str]:
+        out = []
+        for category, folder in sorted(self.folders.items()):
+            r = self.rules_for(category, folder)
+            parts = [f"{category} → {folder or '(root)'}/: {r.naming.describe()}.md"]
+            if r.sections:
+                parts.append("sections " + ", ".join(r.sections))
+            if r.frontmatter:
+                parts.append("keys " + ", ".join(r.frontmatter))
+            elif r.frontmatter == []:
+                parts.append("no frontmatter")
+            if r.template:
+                parts.append(f"template {r.template}")
+            out.append("; ".join(parts))
+        return out
 
 
 def _safe(value: str) -> bool:
-    return bool(value) and not value.startswith(("/", "\\")) and ".." not in value.split("/")
+    return bool(value) and not value.startswith(("/", "\\")) and ".." not in value.replace("\\", "/").split("/")
+
+
+def _read(path: Path, limit: int = 200_000) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(limit)
+    except OSError:
+        return ""
+
+
+def _dirs(path: Path) -> list[str]:
+    try:
+        return sorted(e.name for e in os.scandir(path) if e.is_dir() and not e.name.startswith("."))
+    except OSError:
+        return []
+
+
+_SECTION_LINE = re.compile(r"\bsections?\b|\bheadings?\b", re.IGNORECASE)
+
+
+def _rule_sections(line: str) -> list[str]:
+    """`Decision notes use the sections Context, Decision and Consequences.` → the names."""
+    found = re.findall(r"#{2,3}\s*([^\n,;/`|]+?)(?=\s*(?:[,;/`|]|$| and ))", line)
+    if not found:
+        m = _SECTION_LINE.search(line)
+        if m is None:
+            return []
+        tail = line[m.end() :]
+        tail = re.sub(r"^[\s:=-]*(?:like|such as|named|called|with|are|is|:)?\s*", "", tail, flags=re.IGNORECASE)
+        found = re.split(r"\s*(?:,|;|/|→|->|\||\band then\b|\bthen\b|\band\b)\s*", tail)
+    names = []
+    for raw in found:
+        name = raw.strip().strip("`*_\"'.:()[]").strip()
+        name = re.sub(r"^#+\s*", "", name)
+        if name and re.match(r"^[^\W\d_]", name) and len(name.split()) <= 4 and len(name) <= 40:
+            names.append(name[:1].upper() + name[1:])
+    return names if len(names) >= 2 else []
+
+
+def _parse_rules(conv: Conventions, name: str, text: str) -> None:
+    for raw in text.splitlines():
+        line = raw.strip().lstrip("-*+ ").strip()
+        if not line:
+            continue
+        if _SECTION_LINE.search(line) or line.count("##") >= 2:
+            sections = _rule_sections(line)
+            if sections:
+                words = re.findall(r"[a-z]+", line.lower().split("section")[0])
+                kind = next((_KEYS[w] for w in words if w in _KEYS), "*")
+                if kind not in conv.rule_sections:
+                    conv.rule_sections[kind] = sections
+                    conv.evidence.append(f"{name}: {kind} notes have sections {', '.join(sections)}")
+                continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        category = _KEYS.get(key.strip().strip("*_`").lower())
+        folder = value.strip().strip("\"'`").rstrip("/")
+        if category and _safe(folder) and len(folder.split()) <= 3 and category not in conv.folders:
+            conv.folders[category] = folder
+            conv.evidence.append(f"{name}: {category} → {folder}/")
 
 
 def sniff(vault: Path) -> Conventions:
     conv = Conventions()
     for name in RULE_FILES:
         path = vault / name
-        if not path.is_file():
-            continue
-        conv.rule_files.append(name)
-        for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            line = raw.strip().lstrip("-* ")
-            key, sep, value = line.partition(":")
-            if not sep:
-                continue
-            category = _KEYS.get(key.strip().strip("*_`").lower())
-            folder = value.strip().strip("\"'`").rstrip("/")
-            if category and _safe(folder) and category not in conv.folders:
-                conv.folders[category] = folder
-                conv.evidence.append(f"{name}: {category} → {folder}/")
-    top = (
-        sorted(e.name for e in os.scandir(vault) if e.is_dir() and not e.name.startswith(".")) if vault.is_dir() else []
+        if path.is_file():
+            conv.rule_files.append(name)
+            _parse_rules(conv, name, _read(path, 100_000))
+    top = _dirs(vault) if vault.is_dir() else []
+    para = sum(
+        1
+        for n in top
+        if NUMBERED_PREFIX.sub("", n).lower() in {"projects", "areas", "resources", "archive", "archives"}
     )
-    if sum(1 for n in top if re.match(r"^\d{2}[_ .-]", n)) >= 2:
-        conv.folder_scheme = "johnny-decimal"
-        conv.evidence.append(
-            "top-level folders numbered like Johnny-Decimal: "
-            + ", ".join(n for n in top if re.match(r"^\d{2}", n))[:200]
-        )
-    elif (
-        sum(
-            1
-            for n in top
-            if re.sub(r"^\d+[_ .-]*", "", n).lower() in {"projects", "areas", "resources", "archive", "archives"}
-        )
-        >= 3
-    ):
+    if para >= 3:
         conv.folder_scheme = "para"
         conv.evidence.append("PARA folders (Projects/Areas/Resources/Archive)")
+    elif sum(1 for n in top if re.match(r"^\d{2}(-\d{2})?[_ .-]", n)) >= 2:
+        conv.folder_scheme = "johnny-decimal"
+        conv.evidence.append("top-level folders numbered like Johnny-Decimal: " + ", ".join(top)[:200])
+    second = [f"{t}/{d}" for t in top for d in _dirs(vault / t)] if conv.folder_scheme != "flat" else []
     for category, candidates in _TOPOLOGY.items():
         if category in conv.folders:
             continue
         found = next((c for c in candidates if (vault / c).is_dir()), None)
-        if found is None:  # numbered variants: 10_Decisions, 00_Logs, …
+        if found is None:  # numbered variants: 10_Decisions, 00_Logs, 11 Decisions (one level down)
             found = next(
-                (n for n in top for c in candidates if re.sub(r"^\d+[_ .-]*", "", n).lower() == c.lower()), None
+                (
+                    n
+                    for n in [*top, *second]
+                    for c in candidates
+                    if "/" not in c and NUMBERED_PREFIX.sub("", n.rsplit("/", 1)[-1]).lower() == c
+                ),
+                None,
             )
         if found:
             conv.folders[category] = found
             conv.evidence.append(f"folder {found}/ holds {category} notes")
     conv.folders.setdefault("skill", "skills")
-    conv.naming_style = _naming_style(vault, conv)
+    for tdir in _TEMPLATE_DIRS:
+        if (vault / tdir).is_dir():
+            for category, names in _TEMPLATE_NAMES.items():
+                hit = next((n for n in names if (vault / tdir / n).is_file()), None)
+                if hit and category not in conv.templates:
+                    conv.templates[category] = f"{tdir}/{hit}"
+                    conv.evidence.append(f"template {tdir}/{hit} for {category} notes")
+    _learn_folders(vault, conv)
     return conv
 
 
-def _naming_style(vault: Path, conv: Conventions) -> str:
-    dated = plain = 0
-    for folder in [*conv.folders.values(), ""]:
-        directory = vault / folder
-        if not directory.is_dir():
+def _sample(directory: Path) -> list[Path]:
+    try:
+        entries = sorted(
+            (e for e in os.scandir(directory) if e.name.endswith(".md") and not e.name.startswith(".")),
+            key=lambda e: e.name,
+        )
+    except OSError:
+        return []
+    return [Path(e.path) for e in entries if e.name.lower() not in _SKIP_NAMES and e.is_file()][:SAMPLE]
+
+
+def _naming(stems: list[str]) -> NameStyle:
+    prefixes: Counter[str] = Counter()
+    seps: Counter[str] = Counter()
+    cases: Counter[str] = Counter()
+    areas: Counter[str] = Counter()
+    for stem in stems:
+        rest = stem
+        if m := _DATE_PREFIX.match(stem):
+            prefixes["date"] += 1
+            rest = stem[m.end() :]
+        elif m := _STAMP_PREFIX.match(stem):
+            prefixes["timestamp"] += 1
+            rest = stem[m.end() :]
+        elif m := _JD_PREFIX.match(stem):
+            prefixes["jd"] += 1
+            areas[m.group(1)] += 1
+            rest = stem[m.end() :]
+        else:
+            prefixes[""] += 1
+        counts = {s: rest.count(s) for s in ("-", "_", " ")}
+        if any(counts.values()):
+            seps[max(counts, key=lambda s: counts[s])] += 1
+        words = re.findall(r"[^\W\d_]+", rest)
+        if words:
+            if all(w == w.lower() for w in words):
+                cases["lower"] += 1
+            elif len(words) > 1 and all(w[:1].isupper() for w in words):
+                cases["title"] += 1
+            elif words[0][:1].isupper():
+                cases["sentence" if len(words) > 1 else "title"] += 1
+    style = NameStyle(
+        prefix=prefixes.most_common(1)[0][0] if prefixes else "date",
+        separator=seps.most_common(1)[0][0] if seps else "-",
+        case=cases.most_common(1)[0][0] if cases else "lower",
+    )
+    if style.prefix == "jd":
+        style.jd_area = areas.most_common(1)[0][0]
+    return style
+
+
+def _front_keys(text: str) -> list[str] | None:
+    if not text.lstrip().startswith("---"):
+        return None
+    body = text.lstrip()[3:]
+    end = body.find("\n---")
+    if end < 0:
+        return None
+    try:
+        meta = yaml.safe_load(body[:end])
+    except yaml.YAMLError:
+        return None
+    return [str(k) for k in meta] if isinstance(meta, dict) else None
+
+
+def _learn(directory: Path, folder: str) -> FolderRules | None:
+    notes = _sample(directory)
+    if not notes:
+        return None
+    rules = FolderRules(folder, _naming([p.stem for p in notes]), notes=len(notes))
+    with_front = 0
+    keys: Counter[str] = Counter()
+    order: dict[str, int] = {}
+    headings: Counter[str] = Counter()
+    position: dict[str, list[int]] = {}
+    for path in notes:
+        text = _read(path, 50_000)
+        front = _front_keys(text)
+        if front is not None:
+            with_front += 1
+            for k in front:
+                keys[k] += 1
+                order.setdefault(k, len(order))
+        seen = re.findall(r"^## +(.+?)\s*$", text, flags=re.MULTILINE)
+        for i, h in enumerate(dict.fromkeys(seen)):
+            headings[h] += 1
+            position.setdefault(h, []).append(i)
+    if with_front * 2 < len(notes) and len(notes) >= 2:
+        rules.frontmatter = []
+    elif with_front:
+        rules.frontmatter = sorted((k for k in keys if keys[k] * 2 >= with_front), key=lambda k: order[k])
+    if len(notes) >= 2:
+        shared = [h for h in headings if headings[h] * 2 > len(notes) and h.lower() not in {"related", "links"}]
+        rules.sections = sorted(shared, key=lambda h: sum(position[h]) / len(position[h]))
+    return rules
+
+
+def _learn_folders(vault: Path, conv: Conventions) -> None:
+    stems: list[str] = []
+    for folder in dict.fromkeys([*conv.folders.values(), ""]):
+        rules = _learn(vault / folder if folder else vault, folder)
+        if rules is None:
             continue
-        for entry in sorted(os.scandir(directory), key=lambda e: e.name)[:200]:
-            if (
-                entry.is_file()
-                and entry.name.endswith(".md")
-                and not entry.name.startswith(".")
-                and entry.name.upper() not in {"AGENTS.MD", "CLAUDE.MD", "RULES.MD", "CONVENTIONS.MD", "README.MD"}
-            ):
-                if _DATE_NAME.match(entry.name):
-                    dated += 1
-                else:
-                    plain += 1
-    if dated or plain:
-        conv.evidence.append(f"file names: {dated} dated, {plain} plain")
-    return "date-slug" if dated >= plain else "slug"
+        conv.per_folder[folder] = rules
+        stems.extend(p.stem for p in _sample(vault / folder if folder else vault))
+        conv.evidence.append(f"{folder or '(root)'}/: {rules.notes} notes named like {rules.naming.describe()}.md")
+    if stems:
+        conv.vault_naming = _naming(stems)
+        if conv.vault_naming.prefix == "jd":  # an id only makes sense inside its own folder
+            conv.vault_naming = NameStyle("", conv.vault_naming.separator, conv.vault_naming.case)
+    conv.naming_style = _style_name(conv.vault_naming)
+
+
+def _style_name(style: NameStyle) -> str:
+    """The vault's dominant naming, in words (B.7's four styles, plus separator and case)."""
+    prefix = {"date": "date-", "timestamp": "timestamp-", "jd": "jd-", "": ""}[style.prefix]
+    sep = {"-": "dash", "_": "underscore", " ": "space"}[style.separator]
+    if style.case == "lower" and style.separator == "-":
+        return f"{prefix}slug"
+    return f"{prefix}{style.case}-{sep}"

@@ -69,10 +69,15 @@ def distill(trace: str, title: str = "") -> SkillCard:
 
 
 def export_hermes(card: SkillCard, directory: Path, slug: str) -> Path:
-    """Write the card in the Hermes skills format (name/description/trigger frontmatter)."""
+    """Write the card in the Hermes skills format (name/description/trigger frontmatter).
+
+    Created atomically and exclusively: an existing card with the same name is never
+    overwritten (a different one gets `-v2`, `-v3`, …; the same text is left as it is).
+    """
     import yaml
 
-    directory.mkdir(parents=True, exist_ok=True)
+    from ._flush import write_versioned
+
     meta = {
         "name": slug,
         "description": card.title,
@@ -80,9 +85,6 @@ def export_hermes(card: SkillCard, directory: Path, slug: str) -> Path:
         "parameters": {"type": "object", "properties": {}},
         "tags": list(card.tags),
     }
-    path = directory / f"{slug}.md"
-    path.write_text(
-        f"---\n{yaml.safe_dump(meta, allow_unicode=True, sort_keys=False).strip()}\n---\n\n{card.markdown}\n",
-        encoding="utf-8",
-    )
+    text = f"---\n{yaml.safe_dump(meta, allow_unicode=True, sort_keys=False).strip()}\n---\n\n{card.markdown}\n"
+    path, _ = write_versioned(directory, slug, text)
     return path

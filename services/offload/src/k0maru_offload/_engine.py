@@ -12,19 +12,23 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import regex
 import xxhash
 
-from k0maru_common import InvalidInput, NotFound, TooLarge
+from k0maru_common import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES, InvalidInput, NotFound, TooLarge, estimate_tokens
 
 from ._logscan import LogFindings, scan_log
-from ._tokens import estimate_tokens
 
 NODE_ID = re.compile(r"^node_[0-9a-f]{16}$")
 MAX_INSPECT_LINES = 400
 MAX_LINE_CHARS = 2000
+MAX_GREP_PATTERN = 1000
+GREP_BUDGET_S = 2.0  # one grep may spend this long matching; then INVALID_ARGUMENT
+MAX_LINE_NUMBER = 2**32 - 1
 
 
 @dataclass
@@ -55,28 +59,40 @@ def _mermaid_label(text: str, limit: int = 60) -> str:
     return (text[: limit - 1] + "…") if len(text) > limit else (text or "-")
 
 
-def mermaid(command: str, exit_code: int | None, lines: int, f: LogFindings, node_id: str) -> str:
-    """A small flowchart of the run: command → exit → captured log → first error and counts."""
+def mermaid(command: str, exit_code: int | None, lines: int, f: LogFindings) -> str:
+    """A short flowchart of the run: command → exit → captured lines → first error → user location."""
     exit_text = "exit ?" if exit_code is None else f"exit {exit_code}"
-    rows = [
-        "flowchart TD",
-        f'  run["{_mermaid_label(command or "log", 40)}"] --> ex{{"{exit_text}"}}',
-        f'  ex --> log[("{lines} lines: {node_id}")]',
-    ]
+    chain = f'  run["{_mermaid_label(command or "log", 40)}"] --> ex{{"{exit_text}"}} --> log[("{lines} lines")]'
     if f.first_error:
-        rows.append(f'  log --> err["{_mermaid_label(f.error_code or f.first_error, 30)}"]')
+        chain += f' --> err["{_mermaid_label(f.error_code or f.first_error, 30)}"]'
         if f.location:
-            rows.append(f'  err --> loc["{_mermaid_label(f.location, 50)}"]')
-    counts = f"{f.errors} err, {f.warnings} warn" + (f", {f.failed_tests} failed" if f.failed_tests else "")
-    rows.append(f'  log --> n["{counts}"]')
-    rows.append("  classDef bad fill:#7f1d1d,color:#fff")
+            chain += f' --> loc["{_mermaid_label(f.location.rsplit("/", 1)[-1], 40)}"]'
+    return "flowchart LR\n" + chain
+
+
+def next_step(node_id: str, tool: bool = True) -> str:
+    """What to call to read more of an offloaded log: the MCP tool, or the CLI command."""
+    if tool:
+        return f'next: inspect_log_node(node_id="{node_id}", around_first_error=true) (or start_line/end_line, grep)'
+    return f"next: k0maru inspect {node_id} --around-error (or --lines A:B, --grep RE)"
+
+
+def summarize(lines: int, rel_path: str, exit_code: int | None, f: LogFindings) -> str:
+    """The few lines an agent reads instead of the log: where it went, the first error, the user's line."""
+    status = "" if exit_code is None else f", exit {exit_code}"
+    body = [f"[offloaded] {lines} lines{status} -> {rel_path}"]
     if f.first_error:
-        rows.append("  class err bad")
-    return "\n".join(rows)
+        error = f.first_error if len(f.first_error) <= 160 else f.first_error[:159] + "…"
+        body.append(f"first error (log line {f.error_line}): {error}")
+        body.append(f"at: {f.location or 'no location in your sources'}")
+    else:
+        body.append("first error: none recognised")
+    body.append(f"{f.errors} errors, {f.warnings} warnings, {f.failed_tests} failed tests")
+    return "\n".join(body)
 
 
 class OffloadEngine:
-    def __init__(self, vault: Path, threshold: int, max_bytes: int) -> None:
+    def __init__(self, vault: Path, threshold: int = OFFLOAD_THRESHOLD_LINES, max_bytes: int = MAX_LOG_BYTES) -> None:
         self.vault = vault.resolve()
         self.refs = self.vault / ".k0maru" / "refs"
         self.threshold = threshold
@@ -104,19 +120,18 @@ class OffloadEngine:
             os.replace(tmp, path)
         f = scan_log(lines)
         rel = path.relative_to(self.vault).as_posix()
-        status = "" if exit_code is None else f", exit {exit_code}"
-        body = [f"[offloaded] {len(lines)} lines{status} -> {rel}"]
-        if f.first_error:
-            body.append(f"first error: {f.first_error[:200]}")
-            body.append(f"at: {f.location or '?'} (log line {f.error_line})")
-        else:
-            body.append("first error: none recognised")
-        body.append(f"{f.errors} errors, {f.warnings} warnings, {f.failed_tests} failed tests")
-        body.append(f"more: k0maru inspect {node_id} --around-error | --lines A:B | --grep RE")
-        summary = "\n".join(body)
-        diagram = mermaid(command, exit_code, len(lines), f, node_id)
+        summary = summarize(len(lines), rel, exit_code, f)
+        diagram = mermaid(command, exit_code, len(lines), f)
         return Offloaded(
-            True, summary, len(lines), tokens, estimate_tokens(summary + diagram), node_id, rel, diagram, f
+            True,
+            summary,
+            len(lines),
+            tokens,
+            estimate_tokens(f"{summary}\n{next_step(node_id)}\n{diagram}"),
+            node_id,
+            rel,
+            diagram,
+            f,
         )
 
     def _find(self, node_id: str) -> Path:
@@ -130,6 +145,13 @@ class OffloadEngine:
                     if wanted and entry.is_file(follow_symlinks=False):
                         return Path(entry.path)
         raise NotFound(f"no offloaded log {node_id} in {self.refs.relative_to(self.vault)}")
+
+    @staticmethod
+    def streamed_tokens(text: str, streamed_lines: int) -> int:
+        """Tokens of the first `streamed_lines` lines, which the caller showed before capturing."""
+        if streamed_lines <= 0:
+            return 0
+        return estimate_tokens("\n".join(text.splitlines()[:streamed_lines]))
 
     def read_log(self, node_id: str) -> str:
         """The whole offloaded log (for distillation; agents use `inspect` slices)."""
@@ -145,17 +167,15 @@ class OffloadEngine:
         around_first_error: bool = False,
     ) -> tuple[list[tuple[int, str]], int]:
         """Numbered lines (1-based) of an offloaded log, bounded to MAX_INSPECT_LINES."""
+        for name, value in (("start_line", start), ("end_line", end), ("context", context)):
+            if not 0 <= value <= MAX_LINE_NUMBER:
+                raise InvalidInput(f"{name} must be between 0 and {MAX_LINE_NUMBER}, got {value}")
         lines = self._find(node_id).read_text(encoding="utf-8", errors="replace").splitlines()
         total = len(lines)
         if grep:
-            try:
-                pattern = re.compile(grep)
-            except re.error as exc:
-                raise InvalidInput(f"invalid grep pattern: {exc}") from exc
             wanted: set[int] = set()
-            for i, line in enumerate(lines):
-                if pattern.search(line):
-                    wanted.update(range(max(0, i - context), min(total, i + context + 1)))
+            for i in grep_lines(lines, grep):
+                wanted.update(range(max(0, i - context), min(total, i + context + 1)))
             picked = sorted(wanted)
         elif around_first_error:
             at = scan_log(lines).error_line or 1
@@ -168,3 +188,33 @@ class OffloadEngine:
             hi = min(total, end or total)
             picked = list(range(lo, hi))
         return [(i + 1, lines[i][:MAX_LINE_CHARS]) for i in picked[:MAX_INSPECT_LINES]], total
+
+
+def grep_lines(lines: list[str], pattern: str, budget_s: float = GREP_BUDGET_S) -> list[int]:
+    """0-based indexes of the lines matching `pattern`, within a time budget.
+
+    Matching runs in the `regex` engine with a timeout and without the GIL, so a pattern
+    with catastrophic backtracking (`(a+)+$`) stops after `budget_s` with INVALID_ARGUMENT
+    instead of running on, and other calls keep being served meanwhile.
+    """
+    if len(pattern) > MAX_GREP_PATTERN:
+        raise InvalidInput(f"grep pattern is longer than {MAX_GREP_PATTERN} characters")
+    try:
+        compiled = regex.compile(pattern)
+    except (regex.error, OverflowError, RecursionError) as exc:
+        raise InvalidInput(f"invalid grep pattern: {exc}") from exc
+    deadline = time.monotonic() + budget_s
+    found: list[int] = []
+    for i, line in enumerate(lines):
+        remaining = deadline - time.monotonic()
+        try:
+            if remaining <= 0:
+                raise TimeoutError
+            if compiled.search(line, timeout=remaining, concurrent=True):
+                found.append(i)
+        except TimeoutError:
+            raise InvalidInput(
+                f"grep pattern {pattern[:80]!r} took more than {budget_s:g} s over this log "
+                "(nested quantifiers backtrack); use a simpler pattern or a line range"
+            ) from None
+    return found

@@ -13,7 +13,8 @@ import contextlib
 import datetime as dt
 import os
 import re
-import tempfile
+import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,10 +22,12 @@ import yaml
 
 from k0maru_common import InvalidInput, OutsideVault, TooLarge, confine
 
-from ._conventions import sniff
+from ._conventions import DATE_KEYS, NUMBERED_PREFIX, FolderRules, core_words, sniff
 
 MAX_CONTENT_CHARS = 1_000_000
 MAX_VERSIONS = 1000
+MAX_CATEGORY_DEPTH = 8
+MAX_CATEGORY_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -50,26 +53,146 @@ def _validate(note: FlushNote) -> None:
         raise InvalidInput("title is longer than 300 characters")
     if len(note.content) > MAX_CONTENT_CHARS:
         raise TooLarge(f"content is longer than {MAX_CONTENT_CHARS} characters")
+    for name, value in (
+        ("content", note.content),
+        *(("tag", t) for t in note.tags),
+        *(("related note", r) for r in note.related),
+    ):
+        if "\x00" in value:
+            raise InvalidInput(f"{name} contains a NUL character (U+0000); notes are text")
+    parts = [p for p in note.category.replace("\\", "/").split("/") if p.strip()]
+    if len(note.category) > MAX_CATEGORY_CHARS or len(parts) > MAX_CATEGORY_DEPTH:
+        raise InvalidInput(
+            f"category is too deep or too long (at most {MAX_CATEGORY_DEPTH} levels, {MAX_CATEGORY_CHARS} characters)"
+        )
     for part in (note.title, note.category):
         if "\x00" in part or ".." in part.replace("\\", "/").split("/") or part.startswith(("/", "\\")):
             raise OutsideVault(f"{part!r} would leave the vault")
 
 
-def render(note: FlushNote, today: dt.date) -> str:
-    meta: dict[str, object] = {"title": note.title.strip(), "date": today.isoformat()}
-    if note.category:
-        meta["category"] = note.category.strip().lower()
-    meta["tags"] = [t.strip().lstrip("#") for t in note.tags if t.strip()]
-    meta["source"] = note.source
+_PLACEHOLDER = "_Not recorded in this session._"
+_TEMPLATE_VAR = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+
+
+def _meta(note: FlushNote, today: dt.date, keys: list[str] | None) -> dict[str, object] | None:
+    """The frontmatter in the folder's own keys (None: the folder's notes have none)."""
+    tags = [t.strip().lstrip("#") for t in note.tags if t.strip()]
+    category = note.category.strip().lower()
+    if keys is None:  # nothing to follow: k0maru's default set
+        meta: dict[str, object] = {"title": note.title.strip(), "date": today.isoformat()}
+        if category:
+            meta["category"] = category
+        meta["tags"] = tags
+        meta["source"] = note.source
+    elif not keys:
+        return None
+    else:
+        meta = {}
+        for key in keys:
+            k = key.lower()
+            if k in ("title", "name"):
+                meta[key] = note.title.strip()
+            elif k in DATE_KEYS:
+                meta[key] = today.isoformat()
+            elif k in ("tags", "tag", "keywords"):
+                meta[key] = tags
+            elif k in ("category", "type", "kind") and category:
+                meta[key] = category
+            elif k == "source":
+                meta[key] = note.source
+        if tags and not any(k.lower() in ("tags", "tag", "keywords") for k in keys):
+            meta["tags"] = tags
     meta.update(note.extra_frontmatter)
-    front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False).strip()
-    body = note.content.strip()
+    return meta
+
+
+def _with_sections(body: str, sections: list[str]) -> str:
+    """Put the content under the folder's sections; sections it does not fill say so."""
+    present = {h.strip().lower() for h in re.findall(r"^## +(.+)$", body, flags=re.MULTILINE)}
+    if not present:
+        body = f"## {sections[0]}\n\n{body}" if body else f"## {sections[0]}\n\n{_PLACEHOLDER}"
+        present.add(sections[0].lower())
+    missing = [s for s in sections if s.lower() not in present]
+    return body + "".join(f"\n\n## {s}\n\n{_PLACEHOLDER}" for s in missing)
+
+
+def render(note: FlushNote, today: dt.date, rules: FolderRules | None = None, vault: Path | None = None) -> str:
+    """The note as the folder writes its notes: its frontmatter keys, its sections or its template."""
+    rules = rules or FolderRules("")
+    meta = _meta(note, today, rules.frontmatter)
+    front = (
+        f"---\n{yaml.safe_dump(meta, allow_unicode=True, sort_keys=False).strip()}\n---\n\n" if meta is not None else ""
+    )
+    related = [r.strip().removeprefix("[[").removesuffix("]]") for r in note.related if r.strip()]
+    links = "\n".join(f"- [[{r}]]" for r in dict.fromkeys(related))
+    content = note.content.strip()
+    template = ""
+    if rules.template and vault is not None:
+        with contextlib.suppress(OSError):
+            template = (vault / rules.template).read_text(encoding="utf-8", errors="replace")
+    if template:
+        values = {
+            "title": note.title.strip(),
+            "date": today.isoformat(),
+            "content": content,
+            "summary": content.split("\n\n", 1)[0],
+            "category": note.category.strip().lower(),
+            "tags": ", ".join(t.strip().lstrip("#") for t in note.tags if t.strip()),
+            "related": ", ".join(f"[[{r}]]" for r in dict.fromkeys(related)),
+            "relatednotes": ", ".join(f"[[{r}]]" for r in dict.fromkeys(related)),
+        }
+        used = {m.lower().replace("_", "") for m in _TEMPLATE_VAR.findall(template)}
+        body = _TEMPLATE_VAR.sub(lambda m: values.get(m.group(1).lower().replace("_", ""), m.group(0)), template)
+        body = body.strip()
+        if "content" not in used:
+            body += f"\n\n{content}"
+        if links and "related" not in used and "relatednotes" not in used:
+            body += f"\n\n## Related\n\n{links}"
+        if body.startswith("---"):
+            front = ""
+        return f"{front}{body}\n"
+    body = content
+    if rules.sections:
+        body = _with_sections(body, rules.sections)
     if not body.startswith("# "):
         body = f"# {note.title.strip()}\n\n{body}"
-    related = [r.strip().removeprefix("[[").removesuffix("]]") for r in note.related if r.strip()]
-    if related:
-        body += "\n\n## Related\n\n" + "\n".join(f"- [[{r}]]" for r in dict.fromkeys(related))
-    return f"---\n{front}\n---\n\n{body}\n"
+    if links:
+        body += f"\n\n## Related\n\n{links}"
+    return f"{front}{body}\n"
+
+
+def same_ignoring_dates(a: str, b: str) -> bool:
+    """Equal notes but for the write date in the frontmatter (flushed again on another day)."""
+    return _undated(a) == _undated(b)
+
+
+def _undated(text: str) -> str:
+    if not text.startswith("---\n"):
+        return text
+    end = text.find("\n---", 4)
+    if end < 0:
+        return text
+    front = [ln for ln in text[4:end].splitlines() if ln.split(":", 1)[0].strip().lower() not in DATE_KEYS]
+    return "\n".join(front) + text[end:]
+
+
+def _existing_folder(vault: Path, category: str) -> str | None:
+    """A category naming a folder that exists (case-insensitive; `projects` finds `1_Projects`)."""
+    here, parts = vault, []
+    for part in [p.strip() for p in category.replace("\\", "/").split("/") if p.strip()]:
+        want = part.lower()
+        try:
+            names = sorted(e.name for e in os.scandir(here) if e.is_dir() and not e.name.startswith("."))
+        except OSError:
+            return None
+        hit = next((n for n in names if n.lower() == want), None) or next(
+            (n for n in names if NUMBERED_PREFIX.sub("", n).lower() == want), None
+        )
+        if hit is None:
+            return None
+        parts.append(hit)
+        here = here / hit
+    return "/".join(parts) if parts else None
 
 
 class FlushEngine:
@@ -77,37 +200,59 @@ class FlushEngine:
         self.vault = vault.resolve()
 
     def flush(self, note: FlushNote, today: dt.date | None = None) -> tuple[str, str]:
-        """Write the note; return (vault-relative path, outcome: created | up_to_date | versioned)."""
+        """Write the note; return (vault-relative path, outcome: created | up_to_date | versioned).
+
+        The folder: the category's folder in the conventions, else an existing folder the category
+        names, else the vault root (B.7: an unknown category is generic). The name, sections and
+        frontmatter follow that folder's notes (or the rules file, or its template).
+        """
         _validate(note)
         day = today or dt.date.today()
-        conventions = sniff(self.vault)
-        folder = conventions.folder_for(note.category) if note.category else conventions.folder_for("log")
-        if note.category and not folder:
-            folder = "/".join(slugify(p) for p in note.category.replace("\\", "/").split("/") if p.strip())
+        conv = sniff(self.vault)
+        key = conv.category_key(note.category) if note.category.strip() else "log"
+        folder = conv.folders.get(key)
+        if folder is None:
+            folder = _existing_folder(self.vault, note.category) or ""
+            conv.learn_folder(self.vault, folder)
+        rules = conv.rules_for(note.category, folder)
         directory = confine(self.vault, folder) if folder else self.vault
-        stem = slugify(note.title)
-        if conventions.naming_style == "date-slug":
-            stem = f"{day.isoformat()}-{stem}"
-        text = render(note, day)
+        text = render(note, day, rules, self.vault)
+        earlier = _same_note(directory, note.title, text)
+        if earlier is not None:
+            return earlier.relative_to(self.vault).as_posix(), "up_to_date"
         directory.mkdir(parents=True, exist_ok=True)
-        for n in range(1, MAX_VERSIONS + 1):
-            name = f"{stem}.md" if n == 1 else f"{stem}-v{n}.md"
-            target = directory / name
-            rel = target.relative_to(self.vault).as_posix()
-            confine(self.vault, rel)
-            if _create_exclusive(target, text):
-                return rel, "created" if n == 1 else "versioned"
+        stem = rules.naming.stem(note.title, day, directory)
+        target, outcome = write_versioned(directory, stem, text, same_ignoring_dates)
+        rel = target.relative_to(self.vault).as_posix()
+        confine(self.vault, rel)
+        return rel, outcome
+
+
+def _same_note(directory: Path, title: str, text: str) -> Path | None:
+    """A note of this title already in the folder with this content (any date in its name)."""
+    want = core_words(title)
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return None
+    for entry in entries:
+        if entry.name.endswith(".md") and core_words(entry.name[:-3]) == want and entry.is_file():
             with contextlib.suppress(OSError):
-                if target.read_text(encoding="utf-8") == text:
-                    return rel, "up_to_date"
-        raise InvalidInput(f"more than {MAX_VERSIONS} versions of {stem}.md exist")
+                if same_ignoring_dates(Path(entry.path).read_text(encoding="utf-8"), text):
+                    return Path(entry.path)
+    return None
 
 
 def _create_exclusive(target: Path, text: str) -> bool:
-    """Atomically create `target` with `text`; False if the name is taken."""
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".k0-flush-", suffix=".tmp")
+    """Atomically create `target` with `text`; False if the name is taken.
+
+    The temp file is opened with mode 0666 so the process umask applies (0644 under the
+    usual 022), like any file an editor would create; mkstemp's 0600 would hide notes
+    from other readers of the vault.
+    """
+    tmp = _open_temp(target.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
+        with open(tmp, "w", encoding="utf-8") as out:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
@@ -118,3 +263,32 @@ def _create_exclusive(target: Path, text: str) -> bool:
         return True
     finally:
         os.unlink(tmp)
+
+
+def _open_temp(directory: Path) -> Path:
+    for _ in range(100):
+        tmp = directory / f".k0-flush-{secrets.token_hex(8)}.tmp"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return tmp
+    raise FileExistsError(f"no free temp name in {directory}")
+
+
+def write_versioned(
+    directory: Path, stem: str, text: str, equal: Callable[[str, str], bool] = str.__eq__
+) -> tuple[Path, str]:
+    """Write `stem.md`, or `stem-v2.md`, … if a different file holds the name; never overwrite.
+
+    Returns (path, outcome) with outcome created | versioned | up_to_date (same text already there).
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    for n in range(1, MAX_VERSIONS + 1):
+        target = directory / (f"{stem}.md" if n == 1 else f"{stem}-v{n}.md")
+        if _create_exclusive(target, text):
+            return target, "created" if n == 1 else "versioned"
+        with contextlib.suppress(OSError):
+            if equal(target.read_text(encoding="utf-8"), text):
+                return target, "up_to_date"
+    raise InvalidInput(f"more than {MAX_VERSIONS} versions of {stem}.md exist")

@@ -1,7 +1,14 @@
-"""ProjectLoadout: what an agent should read first, in one bounded answer.
+"""ProjectLoadout (ALGORITHMS.md B.10): what an agent reads first, as an L0–L3 hierarchy in ≤ 300 tokens.
 
-Rules files, detected conventions, hub notes (maps of content: notes named index/MOC/hub/
-README, or with the most outgoing wikilinks), recent decisions and the skills index.
+  L0 project    the project's name and scope (first blockquote, else first paragraph, of its
+                note: a note named after the project, else README/index/home, else the rules file)
+  L1 conventions where each kind of note goes and how it is written here (naming, sections,
+                frontmatter), and which rules file governs
+  L2 recent     the newest decisions and logs (by modification time)
+  L3 evergreen  principles from the rules file, skills and hub notes (maps of content)
+
+Lines are added in that order, item by item, while the token estimate (B.10) stays within the
+budget; the default budget is 300 tokens and a caller may raise it.
 """
 
 from __future__ import annotations
@@ -11,69 +18,185 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from k0maru_common import estimate_tokens
+
 from ._conventions import Conventions, sniff
 
 _WIKILINK = re.compile(r"\[\[[^\]\n]+\]\]")
 _HUB_NAME = re.compile(r"(^|[-_ ])(index|moc|hub|map|readme|home|overview)([-_ .]|$)", re.IGNORECASE)
+_PROJECT_NOTES = ("README.md", "readme.md", "index.md", "Index.md", "Home.md", "home.md", "00 Index.md")
 MAX_FILES = 5000
+DEFAULT_TOKENS = 300
 
 
 @dataclass
 class Loadout:
+    project: str = ""
+    scope: str = ""
     rules: list[tuple[str, str]] = field(default_factory=list)
     conventions: Conventions = field(default_factory=Conventions)
     hubs: list[str] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)
     skills: list[str] = field(default_factory=list)
     markdown: str = ""
+    tokens: int = 0
 
 
-def _notes(directory: Path, vault: Path) -> list[Path]:
+def _notes(directory: Path) -> list[Path]:
     out: list[Path] = []
     for root, dirs, files in os.walk(directory):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        out.extend(Path(root) / f for f in files if f.endswith(".md") and not f.startswith("."))
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        out.extend(Path(root) / f for f in sorted(files) if f.endswith(".md") and not f.startswith("."))
         if len(out) > MAX_FILES:
             break
     return out
 
 
-def build_loadout(vault: Path, max_chars: int = 6000) -> Loadout:
+def _read(path: Path, limit: int = 100_000) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(limit)
+    except OSError:
+        return ""
+
+
+def _body(text: str) -> str:
+    if text.lstrip().startswith("---"):
+        rest = text.lstrip()[3:]
+        end = rest.find("\n---")
+        if end >= 0:
+            return rest[end + 4 :]
+    return text
+
+
+def project_scope(text: str) -> str:
+    """B.10: the first blockquote (not a `[!callout]`), else the first paragraph that is not a heading."""
+    body = _body(text)
+    quote: list[str] = []
+    for line in body.splitlines():
+        s = line.strip()
+        if s.startswith(">") and not s.lstrip("> ").startswith("[!"):
+            quote.append(s.lstrip("> ").strip())
+        elif quote:
+            break
+    if quote and any(quote):
+        return " ".join(q for q in quote if q)
+    for para in re.split(r"\n\s*\n", body):
+        p = para.strip()
+        if p and not p.startswith(("#", ">", "---", "|", "```", "- [", "![")):
+            return " ".join(p.split())
+    return ""
+
+
+def _title(text: str, fallback: str) -> str:
+    m = re.search(r"^# +(.+?)\s*$", _body(text), flags=re.MULTILINE)
+    return m.group(1).strip() if m else fallback
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _find_project(vault: Path, notes: list[Path], project: str) -> Path | None:
+    if project:
+        want = project.strip().lower()
+        stems = [(p, p.stem.lower()) for p in notes]
+        for test in (
+            lambda s: s == want,
+            lambda s: s.startswith(want),
+            lambda s: want in s,
+        ):
+            hit = next((p for p, s in stems if test(s)), None)
+            if hit is not None:
+                return hit
+    for name in _PROJECT_NOTES:
+        if (vault / name).is_file():
+            return vault / name
+    return None
+
+
+def _rule_bullets(text: str) -> list[str]:
+    out = []
+    for line in text.splitlines():
+        m = re.match(r"^\s*[-*+] +(.+)$", line)
+        if m:
+            item = m.group(1).strip()
+            if not re.match(r"^[\w ./`*_-]+:\s*\S+/?$", item):  # not a `kind: folder` mapping (that is L1)
+                out.append(_clip(item, 120))
+    return out
+
+
+def build_loadout(vault: Path, max_tokens: int = DEFAULT_TOKENS, project: str = "", max_chars: int = 0) -> Loadout:
     vault = vault.resolve()
     conv = sniff(vault)
     loadout = Loadout(conventions=conv)
     for name in conv.rule_files:
-        loadout.rules.append((name, (vault / name).read_text(encoding="utf-8", errors="replace")[:2000]))
-    notes = _notes(vault, vault)
+        loadout.rules.append((name, _read(vault / name, 2000)))
+    notes = _notes(vault)
+    note = _find_project(vault, notes, project)
+    note_text = _read(note) if note else ""
+    rules_text = loadout.rules[0][1] if loadout.rules else ""
+    loadout.project = project.strip() or (_title(note_text, "") if note else "") or _title(rules_text, vault.name)
+    loadout.scope = project_scope(note_text) or project_scope(rules_text) or "no project summary in the vault yet"
     scored = []
     for path in notes:
-        try:
-            links = len(_WIKILINK.findall(path.read_text(encoding="utf-8", errors="replace")[:200_000]))
-        except OSError:
-            continue
+        links = len(_WIKILINK.findall(_read(path, 200_000)))
         rel = path.relative_to(vault).as_posix()
         scored.append((links + (20 if _HUB_NAME.search(path.stem) else 0), rel))
     loadout.hubs = [rel for score, rel in sorted(scored, key=lambda s: (-s[0], s[1]))[:8] if score > 0]
     for category, target in (("decision", loadout.decisions), ("skill", loadout.skills)):
         folder = conv.folders.get(category)
         if folder and (vault / folder).is_dir():
-            found = sorted(_notes(vault / folder, vault), key=lambda p: p.stat().st_mtime, reverse=True)
-            target.extend(p.relative_to(vault).as_posix() for p in found[:10])
-    parts = [f"# Loadout for {vault.name}"]
-    for name, text in loadout.rules:
-        parts.append(f"## Rules ({name})\n\n{text.strip()}")
-    parts.append(
-        "## Conventions\n\n"
-        + f"- folders: {conv.folder_scheme}; names: {conv.naming_style}\n"
-        + "\n".join(f"- {c}: {f}/" for c, f in sorted(conv.folders.items()))
+            found = sorted(_notes(vault / folder), key=lambda p: (p.stat().st_mtime, p.name), reverse=True)
+            target.extend(p.relative_to(vault).as_posix() for p in found[:30])
+    logs: list[str] = []
+    log_folder = conv.folders.get("log")
+    if log_folder and (vault / log_folder).is_dir():
+        found = sorted(_notes(vault / log_folder), key=lambda p: (p.stat().st_mtime, p.name), reverse=True)
+        logs = [p.relative_to(vault).as_posix() for p in found[:30]]
+
+    def link(rel: str) -> str:
+        return f"[[{rel.removesuffix('.md')}]]"
+
+    lines = [
+        f"# {loadout.project}: loadout",
+        f"L0 project: {loadout.project} — {_clip(loadout.scope, 160)}",
+    ]
+    l1 = [_clip(d, 140) for d in conv.describe()] + (
+        [f"rules: {', '.join(conv.rule_files)}"] if conv.rule_files else []
     )
-    for heading, items in (
-        ("Hub notes", loadout.hubs),
-        ("Recent decisions", loadout.decisions),
-        ("Skills", loadout.skills),
-    ):
-        if items:
-            parts.append(f"## {heading}\n\n" + "\n".join(f"- [[{i.removesuffix('.md')}]]" for i in items))
-    text = "\n\n".join(parts)
-    loadout.markdown = text if len(text) <= max_chars else text[: max_chars - 20].rstrip() + "\n\n…(truncated)"
+    recent = sorted({*loadout.decisions, *logs}, key=lambda r: r.rsplit("/", 1)[-1], reverse=True)
+    l2 = [link(r) for r in recent]
+    l3 = _rule_bullets(rules_text)[:10] + [link(s) for s in loadout.skills] + [link(h) for h in loadout.hubs]
+    levels = [("L1 conventions", l1), ("L2 recent", l2), ("L3 evergreen", l3)]
+    footer = 'next: recall_memory(query="…") for details; flush_session to record a decision'
+    budget = max(50, max_tokens)
+
+    def render(parts: list[tuple[str, list[str]]]) -> str:
+        body = list(lines)
+        for name, items in parts:
+            if items:
+                body.append(f"{name}:")
+                body.extend(f"- {i}" for i in items)
+        body.append(footer)
+        return "\n".join(body)
+
+    chosen: list[tuple[str, list[str]]] = [(name, []) for name, _ in levels]
+    open_levels = set(range(len(levels)))
+    for k in range(max(len(items) for _, items in levels)):  # round robin: every level gets its first items
+        for index, (_name, items) in enumerate(levels):
+            if index not in open_levels or k >= len(items):
+                continue
+            chosen[index][1].append(items[k])
+            if estimate_tokens(render(chosen)) > budget:
+                chosen[index][1].pop()
+                open_levels.discard(index)
+    text = render(chosen)
+    if estimate_tokens(text) > budget:  # even L0 alone is over: cut the scope
+        lines[1] = f"L0 project: {_clip(loadout.project, 60)} — {_clip(loadout.scope, 60)}"
+        text = render([])
+    if max_chars and len(text) > max_chars:
+        text = text[: max_chars - 1].rstrip() + "…"
+    loadout.markdown = text
+    loadout.tokens = estimate_tokens(text)
     return loadout

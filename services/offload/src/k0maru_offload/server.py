@@ -6,21 +6,21 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
 import redis
 
 from k0maru.v1 import offload_pb2, offload_pb2_grpc
-from k0maru_common import TOKEN_LEDGER, GrpcService, InvalidInput, confine
+from k0maru_common import HEALTH_NAMES, TOKEN_LEDGER, GrpcService, InvalidInput, confine, estimate_tokens
 
 from . import _catalog as catalog
 from ._conventions import Conventions, sniff
 from ._distill import distill, export_hermes
 from ._engine import OffloadEngine
 from ._flush import FlushEngine, FlushNote, slugify
-from ._loadout import build_loadout
-from ._tokens import estimate_tokens
+from ._loadout import DEFAULT_TOKENS, build_loadout
 from .config import OffloadSettings
 
 log = logging.getLogger(__name__)
@@ -33,21 +33,40 @@ OUTCOMES = {
 }
 
 
+_RECORD_ONCE = """
+if redis.call('SADD', KEYS[2], ARGV[1]) == 1 then
+  redis.call('HINCRBY', KEYS[1], 'offloads', 1)
+  redis.call('HINCRBY', KEYS[1], 'original_tokens', ARGV[2])
+  redis.call('HINCRBY', KEYS[1], 'summary_tokens', ARGV[3])
+  redis.call('HINCRBY', KEYS[1], 'streamed_tokens', ARGV[4])
+  return 1
+end
+redis.call('HINCRBY', KEYS[1], 'repeats', 1)
+return 0
+"""
+
+
 class TokenLedger:
-    """Tokens before and after offloading, in a Redis hash the console reads."""
+    """Tokens before and after offloading, in a Redis hash the console reads.
+
+    Each distinct log counts once, keyed by its content hash (the node id): offloading the same
+    log again adds to `repeats` only. Lines the caller streamed before capturing went into the
+    agent's context, so their tokens count on the "after" side too (`streamed_tokens`).
+    """
 
     def __init__(self, client: redis.Redis) -> None:
         self._redis: Any = client  # bytes replies; redis-py's unions do not narrow
 
-    def record(self, original: int, summary: int) -> None:
+    def record(self, node_id: str, original: int, summary: int, streamed: int = 0) -> bool:
+        """Count one offloaded log; False if this content was counted before (or Redis is down)."""
         try:
-            pipe = self._redis.pipeline(transaction=True)
-            pipe.hincrby(TOKEN_LEDGER, "offloads", 1)
-            pipe.hincrby(TOKEN_LEDGER, "original_tokens", original)
-            pipe.hincrby(TOKEN_LEDGER, "summary_tokens", summary)
-            pipe.execute()
+            added = self._redis.eval(
+                _RECORD_ONCE, 2, TOKEN_LEDGER, f"{TOKEN_LEDGER}:logs", node_id, original, summary + streamed, streamed
+            )
+            return bool(added)
         except redis.RedisError as exc:  # the offload itself already succeeded
             log.warning("token ledger not updated: %s", exc)
+            return False
 
     def record_recall(self, note_tokens: int, answer_tokens: int) -> None:
         try:
@@ -76,9 +95,11 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
     ) -> offload_pb2.OffloadResult:
         exit_code = request.exit_code if request.HasField("exit_code") else None
         result = self._engine.offload(request.text, request.task_id, request.threshold, request.command, exit_code)
-        # the ledger counts each distinct log once (the catalog knows the node ids it has seen)
-        if result.offloaded and catalog.record(self._engine.vault, result, request.task_id, request.command, exit_code):
-            self._ledger.record(result.original_tokens, result.summary_tokens)
+        counted = False
+        if result.offloaded:
+            streamed = self._engine.streamed_tokens(request.text, request.streamed_lines)
+            counted = self._ledger.record(result.node_id, result.original_tokens, result.summary_tokens, streamed)
+            catalog.record(self._engine.vault, result, request.task_id, request.command, exit_code)
         f = result.findings
         return offload_pb2.OffloadResult(
             offloaded=result.offloaded,
@@ -94,6 +115,7 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
             errors=f.errors,
             warnings=f.warnings,
             failed_tests=f.failed_tests,
+            counted=counted,
         )
 
     def ListLogs(
@@ -154,7 +176,11 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
     def GetProjectLoadout(
         self, request: offload_pb2.LoadoutRequest, context: grpc.ServicerContext
     ) -> offload_pb2.Loadout:
-        loadout = build_loadout(self._settings.vault, request.max_chars or 6000)
+        if request.max_tokens > 100_000:
+            raise InvalidInput("max_tokens is at most 100000")
+        loadout = build_loadout(
+            self._settings.vault, request.max_tokens or DEFAULT_TOKENS, request.project[:200], request.max_chars
+        )
         return offload_pb2.Loadout(
             vault=str(self._settings.vault),
             rules=[offload_pb2.RuleFile(path=p, text=t) for p, t in loadout.rules],
@@ -163,6 +189,8 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
             recent_decisions=loadout.decisions,
             skills=loadout.skills,
             markdown=loadout.markdown,
+            project=loadout.project,
+            tokens=loadout.tokens,
         )
 
     def Conventions(
@@ -180,6 +208,8 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
             original_tokens=original,
             summary_tokens=summary,
             saved_ratio=(1 - summary / original) if original else 0.0,
+            streamed_tokens=totals.get("streamed_tokens", 0),
+            repeats=totals.get("repeats", 0),
             recalls=totals.get("recalls", 0),
             recall_note_tokens=totals.get("recall_note_tokens", 0),
             recall_answer_tokens=totals.get("recall_answer_tokens", 0),
@@ -212,26 +242,49 @@ def _report(conv: Conventions) -> offload_pb2.ConventionReport:
         skills_folder=conv.folders.get("skill", ""),
         evidence=conv.evidence,
         rule_files=conv.rule_files,
+        folder_rules=conv.describe(),
     )
 
 
-def run(settings: OffloadSettings) -> None:
+@dataclass
+class OffloadApp:
+    """The service and the resources it owns (the ledger's Redis connection)."""
+
+    settings: OffloadSettings
+    service: GrpcService
+    redis: redis.Redis
+
+    def wait_for_ledger(self) -> None:
+        """The ledger must be reachable before the service says SERVING."""
+        while not self.service.stopping:
+            try:
+                self.redis.ping()
+                return
+            except redis.ConnectionError:
+                log.warning("Redis at %s not reachable yet", self.settings.redis_url)
+                time.sleep(0.5)
+
+    def close(self) -> None:
+        self.redis.close()
+
+
+def build_server(settings: OffloadSettings) -> OffloadApp:
+    """Bind gRPC (health NOT_SERVING) and register the servicer; nothing is served until `run`."""
     if not settings.vault.is_dir():
         raise SystemExit(f"offload: vault {settings.vault} is not a folder")
     client = redis.Redis.from_url(settings.redis_url)
-    service = GrpcService("k0maru.v1.Offload", settings.grpc_addr)
+    service = GrpcService(HEALTH_NAMES["offload"], settings.grpc_addr, token=settings.grpc_token)
     offload_pb2_grpc.add_OffloadServicer_to_server(OffloadServicer(settings, TokenLedger(client)), service.server)
+    return OffloadApp(settings, service, client)
+
+
+def run(settings: OffloadSettings) -> None:
+    app = build_server(settings)
     try:
-        with service:
-            while not service.stopping:  # the ledger must be reachable before we say SERVING
-                try:
-                    client.ping()
-                    break
-                except redis.ConnectionError:
-                    log.warning("Redis at %s not reachable yet", settings.redis_url)
-                    time.sleep(0.5)
-            service.set_serving(True)
+        with app.service:
+            app.wait_for_ledger()
+            app.service.set_serving(True)
             with contextlib.suppress(KeyboardInterrupt):
-                service.wait_for_termination()
+                app.service.wait_for_termination()
     finally:
-        client.close()
+        app.close()

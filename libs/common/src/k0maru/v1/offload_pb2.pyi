@@ -21,21 +21,23 @@ FLUSH_OUTCOME_UP_TO_DATE: FlushOutcome
 FLUSH_OUTCOME_VERSIONED: FlushOutcome
 
 class OffloadLogRequest(_message.Message):
-    __slots__ = ("text", "task_id", "threshold", "command", "exit_code")
+    __slots__ = ("text", "task_id", "threshold", "command", "exit_code", "streamed_lines")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     COMMAND_FIELD_NUMBER: _ClassVar[int]
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    STREAMED_LINES_FIELD_NUMBER: _ClassVar[int]
     text: str
     task_id: str
     threshold: int
     command: str
     exit_code: int
-    def __init__(self, text: _Optional[str] = ..., task_id: _Optional[str] = ..., threshold: _Optional[int] = ..., command: _Optional[str] = ..., exit_code: _Optional[int] = ...) -> None: ...
+    streamed_lines: int
+    def __init__(self, text: _Optional[str] = ..., task_id: _Optional[str] = ..., threshold: _Optional[int] = ..., command: _Optional[str] = ..., exit_code: _Optional[int] = ..., streamed_lines: _Optional[int] = ...) -> None: ...
 
 class OffloadResult(_message.Message):
-    __slots__ = ("offloaded", "node_id", "summary", "mermaid", "original_tokens", "summary_tokens", "ref_path", "line_count", "first_error", "first_location", "errors", "warnings", "failed_tests")
+    __slots__ = ("offloaded", "node_id", "summary", "mermaid", "original_tokens", "summary_tokens", "ref_path", "line_count", "first_error", "first_location", "errors", "warnings", "failed_tests", "counted")
     OFFLOADED_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
@@ -49,6 +51,7 @@ class OffloadResult(_message.Message):
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
     FAILED_TESTS_FIELD_NUMBER: _ClassVar[int]
+    COUNTED_FIELD_NUMBER: _ClassVar[int]
     offloaded: bool
     node_id: str
     summary: str
@@ -62,7 +65,8 @@ class OffloadResult(_message.Message):
     errors: int
     warnings: int
     failed_tests: int
-    def __init__(self, offloaded: _Optional[bool] = ..., node_id: _Optional[str] = ..., summary: _Optional[str] = ..., mermaid: _Optional[str] = ..., original_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., ref_path: _Optional[str] = ..., line_count: _Optional[int] = ..., first_error: _Optional[str] = ..., first_location: _Optional[str] = ..., errors: _Optional[int] = ..., warnings: _Optional[int] = ..., failed_tests: _Optional[int] = ...) -> None: ...
+    counted: bool
+    def __init__(self, offloaded: _Optional[bool] = ..., node_id: _Optional[str] = ..., summary: _Optional[str] = ..., mermaid: _Optional[str] = ..., original_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., ref_path: _Optional[str] = ..., line_count: _Optional[int] = ..., first_error: _Optional[str] = ..., first_location: _Optional[str] = ..., errors: _Optional[int] = ..., warnings: _Optional[int] = ..., failed_tests: _Optional[int] = ..., counted: _Optional[bool] = ...) -> None: ...
 
 class InspectRequest(_message.Message):
     __slots__ = ("node_id", "start_line", "end_line", "grep", "context", "around_first_error")
@@ -147,10 +151,14 @@ class DistillResponse(_message.Message):
     def __init__(self, path: _Optional[str] = ..., outcome: _Optional[_Union[FlushOutcome, str]] = ..., skill_markdown: _Optional[str] = ..., exported_path: _Optional[str] = ...) -> None: ...
 
 class LoadoutRequest(_message.Message):
-    __slots__ = ("max_chars",)
+    __slots__ = ("max_chars", "max_tokens", "project")
     MAX_CHARS_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_FIELD_NUMBER: _ClassVar[int]
     max_chars: int
-    def __init__(self, max_chars: _Optional[int] = ...) -> None: ...
+    max_tokens: int
+    project: str
+    def __init__(self, max_chars: _Optional[int] = ..., max_tokens: _Optional[int] = ..., project: _Optional[str] = ...) -> None: ...
 
 class RuleFile(_message.Message):
     __slots__ = ("path", "text")
@@ -165,7 +173,7 @@ class ConventionsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ConventionReport(_message.Message):
-    __slots__ = ("folder_scheme", "naming_style", "notes_folder", "decisions_folder", "skills_folder", "evidence", "rule_files")
+    __slots__ = ("folder_scheme", "naming_style", "notes_folder", "decisions_folder", "skills_folder", "evidence", "rule_files", "folder_rules")
     FOLDER_SCHEME_FIELD_NUMBER: _ClassVar[int]
     NAMING_STYLE_FIELD_NUMBER: _ClassVar[int]
     NOTES_FOLDER_FIELD_NUMBER: _ClassVar[int]
@@ -173,6 +181,7 @@ class ConventionReport(_message.Message):
     SKILLS_FOLDER_FIELD_NUMBER: _ClassVar[int]
     EVIDENCE_FIELD_NUMBER: _ClassVar[int]
     RULE_FILES_FIELD_NUMBER: _ClassVar[int]
+    FOLDER_RULES_FIELD_NUMBER: _ClassVar[int]
     folder_scheme: str
     naming_style: str
     notes_folder: str
@@ -180,10 +189,11 @@ class ConventionReport(_message.Message):
     skills_folder: str
     evidence: _containers.RepeatedScalarFieldContainer[str]
     rule_files: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, folder_scheme: _Optional[str] = ..., naming_style: _Optional[str] = ..., notes_folder: _Optional[str] = ..., decisions_folder: _Optional[str] = ..., skills_folder: _Optional[str] = ..., evidence: _Optional[_Iterable[str]] = ..., rule_files: _Optional[_Iterable[str]] = ...) -> None: ...
+    folder_rules: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, folder_scheme: _Optional[str] = ..., naming_style: _Optional[str] = ..., notes_folder: _Optional[str] = ..., decisions_folder: _Optional[str] = ..., skills_folder: _Optional[str] = ..., evidence: _Optional[_Iterable[str]] = ..., rule_files: _Optional[_Iterable[str]] = ..., folder_rules: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Loadout(_message.Message):
-    __slots__ = ("vault", "rules", "conventions", "hub_notes", "recent_decisions", "skills", "markdown")
+    __slots__ = ("vault", "rules", "conventions", "hub_notes", "recent_decisions", "skills", "markdown", "project", "tokens")
     VAULT_FIELD_NUMBER: _ClassVar[int]
     RULES_FIELD_NUMBER: _ClassVar[int]
     CONVENTIONS_FIELD_NUMBER: _ClassVar[int]
@@ -191,6 +201,8 @@ class Loadout(_message.Message):
     RECENT_DECISIONS_FIELD_NUMBER: _ClassVar[int]
     SKILLS_FIELD_NUMBER: _ClassVar[int]
     MARKDOWN_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
     vault: str
     rules: _containers.RepeatedCompositeFieldContainer[RuleFile]
     conventions: ConventionReport
@@ -198,18 +210,22 @@ class Loadout(_message.Message):
     recent_decisions: _containers.RepeatedScalarFieldContainer[str]
     skills: _containers.RepeatedScalarFieldContainer[str]
     markdown: str
-    def __init__(self, vault: _Optional[str] = ..., rules: _Optional[_Iterable[_Union[RuleFile, _Mapping]]] = ..., conventions: _Optional[_Union[ConventionReport, _Mapping]] = ..., hub_notes: _Optional[_Iterable[str]] = ..., recent_decisions: _Optional[_Iterable[str]] = ..., skills: _Optional[_Iterable[str]] = ..., markdown: _Optional[str] = ...) -> None: ...
+    project: str
+    tokens: int
+    def __init__(self, vault: _Optional[str] = ..., rules: _Optional[_Iterable[_Union[RuleFile, _Mapping]]] = ..., conventions: _Optional[_Union[ConventionReport, _Mapping]] = ..., hub_notes: _Optional[_Iterable[str]] = ..., recent_decisions: _Optional[_Iterable[str]] = ..., skills: _Optional[_Iterable[str]] = ..., markdown: _Optional[str] = ..., project: _Optional[str] = ..., tokens: _Optional[int] = ...) -> None: ...
 
 class TokenStatsRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class TokenStatsResponse(_message.Message):
-    __slots__ = ("offloads", "original_tokens", "summary_tokens", "saved_ratio", "recalls", "recall_note_tokens", "recall_answer_tokens")
+    __slots__ = ("offloads", "original_tokens", "summary_tokens", "saved_ratio", "streamed_tokens", "repeats", "recalls", "recall_note_tokens", "recall_answer_tokens")
     OFFLOADS_FIELD_NUMBER: _ClassVar[int]
     ORIGINAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SAVED_RATIO_FIELD_NUMBER: _ClassVar[int]
+    STREAMED_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    REPEATS_FIELD_NUMBER: _ClassVar[int]
     RECALLS_FIELD_NUMBER: _ClassVar[int]
     RECALL_NOTE_TOKENS_FIELD_NUMBER: _ClassVar[int]
     RECALL_ANSWER_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -217,10 +233,12 @@ class TokenStatsResponse(_message.Message):
     original_tokens: int
     summary_tokens: int
     saved_ratio: float
+    streamed_tokens: int
+    repeats: int
     recalls: int
     recall_note_tokens: int
     recall_answer_tokens: int
-    def __init__(self, offloads: _Optional[int] = ..., original_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., saved_ratio: _Optional[float] = ..., recalls: _Optional[int] = ..., recall_note_tokens: _Optional[int] = ..., recall_answer_tokens: _Optional[int] = ...) -> None: ...
+    def __init__(self, offloads: _Optional[int] = ..., original_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., saved_ratio: _Optional[float] = ..., streamed_tokens: _Optional[int] = ..., repeats: _Optional[int] = ..., recalls: _Optional[int] = ..., recall_note_tokens: _Optional[int] = ..., recall_answer_tokens: _Optional[int] = ...) -> None: ...
 
 class RecallRecord(_message.Message):
     __slots__ = ("paths", "answer")

@@ -1,0 +1,170 @@
+"""flush_session and the convention sniffer on vaults that write notes in different ways."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import yaml
+
+from k0maru_offload._conventions import sniff
+from k0maru_offload._flush import FlushEngine, FlushNote
+from tests.conftest import write_notes
+
+DAY = dt.date(2026, 8, 5)
+
+
+def front(text: str) -> dict[str, object]:
+    assert text.startswith("---\n")
+    meta = yaml.safe_load(text.split("---\n")[1])
+    assert isinstance(meta, dict)
+    return meta
+
+
+def test_dated_decisions_with_sections_from_agents_md(vault: Path):
+    write_notes(
+        vault,
+        {
+            "AGENTS.md": "# Agents\n\n- Decision records use the sections Context, Decision and Consequences.\n",
+            "decisions/2026-08-01-use-wal.md": "---\ntitle: Use WAL\ndate: 2026-08-01\ntags: [db]\n---\n# Use WAL\n",
+            "decisions/2026-08-03-drop-redis.md": "---\ntitle: Drop Redis\ndate: 2026-08-03\ntags: []\n---\n# Drop Redis\n",
+            "notes/misc.md": "# misc\n",
+        },
+    )
+    engine = FlushEngine(vault)
+    note = FlushNote("Export lock contention fix", "We serialise exports behind one lock.", "decision", ("export",))
+    path, outcome = engine.flush(note, DAY)
+    assert (path, outcome) == ("decisions/2026-08-05-export-lock-contention-fix.md", "created")
+    text = (vault / path).read_text()
+    assert list(front(text)) == ["title", "date", "tags"]
+    body = text.split("---\n", 2)[2]
+    assert (
+        body.index("## Context\n\nWe serialise exports") < body.index("## Decision\n") < body.index("## Consequences")
+    )
+    # the same content on another day is the same note, not a new one
+    assert engine.flush(note, DAY + dt.timedelta(days=1)) == (path, "up_to_date")
+    assert len(list((vault / "decisions").glob("*.md"))) == 3
+
+
+def test_space_separated_title_case_names(vault: Path):
+    write_notes(
+        vault,
+        {
+            "Export Lock.md": "# Export Lock\n",
+            "Release Checklist.md": "# Release Checklist\n",
+            "Meeting With Design.md": "# x\n",
+        },
+    )
+    conv = sniff(vault)
+    assert conv.naming_style == "title-space"
+    path, _ = FlushEngine(vault).flush(FlushNote("export lock contention fix", "body"), DAY)
+    assert path == "Export Lock Contention Fix.md"
+
+
+def test_para_vault_and_unknown_category_goes_to_the_root(vault: Path):
+    for folder in ("1 Projects", "2 Areas", "3 Resources", "4 Archive"):
+        (vault / folder).mkdir()
+    write_notes(vault, {"1 Projects/alpha-launch.md": "# a\n", "1 Projects/beta-pricing.md": "# b\n"})
+    conv = sniff(vault)
+    assert conv.folder_scheme == "para"
+    engine = FlushEngine(vault)
+    path, _ = engine.flush(FlushNote("Gamma rollout", "plan", "projects"), DAY)
+    assert path == "1 Projects/gamma-rollout.md"  # the folder's own naming: no date
+    path, _ = engine.flush(FlushNote("Sourdough", "flour, water", "recipes"), DAY)
+    assert "/" not in path and not (vault / "recipes").exists()  # B.7: unknown → generic → the root
+
+
+def test_johnny_decimal_ids_continue(vault: Path):
+    write_notes(
+        vault,
+        {
+            "00-09 System/01 Inbox/01.01 Read Me.md": "# r\n",
+            "10-19 Engineering/11 Decisions/11.01 Use WAL.md": "# Use WAL\n",
+            "10-19 Engineering/11 Decisions/11.02 Drop Redis.md": "# Drop Redis\n",
+        },
+    )
+    conv = sniff(vault)
+    assert conv.folder_scheme == "johnny-decimal" and conv.folders["decision"] == "10-19 Engineering/11 Decisions"
+    engine = FlushEngine(vault)
+    note = FlushNote("Export lock contention fix", "We serialise exports.", "decision")
+    path, _ = engine.flush(note, DAY)
+    assert path == "10-19 Engineering/11 Decisions/11.03 Export Lock Contention Fix.md"
+    assert engine.flush(note, DAY + dt.timedelta(days=3)) == (path, "up_to_date")
+
+
+def test_folder_frontmatter_keys_and_sections_are_followed(vault: Path):
+    log = "---\ncreated: 2026-07-0{0}\ntags: [session]\n---\n# Day {0}\n\n## Summary\n\nx\n\n## Next steps\n\ny\n"
+    write_notes(vault, {f"journal/2026-07-0{i}.md": log.format(i) for i in range(1, 4)})
+    engine = FlushEngine(vault)
+    path, _ = engine.flush(FlushNote("Flaky export test", "Retried with a lock.", tags=("ci",)), DAY)
+    assert path == "journal/2026-08-05-flaky-export-test.md"
+    text = (vault / path).read_text()
+    assert front(text) == {"created": "2026-08-05", "tags": ["ci"]}
+    assert "## Summary\n\nRetried with a lock." in text and "## Next steps" in text
+    assert engine.flush(FlushNote("Flaky export test", "Retried with a lock.", tags=("ci",)), DAY + dt.timedelta(1))[
+        1
+    ] == ("up_to_date")
+
+
+def test_a_vault_without_frontmatter_gets_none(vault: Path):
+    write_notes(vault, {"logs/a.md": "# A\n\ntext\n", "logs/b.md": "# B\n\ntext\n"})
+    path, _ = FlushEngine(vault).flush(FlushNote("Third", "body"), DAY)
+    assert path == "logs/third.md" and (vault / path).read_text() == "# Third\n\nbody\n"
+
+
+def test_a_template_is_filled(vault: Path):
+    write_notes(
+        vault,
+        {
+            "templates/decision.md": "---\ntitle: {{title}}\ndate: {{date}}\nstatus: proposed\n---\n# {{title}}\n\n## Why\n\n{{content}}\n\n## Status\n\nproposed\n",
+            "decisions/.keep": "",
+        },
+    )
+    path, _ = FlushEngine(vault).flush(FlushNote("Use WAL", "Readers block writers.", "decision"), DAY)
+    text = (vault / path).read_text()
+    assert front(text) == {"title": "Use WAL", "date": DAY, "status": "proposed"}
+    assert "## Why\n\nReaders block writers.\n\n## Status" in text and text.count("---\n") == 2
+
+
+def _vault_with_history(vault: Path) -> None:
+    notes = {
+        "README.md": "# Orders service\n\n> Takes orders from the shop and hands them to billing, exactly once.\n\nMore text.\n",
+        "AGENTS.md": "# Rules\n\n- decisions: decisions\n- Never edit generated code in gen/.\n- Every decision record has the sections Context, Decision, Consequences.\n",
+        "skills/retry-export.md": "# Retry export\n",
+        "index.md": "# Index\n\n[[README]] [[decisions/2026-08-01-use-wal]]\n",
+    }
+    for i in range(1, 30):
+        notes[f"decisions/2026-08-{i:02d}-decision-number-{i}-about-the-export-pipeline.md"] = f"# D{i}\n"
+    write_notes(vault, notes)
+
+
+def test_loadout_is_an_l0_to_l3_hierarchy_under_300_tokens(vault: Path):
+    from k0maru_common import estimate_tokens
+    from k0maru_offload._loadout import build_loadout
+
+    _vault_with_history(vault)
+    loadout = build_loadout(vault)
+    text = loadout.markdown
+    assert loadout.project == "Orders service" and estimate_tokens(text) <= 300
+    assert "L0 project: Orders service — Takes orders from the shop" in text
+    assert text.index("L0") < text.index("L1 conventions") < text.index("L2 recent") < text.index("L3 evergreen")
+    assert "decision → decisions/: 2026-08-01-example-note.md; sections Context, Decision, Consequences" in text
+    assert "[[decisions/2026-08-29-decision-number-29-about-the-export-pipeline]]" in text  # newest first
+    assert "names: slug" not in text
+    bigger = build_loadout(vault, max_tokens=2000)
+    assert estimate_tokens(bigger.markdown) <= 2000 and len(bigger.markdown) > len(text)
+    assert "Never edit generated code in gen/." in bigger.markdown and "[[skills/retry-export]]" in bigger.markdown
+
+
+def test_loadout_for_a_named_project(vault: Path):
+    from k0maru_offload._loadout import build_loadout
+
+    write_notes(
+        vault,
+        {
+            "10_Projects/Billing Bridge.md": "---\ntype: project\n---\n# Billing Bridge\n\nSyncs invoices to the ledger nightly.\n",
+            "10_Projects/Other.md": "# Other\n\n> Not this one.\n",
+        },
+    )
+    loadout = build_loadout(vault, project="billing")
+    assert "L0 project: billing — Syncs invoices to the ledger nightly." in loadout.markdown
