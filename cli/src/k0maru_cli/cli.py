@@ -484,15 +484,15 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--host", default="127.0.0.1", help="console bind address (non-loopback needs K0_CONSOLE_TOKEN)")
         if name in ("up", "ui"):
             p.add_argument("--port", type=int, default=7878, help="console port (0 = any free port)")
-        if name == "ui":
-            p.add_argument("--open", action="store_true", help="open the console in the default browser")
-        if name == "mcp":
+        else:
             p.add_argument(
                 "--tool-wait",
                 type=float,
                 default=30.0,
                 help="seconds a tool call waits for a stack that is still starting (default 30)",
             )
+        if name == "ui":
+            p.add_argument("--open", action="store_true", help="open the console in the default browser")
     p = with_vault(sub.add_parser("status", help="health of every service of the vault's stack"))
     p.add_argument("--json", action="store_true")
     p = with_vault(sub.add_parser("search", help="search the vault"))

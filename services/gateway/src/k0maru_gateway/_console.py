@@ -19,7 +19,7 @@ import ipaddress
 import json
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -48,6 +48,7 @@ from k0maru_common import (
     NotReady,
     StackClient,
     TooLarge,
+    health_name,
     health_state,
     mode_name,
 )
@@ -56,19 +57,6 @@ from ._mermaid import render_svg
 from ._openapi import openapi_spec
 
 MAX_QUERY_CHARS = 10_000
-MAX_SCOPE_ITEMS = 32
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-    "font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
-STATIC_TYPES = {
-    ".js": "text/javascript; charset=utf-8",
-    ".css": "text/css; charset=utf-8",
-    ".woff2": "font/woff2",
-    ".svg": "image/svg+xml",
-    ".txt": "text/plain; charset=utf-8",
-    ".json": "application/json",
-}
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 WILDCARDS = frozenset({"", "0.0.0.0", "::"})
 
@@ -118,6 +106,21 @@ class HostCheck:
         await self._app(scope, receive, send)
 
 
+MAX_SCOPE_ITEMS = 32
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+STATIC_TYPES = {
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".woff2": "font/woff2",
+    ".svg": "image/svg+xml",
+    ".txt": "text/plain; charset=utf-8",
+    ".json": "application/json",
+}
+
+
 def _status_for(exc: K0Error) -> int:
     if isinstance(exc, InvalidInput):
         return 400
@@ -143,7 +146,6 @@ TOKENS_KNOWN = {
     "recall_note_tokens",
     "recall_answer_tokens",
 }
-SEARCH_KNOWN = {"hits", "vault", "mode_used", "vector_coverage", "took_ms", "channels", "tagmemo"}
 EXPLAIN_KNOWN = {"bm25", "vector", "graph_boost", "fused_score", "heading_path", "tagmemo_tags"}
 
 
@@ -171,29 +173,16 @@ def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
     return out
 
 
-def channels(reply: retriever_pb2.SearchResponse, requested: str) -> list[dict[str, Any]]:
-    """Which channels ran for a search, and why one was left out: the retriever's own reports, or
-    (from a retriever that sends none) what its mode and vector coverage imply."""
-    if reply.channels:
-        return [{"channel": c.channel, "ran": c.ran, "reason": c.reason} for c in reply.channels]
-    used, coverage = mode_name(reply.mode_used), reply.vector_coverage
+def channels(requested: str, reports: Iterable[retriever_pb2.ChannelReport]) -> list[dict[str, Any]]:
+    """Which channels ran for a search, and why one was left out (as the retriever says)."""
+    said = {r.channel: r for r in reports}
     out = []
     for name in ("bm25", "vector"):
-        ran = used in (name, "hybrid")
-        why = ""
-        if not ran and requested in (name, "hybrid"):
-            if name == "vector" and coverage == 0:
-                why = "no chunk has a vector yet (embedding has not started or no embedder runs)"
-            elif name == "vector":
-                why = (
-                    "the retriever answered without vectors: the embedding model cannot read this query's script"
-                    " (e.g. Chinese on the English default model), or no embedder answered in time"
-                )
-            else:
-                why = "the retriever answered without BM25"
-        elif not ran:
-            why = f"not asked for (mode {requested})"
-        out.append({"channel": name, "ran": ran, "reason": why})
+        r = said.get(name)
+        if r is None:
+            out.append({"name": name, "ran": False, "why": f"not asked for (mode {requested})"})
+        else:
+            out.append({"name": name, "ran": r.ran, "why": r.reason})
     return out
 
 
@@ -269,10 +258,7 @@ class StatusSampler:
 
     def _collect(self, now: float) -> dict[str, Any]:
         c = self.client
-        services = {
-            name: health_state(addr, HEALTH_NAMES["embedder" if name.startswith("embedder") else name])
-            for name, addr in sorted(c.addresses.items())
-        }
+        services = {name: health_state(addr, health_name(name)) for name, addr in sorted(c.addresses.items())}
         index = self._try(c.retriever.IndexStatus, retriever_pb2.IndexStatusRequest())
         scan = self._try(c.scanner.Status, scanner_pb2.ScannerStatusRequest())
         tokens = self._try(c.offload.TokenStats, offload_pb2.TokenStatsRequest())
@@ -458,39 +444,40 @@ def build_console(
         scope = retriever_pb2.Scope(
             diaries=_list_param(req, "diary"), path_prefixes=_list_param(req, "prefix"), tags=_list_param(req, "tag")
         )
-        try:
-            tag_weight = float(req.query_params.get("tag_weight", "0") or "0")
-        except ValueError as exc:
-            raise InvalidInput("tag_weight must be a number") from exc
-        if not 0.0 <= tag_weight <= 1.0:
-            raise InvalidInput("tag_weight must be between 0 and 1 (0 = configured)")
-        core_tags = [t.strip() for t in req.query_params.get("core_tags", "").split(",") if t.strip()]
         request_pb = retriever_pb2.SearchRequest(
-            query=q,
-            limit=limit,
-            mode=SEARCH_MODES[mode],
-            explain=explain,
-            scope=scope,
-            tagmemo=retriever_pb2.TagMemoOptions(
-                enabled=_flag(req, "tagmemo", False), beta=tag_weight, core_tags=core_tags
-            ),
-            dedup=_flag(req, "dedup", False),
+            query=q, limit=limit, mode=SEARCH_MODES[mode], explain=explain, scope=scope
         )
+        if _flag(req, "tagmemo", False):
+            beta_raw = req.query_params.get("beta", "") or "0"
+            try:
+                beta = float(beta_raw)
+            except ValueError as exc:
+                raise InvalidInput("beta must be a number") from exc
+            if not 0 <= beta <= 1:
+                raise InvalidInput("beta must be between 0 and 1 (0 = configured or dynamic)")
+            core_tags = [t.strip() for t in req.query_params.get("core_tags", "").split(",") if t.strip()]
+            request_pb.tagmemo.CopyFrom(retriever_pb2.TagMemoOptions(enabled=True, beta=beta, core_tags=core_tags))
+        request_pb.dedup = _flag(req, "dedup", False)
         reply = await call(client.retriever.Search, request_pb)
-        body: dict[str, Any] = {
-            "vault": reply.vault,
-            "query": q,
-            "mode": mode,
-            "mode_used": mode_name(reply.mode_used),
-            "vector_coverage": reply.vector_coverage,
-            "took_ms": reply.took_ms,
-            "channels": channels(reply, mode),
-            "hits": [hit_json(h, explain) for h in reply.hits],
-            "extra": _extra(reply, SEARCH_KNOWN),
-        }
-        if explain and reply.HasField("tagmemo"):
-            body["tagmemo"] = json_format.MessageToDict(reply.tagmemo, preserving_proto_field_name=True)
-        return JSONResponse(body)
+        used = mode_name(reply.mode_used)
+        return JSONResponse(
+            {
+                "vault": reply.vault,
+                "query": q,
+                "mode": mode,
+                "mode_used": used,
+                "vector_coverage": reply.vector_coverage,
+                "took_ms": reply.took_ms,
+                "channels": channels(mode, reply.channels),
+                "hits": [hit_json(h, explain) for h in reply.hits],
+                "tagmemo": json_format.MessageToDict(reply.tagmemo, preserving_proto_field_name=True)
+                if reply.HasField("tagmemo")
+                else None,
+                "extra": _extra(
+                    reply, {"hits", "vault", "mode_used", "vector_coverage", "took_ms", "channels", "tagmemo"}
+                ),
+            }
+        )
 
     async def note(req: Request) -> Response:
         path = _path_param(req)
@@ -655,6 +642,10 @@ def build_console(
         )
 
     return Starlette(
+        middleware=[
+            Middleware(HostCheck, hosts=hosts),
+            Middleware(GZipMiddleware, minimum_size=1024, compresslevel=6),  # event streams are never compressed
+        ],
         routes=[
             Route("/", index),
             Route("/static/{name:path}", static_file),
@@ -668,9 +659,5 @@ def build_console(
             Route("/api/status", api(status)),
             Route("/api/live", api(live)),
             Route("/api/events", api(events)),
-        ],
-        middleware=[
-            Middleware(HostCheck, hosts=hosts),
-            Middleware(GZipMiddleware, minimum_size=1024, compresslevel=6),  # event streams are never compressed
         ],
     )

@@ -18,8 +18,8 @@ from k0maru.v1 import offload_pb2, retriever_pb2
 from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, mode_name
 
 T = TypeVar("T")
-log = logging.getLogger(__name__)
 MAX_LINE = 2**32 - 1  # line numbers are uint32 on the wire
+log = logging.getLogger(__name__)
 
 OUTCOME_NAMES = {
     offload_pb2.FLUSH_OUTCOME_CREATED: "created",

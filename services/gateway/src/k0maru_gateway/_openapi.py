@@ -37,7 +37,7 @@ def _query(name: str, schema: dict[str, Any], description: str, required: bool =
 
 SCHEMAS: dict[str, Any] = {
     "Error": _obj({"error": _STR}),
-    "Channel": _obj({"channel": {"enum": ["bm25", "vector"]}, "ran": _BOOL, "reason": _STR}),
+    "Channel": _obj({"name": {"enum": ["bm25", "vector"]}, "ran": _BOOL, "why": _STR}),
     "ChannelScore": _nullable(_obj({"rank": {"type": "integer", "minimum": 1}, "score": _NUM})),
     "Explain": _obj(
         {
@@ -73,13 +73,8 @@ SCHEMAS: dict[str, Any] = {
             "took_ms": _NUM,
             "channels": {"type": "array", "items": _ref("Channel")},
             "hits": {"type": "array", "items": _ref("Hit")},
-            "tagmemo": {
-                "type": "object",
-                "description": "the query's TagMemo explanation (explain on, TagMemo or dedup asked)",
-            },
             "extra": {"type": "object"},
-        },
-        required=["vault", "query", "mode", "mode_used", "vector_coverage", "took_ms", "channels", "hits", "extra"],
+        }
     ),
     "Link": _obj(
         {
@@ -250,11 +245,7 @@ def openapi_spec() -> dict[str, Any]:
                         _query("prefix", {"type": "array", "items": _STR}, "path prefix(es) to search in"),
                         _query("tag", {"type": "array", "items": _STR}, "tags every hit must carry"),
                         _query("tagmemo", {"enum": ["0", "1"]}, "run TagMemo"),
-                        _query(
-                            "tag_weight", {"type": "number", "minimum": 0, "maximum": 1}, "TagMemo β₀ (0 = configured)"
-                        ),
-                        _query("core_tags", _STR, "TagMemo core tags, comma-separated"),
-                        _query("dedup", {"enum": ["0", "1"]}, "SVD-residual deduplication"),
+                        _query("beta", {"type": "number", "minimum": 0, "maximum": 10}, "TagMemo base boost"),
                     ],
                     "responses": _answers("SearchResult", (400, 401, 413, 502, 503)),
                 }

@@ -97,9 +97,10 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
         result = self._engine.offload(request.text, request.task_id, request.threshold, request.command, exit_code)
         counted = False
         if result.offloaded:
+            # the catalog (a JSON sidecar per log) feeds the console's offload browser
+            catalog.record(self._engine.vault, result, request.task_id, request.command, exit_code)
             streamed = self._engine.streamed_tokens(request.text, request.streamed_lines)
             counted = self._ledger.record(result.node_id, result.original_tokens, result.summary_tokens, streamed)
-            catalog.record(self._engine.vault, result, request.task_id, request.command, exit_code)
         f = result.findings
         return offload_pb2.OffloadResult(
             offloaded=result.offloaded,
