@@ -90,7 +90,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     launcher = Launcher(vault, root / "data", embedders=1, http_port=0)
     state = launcher.start()
     base = state.console_url.rstrip("/")
-    client = StackClient(state.vault, {k: v for k, v in state.addresses.items() if k != "redis"})
+    client = state.client()  # carries the stack's gRPC token
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -312,6 +312,7 @@ def token_console(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Ite
         "K0_GRPC_ADDR": f"127.0.0.1:{free_port()}",
         "K0_HTTP_PORT": str(port),
         "K0_CONSOLE_TOKEN": TOKEN,
+        "K0_GRPC_TOKEN": stack.launcher.state.grpc_token if stack.launcher.state else "",
     }
     log = tmp_path_factory.mktemp("token") / "gateway.log"
     with open(log, "wb") as out:
