@@ -191,6 +191,10 @@ def test_scope_and_mode_controls(page: Any, stack: Stack):
     assert zh["mode_used"] == "bm25"  # the English default model (scripts: latin) cannot read Chinese
     vector = next(c for c in zh["channels"] if c["name"] == "vector")
     assert not vector["ran"] and "script" in vector["why"]  # said, not hidden behind "vectors 100%"
+    open_page(page, stack, "search?q=lighthouse&mode=hybrid&tagmemo=1&beta=0.4&dedup=1")
+    page.wait_for_selector(".chan.tagmemo")  # the query's TagMemo explanation, shown when it ran
+    assert "TagMemo" in page.inner_text(".chan.tagmemo") and "β" in page.inner_text(".chan.tagmemo")
+    assert page.is_checked("#tagmemo") and page.is_checked("#dedup") and page.input_value("#beta") == "0.4"
     page.select_option("#mode", "vector")
     page.fill("#diary", "")
     page.click("#search-form button")
