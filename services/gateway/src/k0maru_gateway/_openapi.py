@@ -245,7 +245,10 @@ def openapi_spec() -> dict[str, Any]:
                         _query("prefix", {"type": "array", "items": _STR}, "path prefix(es) to search in"),
                         _query("tag", {"type": "array", "items": _STR}, "tags every hit must carry"),
                         _query("tagmemo", {"enum": ["0", "1"]}, "run TagMemo"),
-                        _query("beta", {"type": "number", "minimum": 0, "maximum": 10}, "TagMemo base boost"),
+                        _query(
+                            "tag_weight", {"type": "number", "minimum": 0, "maximum": 1}, "TagMemo β₀ (0 = configured)"
+                        ),
+                        _query("beta", {"type": "number", "minimum": 0, "maximum": 1}, "alias of tag_weight"),
                     ],
                     "responses": _answers("SearchResult", (400, 401, 413, 502, 503)),
                 }

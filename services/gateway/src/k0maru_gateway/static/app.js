@@ -153,7 +153,7 @@ async function searchView(_arg, params) {
       <input id="prefix" placeholder="path prefix" value="${esc(params.get("prefix") || "")}" size="14" aria-label="path prefix">
       <input id="tag" placeholder="tags (comma)" value="${esc(params.get("tag") || "")}" size="16" aria-label="tags">
       <label><input type="checkbox" id="tagmemo"${params.get("tagmemo") === "1" ? " checked" : ""}> TagMemo</label>
-      <input id="beta" placeholder="β 0–1" value="${esc(params.get("beta") || "")}" size="5" aria-label="TagMemo beta">
+      <input id="tag_weight" placeholder="β₀ 0–1" value="${esc(params.get("tag_weight") || params.get("beta") || "")}" size="5" aria-label="TagMemo beta">
       <input id="core_tags" placeholder="core tags" value="${esc(params.get("core_tags") || "")}" size="10" aria-label="TagMemo core tags">
       <label><input type="checkbox" id="dedup"${params.get("dedup") === "1" ? " checked" : ""}> dedup</label>
       <input id="limit" type="number" min="1" max="100" value="${esc(params.get("limit") || "10")}" aria-label="limit">
@@ -163,7 +163,7 @@ async function searchView(_arg, params) {
   $("#search-form").addEventListener("submit", (e) => {
     e.preventDefault();
     const p = new URLSearchParams({ q: $("#q").value, mode: $("#mode").value });
-    for (const k of ["diary", "prefix", "tag", "beta", "core_tags", "limit"]) if ($("#" + k).value.trim()) p.set(k, $("#" + k).value.trim());
+    for (const k of ["diary", "prefix", "tag", "tag_weight", "core_tags", "limit"]) if ($("#" + k).value.trim()) p.set(k, $("#" + k).value.trim());
     if ($("#tagmemo").checked) p.set("tagmemo", "1");
     if ($("#dedup").checked) p.set("dedup", "1");
     location.hash = "#/search?" + p;
@@ -172,7 +172,7 @@ async function searchView(_arg, params) {
   const p = new URLSearchParams({ q, mode, explain: "1", limit: params.get("limit") || "10" });
   for (const k of ["diary", "prefix"]) if (params.get(k)) p.append(k, params.get(k));
   for (const t of (params.get("tag") || "").split(",")) if (t.trim()) p.append("tag", t.trim().replace(/^#/, ""));
-  if (params.get("tagmemo") === "1") { p.set("tagmemo", "1"); for (const k of ["beta", "core_tags"]) if (params.get(k)) p.set(k, params.get(k)); }
+  if (params.get("tagmemo") === "1") { p.set("tagmemo", "1"); for (const k of ["tag_weight", "core_tags"]) if (params.get(k)) p.set(k, params.get(k)); }
   if (params.get("dedup") === "1") p.set("dedup", "1");
   const d = await api("/api/search?" + p);
   $("#meta").textContent = `${d.hits.length} hits · ${d.took_ms.toFixed(1)} ms · asked ${d.mode}, ran ${d.mode_used} · index vector coverage ${(100 * d.vector_coverage).toFixed(0)}%`;
