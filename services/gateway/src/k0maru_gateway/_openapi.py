@@ -246,8 +246,10 @@ def openapi_spec() -> dict[str, Any]:
                         _query("prefix", {"type": "array", "items": _STR}, "path prefix(es) to search in"),
                         _query("tag", {"type": "array", "items": _STR}, "tags every hit must carry"),
                         _query("tagmemo", {"enum": ["0", "1"]}, "run TagMemo"),
-                        _query("beta", {"type": "number", "minimum": 0, "maximum": 1}, "TagMemo base boost β₀"),
-                        _query("tag_weight", {"type": "number", "minimum": 0, "maximum": 1}, "the same as beta"),
+                        _query(
+                            "tag_weight", {"type": "number", "minimum": 0, "maximum": 1}, "TagMemo β₀ (0 = configured)"
+                        ),
+                        _query("beta", {"type": "number", "minimum": 0, "maximum": 1}, "alias of tag_weight"),
                         _query("core_tags", _STR, "TagMemo core tags, comma-separated"),
                         _query("dedup", {"enum": ["0", "1"]}, "SVD-residual deduplication of the hits"),
                     ],
