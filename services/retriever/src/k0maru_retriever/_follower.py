@@ -21,9 +21,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import zmq
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from k0maru.v1 import common_pb2, scanner_pb2, scanner_pb2_grpc
-from k0maru_common import BackgroundWorker, ChangeSubscriber, WorkerHealth, open_channel
+from k0maru_common import HEALTH_NAMES, BackgroundWorker, ChangeSubscriber, WorkerHealth, open_channel
 
 from ._index import EmbedJob, NoteIndex
 
@@ -46,6 +47,7 @@ class EventFollower:
         self._index = index
         self._channel = open_channel(scanner_addr, token)
         self._scanner = scanner_pb2_grpc.ScannerStub(self._channel)
+        self._health = health_pb2_grpc.HealthStub(self._channel)
         self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self._subscriber = ChangeSubscriber(self._context, events_addr)
         self._enqueue = enqueue
@@ -70,8 +72,20 @@ class EventFollower:
         self._context.term()
         self._channel.close()
 
+    def _scanner_serving(self) -> bool:
+        """The scanner lists the whole vault only once its first scan is done (health SERVING):
+        a reconcile against a half-scanned manifest would say "ready" too early."""
+        try:
+            reply = self._health.Check(health_pb2.HealthCheckRequest(service=HEALTH_NAMES["scanner"]), timeout=2.0)
+        except grpc.RpcError:
+            return False
+        return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
     def _run(self, stop: threading.Event) -> None:
         while not stop.is_set():
+            if not self._scanner_serving():
+                stop.wait(0.2)
+                continue
             try:
                 if self.last_applied_seq:
                     self.catch_up()  # exact and cheap while the journal still reaches back
