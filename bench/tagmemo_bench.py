@@ -5,16 +5,19 @@ Run: .venv/bin/python bench/tagmemo_bench.py [--workdir DIR --queries QUERIES.js
     query (EPA projection, pyramid, both passes, fused vector), SVD dedup of 30 candidates;
     the tag vectors are real-looking: 40 topics, each tag a topic centre plus noise
   - through gRPC on an eval index built by `k0maru eval beir` (--workdir, optional): hybrid
-    search p50/p99 with TagMemo off, on, and on + dedup, interleaved query by query so the
-    shared machine's load hits all three alike
+    search p50/p99 with TagMemo off, on (raw+fused, fused) and on + dedup, in blocks
+    alternated over 3 rounds so the shared machine's load drift hits all alike
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the retriever runs (its __main__)
 
 import numpy as np
 from _common import emit, summary
@@ -71,24 +74,32 @@ def in_process(n_tags: int, d: int = 384) -> None:
     )
 
 
-def through_grpc(workdir: Path, queries_path: Path, limit: int = 300) -> None:
+def through_grpc(workdir: Path, queries_path: Path, limit: int = 300, rounds: int = 3) -> None:
+    """Blocks of every query per setting, the settings alternated over rounds (load drifts)."""
     vault = workdir / "vault"
+    params_path = workdir / "data" / "rag_params.json"
     queries = [q["text"] for q in load_jsonl(queries_path)][:limit]
-    configs = {
-        "off": {},
-        "tagmemo": {"tagmemo": retriever_pb2.TagMemoOptions(enabled=True)},
-        "tagmemo+dedup": {"tagmemo": retriever_pb2.TagMemoOptions(enabled=True), "dedup": True},
+    on = {"tagmemo": retriever_pb2.TagMemoOptions(enabled=True)}
+    configs: dict[str, tuple[str, dict[str, object]]] = {
+        "off": ("raw+fused", {}),
+        "tagmemo_raw+fused": ("raw+fused", on),
+        "tagmemo_fused": ("fused", on),
+        "tagmemo_raw+fused+dedup": ("raw+fused", {**on, "dedup": True}),
     }
     with stack_for(vault, workdir / "data", embedders=1) as client:
         wait_indexed(client, need_vectors=True)
         status = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest())
-        lat: dict[str, list[float]] = {name: [] for name in configs}
-        for q in queries:  # the query vector is cached after the first config: all three pay the same
+        for q in queries:  # warm the query-vector cache: every setting then pays the same
             client.call(client.retriever.Search, retriever_pb2.SearchRequest(query=q, limit=10))
-            for name, extra in configs.items():
-                t0 = time.perf_counter()
-                client.call(client.retriever.Search, retriever_pb2.SearchRequest(query=q, limit=10, **extra))  # type: ignore[arg-type]
-                lat[name].append((time.perf_counter() - t0) * 1000)
+        lat: dict[str, list[float]] = {name: [] for name in configs}
+        for _round in range(rounds):
+            for name, (vector_query, extra) in configs.items():
+                params_path.write_text(json.dumps({"Retriever": {"vectorQuery": vector_query}}))
+                for q in queries:
+                    t0 = time.perf_counter()
+                    client.call(client.retriever.Search, retriever_pb2.SearchRequest(query=q, limit=10, **extra))  # type: ignore[arg-type]
+                    lat[name].append((time.perf_counter() - t0) * 1000)
+        params_path.unlink(missing_ok=True)
         emit(
             "tagmemo_hybrid_grpc",
             chunks=status.chunks,
