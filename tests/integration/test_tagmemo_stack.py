@@ -140,3 +140,24 @@ def test_rag_params_hot_reload_and_a_bad_file_changes_nothing(stack):
     assert "rejected" in status(client).params_error
     path.unlink()
     assert status(client).params_error == ""
+
+
+def test_dedup_drops_a_near_duplicate_and_keeps_rank_order(stack):
+    client, vault, _data = stack
+    text = "# Screen flickers\n\nThe screen flickers when brightness is low.\n"
+    write_notes(vault, {"dup/one.md": text, "dup/two.md": text})
+    wait_for(lambda: indexed(client, status(client).documents) and status(client).documents >= 11, 90, "duplicates")
+
+    def paths(dedup: bool) -> tuple[list[str], retriever_pb2.SearchResponse]:
+        reply: retriever_pb2.SearchResponse = client.call(
+            client.retriever.Search,
+            retriever_pb2.SearchRequest(query="screen flickers", limit=10, mode=VECTOR, explain=True, dedup=dedup),
+        )
+        return [h.path for h in reply.hits], reply
+
+    plain, _ = paths(False)
+    deduped, reply = paths(True)
+    assert {"dup/one.md", "dup/two.md"} <= set(plain[:2])
+    assert len({"dup/one.md", "dup/two.md"} & set(deduped)) == 1
+    assert reply.tagmemo.dedup_dropped == len(plain) - len(deduped) >= 1
+    assert deduped == [p for p in plain if p in deduped]  # rank order kept

@@ -203,7 +203,7 @@ class HybridSearcher:
         else:
             fused = single_channel([(a, s) for a, s, _ in bm25[:limit]], k=p.k)
         if request.dedup and qv is not None and self._shaper is not None:  # dedup hook (A.11)
-            kept = self._shaper.dedup(fused[:pool], best_chunk, qv, limit)
+            kept = self._shaper.dedup(fused[:limit], best_chunk, qv, limit)  # as VCP: over the results
             if request.explain:
                 response.tagmemo.dedup_dropped = min(len(fused), limit) - len(kept)
             fused = kept

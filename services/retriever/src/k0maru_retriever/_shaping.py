@@ -80,7 +80,7 @@ class QueryShaper:
         return [shaped.vector], explanation
 
     def dedup(self, hits: list[FusedHit], best_chunk: dict[str, str], q: np.ndarray, limit: int) -> list[FusedHit]:
-        """The hits SVD-residual deduplication keeps (at most `limit`), in selection order."""
+        """The hits SVD-residual deduplication keeps (at most `limit`), in their rank order."""
         cids = [best_chunk[h.path] for h in hits]
         with self._index.lock:
             stored = self._index.vectors.vectors_of(cids)
@@ -90,4 +90,6 @@ class QueryShaper:
         top = max(h.score for h in hits) or 1.0
         scores = np.array([hits[i].score / top for i in usable])
         picked = deduplicate(np.stack([stored[cids[i]] for i in usable]), scores, q, limit)
-        return [hits[usable[i]] for i in picked]
+        # the greedy selection decides which hits stay; they keep their rank order (in selection
+        # order, novelty outranks relevance: −0.044 nDCG@10 on tagged_android, bench/README.md)
+        return [hits[usable[i]] for i in sorted(picked)]
