@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from k0maru.v1 import retriever_pb2
+from k0maru_common import InvalidInput
 from k0maru_gateway._clients import StackClient
 from k0maru_gateway._stack import Launcher
 from tests.conftest import write_notes
@@ -95,6 +96,8 @@ def test_tagmemo_on_a_vault_without_tags_changes_nothing(stack):
             on = search(client, query, mode, tagmemo=True, beta=0.4)
             assert ranked(on) == ranked(off)
             assert not on.tagmemo.applied
+    with pytest.raises(InvalidInput, match=r"tagmemo\.beta"):  # INVALID_ARGUMENT, in every mode
+        search(client, "cache", retriever_pb2.SEARCH_MODE_BM25, tagmemo=True, beta=1.5)
 
 
 def test_tagged_notes_feed_the_tag_index_epa_and_the_query(stack):

@@ -148,6 +148,8 @@ class HybridSearcher:
     def search(self, request: retriever_pb2.SearchRequest) -> retriever_pb2.SearchResponse:
         started = time.perf_counter()
         query = request.query.strip()[:MAX_QUERY_CHARS]
+        if self._shaper is not None:
+            self._shaper.check(request)
         limit = min(request.limit or 10, MAX_LIMIT)
         mode = request.mode or HYBRID
         scope = Scope(tuple(request.scope.diaries), tuple(request.scope.path_prefixes), tuple(request.scope.tags))
