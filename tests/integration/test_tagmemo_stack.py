@@ -11,7 +11,7 @@ import pytest
 
 from k0maru.v1 import retriever_pb2
 from k0maru_cli import Launcher
-from k0maru_common import StackClient
+from k0maru_common import InvalidInput, StackClient
 from tests.conftest import write_notes
 
 pytestmark = pytest.mark.integration
@@ -95,6 +95,8 @@ def test_tagmemo_on_a_vault_without_tags_changes_nothing(stack):
             on = search(client, query, mode, tagmemo=True, beta=0.4)
             assert ranked(on) == ranked(off)
             assert not on.tagmemo.applied
+    with pytest.raises(InvalidInput, match=r"tagmemo\.beta"):  # INVALID_ARGUMENT, in every mode
+        search(client, "cache", retriever_pb2.SEARCH_MODE_BM25, tagmemo=True, beta=1.5)
 
 
 def test_tagged_notes_feed_the_tag_index_epa_and_the_query(stack):
@@ -140,3 +142,24 @@ def test_rag_params_hot_reload_and_a_bad_file_changes_nothing(stack):
     assert "rejected" in status(client).params_error
     path.unlink()
     assert status(client).params_error == ""
+
+
+def test_dedup_drops_a_near_duplicate_and_keeps_rank_order(stack):
+    client, vault, _data = stack
+    text = "# Screen flickers\n\nThe screen flickers when brightness is low.\n"
+    write_notes(vault, {"dup/one.md": text, "dup/two.md": text})
+    wait_for(lambda: indexed(client, status(client).documents) and status(client).documents >= 11, 90, "duplicates")
+
+    def paths(dedup: bool) -> tuple[list[str], retriever_pb2.SearchResponse]:
+        reply: retriever_pb2.SearchResponse = client.call(
+            client.retriever.Search,
+            retriever_pb2.SearchRequest(query="screen flickers", limit=10, mode=VECTOR, explain=True, dedup=dedup),
+        )
+        return [h.path for h in reply.hits], reply
+
+    plain, _ = paths(False)
+    deduped, reply = paths(True)
+    assert {"dup/one.md", "dup/two.md"} <= set(plain[:2])
+    assert len({"dup/one.md", "dup/two.md"} & set(deduped)) == 1
+    assert reply.tagmemo.dedup_dropped == len(plain) - len(deduped) >= 1
+    assert deduped == [p for p in plain if p in deduped]  # rank order kept

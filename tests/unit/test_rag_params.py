@@ -24,7 +24,7 @@ def test_defaults_are_vcps() -> None:
     assert p.knowledge_base.dynamic_boost_range == (0.3, 2.0)
     assert p.knowledge_base.deduplication_threshold == 0.88
     assert p.knowledge_base.language_compensator.penalty_unknown == 0.05
-    assert p.retriever.vector_query == "raw+fused"
+    assert p.retriever.vector_query == "fused"
 
 
 def test_a_subset_of_keys_overrides_only_those(tmp_path: Path) -> None:

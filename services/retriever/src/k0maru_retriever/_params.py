@@ -81,9 +81,10 @@ class RetrieverParams(_Section):
     tagmemo_beta: float | None = Field(
         None, ge=0, le=1, alias="tagMemoBeta"
     )  # base weight when a request gives none; None = the dynamic weight of A.6.2
-    # raw+fused by measurement (bench/README.md): as good as fused alone at small β, and unlike it
-    # never below TagMemo-off at large β (fused alone lost 0.03 nDCG@10 at β = 0.5)
-    vector_query: Literal["fused", "raw+fused"] = Field("raw+fused", alias="vectorQuery")
+    # fused by measurement (bench/README.md): at VCP's ranges (β ≤ 0.15) both give the same nDCG@10
+    # and fused saves a second vector search (~1.7 ms); raw+fused protects a raised β (fused alone
+    # lost 0.03 nDCG@10 at β = 0.5, raw+fused nothing)
+    vector_query: Literal["fused", "raw+fused"] = Field("fused", alias="vectorQuery")
     sense_core_tags: bool = Field(True, alias="senseCoreTags")
     tag_blacklist: tuple[str, ...] = Field((), alias="tagBlacklist")  # tags (any case) never indexed
     epa_rebuild_share: float = Field(0.05, gt=0, le=1, alias="epaRebuildShare")

@@ -73,27 +73,38 @@ def handshake_features(residual: np.ndarray, tags: np.ndarray) -> tuple[Handshak
 _PAIRS = np.triu_indices(5, k=1)
 
 
-def orthonormal_span(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(D×m orthonormal basis, indices of the rows that added a direction), rows taken in order.
+def project_onto_rows(rows: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(|⟨r, u_i⟩| per row, r minus its projection on the rows' span), the u_i being the rows
+    orthonormalised in order (modified Gram-Schmidt); a row inside the span of the earlier
+    ones adds no direction and gets 0.
 
-    Householder QR equals modified Gram-Schmidt up to signs while the rows are independent;
-    a row (numerically) inside the span of the earlier ones is skipped, as MGS skips it.
+    Fast path: Cholesky of the rows' k×k Gram matrix gives MGS's R (positive diagonal), so
+    ⟨r, u⟩ = L⁻¹·(rows·r) without forming the u_i. Near-dependent rows fall back to MGS itself.
     """
-    q, r = np.linalg.qr(rows.T)
-    diag = np.abs(np.diag(r))
-    if bool(np.all(diag > 1e-6)):
-        return q, np.arange(len(rows))
+    gram = rows @ rows.T
+    try:
+        lower = np.linalg.cholesky(gram)
+        if bool(np.all(np.diag(lower) > 1e-6)):
+            coefficients = np.linalg.solve(lower, rows @ r)
+            residual = r - rows.T @ np.linalg.solve(lower.T, coefficients)
+            return np.abs(coefficients), residual
+    except np.linalg.LinAlgError:
+        pass
+    contributions = np.zeros(len(rows))
+    residual = r.copy()
     basis: list[np.ndarray] = []
-    kept = []
     for i, t in enumerate(rows):
         v = t.copy()
         for u in basis:
             v -= float(v @ u) * u
         norm = float(np.linalg.norm(v))
         if norm > 1e-6:
-            basis.append(v / norm)
-            kept.append(i)
-    return (np.stack(basis, axis=1) if basis else np.zeros((rows.shape[1], 0))), np.array(kept, dtype=int)
+            u = v / norm
+            basis.append(u)
+            c = float(r @ u)
+            contributions[i] = abs(c)
+            residual -= c * u
+    return contributions, residual
 
 
 class ResidualPyramid:
@@ -118,11 +129,7 @@ class ResidualPyramid:
             r_norm = float(np.linalg.norm(r))
             rows = self._tags[top].astype(np.float64)
             rd = r.astype(np.float64)
-            basis, independent = orthonormal_span(rows)
-            coefficients = basis.T @ rd  # ⟨r, u_i⟩ against the current residual
-            contributions = np.zeros(k)
-            contributions[independent] = np.abs(coefficients)
-            r_next = rd - basis @ coefficients
+            contributions, r_next = project_onto_rows(rows, rd)  # against the current residual
             energy = max(0.0, float(rd @ rd) - float(r_next @ r_next)) / e0
             shake, magnitude = handshake_features(rd, rows)
             sims = scores[top] / max(r_norm, 1e-12)

@@ -153,6 +153,8 @@ class HybridSearcher:
     def search(self, request: retriever_pb2.SearchRequest) -> retriever_pb2.SearchResponse:
         started = time.perf_counter()
         query = request.query.strip()[:MAX_QUERY_CHARS]
+        if self._shaper is not None:
+            self._shaper.check(request)
         limit = min(request.limit or 10, MAX_LIMIT)
         mode = request.mode or HYBRID
         scope = Scope(tuple(request.scope.diaries), tuple(request.scope.path_prefixes), tuple(request.scope.tags))
@@ -204,7 +206,7 @@ class HybridSearcher:
         else:
             fused = single_channel([(a, s) for a, s, _ in bm25[:limit]], k=p.k)
         if request.dedup and qv is not None and self._shaper is not None:  # dedup hook (A.11)
-            kept = self._shaper.dedup(fused[:pool], best_chunk, qv, limit)
+            kept = self._shaper.dedup(fused[:limit], best_chunk, qv, limit)  # as VCP: over the results
             if request.explain:
                 response.tagmemo.dedup_dropped = min(len(fused), limit) - len(kept)
             fused = kept

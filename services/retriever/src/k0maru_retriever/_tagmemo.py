@@ -249,19 +249,22 @@ class TagMemo:
         if not ordered:
             return []
         block = self.space.vectors[[e.row for e in ordered]]
-        over = ((block @ block.T) > threshold).tolist()  # one small Gram matrix instead of a dot per pair
+        over = (block @ block.T) > threshold  # one small Gram matrix instead of a dot per pair
+        merges = np.tril(over, k=-1).any(axis=1).tolist()  # rows that may merge into an earlier one
         accepted: list[_Entry] = []
-        accepted_at: list[int] = []
+        slot: dict[int, int] = {}  # position in `ordered` → position in `accepted`
+        is_accepted = np.zeros(len(ordered), dtype=bool)
         for i, entry in enumerate(ordered):
-            row = over[i]
-            into_at = next((k for k, j in enumerate(accepted_at) if row[j]), None)
-            if into_at is not None:
-                into = accepted[into_at]
-                into.weight += MERGE_SHARE * entry.weight
-                into.core = into.core or entry.core
-                continue
+            if merges[i]:
+                earlier = np.flatnonzero(over[i, :i] & is_accepted[:i])
+                if len(earlier):  # the first accepted tag (heaviest) it duplicates takes its weight
+                    into = accepted[slot[int(earlier[0])]]
+                    into.weight += MERGE_SHARE * entry.weight
+                    into.core = into.core or entry.core
+                    continue
+            slot[i] = len(accepted)
+            is_accepted[i] = True
             accepted.append(_Entry(entry.row, entry.weight, entry.core))
-            accepted_at.append(i)
         return accepted
 
     def _matched(self, accepted: list[_Entry]) -> list[_Entry]:

@@ -53,9 +53,12 @@ class CoOccurrence:
 
     def __init__(self) -> None:
         self.counts: dict[str, dict[str, int]] = {}
+        self._top: dict[str, list[str]] = {}  # tag → its neighbours by count (a query reads, notes write)
 
     def add(self, tags: Iterable[str], sign: int = 1) -> None:
         for a, b in itertools.combinations(sorted(set(tags)), 2):
+            self._top.pop(a, None)
+            self._top.pop(b, None)
             for x, y in ((a, b), (b, a)):
                 row = self.counts.setdefault(x, {})
                 count = row.get(y, 0) + sign
@@ -70,8 +73,12 @@ class CoOccurrence:
         return self.counts.get(a, {}).get(b, 0)
 
     def neighbours(self, tag: str, n: int) -> list[str]:
-        row = self.counts.get(tag, {})
-        return [t for t, _c in sorted(row.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
+        top = self._top.get(tag)
+        if top is None or len(top) < n <= len(self.counts.get(tag, ())):
+            row = self.counts.get(tag, {})
+            top = [t for t, _c in sorted(row.items(), key=lambda kv: (-kv[1], kv[0]))[: max(n, 8)]]
+            self._top[tag] = top
+        return top[:n]
 
 
 class TagIndex:
