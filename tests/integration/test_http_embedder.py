@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import ClassVar
@@ -108,3 +109,42 @@ def test_oversized_item_fails_alone(endpoint: str):
     assert isinstance(results[1], InvalidInput)
     assert np.allclose(results[0], expected("short one"), atol=1e-5)  # type: ignore[arg-type]
     assert np.allclose(results[2], expected("short two"), atol=1e-5)  # type: ignore[arg-type]
+
+
+def test_embedder_over_a_down_endpoint_is_not_serving_and_says_why(valkey_url: str, tmp_path):
+    """The http backend is probed through its endpoint: while it answers 503, health is
+    NOT_SERVING and Info gives the reason; once it answers, the worker serves."""
+    import grpc
+
+    from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
+    from k0maru_common import health_state
+    from tests.integration.test_embedder import Worker
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    Handler.script, Handler.calls = [503] * 9, []  # the first probe and its retries fail
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    worker = Worker(
+        valkey_url, tmp_path / "e.log", K0_MODEL="http", K0_HTTP_BASE_URL=url, K0_HTTP_MODEL="m", K0_DIMENSION=str(DIM)
+    )
+    try:
+        states: list[tuple[str, str]] = []
+        with grpc.insecure_channel(worker.address) as channel:
+            stub = embedder_pb2_grpc.EmbedderStub(channel)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and (not states or states[-1][1] != "SERVING"):
+                try:
+                    info = stub.Info(embedder_pb2.EmbedderInfoRequest(), timeout=2).state
+                except grpc.RpcError:
+                    info = "no answer"
+                states.append((health_state(worker.address, "k0maru.v1.Embedder"), info))
+                time.sleep(0.2)
+        assert (
+            "NOT_SERVING",
+            "NOT_SERVING: model probe failed: embedding endpoint kept failing after 5 retries",
+        ) in states
+        assert states[-1] == ("SERVING", "SERVING"), states[-5:]
+    finally:
+        worker.stop()
+        server.shutdown()
+        server.server_close()

@@ -129,3 +129,46 @@ def test_embedder_whose_stream_worker_keeps_failing_says_so_and_exits(valkey_url
         assert "stream worker failed 5 times in a row" in worker.log.read_text()
     finally:
         worker.stop()
+
+
+def test_undecodable_file_name_neither_stops_indexing_nor_start_up(vault: Path, tmp_path: Path):
+    """The issue's repro: printf 'x\\n' > "$V/$(printf 'bad-\\xff.md')", then k0maru up."""
+    from k0maru.v1 import scanner_pb2
+
+    def bad(name: bytes) -> None:
+        with open(os.fsencode(vault) + b"/" + name, "wb") as f:
+            f.write(b"x\n")
+
+    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
+    bad(b"bad-\xff.md")
+    launcher = Launcher(vault, tmp_path / "data", embedders=0, http_port=0, extra_env={"K0_WATCH": "true"})
+    state = launcher.start()  # the scanner used to exit during start-up
+    client = state.client()
+    try:
+        status = client.call(client.scanner.Status, scanner_pb2.ScannerStatusRequest())
+        assert status.watching and status.skipped == 1
+        bad(b"worse-\xfe.md")  # while watching: watchfiles raises on this path
+        write_notes(vault, {"b.md": "# Beta\n\nthe beta note about harbours\n"})
+        deadline = time.monotonic() + 60
+        hits: list[str] = []
+        while hits != ["b.md"] and time.monotonic() < deadline:
+            reply = client.call(
+                client.retriever.Search,
+                retriever_pb2.SearchRequest(query="harbours", mode=retriever_pb2.SEARCH_MODE_BM25),
+            )
+            hits = [h.path for h in reply.hits]
+            time.sleep(0.2)
+        assert hits == ["b.md"]
+        client.call(client.scanner.Scan, scanner_pb2.ScanRequest())  # used to fail: surrogates not allowed
+        status = client.call(client.scanner.Status, scanner_pb2.ScannerStatusRequest())
+        assert status.watching and status.skipped == 2
+        entries = client.scanner.ListDocuments(scanner_pb2.ListDocumentsRequest(include_skipped=True), timeout=10)
+        assert {e.path: e.skipped_reason.split(" (")[0] for e in entries if e.skipped_reason} == {
+            "bad-\\xff.md": "file name is not valid UTF-8",
+            "worse-\\xfe.md": "file name is not valid UTF-8",
+        }
+        launcher.restart("scanner")  # and it starts again over the same vault and manifest
+        assert launcher.state is not None and launcher.state.health()["scanner"] == "SERVING"
+    finally:
+        client.close()
+        launcher.stop()

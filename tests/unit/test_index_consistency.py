@@ -112,3 +112,19 @@ def test_recovered_index_ranks_like_a_fresh_build(tmp_path: Path):
         assert recovered.bm25.search(query, 20, Scope()) == fresh.bm25.search(query, 20, Scope()), query
     recovered.close()
     fresh.close()
+
+
+def test_equal_scores_rank_in_path_order_whatever_the_indexing_order(tmp_path: Path):
+    notes = [doc(f"n{i:02d}.md", "identical lighthouse text") for i in range(8)]
+    forwards, backwards = open_index(tmp_path / "f"), open_index(tmp_path / "b")
+    for d in notes:
+        forwards.apply(d)
+    for d in reversed(notes):
+        backwards.apply(d)
+    forwards.commit(1)
+    backwards.commit(1)
+    expected = [f"n{i:02d}.md#0" for i in range(8)]
+    assert [c for c, _ in forwards.bm25.search("lighthouse", 10, Scope())] == expected
+    assert [c for c, _ in backwards.bm25.search("lighthouse", 10, Scope())] == expected
+    forwards.close()
+    backwards.close()

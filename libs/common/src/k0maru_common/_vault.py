@@ -36,20 +36,17 @@ def confine(vault: Path, relative: str) -> Path:
     OutsideVault, and so is a path through a symlink loop. The returned path is absolute and
     may not exist yet.
 
-    `/` separates folders. A backslash is an ordinary character of a file name here (POSIX):
-    `a\\b.md` is one file, as the scanner lists it. A path that would escape if its backslashes
-    were read as separators (`..\\x`, `C:\\x`) is refused all the same.
+    Separators and escapes follow the platform, like the scanner that lists the vault: on
+    POSIX only `/` separates folders, so `a\\b.md`, `C:notes.md` and `..\\x.md` are plain file
+    names inside the vault; on Windows backslashes separate and drive letters escape too.
     """
     if not relative or "\x00" in relative:
         raise OutsideVault(f"invalid vault path {relative!r}")
-    pure = PurePosixPath(relative)
-    as_windows = PurePosixPath(relative.replace("\\", "/"))
-    if (
-        any(p.is_absolute() or ".." in p.parts for p in (pure, as_windows))
-        or re.match(r"^[A-Za-z]:", relative)
-        or len(relative.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES
-    ):
-        raise OutsideVault(f"path {_shown(relative)} escapes the vault or is not a vault path")
+    if len(relative.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        raise OutsideVault(f"path {_shown(relative)} is longer than {MAX_PATH_BYTES} bytes")
+    pure = PurePosixPath(relative.replace("\\", "/") if os.name == "nt" else relative)
+    if pure.is_absolute() or ".." in pure.parts or (os.name == "nt" and re.match(r"^[A-Za-z]:", relative)):
+        raise OutsideVault(f"path {_shown(relative)} escapes the vault")
     root = vault.resolve()
     try:
         target = (root / pure).resolve()

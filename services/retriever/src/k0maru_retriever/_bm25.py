@@ -126,7 +126,10 @@ class Bm25Index:
         clauses.extend(self._scope_clauses(scope))
         searcher = self._searcher
         hits = searcher.search(tantivy.Query.boolean_query(clauses), limit, count=False).hits
-        return [(str(searcher.doc(address).get_first("id")), float(score)) for score, address in hits]
+        ranked = [(str(searcher.doc(address).get_first("id")), float(score)) for score, address in hits]
+        # equal scores in chunk-id order, not in the order documents happened to be indexed: a
+        # rebuilt or crash-recovered index then ranks exactly like a fresh one
+        return sorted(ranked, key=lambda hit: (-hit[1], hit[0]))
 
     def _scope_clauses(self, scope: Scope) -> list[tuple[tantivy.Occur, tantivy.Query]]:
         def any_of(field: str, values: list[str]) -> tantivy.Query:

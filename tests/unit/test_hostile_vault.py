@@ -1,0 +1,73 @@
+"""Generated hostile vaults: any file names and contents; the scanner never fails and loses nothing.
+
+Every note file ends up either indexed (and parseable through GetDocuments, into a message that
+serializes) or recorded as skipped with a reason; the scan never writes into the vault.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from k0maru.v1 import scanner_pb2
+from k0maru_scanner._manifest import Manifest
+from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner, safe_name
+from k0maru_scanner.server import ScannerServicer
+
+NAME_BYTES = st.binary(min_size=1, max_size=30).filter(lambda b: b"/" not in b and b"\x00" not in b)
+NAMES = st.one_of(
+    NAME_BYTES,
+    st.text(min_size=1, max_size=30).map(lambda t: t.encode("utf-8", "surrogateescape")),
+    st.sampled_from([b"a\\b", b"..", b"C:\\x", b" ", b"#^[]|", b"\xff\xfe", "中文 笔记".encode()]),
+).filter(lambda b: b"/" not in b and b"\x00" not in b and not b.startswith(b"."))
+CONTENTS = st.one_of(
+    st.binary(max_size=300),
+    st.text(max_size=300).map(lambda t: t.encode("utf-8", "surrogatepass")),
+    st.sampled_from(
+        [
+            b"---\nkey: [unclosed\n---\n# T\n",
+            b"---\n---\n",
+            b"# " + b"#" * 200 + b"\n[[" * 100,
+            "\ufeff# bom\n".encode(),
+            b"```\nunterminated fence\n" * 20,
+            b"\r\n\r\n# crlf\r\n",
+        ]
+    ),
+)
+FILES = st.dictionaries(NAMES.map(lambda b: b + b".md"), CONTENTS, min_size=1, max_size=8)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(files=FILES, in_folder=st.booleans())
+def test_any_vault_scans_and_every_file_is_accounted_for(files: dict[bytes, bytes], in_folder: bool):
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = Path(tmp) / "vault"
+        folder = os.fsencode(vault / ("sub \\ dir" if in_folder else ""))
+        os.makedirs(folder, exist_ok=True)
+        for name, data in files.items():
+            with open(os.path.join(folder, name), "wb") as f:
+                f.write(data)
+        before = sorted(os.listdir(folder))
+        scanner = IncrementalScanner(vault, Manifest(Path(tmp) / "m.sqlite", 1000), IgnoreRules(), 2 * 1024 * 1024)
+        try:
+            result = scanner.scan()
+            prefix = "sub \\ dir/" if in_folder else ""
+            expected = {safe_name(prefix + os.fsdecode(name)) for name in files}
+            assert set(scanner.manifest.files) == expected
+            assert result.added + result.skipped == len(expected)
+            for record in scanner.manifest.files.values():
+                assert record.indexed or record.skipped_reason
+            indexed = sorted(p for p, r in scanner.manifest.files.items() if r.indexed)
+            reply = ScannerServicer(scanner, "v", None).GetDocuments(
+                scanner_pb2.GetDocumentsRequest(paths=indexed), None
+            )
+            assert sorted(d.path for d in reply.documents) == indexed and not reply.missing
+            reply.SerializeToString()
+            assert scanner.scan().entries == ()  # stable
+            assert sorted(os.listdir(folder)) == before  # nothing written into the vault
+        finally:
+            scanner.manifest.close()
