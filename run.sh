@@ -19,7 +19,7 @@ uv_cmd() {
   fi
 }
 
-MEMBERS=(libs/common services/scanner services/embedder services/retriever services/offload services/gateway)
+MEMBERS=(libs/common services/scanner services/embedder services/retriever services/offload services/gateway cli)
 
 setup() {
   # .venv from the committed locks (versions + hashes), then the workspace packages, editable.

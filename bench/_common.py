@@ -6,7 +6,7 @@ import json
 import statistics
 from pathlib import Path
 
-from k0maru_gateway._eval import percentile
+from k0maru_cli._eval import percentile
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
@@ -29,7 +29,7 @@ def synthetic_vault(root: Path, n: int) -> Path:
 
 def beir_vault(dataset: Path, root: Path) -> Path:
     """A BEIR corpus written as notes, the way `k0maru eval beir` writes it."""
-    from k0maru_gateway._eval import write_vault
+    from k0maru_cli._eval import write_vault
 
     write_vault(dataset, root)
     return root

@@ -20,7 +20,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import grpc
 import numpy as np
 import onnxruntime as ort
 import redis
@@ -28,10 +27,9 @@ from _common import SHARED, emit, summary
 from tokenizers import Tokenizer
 
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
-from k0maru_common import JOBS_STREAM, RESULTS_STREAM, orphan_guard, wait_until_serving
+from k0maru_cli import Launcher, free_port, valkey_argv, wait_for_redis
+from k0maru_common import JOBS_STREAM, RESULTS_STREAM, open_channel, orphan_guard, wait_until_serving
 from k0maru_embedder._presets import minilm_l6_int8
-from k0maru_gateway._clients import StackClient
-from k0maru_gateway._stack import Launcher, free_port, valkey_argv, wait_for_redis
 
 
 def scifact_chunks(n: int) -> list[str]:
@@ -116,13 +114,13 @@ def reindex_one_paragraph(tmp: Path) -> None:
     (vault / "long.md").write_text("# Long note\n\n" + "\n\n".join(sections) + "\n")
     launcher = Launcher(vault, tmp / "data", embedders=1, http_port=0)
     state = launcher.start()
-    client = StackClient(state.vault, state.addresses)
+    client = state.client()
 
     def status() -> retriever_pb2.IndexStatusResponse:
         return client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest())
 
     def processed() -> int:
-        with grpc.insecure_channel(state.addresses["embedder-1"]) as ch:
+        with open_channel(state.addresses["embedder-1"], os.environ.get("K0_GRPC_TOKEN", "")) as ch:
             return int(embedder_pb2_grpc.EmbedderStub(ch).Info(embedder_pb2.EmbedderInfoRequest(), timeout=5).processed)
 
     try:
@@ -167,7 +165,7 @@ def main() -> None:
             service_2_workers_chunks_per_s=round(len(texts) / t2, 1),
             overhead_pct=round(100 * (t1 / ((bare + bare_again) / 2) - 1), 1),
         )
-        with grpc.insecure_channel(one[0][1]) as ch:
+        with open_channel(one[0][1], os.environ.get("K0_GRPC_TOKEN", "")) as ch:
             stub = embedder_pb2_grpc.EmbedderStub(ch)
             lat = []
             for i in range(200):

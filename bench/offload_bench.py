@@ -17,9 +17,9 @@ from pathlib import Path
 
 from _common import emit
 
-from k0maru_offload._engine import OffloadEngine, next_step
+from k0maru_common import estimate_tokens
+from k0maru_offload import OffloadEngine, next_step
 from k0maru_offload._logscan import scan_log
-from k0maru_offload._tokens import estimate_tokens
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.fixtures.logs.manifest import LOGS, cases

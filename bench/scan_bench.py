@@ -75,8 +75,8 @@ def save_to_event(tmp: Path, trials: int = 10) -> None:
     """Watch mode: a saved note → ChangeEvent on ZeroMQ (the 1 s collection window included)."""
     import zmq
 
+    from k0maru_cli import free_port
     from k0maru_common import ChangeSubscriber
-    from k0maru_gateway._stack import free_port
     from k0maru_scanner.config import ScannerSettings
     from k0maru_scanner.server import build_server
 

@@ -22,10 +22,9 @@ import numpy as np
 from _common import SHARED, emit, summary, synthetic_vault
 
 from k0maru.v1 import retriever_pb2
-from k0maru_common import default_data_root
-from k0maru_gateway._clients import SEARCH_MODES, StackClient
-from k0maru_gateway._eval import stack_for, wait_indexed
-from k0maru_gateway._stack import Launcher
+from k0maru_cli import Launcher
+from k0maru_cli._eval import stack_for, wait_indexed
+from k0maru_common import SEARCH_MODES, default_data_root
 from k0maru_retriever._analysis import BM25Analyzer
 from k0maru_retriever._bm25 import Bm25Index, ChunkRow, Scope
 from k0maru_retriever._fusion import rrf_fuse
@@ -88,7 +87,7 @@ def save_to_found(tmp: Path, trials: int = 8) -> None:
     vault = synthetic_vault(tmp / "live", 200)
     launcher = Launcher(vault, tmp / "live-data", embedders=1, http_port=0)
     state = launcher.start()
-    client = StackClient(state.vault, state.addresses)
+    client = state.client()
     try:
         wait_indexed(client, need_vectors=True)
         bm25_s, vec_s = [], []

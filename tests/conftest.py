@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from k0maru_cli import free_port, valkey_argv, wait_for_redis
 from k0maru_common import orphan_guard
-from k0maru_gateway._stack import free_port, valkey_argv, wait_for_redis
 
 
 def write_notes(root: Path, notes: dict[str, str]) -> Path:

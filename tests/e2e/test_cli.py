@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from k0maru_gateway._stack import Launcher
+from k0maru_cli import Launcher
 from tests.conftest import write_notes
 
 pytestmark = pytest.mark.e2e
@@ -73,7 +73,18 @@ def test_console_health_search_and_errors(vault: Path, tmp_path: Path):
         with urllib.request.urlopen(f"{base}/api/search?q=lighthouse%20storm&mode=bm25", timeout=10) as r:
             data = json.loads(r.read())
         assert data["hits"][0]["path"] == "a.md" and data["hits"][0]["explain"]["bm25"]["rank"] == 1
-        for query, code in (("", 400), ("q=x&mode=nope", 400), ("q=x&limit=0", 400), ("q=" + "x" * 10_001, 413)):
+        with urllib.request.urlopen(
+            f"{base}/api/search?q=lighthouse&tagmemo=1&tag_weight=0.3&dedup=1", timeout=10
+        ) as r:
+            data = json.loads(r.read())
+        assert data["hits"][0]["path"] == "a.md" and "tagmemo" in data  # no tags: reported as not applied
+        for query, code in (
+            ("", 400),
+            ("q=x&mode=nope", 400),
+            ("q=x&limit=0", 400),
+            ("q=x&tagmemo=1&tag_weight=2", 400),
+            ("q=" + "x" * 10_001, 413),
+        ):
             with pytest.raises(urllib.error.HTTPError) as err:
                 urllib.request.urlopen(f"{base}/api/search?{query}", timeout=10)
             assert err.value.code == code

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -99,7 +100,7 @@ def test_recall_add_and_clean_exit(vault: Path, tmp_path: Path):
     data_dir = tmp_path / "data"
     params = StdioServerParameters(
         command=K0MARU,
-        args=["mcp", "--vault", str(vault), "--data-dir", str(data_dir)],
+        args=["mcp", "--vault", str(vault), "--data-dir", str(data_dir), "--tool-wait", "150"],
         env={**os.environ, "K0_LOG_LEVEL": "WARNING"},
     )
     pids: list[int] = []
@@ -117,12 +118,20 @@ def test_recall_add_and_clean_exit(vault: Path, tmp_path: Path):
                     "distill_session_skill",
                     "get_project_loadout",
                 } <= tools
-                state = json.loads((data_dir / "stack.json").read_text())
-                pids.extend(state["pids"].values())
                 data = structured(await session.call_tool("recall_memory", {"query": "SQLITE_BUSY locked"}))
+                state = json.loads((data_dir / "stack.json").read_text())  # the first tool waited for it
+                pids.extend(state["pids"].values())
                 assert data["vault"] == str(vault.resolve())
                 assert data["hits"][0]["path"] == "db/sqlite busy.md"
                 assert (await recall(session, "mutable borrow E0502"))[0] == "rust/borrows.md"
+                shaped = structured(
+                    await session.call_tool(
+                        "recall_memory",
+                        {"query": "SQLITE_BUSY locked", "tagmemo": True, "tag_weight": 0.3, "explain": True},
+                    )
+                )
+                assert shaped["tagmemo"] is not None and shaped["hits"][0]["path"] == "db/sqlite busy.md"
+                assert (await session.call_tool("recall_memory", {"query": "x", "tag_weight": 3})).is_error
 
                 write_notes(
                     vault,
@@ -199,7 +208,7 @@ def test_sigkill_of_launcher_leaves_nothing(vault: Path, tmp_path: Path):
 
 
 def test_mcp_uses_a_running_stack_and_leaves_it_running(vault: Path, tmp_path: Path):
-    from k0maru_gateway._stack import Launcher
+    from k0maru_cli import Launcher
 
     write_notes(vault, NOTES)
     data_dir = tmp_path / "data"
@@ -219,3 +228,26 @@ def test_mcp_uses_a_running_stack_and_leaves_it_running(vault: Path, tmp_path: P
         assert all(alive(p) for p in state.pids.values())
     finally:
         launcher.stop()
+
+
+def test_mcp_answers_at_once_and_says_what_is_still_starting(vault: Path, tmp_path: Path):
+    """initialize and tools/list never wait for the stack; a tool called too early says why."""
+    write_notes(vault, NOTES)
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    params = StdioServerParameters(
+        command=K0MARU, args=["mcp", "--vault", str(vault), "--data-dir", str(data_dir), "--tool-wait", "1"]
+    )
+    with open(data_dir / "stack.lock", "w") as lock:  # another launcher holds the data dir: no stack can come up
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+        async def scenario() -> None:
+            with anyio.fail_after(60):
+                async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                    await session.initialize()
+                    assert "recall_memory" in {t.name for t in (await session.list_tools()).tools}
+                    early = await session.call_tool("recall_memory", {"query": "SQLITE_BUSY"})
+                    assert early.is_error and "still starting" in early.content[0].text
+
+        anyio.run(scenario)
+    assert not (data_dir / "stack.json").exists()

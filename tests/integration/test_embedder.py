@@ -15,6 +15,7 @@ import pytest
 import redis
 
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
+from k0maru_cli import free_port
 from k0maru_common import (
     DEAD_STREAM,
     JOBS_STREAM,
@@ -23,7 +24,6 @@ from k0maru_common import (
     vector_from_bytes,
     wait_until_serving,
 )
-from k0maru_gateway._stack import free_port
 
 pytestmark = pytest.mark.integration
 

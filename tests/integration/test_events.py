@@ -12,8 +12,8 @@ import pytest
 import zmq
 
 from k0maru.v1 import common_pb2
+from k0maru_cli import free_port
 from k0maru_common import ChangeSubscriber
-from k0maru_gateway._stack import free_port
 from k0maru_retriever._analysis import BM25Analyzer
 from k0maru_retriever._bm25 import Bm25Index, Scope
 from k0maru_retriever._follower import EventFollower

@@ -1,7 +1,8 @@
-"""A crashed service is restarted by the launcher and the stack keeps answering."""
+"""Supervision: crashed services are restarted, failing background loops restart or give up, health tells the truth."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -10,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from k0maru.v1 import retriever_pb2
-from k0maru_gateway._clients import StackClient
-from k0maru_gateway._stack import Launcher
+from k0maru_cli import Launcher
 from tests.conftest import write_notes
 
 pytestmark = pytest.mark.integration
@@ -21,7 +21,7 @@ def test_crashed_service_is_restarted(vault: Path, tmp_path: Path):
     write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
     launcher = Launcher(vault, tmp_path / "data", embedders=1, http_port=0, extra_env={"K0_WATCH": "true"})
     state = launcher.start()
-    client = StackClient(state.vault, state.addresses)
+    client = state.client()
     try:
         old = state.pids["retriever"]
         os.kill(old, signal.SIGKILL)
@@ -39,3 +39,93 @@ def test_crashed_service_is_restarted(vault: Path, tmp_path: Path):
     finally:
         client.close()
         launcher.stop()
+
+
+def test_worker_that_gives_up_turns_its_service_not_serving():
+    import threading
+
+    from k0maru_common import BackgroundWorker, GrpcService, health_state
+
+    service = GrpcService("k0maru.v1.Test", "127.0.0.1:0")
+    service.start()
+    try:
+        service.set_serving(True)
+        assert health_state(service.address, "k0maru.v1.Test") == "SERVING"
+
+        def body(stop: threading.Event) -> None:
+            raise RuntimeError("the index is gone")
+
+        worker = BackgroundWorker("loop", body, service.fail, max_failures=2, first_backoff_s=0.01)
+        worker.start()
+        assert service.sleep(30), "the service was not asked to stop"
+        assert health_state(service.address, "k0maru.v1.Test") == "NOT_SERVING"
+        service.set_serving(True)  # nothing may claim SERVING again
+        assert health_state(service.address, "k0maru.v1.Test") == "NOT_SERVING"
+        with pytest.raises(SystemExit, match="the index is gone"):
+            service.exit_if_failed()
+    finally:
+        service.server.stop(0).wait()
+
+
+def test_follower_survives_an_unexpected_error(vault: Path, tmp_path: Path):
+    from tests.integration.test_events import open_index, running_scanner
+
+    write_notes(vault, {"a.md": "# Alpha\n\nlighthouses\n"})
+    with running_scanner(vault, tmp_path / "scanner", watch=False) as (scanner, events):
+        from k0maru_retriever._follower import EventFollower
+
+        index = open_index(tmp_path / "retriever")
+        original = index.apply
+        failures = ["the first apply fails"]
+
+        def flaky_apply(doc):  # a bug or a store error outside gRPC: the loop used to die silently
+            if failures:
+                raise RuntimeError(failures.pop())
+            return original(doc)
+
+        index.apply = flaky_apply  # type: ignore[method-assign]
+        follower = EventFollower(index, scanner.service.address, events, lambda jobs: None, 0.2)
+        follower.start()
+        try:
+            assert follower.ready.wait(60)
+            health = follower.health()
+            assert (health.state, health.restarts) == ("running", 1)
+            assert health.last_error == "RuntimeError: the first apply fails"
+            assert "a.md" in index.state.docs
+            write_notes(vault, {"b.md": "# Beta\n\nharbours\n"})
+            scanner.scanner.scan()
+            deadline = time.monotonic() + 30
+            while "b.md" not in index.state.docs and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert "b.md" in index.state.docs
+        finally:
+            follower.stop()
+            index.close()
+
+
+def test_embedder_whose_stream_worker_keeps_failing_says_so_and_exits(valkey_url: str, tmp_path: Path):
+    import grpc
+    import redis
+
+    from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
+    from k0maru_common import JOBS_STREAM
+    from tests.integration.test_embedder import Worker
+
+    redis.Redis.from_url(valkey_url).set(JOBS_STREAM, "not a stream")  # every XREADGROUP fails: WRONGTYPE
+    worker = Worker(valkey_url, tmp_path / "embedder.log")
+    try:
+        with grpc.insecure_channel(worker.address) as channel:
+            stub = embedder_pb2_grpc.EmbedderStub(channel)
+            deadline = time.monotonic() + 60
+            states: list[str] = []
+            while worker.proc.poll() is None and time.monotonic() < deadline:
+                with contextlib.suppress(grpc.RpcError):
+                    states.append(stub.Info(embedder_pb2.EmbedderInfoRequest(), timeout=2).state)
+                time.sleep(0.2)
+        assert worker.proc.wait(timeout=60) == 1
+        assert any(
+            s.startswith(("DEGRADED: stream worker", "NOT_SERVING: stream worker")) and "WRONGTYPE" in s for s in states
+        ), states
+        assert "stream worker failed 5 times in a row" in worker.log.read_text()
+    finally:
+        worker.stop()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from k0maru_scanner._chunker import DEFAULT_BUDGET, chunk_sections, estimate_tokens
+from k0maru_common import estimate_tokens
+from k0maru_scanner._chunker import DEFAULT_BUDGET, chunk_sections
 from k0maru_scanner._markdown import parse_note
 
 

@@ -57,7 +57,9 @@ def test_cross_references(compose: dict):
             dockerfile = ROOT / svc["build"]["dockerfile"]
             assert dockerfile.exists() and svc["build"]["context"] == "."
             text = dockerfile.read_text()
-            assert "USER " in text and text.count("FROM ") >= 2 and f"k0maru_{name}" in text
+            assert "USER " in text and text.count("FROM ") >= 2 and "k0maru_${SERVICE}" in text
+            assert svc["build"]["args"]["SERVICE"] == name
+            assert (ROOT / "requirements" / f"{name}.lock").is_file(), f"no dependency set for {name}"
         assert "healthcheck" in svc
 
 
@@ -76,3 +78,10 @@ def test_embedder_scales_and_console_is_loopback_and_token_protected(compose: di
     assert all(p.startswith("127.0.0.1:") for p in gateway["ports"])
     assert re.search(r"\$\{K0_CONSOLE_TOKEN:\?", gateway["environment"]["K0_CONSOLE_TOKEN"])
     assert compose["services"]["retriever"]["environment"]["K0_EMBEDDER_TARGET"].startswith("dns:///embedder")
+
+
+def test_every_service_bound_beyond_loopback_requires_the_grpc_token(compose: dict):
+    for name in SETTINGS:
+        env = compose["services"][name]["environment"]
+        assert not env["K0_GRPC_ADDR"].startswith("127.0.0.1:")
+        assert re.search(r"\$\{K0_GRPC_TOKEN:\?", env["K0_GRPC_TOKEN"]), name

@@ -32,7 +32,7 @@ def test_every_rpc_of_the_design_exists():
 
     assert methods(scanner_pb2, "Scanner") == {"Scan", "Changes", "GetDocuments", "ListDocuments", "Status"}
     assert methods(embedder_pb2, "Embedder") == {"Embed", "Info"}
-    assert methods(retriever_pb2, "Retriever") == {"Search", "GetNote", "Backlinks", "IndexStatus", "Reindex"}
+    assert methods(retriever_pb2, "Retriever") == {"Search", "GetNote", "Backlinks", "IndexStatus", "Reindex", "Graph"}
     assert methods(offload_pb2, "Offload") == {
         "OffloadLog",
         "InspectLogNode",
@@ -41,6 +41,8 @@ def test_every_rpc_of_the_design_exists():
         "GetProjectLoadout",
         "Conventions",
         "TokenStats",
+        "ListLogs",
+        "RecordRecall",
     }
 
 

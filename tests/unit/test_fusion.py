@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from k0maru_retriever._fusion import channel_weights, rrf_fuse, single_channel, snippet
+from k0maru_retriever._fusion import (
+    channel_weights,
+    confident_weights,
+    convex_fuse,
+    minmax,
+    rrf_fuse,
+    single_channel,
+    snippet,
+    standout,
+)
 from k0maru_retriever._graph import LinkGraph
 
 
@@ -48,20 +57,112 @@ def graph(links: dict[str, list[str]]) -> LinkGraph:
 
 def test_graph_boost_outgoing_backlink_and_isolated():
     g = graph({"a.md": ["b"], "b.md": [], "c.md": [], "d.md": ["c"]})
-    hits = rrf_fuse([("a.md", 1), ("b.md", 1), ("c.md", 1)], [], connected=g.connected)
+    hits = rrf_fuse([("c.md", 1), ("a.md", 1), ("b.md", 1)], [], connected=g.connected_among, boost=0.5)
     by = {h.path: h for h in hits}
-    assert by["a.md"].boost == 0.05  # links to a candidate
-    assert by["b.md"].boost == 0.05  # linked from a candidate
+    assert by["a.md"].score == pytest.approx(1 / (60 + 1.5))  # links to a candidate: rank 2 counts as 1.5
+    assert by["b.md"].score == pytest.approx(1 / (60 + 2))  # linked from a candidate: rank 3 counts as 2
     assert by["c.md"].boost == 0.0  # linked only from d, which is not a candidate
-    assert by["a.md"].score == pytest.approx(1 / 61 + 0.05)
+    assert by["a.md"].boost == pytest.approx(1 / 61.5 - 1 / 62)
 
 
 def test_graph_boost_is_binary_and_ignores_self_links():
-    g = graph({"a.md": ["b", "b", "c", "a"], "b.md": [], "c.md": []})
-    hits = {h.path: h for h in rrf_fuse([("a.md", 1), ("b.md", 1), ("c.md", 1)], [], connected=g.connected)}
-    assert hits["a.md"].boost == 0.05
-    g2 = graph({"solo.md": ["solo"]})
-    assert rrf_fuse([("solo.md", 1)], [], connected=g2.connected)[0].boost == 0.0
+    g = graph({"x.md": [], "a.md": ["b", "b", "c", "a"], "b.md": [], "c.md": []})
+    pool = [("x.md", 1), ("a.md", 1), ("b.md", 1), ("c.md", 1)]
+    hits = {h.path: h for h in rrf_fuse(pool, [], connected=g.connected_among)}
+    assert hits["a.md"].score == pytest.approx(1 / (60 + 1 + 0.7))  # three links, one bonus
+    g2 = graph({"solo.md": ["solo"], "top.md": []})
+    assert rrf_fuse([("top.md", 1), ("solo.md", 1)], [], connected=g2.connected_among)[1].boost == 0.0
+
+
+def test_links_match_titles_aliases_stems_and_path_suffixes():
+    g = LinkGraph()
+    g.set_note("decisions/2026-08-01-embedded-default.md", [], ["Embedded default without Docker", "embedded"])
+    g.set_note("by-title.md", ["embedded default without docker"])
+    g.set_note("by-alias.md", ["Embedded"])
+    g.set_note("by-suffix.md", ["decisions/2026-08-01-embedded-default"])
+    g.set_note("by-relative.md", ["../decisions/2026-08-01-embedded-default.md"])
+    g.set_note("unrelated.md", ["Something else"])
+    target = "decisions/2026-08-01-embedded-default.md"
+    for source in ("by-title.md", "by-alias.md", "by-suffix.md", "by-relative.md"):
+        assert g.connected_among({source, target}) == {source, target}, source
+    assert g.connected_among({"unrelated.md", target}) == set()
+
+
+def ranked(*paths: str) -> list[tuple[str, float]]:
+    return [(p, 1.0) for p in paths]
+
+
+@pytest.mark.parametrize("fuse", [rrf_fuse, convex_fuse])
+def test_first_in_both_channels_stays_first_whatever_the_links(fuse):
+    import random
+
+    rng = random.Random(3)
+    notes = [f"n{i}.md" for i in range(30)]
+    # every note but the winner links to every other note
+    g = graph({p: [q.removesuffix(".md") for q in notes if q != p] for p in notes[1:]} | {"n0.md": []})
+    for _ in range(100):
+        b = notes[1:]
+        v = notes[1:]
+        rng.shuffle(b)
+        rng.shuffle(v)
+        scores = sorted((rng.random() for _ in b), reverse=True)
+        hits = fuse(
+            [("n0.md", 2.0), *zip(b, scores, strict=True)],
+            [("n0.md", 2.0), *zip(v, scores, strict=True)],
+            connected=g.connected_among,
+            boost=0.99,
+        )
+        assert hits[0].path == "n0.md" and hits[0].boost == 0.0
+
+
+def test_unconnected_note_above_in_both_channels_stays_above_unless_within_reach():
+    g = graph({"hub.md": ["other"], "other.md": [], "plain.md": []})
+    filler = [f"f{i}.md" for i in range(40)]
+
+    def order(plain_rank: int, hub_rank: int, boost: float) -> list[str]:
+        b = filler[:]
+        b.insert(plain_rank - 1, "plain.md")
+        b.insert(hub_rank - 1, "hub.md")
+        v = list(b)
+        hits = rrf_fuse(ranked(*b, "other.md"), ranked(*v), connected=g.connected_among, boost=boost)
+        return [h.path for h in hits if h.path in ("plain.md", "hub.md")]
+
+    # plain at 5 in both, hub at 20 in both: 20 counts as 14.3 with 0.3, still below plain.
+    assert order(5, 20, 0.3) == ["plain.md", "hub.md"]
+    # hub at 6, right behind plain: 6 counts as 4.5, within reach.
+    assert order(5, 6, 0.3) == ["hub.md", "plain.md"]
+    # No boost: order by the channels.
+    assert order(5, 6, 0.0) == ["plain.md", "hub.md"]
+
+
+def test_convex_fusion_uses_scores_and_its_boost_keeps_its_reach():
+    # BM25: a far ahead of b and c; vector: c slightly ahead of a. Scores, not ranks, decide.
+    b = [("a", 10.0), ("b", 2.0), ("c", 1.0)]
+    v = [("c", 0.62), ("a", 0.60), ("b", 0.20)]
+    hits = convex_fuse(b, v, boost=0.0)
+    assert [h.path for h in hits] == ["a", "c", "b"]
+    assert hits[0].score == pytest.approx(0.5 * 1.0 + 0.5 * (0.40 / 0.42))
+    assert minmax(b) == {"a": 1.0, "b": pytest.approx(1 / 9), "c": 0.0}
+    g = graph({"b": ["c"], "c": [], "a": []})
+    boosted = {h.path: h for h in convex_fuse(b, v, boost=0.5, connected=g.connected_among)}
+    # b closes half its distance to the top in each channel: 0.5*(1/9 + 8/18) + 0.5*(0 + 0.5)
+    assert boosted["b"].score == pytest.approx(0.5 * (1 / 9 + 0.5 * 8 / 9) + 0.5 * 0.5)
+    assert boosted["a"].boost == 0.0 and boosted["b"].boost > 0 and boosted["c"].boost > 0
+
+
+def test_confident_weights_follow_the_channel_whose_best_stands_out():
+    peaked = [("a", 10.0), *[(f"x{i}", 1.0 + i / 100) for i in range(20, 0, -1)]]
+    flat = [("b", 0.51), *[(f"y{i}", 0.509 - i / 10000) for i in range(19)], ("z", 0.40)]
+    assert standout(peaked) > 0.9 and standout(flat) < 0.1
+    wb, wv = confident_weights(peaked, flat, 0.5, 0.5, 2.0)
+    assert wb > 2 * wv
+    assert confident_weights(peaked, flat, 0.5, 0.5, 0.0) == (0.5, 0.5)
+    assert confident_weights(peaked, [], 0.5, 0.5, 2.0) == (0.5, 0.5)
+
+
+def test_boost_outside_its_range_is_refused():
+    with pytest.raises(ValueError):
+        rrf_fuse(ranked("a"), [], boost=1.0)
 
 
 def test_single_channel_scores():

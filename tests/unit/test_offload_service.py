@@ -16,8 +16,7 @@ import redis
 from mcp.server.mcpserver.exceptions import ToolError
 
 from k0maru.v1 import offload_pb2, offload_pb2_grpc
-from k0maru_common import TOKEN_LEDGER, GrpcService
-from k0maru_gateway._clients import StackClient
+from k0maru_common import TOKEN_LEDGER, GrpcService, StackClient
 from k0maru_gateway._mcp import build_mcp
 from k0maru_offload.config import OffloadSettings
 from k0maru_offload.server import OffloadServicer, TokenLedger

@@ -139,8 +139,8 @@ def _vault_with_history(vault: Path) -> None:
 
 
 def test_loadout_is_an_l0_to_l3_hierarchy_under_300_tokens(vault: Path):
+    from k0maru_common import estimate_tokens
     from k0maru_offload._loadout import build_loadout
-    from k0maru_offload._tokens import estimate_tokens
 
     _vault_with_history(vault)
     loadout = build_loadout(vault)

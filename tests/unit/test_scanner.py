@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,109 @@ def test_file_that_becomes_too_large_is_deleted_from_index(vault: Path, tmp_path
     scanner.scan()
     (vault / "grow.md").write_text("x" * 500)
     assert kinds(scanner.scan()) == [(K.CHANGE_KIND_DELETED, "grow.md")]
+
+
+def _bad_name(vault: Path, name: bytes) -> Path:
+    path = Path(os.fsdecode(os.fsencode(vault) + b"/" + name))
+    path.write_bytes(b"x\n")
+    return path
+
+
+def test_undecodable_file_name_is_skipped_with_reason_and_survives_restart(vault: Path, tmp_path: Path):
+    from k0maru.v1 import scanner_pb2
+    from k0maru_scanner.server import ScannerServicer
+
+    _bad_name(vault, b"bad-\xff.md")
+    (vault / "sub").mkdir()
+    _bad_name(vault / "sub", b"also-\xfe\xfd.md")
+    (vault / "good.md").write_text("fine")
+    scanner = make(vault, tmp_path)
+    result = scanner.scan()
+    assert kinds(result) == [(K.CHANGE_KIND_ADDED, "good.md")] and result.skipped == 2
+    skipped = {p: r.skipped_reason for p, r in scanner.manifest.files.items() if not r.indexed}
+    assert sorted(skipped) == ["bad-\\xff.md", "sub/also-\\xfe\\xfd.md"]
+    assert all("not valid UTF-8" in reason for reason in skipped.values())
+    request = scanner_pb2.ListDocumentsRequest(include_skipped=True)
+    listed = list(ScannerServicer(scanner, "v", None).ListDocuments(request, None))
+    assert [e.SerializeToString() and e.path for e in listed] == ["bad-\\xff.md", "good.md", "sub/also-\\xfe\\xfd.md"]
+    assert [e.path for e in scanner.scan(force_full=True).entries] == ["good.md"]
+    scanner.manifest.close()
+    again = make(vault, tmp_path)  # a restart reads the manifest back
+    assert again.scan().skipped == 2 and "bad-\\xff.md" in again.manifest.files
+
+
+def test_real_file_spelled_like_an_escaped_name_is_indexed(vault: Path, tmp_path: Path):
+    _bad_name(vault, b"bad-\xff.md")
+    (vault / "bad-\\xff.md").write_text("a real note with a backslash in its name")
+    scanner = make(vault, tmp_path)
+    assert kinds(scanner.scan()) == [(K.CHANGE_KIND_ADDED, "bad-\\xff.md")]
+
+
+def test_watcher_survives_undecodable_file_names(vault: Path, tmp_path: Path):
+    from k0maru_scanner._watcher import ChangeWatcher
+
+    scanner = make(vault, tmp_path)
+    scanner.scan()
+    watcher = ChangeWatcher(scanner, 0.05, 50, 3600)
+    watcher.start()
+    try:
+        _bad_name(vault, b"bad-\xff.md")  # watchfiles raises on this path's event
+        deadline = time.monotonic() + 30
+        while "bad-\\xff.md" not in scanner.manifest.files and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (vault / "later.md").write_text("written after the bad name")
+        while "later.md" not in scanner.manifest.files and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "later.md" in scanner.manifest.files and not scanner.manifest.files["bad-\\xff.md"].indexed
+        assert watcher.running
+    finally:
+        watcher.stop()
+
+
+def test_symlink_loops_and_fifos_are_recorded_as_skipped(vault: Path, tmp_path: Path):
+    (vault / "loop").symlink_to(vault / "loop")  # at the vault root, whatever the name
+    (vault / "ring-a.md").symlink_to(vault / "ring-b.md")
+    (vault / "ring-b.md").symlink_to(vault / "ring-a.md")
+    os.mkfifo(vault / "pipe.md")
+    os.mkfifo(vault / "pipe")
+    (vault / "gone.md").symlink_to(vault / "missing.md")
+    (vault / "good.md").write_text("fine")
+    scanner = make(vault, tmp_path)
+    result = scanner.scan()  # a FIFO read would block forever; a loop would raise
+    assert kinds(result) == [(K.CHANGE_KIND_ADDED, "good.md")]
+    reasons = {p: r.skipped_reason for p, r in scanner.manifest.files.items() if not r.indexed}
+    assert reasons == {
+        "loop": "symlink loop",
+        "ring-a.md": "symlink loop",
+        "ring-b.md": "symlink loop",
+        "pipe.md": "not a regular file (FIFO)",
+        "pipe": "not a regular file (FIFO)",
+        "gone.md": "broken symlink: its target does not exist",
+    }
+    assert scanner.scan().skipped == 6  # stable: nothing re-recorded
+
+
+def test_file_name_with_a_backslash_is_indexed_and_served(vault: Path, tmp_path: Path):
+    from k0maru.v1 import scanner_pb2
+    from k0maru_scanner.server import ScannerServicer
+
+    (vault / "C#\\notes.md").write_text("# Escapes\n\nbackslashes are legal in POSIX names\n")
+    scanner = make(vault, tmp_path)
+    assert kinds(scanner.scan()) == [(K.CHANGE_KIND_ADDED, "C#\\notes.md")]
+    reply = ScannerServicer(scanner, "v", None).GetDocuments(
+        scanner_pb2.GetDocumentsRequest(paths=["C#\\notes.md", "..\\outside.md"]), None
+    )
+    assert [d.path for d in reply.documents] == ["C#\\notes.md"]
+    assert list(reply.missing) == ["..\\outside.md"]
+
+
+def test_confine_refuses_loops_and_huge_paths_with_clear_errors(vault: Path):
+    from k0maru_common import OutsideVault, confine
+
+    (vault / "loop").symlink_to(vault / "loop")
+    with pytest.raises(OutsideVault, match="cannot be resolved"):
+        confine(vault, "loop/note.md")
+    with pytest.raises(OutsideVault) as caught:
+        confine(vault, "a/" * 500_000 + "x.md")
+    assert len(str(caught.value)) < 400
+    assert confine(vault, "a\\b.md") == vault.resolve() / "a\\b.md"

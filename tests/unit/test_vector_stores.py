@@ -40,6 +40,12 @@ def test_nearest_first(store: VectorStore):
     assert hits[0][1] == pytest.approx(1.0, abs=1e-5)
 
 
+def test_vectors_of_returns_stored_vectors_for_dedup(store: VectorStore):
+    got = store.vectors_of(["work/b.md#0", "missing.md#0", "a.md#0"])
+    assert set(got) == {"work/b.md#0", "a.md#0"}
+    np.testing.assert_allclose(got["work/b.md#0"], POINTS[1].vector, atol=1e-6)
+
+
 def test_filters(store: VectorStore):
     assert [c for c, _ in store.search(unit(1, 0, 0, 0), 3, Scope(diaries=("work",)))] == [
         "work/b.md#0",

@@ -1,50 +1,140 @@
-"""Pieces every k0maru service shares: settings, errors, gRPC serving, events, vault paths."""
+"""Pieces every k0maru service shares: settings, errors, gRPC serving and clients, events,
+vault paths, the token estimate and the limits more than one package relies on."""
 
-from ._errors import (
-    DependencyFailed,
-    InvalidInput,
-    JournalTruncated,
-    K0Error,
-    NotFound,
-    NotReady,
-    OutsideVault,
-    TooLarge,
-    error_from_rpc,
-)
-from ._events import TOPIC, ChangePublisher, ChangeSubscriber
-from ._logging import configure_logging
-from ._process import orphan_guard
-from ._server import (
-    CHANNEL_OPTIONS,
-    ErrorMappingInterceptor,
-    GrpcService,
-    health_state,
-    wait_until_serving,
-)
-from ._settings import K0Settings, default_data_root
-from ._streams import (
-    DEAD_STREAM,
-    EMBED_GROUP,
-    JOBS_STREAM,
-    RESULTS_GROUP,
-    RESULTS_STREAM,
-    TOKEN_LEDGER,
-    cache_key,
-    ensure_group,
-    vector_from_bytes,
-    vector_to_bytes,
-)
-from ._vault import confine, default_data_dir, relative_posix, vault_id
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address, open_channel
+    from ._client import SEARCH_MODES, StackClient, mode_name
+    from ._errors import (
+        DependencyFailed,
+        InvalidInput,
+        JournalTruncated,
+        K0Error,
+        NotFound,
+        NotReady,
+        OutsideVault,
+        TooLarge,
+        error_from_rpc,
+    )
+    from ._events import TOPIC, ChangePublisher, ChangeSubscriber
+    from ._limits import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES
+    from ._logging import configure_logging
+    from ._process import orphan_guard
+    from ._server import (
+        HEALTH_NAMES,
+        ROUND_ROBIN_CONFIG,
+        ErrorMappingInterceptor,
+        GrpcService,
+        embedder_target,
+        health_name,
+        health_state,
+        wait_until_serving,
+    )
+    from ._settings import K0Settings
+    from ._streams import (
+        DEAD_STREAM,
+        EMBED_GROUP,
+        JOBS_STREAM,
+        RESULTS_GROUP,
+        RESULTS_STREAM,
+        TOKEN_LEDGER,
+        cache_key,
+        ensure_group,
+        vector_from_bytes,
+        vector_to_bytes,
+    )
+    from ._tokens import TOKEN_PATTERN, estimate_tokens
+    from ._validation import check_request
+    from ._vault import confine, default_data_dir, default_data_root, relative_posix, vault_id
+    from ._workers import BackgroundWorker, WorkerHealth
+
+# Imported on first use (PEP 562): a command that needs only the gRPC client must not pay for
+# numpy, ZeroMQ and pydantic (`k0maru search` is a whole process per call).
+_WHERE = {
+    "BackgroundWorker": "_workers",
+    "CHANNEL_OPTIONS": "_auth",
+    "TokenAuthInterceptor": "_auth",
+    "WorkerHealth": "_workers",
+    "check_request": "_validation",
+    "is_loopback_address": "_auth",
+    "open_channel": "_auth",
+    "ChangePublisher": "_events",
+    "ChangeSubscriber": "_events",
+    "DEAD_STREAM": "_streams",
+    "DependencyFailed": "_errors",
+    "EMBED_GROUP": "_streams",
+    "ErrorMappingInterceptor": "_server",
+    "GrpcService": "_server",
+    "HEALTH_NAMES": "_server",
+    "InvalidInput": "_errors",
+    "JOBS_STREAM": "_streams",
+    "JournalTruncated": "_errors",
+    "K0Error": "_errors",
+    "K0Settings": "_settings",
+    "MAX_LOG_BYTES": "_limits",
+    "NotFound": "_errors",
+    "NotReady": "_errors",
+    "OFFLOAD_THRESHOLD_LINES": "_limits",
+    "OutsideVault": "_errors",
+    "RESULTS_GROUP": "_streams",
+    "RESULTS_STREAM": "_streams",
+    "ROUND_ROBIN_CONFIG": "_server",
+    "SEARCH_MODES": "_client",
+    "StackClient": "_client",
+    "TOKEN_LEDGER": "_streams",
+    "TOKEN_PATTERN": "_tokens",
+    "TOPIC": "_events",
+    "TooLarge": "_errors",
+    "cache_key": "_streams",
+    "configure_logging": "_logging",
+    "confine": "_vault",
+    "default_data_dir": "_vault",
+    "default_data_root": "_vault",
+    "embedder_target": "_server",
+    "ensure_group": "_streams",
+    "error_from_rpc": "_errors",
+    "estimate_tokens": "_tokens",
+    "health_name": "_server",
+    "health_state": "_server",
+    "mode_name": "_client",
+    "orphan_guard": "_process",
+    "relative_posix": "_vault",
+    "vault_id": "_vault",
+    "vector_from_bytes": "_streams",
+    "vector_to_bytes": "_streams",
+    "wait_until_serving": "_server",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'k0maru_common' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CHANNEL_OPTIONS",
     "DEAD_STREAM",
     "EMBED_GROUP",
+    "HEALTH_NAMES",
     "JOBS_STREAM",
+    "MAX_LOG_BYTES",
+    "OFFLOAD_THRESHOLD_LINES",
     "RESULTS_GROUP",
     "RESULTS_STREAM",
+    "ROUND_ROBIN_CONFIG",
+    "SEARCH_MODES",
     "TOKEN_LEDGER",
+    "TOKEN_PATTERN",
     "TOPIC",
+    "BackgroundWorker",
     "ChangePublisher",
     "ChangeSubscriber",
     "DependencyFailed",
@@ -57,15 +147,25 @@ __all__ = [
     "NotFound",
     "NotReady",
     "OutsideVault",
+    "StackClient",
+    "TokenAuthInterceptor",
     "TooLarge",
+    "WorkerHealth",
     "cache_key",
+    "check_request",
     "configure_logging",
     "confine",
     "default_data_dir",
     "default_data_root",
+    "embedder_target",
     "ensure_group",
     "error_from_rpc",
+    "estimate_tokens",
+    "health_name",
     "health_state",
+    "is_loopback_address",
+    "mode_name",
+    "open_channel",
     "orphan_guard",
     "relative_posix",
     "vault_id",

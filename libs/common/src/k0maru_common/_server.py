@@ -9,6 +9,7 @@ server stops with a grace period, and the caller closes its resources.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -18,26 +19,55 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address
 from ._errors import K0Error
+from ._validation import check_request
 
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-CHANNEL_OPTIONS = [
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-]
+ROUND_ROBIN_CONFIG = '{"loadBalancingConfig":[{"round_robin":{}}]}'
+"""gRPC service config that spreads calls over every address of a target (embedder workers)."""
+
+HEALTH_NAMES = {
+    "scanner": "k0maru.v1.Scanner",
+    "embedder": "k0maru.v1.Embedder",
+    "retriever": "k0maru.v1.Retriever",
+    "offload": "k0maru.v1.Offload",
+    "gateway": "k0maru.v1.Gateway",
+}
+"""The name each service registers with the stock gRPC health service."""
+
+
+def health_name(process: str) -> str:
+    """Health service name of a launcher process name ("embedder-2" → k0maru.v1.Embedder)."""
+    return HEALTH_NAMES["embedder" if process.startswith("embedder") else process]
+
+
+def embedder_target(addresses: list[str]) -> str:
+    """A gRPC target naming every embedder worker (use it with ROUND_ROBIN_CONFIG)."""
+    if len(addresses) == 1:
+        return addresses[0]
+    return "ipv4:" + ",".join(addresses)
+
 
 log = logging.getLogger(__name__)
 
 
+MAX_DETAILS_CHARS = 2000  # a status travels in trailers: an echoed 1 MB input would break the stream
+
+
 class ErrorMappingInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
-    """Maps K0Error to its status code; anything else to INTERNAL with a logged traceback."""
+    """Validates every request (`check_request`), then maps K0Error to its status code, with
+    the message cut to a size trailers can carry; anything else becomes INTERNAL with a
+    logged traceback."""
 
     def __init__(self, service: str) -> None:
         self._service = service
 
     def _abort(self, exc: Exception, context: grpc.ServicerContext, method: str) -> None:
         if isinstance(exc, K0Error):
-            context.abort(exc.code, str(exc))
+            details = str(exc)
+            if len(details) > MAX_DETAILS_CHARS:
+                details = details[:MAX_DETAILS_CHARS] + f"… ({len(details)} characters)"
+            context.abort(exc.code, details)
         log.exception("%s %s failed", self._service, method)
         context.abort(grpc.StatusCode.INTERNAL, f"internal error in {self._service} {method}")
 
@@ -51,6 +81,7 @@ class ErrorMappingInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
 
             def unary_unary(request: Any, context: grpc.ServicerContext) -> Any:
                 try:
+                    check_request(request)
                     return inner_uu(request, context)
                 except Exception as exc:  # mapped once, here
                     self._abort(exc, context, method)
@@ -63,6 +94,7 @@ class ErrorMappingInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
 
             def unary_stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
                 try:
+                    check_request(request)
                     yield from inner_us(request, context)
                 except Exception as exc:
                     self._abort(exc, context, method)
@@ -76,11 +108,19 @@ class ErrorMappingInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
 class GrpcService:
     """One service's gRPC server with the stock health service under its own name."""
 
-    def __init__(self, name: str, address: str, max_workers: int = 16) -> None:
+    def __init__(self, name: str, address: str, max_workers: int = 16, token: str | None = None) -> None:
+        """`token`: when set, every call but health checks must carry it (TokenAuthInterceptor);
+        an address beyond loopback is refused without one. None reads `K0_GRPC_TOKEN`, so that no
+        service can forget it; services pass `settings.grpc_token`."""
         self.name = name
+        if token is None:
+            token = os.environ.get("K0_GRPC_TOKEN", "")
+        if not token and not is_loopback_address(address):
+            raise SystemExit(f"{name}: gRPC address {address} is not loopback: set K0_GRPC_TOKEN")
+        interceptors: list[grpc.ServerInterceptor] = [TokenAuthInterceptor(token)] if token else []
         self.server = grpc.server(
             ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=name),
-            interceptors=[ErrorMappingInterceptor(name)],
+            interceptors=[*interceptors, ErrorMappingInterceptor(name)],
             options=CHANNEL_OPTIONS,
         )
         self._health = health.HealthServicer(experimental_non_blocking=True)
@@ -92,8 +132,24 @@ class GrpcService:
         host = address.rsplit(":", 1)[0]
         self.address = f"{host}:{self.port}"
         self._stop = threading.Event()
+        self.failure = ""  # why the service gave up, when it did
+
+    def fail(self, reason: str) -> None:
+        """A part the service cannot work without died for good: NOT_SERVING now, then stop,
+        so that the process exits non-zero and its supervisor starts a fresh one."""
+        log.error("%s gives up: %s", self.name, reason)
+        self.failure = reason
+        self.set_serving(False)
+        self._stop.set()
+
+    def exit_if_failed(self) -> None:
+        """After the server stopped: exit with status 1 and the reason when `fail` was called."""
+        if self.failure:
+            raise SystemExit(f"{self.name}: {self.failure}")
 
     def set_serving(self, serving: bool) -> None:
+        if serving and self.failure:
+            return  # a service that gave up never claims to serve again
         status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
         for service in ("", self.name):
             self._health.set(service, status)
@@ -124,6 +180,10 @@ class GrpcService:
     @property
     def stopping(self) -> bool:
         return self._stop.is_set()
+
+    def sleep(self, seconds: float) -> bool:
+        """Wait up to `seconds`; True as soon as a stop was requested."""
+        return self._stop.wait(seconds)
 
     def wait_for_termination(self, grace_s: float = 3.0) -> None:
         """Block until a stop is requested, then go NOT_SERVING and stop gracefully."""

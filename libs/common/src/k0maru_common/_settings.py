@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from ._auth import is_loopback_address
 
 
 class K0Settings(BaseSettings):
@@ -17,9 +16,14 @@ class K0Settings(BaseSettings):
 
     log_level: str = Field("INFO", description="Python logging level for this service")
     grpc_addr: str = Field("127.0.0.1:0", description="host:port this service's gRPC server binds")
+    grpc_token: str = Field(
+        "",
+        description="shared secret every gRPC call carries (metadata authorization: Bearer …); "
+        "servers require it when set, clients attach it; mandatory when grpc_addr is not loopback",
+    )
 
-
-def default_data_root() -> Path:
-    """`$XDG_DATA_HOME/k0maru`, falling back to `~/.local/share/k0maru`."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "k0maru"
+    @model_validator(mode="after")
+    def _token_off_loopback(self) -> K0Settings:
+        if not self.grpc_token and not is_loopback_address(self.grpc_addr):
+            raise ValueError(f"K0_GRPC_ADDR={self.grpc_addr} is not loopback: set K0_GRPC_TOKEN")
+        return self

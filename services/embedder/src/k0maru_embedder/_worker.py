@@ -5,6 +5,10 @@ job's XACK, so a worker killed at any point either delivered a result or leaves 
 pending, to be reclaimed by another worker (XAUTOCLAIM) after `claim_idle_ms`. A job
 delivered `max_attempts` times, or one that fails alone, goes to the dead-letter stream
 with its reason; the worker carries on.
+
+The loop runs in a BackgroundWorker: Redis being away is waited for; any other failure
+restarts the loop with backoff, and a loop that keeps failing makes the embedder NOT_SERVING
+and exit (`on_give_up`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -24,8 +29,10 @@ from k0maru_common import (
     EMBED_GROUP,
     JOBS_STREAM,
     RESULTS_STREAM,
+    BackgroundWorker,
     DependencyFailed,
     K0Error,
+    WorkerHealth,
     cache_key,
     ensure_group,
     vector_to_bytes,
@@ -72,6 +79,7 @@ class StreamWorker:
         batch_size: int,
         claim_idle_ms: int,
         max_attempts: int,
+        on_give_up: Callable[[str], None] | None = None,
     ) -> None:
         self._redis: Any = client  # bytes replies; redis-py's unions do not narrow
         self._embedder = embedder
@@ -80,23 +88,28 @@ class StreamWorker:
         self._claim_idle_ms = claim_idle_ms
         self._max_attempts = max_attempts
         self.consumer = f"embedder-{os.getpid()}"
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="stream-worker", daemon=True)
+        self._worker = BackgroundWorker("stream worker", self._run, on_give_up)
 
     def ensure_group(self) -> None:
         ensure_group(self._redis, JOBS_STREAM, EMBED_GROUP)
 
     def start(self) -> None:
-        self._thread.start()
+        self._worker.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+        self._worker.stop()
 
-    def _run(self) -> None:
+    @property
+    def alive(self) -> bool:
+        return self._worker.alive
+
+    def health(self) -> WorkerHealth:
+        return self._worker.health()
+
+    def _run(self, stop: threading.Event) -> None:
         last_claim = 0.0
         grouped = False
-        while not self._stop.is_set():
+        while not stop.is_set():
             try:
                 if not grouped:
                     self.ensure_group()
@@ -111,7 +124,7 @@ class StreamWorker:
                     self.process(messages)
             except redis.ConnectionError:
                 log.warning("Redis unavailable; retrying")
-                self._stop.wait(1.0)
+                stop.wait(1.0)
             except redis.ResponseError as exc:
                 if "NOGROUP" in str(exc):
                     self.ensure_group()

@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from dataclasses import dataclass
 
 import grpc
+import numpy as np
 import redis
 
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
-from k0maru_common import GrpcService, InvalidInput, K0Error, NotReady, TooLarge
+from k0maru_common import HEALTH_NAMES, DependencyFailed, GrpcService, InvalidInput, K0Error, NotReady, TooLarge
 
 from ._http import HttpEmbedder, HttpSettings
 from ._model import OnnxEmbedder, TextEmbedder
@@ -23,13 +25,37 @@ MAX_TEXTS = 256
 MAX_TEXT_CHARS = 100_000
 
 
+PROBE_TEXT = "k0maru health probe: the model answers with a finite vector of the right size"
+
+
+def probe(embedder: TextEmbedder) -> None:
+    """Embed one text through the real backend (ONNX session or HTTP endpoint); raise when it cannot."""
+    vector = embedder.embed([PROBE_TEXT])
+    if vector.shape != (1, embedder.preset.dimension) or not np.isfinite(vector).all():
+        raise DependencyFailed(f"the model answered a {vector.shape} vector, expected (1, {embedder.preset.dimension})")
+
+
 class EmbedderServicer(embedder_pb2_grpc.EmbedderServicer):  # type: ignore[misc]
     def __init__(self, meter: ThroughputMeter) -> None:
         self._loaded: TextEmbedder | None = None
         self._meter = meter
+        self.worker: StreamWorker | None = None
+        self.problem = "starting"  # "" once the model answered and the stream worker runs
 
     def loaded(self, embedder: TextEmbedder) -> None:
         self._loaded = embedder
+
+    def state(self) -> str:
+        """What Info reports, never a fixed word: SERVING; DEGRADED while the stream worker
+        restarts after a failure (queries still answered); NOT_SERVING once it gave up or while
+        the model does not answer; each followed by the reason."""
+        if self.problem:
+            return f"NOT_SERVING: {self.problem}"
+        health = self.worker.health() if self.worker is not None else None
+        if health is None or health.state in ("starting", "running"):
+            return "SERVING"
+        word = "DEGRADED" if health.state == "restarting" else "NOT_SERVING"
+        return f"{word}: {health.name} {health.state}: {health.last_error}"
 
     @property
     def _embedder(self) -> TextEmbedder:
@@ -67,8 +93,9 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServicer):  # type: ignore[misc
             pid=os.getpid(),
             processed=self._meter.processed,
             chunks_per_s=self._meter.per_second(),
-            state="SERVING",
+            state=self.state(),
             scripts=list(preset.scripts),
+            workers=[self.worker.health().to_proto()] if self.worker else [],
         )
 
 
@@ -87,12 +114,21 @@ def load_embedder(settings: EmbedderSettings, threads: int) -> TextEmbedder:
     return OnnxEmbedder(preset, threads=threads, batch_size=settings.batch_size)
 
 
-def run(settings: EmbedderSettings) -> None:
-    service = GrpcService("k0maru.v1.Embedder", settings.grpc_addr)
-    meter = ThroughputMeter()
-    servicer = EmbedderServicer(meter)
-    embedder_pb2_grpc.add_EmbedderServicer_to_server(servicer, service.server)
-    with service:  # health answers NOT_SERVING while the model loads
+@dataclass
+class EmbedderApp:
+    """The service and what it owns: the model sessions (loaded by `load`), Redis, the worker."""
+
+    settings: EmbedderSettings
+    service: GrpcService
+    servicer: EmbedderServicer
+    meter: ThroughputMeter
+    redis: redis.Redis | None = None
+    worker: StreamWorker | None = None
+
+    def load(self) -> None:
+        """Load the model (health stays NOT_SERVING meanwhile), probe it until it answers, then
+        connect the stream worker."""
+        settings = self.settings
         try:
             embedder = load_embedder(settings, settings.threads)
             queries = (
@@ -103,14 +139,56 @@ def run(settings: EmbedderSettings) -> None:
         except K0Error as exc:
             log.error("cannot start: %s", exc)
             raise SystemExit(f"embedder: {exc}") from exc
-        servicer.loaded(queries)
-        client = redis.Redis.from_url(settings.redis_url)
-        worker = StreamWorker(
-            client, embedder, meter, settings.batch_size, settings.claim_idle_ms, settings.max_attempts
+        self.servicer.loaded(queries)  # Info names the model from now on; health waits for the probe
+        backoff = 0.5
+        while not self.service.stopping:
+            try:
+                probe(embedder)
+                break
+            except K0Error as exc:  # an HTTP endpoint that is down: NOT_SERVING, and Info says why
+                self.servicer.problem = f"model probe failed: {exc}"
+                log.warning("%s; retrying in %.1f s", self.servicer.problem, backoff)
+                self.service.sleep(backoff)
+                backoff = min(backoff * 2, 30.0)
+        self.redis = redis.Redis.from_url(settings.redis_url)
+        self.worker = StreamWorker(
+            self.redis,
+            embedder,
+            self.meter,
+            settings.batch_size,
+            settings.claim_idle_ms,
+            settings.max_attempts,
+            on_give_up=self.service.fail,
         )
-        worker.start()
-        service.set_serving(True)
-        with contextlib.suppress(KeyboardInterrupt):
-            service.wait_for_termination()
-        worker.stop()
-        client.close()
+        self.servicer.worker = self.worker
+        self.servicer.problem = ""
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+        if self.redis is not None:
+            self.redis.close()
+
+
+def build_server(settings: EmbedderSettings) -> EmbedderApp:
+    """Bind gRPC with health NOT_SERVING and register the servicer; `load` brings the model."""
+    service = GrpcService(HEALTH_NAMES["embedder"], settings.grpc_addr, token=settings.grpc_token)
+    meter = ThroughputMeter()
+    servicer = EmbedderServicer(meter)
+    embedder_pb2_grpc.add_EmbedderServicer_to_server(servicer, service.server)
+    return EmbedderApp(settings, service, servicer, meter)
+
+
+def run(settings: EmbedderSettings) -> None:
+    app = build_server(settings)
+    try:
+        with app.service:
+            app.load()
+            if app.worker is not None:  # None when stopped while probing
+                app.worker.start()
+                app.service.set_serving(True)
+                with contextlib.suppress(KeyboardInterrupt):
+                    app.service.wait_for_termination()
+    finally:
+        app.close()
+    app.service.exit_if_failed()

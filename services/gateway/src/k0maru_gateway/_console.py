@@ -1,27 +1,124 @@
-"""The HTTP console: /healthz, /api/search (the search debugger), /api/status, and the page."""
+"""The HTTP console: the page and its static files, and the JSON API it reads (see /api/openapi.json).
+
+Everything the page loads comes from this origin (scripts, styles, fonts, diagrams rendered to
+SVG here); a Content-Security-Policy on every response makes the browser refuse anything else,
+so a note's Markdown can neither run a script nor fetch from elsewhere.
+
+Every request's Host header must name the console (its bind address, loopback names when it
+binds loopback, and `K0_HTTP_ALLOWED_HOSTS`), or it gets 403: a page on another site that
+rebinds its DNS name to 127.0.0.1 (DNS rebinding) cannot read the vault through a browser.
+With a token, `/healthz` tells anonymous callers only ok/degraded, not which vault.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import gzip
 import hmac
+import ipaddress
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any
 
 import zmq
 import zmq.asyncio
+from google.protobuf import json_format
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from k0maru.v1 import common_pb2, offload_pb2, retriever_pb2
-from k0maru_common import TOPIC, InvalidInput, K0Error, NotFound, NotReady, TooLarge, health_state
+from k0maru.v1 import common_pb2, offload_pb2, retriever_pb2, scanner_pb2
+from k0maru_common import (
+    HEALTH_NAMES,
+    SEARCH_MODES,
+    TOPIC,
+    InvalidInput,
+    K0Error,
+    NotFound,
+    NotReady,
+    StackClient,
+    TooLarge,
+    health_name,
+    health_state,
+    mode_name,
+)
 
-from ._clients import SEARCH_MODES, StackClient, mode_name
+from ._mermaid import render_svg
+from ._openapi import openapi_spec
 
 MAX_QUERY_CHARS = 10_000
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+WILDCARDS = frozenset({"", "0.0.0.0", "::"})
+
+
+def allowed_hosts(bind_host: str, extra: list[str]) -> frozenset[str] | None:
+    """Host names the console answers to; None = any (a wildcard bind without an allow-list,
+    where the token, mandatory off loopback, is the protection)."""
+    extra_names = {h.strip().strip("[]").lower() for h in extra if h.strip()}
+    host = bind_host.strip("[]").lower()
+    if host in WILDCARDS:
+        return frozenset(extra_names) if extra_names else None
+    names = {host, *extra_names}
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if loopback:
+        names |= LOOPBACK_NAMES
+    return frozenset(names)
+
+
+def host_of(header: str) -> str:
+    """`example.com:7878` → `example.com`; `[::1]:7878` → `::1`."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0]
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+class HostCheck:
+    """ASGI middleware: 403 for a Host header the console does not answer to."""
+
+    def __init__(self, app: ASGIApp, hosts: frozenset[str] | None) -> None:
+        self._app = app
+        self._hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._hosts is not None and scope["type"] in ("http", "websocket"):
+            header = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+            if host_of(header) not in self._hosts:
+                refusal = JSONResponse(
+                    {"error": "this console does not answer to that Host; add it to K0_HTTP_ALLOWED_HOSTS"},
+                    status_code=403,
+                )
+                await refusal(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
+
+
+MAX_SCOPE_ITEMS = 32
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+STATIC_TYPES = {
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".woff2": "font/woff2",
+    ".svg": "image/svg+xml",
+    ".txt": "text/plain; charset=utf-8",
+    ".json": "application/json",
+}
 
 
 def _status_for(exc: K0Error) -> int:
@@ -32,6 +129,24 @@ def _status_for(exc: K0Error) -> int:
     if isinstance(exc, TooLarge):
         return 413
     return 503 if isinstance(exc, NotReady) else 502
+
+
+def _extra(message: Any, known: set[str]) -> dict[str, Any]:
+    """Fields of a reply this console does not know by name (added by newer services), as JSON."""
+    data = json_format.MessageToDict(message, preserving_proto_field_name=True)
+    return {k: v for k, v in data.items() if k not in known}
+
+
+TOKENS_KNOWN = {
+    "offloads",
+    "original_tokens",
+    "summary_tokens",
+    "saved_ratio",
+    "recalls",
+    "recall_note_tokens",
+    "recall_answer_tokens",
+}
+EXPLAIN_KNOWN = {"bm25", "vector", "graph_boost", "fused_score", "heading_path", "tagmemo_tags"}
 
 
 def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
@@ -52,7 +167,22 @@ def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
             "graph_boost": e.graph_boost,
             "fused_score": e.fused_score,
             "heading_path": list(e.heading_path),
+            "tagmemo_tags": [{"tag": t.tag, "weight": t.weight} for t in e.tagmemo_tags],
+            "extra": _extra(e, EXPLAIN_KNOWN),
         }
+    return out
+
+
+def channels(requested: str, reports: Iterable[retriever_pb2.ChannelReport]) -> list[dict[str, Any]]:
+    """Which channels ran for a search, and why one was left out (as the retriever says)."""
+    said = {r.channel: r for r in reports}
+    out = []
+    for name in ("bm25", "vector"):
+        r = said.get(name)
+        if r is None:
+            out.append({"name": name, "ran": False, "why": f"not asked for (mode {requested})"})
+        else:
+            out.append({"name": name, "ran": r.ran, "why": r.reason})
     return out
 
 
@@ -93,8 +223,176 @@ async def change_events(events_addr: str) -> AsyncIterator[str]:
         context.term()
 
 
-def build_console(client: StackClient, token: str = "", events_addr: str = "") -> Starlette:
+@dataclass
+class Prices:
+    per_million: float = 3.0
+    currency: str = "USD"
+
+
+@dataclass
+class StatusSampler:
+    """One status snapshot at most every `period_s`, shared by every open page; keeps the vector rate."""
+
+    client: StackClient
+    prices: Prices
+    period_s: float = 1.0
+    window_s: float = 30.0
+    _samples: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=120))
+    _last: dict[str, Any] | None = None
+    _at: float = 0.0
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def snapshot(self) -> dict[str, Any]:
+        async with self._lock:
+            now = time.monotonic()
+            if self._last is None or now - self._at >= self.period_s:
+                self._last = await run_in_threadpool(self._collect, now)
+                self._at = now
+            return self._last
+
+    def _try(self, method: Callable[..., Any], request: Any) -> Any:
+        try:
+            return self.client.call(method, request, 3.0)
+        except K0Error:
+            return None
+
+    def _collect(self, now: float) -> dict[str, Any]:
+        c = self.client
+        services = {name: health_state(addr, health_name(name)) for name, addr in sorted(c.addresses.items())}
+        index = self._try(c.retriever.IndexStatus, retriever_pb2.IndexStatusRequest())
+        scan = self._try(c.scanner.Status, scanner_pb2.ScannerStatusRequest())
+        tokens = self._try(c.offload.TokenStats, offload_pb2.TokenStatsRequest())
+        out: dict[str, Any] = {
+            "vault": c.vault,
+            "at_unix_ms": int(time.time() * 1000),
+            "services": services,
+            "index": None,
+            "scanner": None,
+            "queue": None,
+            "tokens": None,
+            "prices": {"per_million": self.prices.per_million, "currency": self.prices.currency},
+        }
+        if scan is not None:
+            out["scanner"] = {
+                "last_seq": scan.last_seq,
+                "documents": scan.documents,
+                "skipped": scan.skipped,
+                "watching": scan.watching,
+            }
+        if index is not None:
+            out["index"] = {
+                "documents": index.documents,
+                "chunks": index.chunks,
+                "chunks_with_vectors": index.chunks_with_vectors,
+                "last_applied_seq": index.last_applied_seq,
+            }
+            self._samples.append((now, index.chunks_with_vectors))
+            while self._samples and now - self._samples[0][0] > self.window_s:
+                self._samples.popleft()
+            first_t, first_v = self._samples[0]
+            rate = (index.chunks_with_vectors - first_v) / (now - first_t) if now > first_t else 0.0
+            vectors = any(name.startswith("embedder") for name in c.addresses)  # a stack may run without
+            pending = max(0, index.chunks - index.chunks_with_vectors) if vectors else 0
+            lag = max(0, scan.last_seq - index.last_applied_seq) if scan is not None else 0
+            out["queue"] = {
+                "vectors_enabled": vectors,
+                "pending_chunks": pending,
+                "rate_per_s": round(max(rate, 0.0), 2),
+                "eta_s": round(pending / rate, 1) if pending and rate > 0 else None,
+                "progress": 1.0 if not (index.chunks and vectors) else index.chunks_with_vectors / index.chunks,
+                "events_behind": lag,
+                "indexing": bool(pending or lag),
+            }
+        if tokens is not None:
+            saved = max(0, tokens.original_tokens - tokens.summary_tokens)
+            recall_saved = max(0, tokens.recall_note_tokens - tokens.recall_answer_tokens)
+            out["tokens"] = {
+                "offloads": tokens.offloads,
+                "original": tokens.original_tokens,
+                "summary": tokens.summary_tokens,
+                "saved": saved,
+                "saved_ratio": tokens.saved_ratio,
+                "saved_money": round(saved * self.prices.per_million / 1_000_000, 6),
+                "recall": {
+                    "answers": tokens.recalls,
+                    "note_tokens": tokens.recall_note_tokens,
+                    "answer_tokens": tokens.recall_answer_tokens,
+                    "saved": recall_saved,
+                    "saved_money": round(recall_saved * self.prices.per_million / 1_000_000, 6),
+                },
+                "extra": _extra(tokens, TOKENS_KNOWN),
+            }
+        return out
+
+
+def _int_param(req: Request, name: str, default: int, low: int, high: int) -> int:
+    raw = req.query_params.get(name, "")
+    if raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise InvalidInput(f"{name} must be an integer") from exc
+    if not low <= value <= high:
+        raise InvalidInput(f"{name} must be between {low} and {high}")
+    return value
+
+
+def _flag(req: Request, name: str, default: bool) -> bool:
+    raw = req.query_params.get(name)
+    if raw is None:
+        return default
+    if raw not in ("0", "1", "true", "false"):
+        raise InvalidInput(f"{name} must be 0 or 1")
+    return raw in ("1", "true")
+
+
+def _list_param(req: Request, name: str) -> list[str]:
+    values = [v.strip() for v in req.query_params.getlist(name) if v.strip()]
+    if len(values) > MAX_SCOPE_ITEMS:
+        raise InvalidInput(f"at most {MAX_SCOPE_ITEMS} values for {name}")
+    return values
+
+
+def _path_param(req: Request) -> str:
+    path = req.query_params.get("path", "")
+    if not path:
+        raise InvalidInput("parameter path is required")
+    if len(path) > 4096 or "\x00" in path:
+        raise InvalidInput("path is not a valid vault path")
+    return path
+
+
+def _static_files() -> dict[str, tuple[bytes, str]]:
+    root = resources.files("k0maru_gateway").joinpath("static")
+    files: dict[str, tuple[bytes, str]] = {}
+
+    def walk(folder: Traversable, prefix: str) -> None:
+        for entry in folder.iterdir():
+            name = prefix + entry.name
+            if entry.is_dir():
+                walk(entry, name + "/")
+                continue
+            suffix = "." + entry.name.rsplit(".", 1)[-1]
+            if suffix in STATIC_TYPES:
+                files[name] = (entry.read_bytes(), STATIC_TYPES[suffix])
+
+    walk(root, "")
+    return files
+
+
+def build_console(
+    client: StackClient,
+    token: str = "",
+    events_addr: str = "",
+    hosts: frozenset[str] | None = LOOPBACK_NAMES,
+    prices: Prices | None = None,
+) -> Starlette:
+    """`hosts`: the Host names to answer (see `allowed_hosts`); None answers any."""
     page = resources.files("k0maru_gateway").joinpath("static/index.html").read_text(encoding="utf-8")
+    static = _static_files()
+    sampler = StatusSampler(client, prices or Prices())
+    spec = openapi_spec()
 
     def authorized(request: Request) -> bool:
         if not token:
@@ -102,7 +400,7 @@ def build_console(client: StackClient, token: str = "", events_addr: str = "") -
         given = request.headers.get("authorization", "").removeprefix("Bearer ").strip() or request.query_params.get(
             "token", ""
         )
-        return hmac.compare_digest(given, token)
+        return hmac.compare_digest(given.encode(), token.encode())
 
     async def guarded(request: Request, handler: Callable[[Request], Awaitable[Response]]) -> Response:
         if not authorized(request):
@@ -112,93 +410,254 @@ def build_console(client: StackClient, token: str = "", events_addr: str = "") -
         except K0Error as exc:
             return JSONResponse({"error": str(exc)}, status_code=_status_for(exc))
 
+    def api(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            response = await guarded(request, handler)
+            response.headers["content-security-policy"] = CSP
+            response.headers["x-content-type-options"] = "nosniff"
+            return response
+
+        return endpoint
+
+    async def call(method: Callable[..., Any], request: Any, timeout: float = 10.0) -> Any:
+        return await run_in_threadpool(client.call, method, request, timeout)
+
     async def healthz(request: Request) -> Response:
-        state = await run_in_threadpool(health_state, client.addresses["retriever"], "k0maru.v1.Retriever")
+        state = await run_in_threadpool(health_state, client.addresses["retriever"], HEALTH_NAMES["retriever"])
         ok = state == "SERVING"
+        body = {"status": "ok" if ok else "degraded", "retriever": state}
+        if authorized(request):  # the vault's path is for those holding the token
+            body["vault"] = client.vault
+        return JSONResponse(body, status_code=200 if ok else 503)
+
+    async def search(req: Request) -> Response:
+        q = req.query_params.get("q", "")
+        if not q.strip():
+            raise InvalidInput("parameter q is required")
+        if len(q) > MAX_QUERY_CHARS:
+            raise TooLarge(f"q is longer than {MAX_QUERY_CHARS} characters")
+        mode = req.query_params.get("mode", "hybrid")
+        if mode not in SEARCH_MODES:
+            raise InvalidInput(f"mode must be one of {', '.join(SEARCH_MODES)}")
+        limit = _int_param(req, "limit", 10, 1, 100)
+        explain = _flag(req, "explain", True)
+        scope = retriever_pb2.Scope(
+            diaries=_list_param(req, "diary"), path_prefixes=_list_param(req, "prefix"), tags=_list_param(req, "tag")
+        )
+        request_pb = retriever_pb2.SearchRequest(
+            query=q, limit=limit, mode=SEARCH_MODES[mode], explain=explain, scope=scope
+        )
+        if _flag(req, "tagmemo", False):
+            beta_raw = req.query_params.get("beta", "") or "0"
+            try:
+                beta = float(beta_raw)
+            except ValueError as exc:
+                raise InvalidInput("beta must be a number") from exc
+            if not 0 <= beta <= 1:
+                raise InvalidInput("beta must be between 0 and 1 (0 = configured or dynamic)")
+            core_tags = [t.strip() for t in req.query_params.get("core_tags", "").split(",") if t.strip()]
+            request_pb.tagmemo.CopyFrom(retriever_pb2.TagMemoOptions(enabled=True, beta=beta, core_tags=core_tags))
+        request_pb.dedup = _flag(req, "dedup", False)
+        reply = await call(client.retriever.Search, request_pb)
+        used = mode_name(reply.mode_used)
         return JSONResponse(
-            {"status": "ok" if ok else "degraded", "retriever": state, "vault": client.vault},
-            status_code=200 if ok else 503,
+            {
+                "vault": reply.vault,
+                "query": q,
+                "mode": mode,
+                "mode_used": used,
+                "vector_coverage": reply.vector_coverage,
+                "took_ms": reply.took_ms,
+                "channels": channels(mode, reply.channels),
+                "hits": [hit_json(h, explain) for h in reply.hits],
+                "tagmemo": json_format.MessageToDict(reply.tagmemo, preserving_proto_field_name=True)
+                if reply.HasField("tagmemo")
+                else None,
+                "extra": _extra(
+                    reply, {"hits", "vault", "mode_used", "vector_coverage", "took_ms", "channels", "tagmemo"}
+                ),
+            }
         )
 
-    async def search(request: Request) -> Response:
-        async def handle(req: Request) -> Response:
-            q = req.query_params.get("q", "")
-            if not q.strip():
-                raise InvalidInput("parameter q is required")
-            if len(q) > MAX_QUERY_CHARS:
-                raise TooLarge(f"q is longer than {MAX_QUERY_CHARS} characters")
-            mode = req.query_params.get("mode", "hybrid")
-            if mode not in SEARCH_MODES:
-                raise InvalidInput(f"mode must be one of {', '.join(SEARCH_MODES)}")
-            try:
-                limit = int(req.query_params.get("limit", "10"))
-            except ValueError as exc:
-                raise InvalidInput("limit must be an integer") from exc
-            if not 1 <= limit <= 100:
-                raise InvalidInput("limit must be between 1 and 100")
-            explain = req.query_params.get("explain", "1") not in ("0", "false", "")
-            request_pb = retriever_pb2.SearchRequest(query=q, limit=limit, mode=SEARCH_MODES[mode], explain=explain)
-            reply = await run_in_threadpool(client.call, client.retriever.Search, request_pb, 10.0)
-            return JSONResponse(
-                {
-                    "vault": reply.vault,
-                    "query": q,
-                    "mode_used": mode_name(reply.mode_used),
-                    "vector_coverage": reply.vector_coverage,
-                    "took_ms": reply.took_ms,
-                    "hits": [hit_json(h, explain) for h in reply.hits],
-                }
-            )
+    async def note(req: Request) -> Response:
+        path = _path_param(req)
+        reply = await call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path=path))
+        doc = reply.document
+        try:
+            frontmatter = json.loads(doc.frontmatter_json or "{}")
+        except ValueError:
+            frontmatter = {}
+        resolved = dict(reply.resolved)
+        return JSONResponse(
+            {
+                "path": doc.path,
+                "title": doc.title,
+                "diary": doc.diary,
+                "frontmatter": frontmatter if isinstance(frontmatter, dict) else {},
+                "tags": list(doc.tags),
+                "aliases": list(doc.aliases),
+                "links": [
+                    {
+                        "target": link.target,
+                        "alias": link.alias,
+                        "heading": link.heading,
+                        "line": link.line,
+                        "embed": link.embed,
+                        "path": resolved.get(link.target),
+                    }
+                    for link in doc.links
+                ],
+                "outgoing": list(reply.outgoing),
+                "backlinks": list(reply.backlinks),
+                "markdown": reply.markdown,
+                "chunks": [
+                    {"index": c.index, "heading_path": list(c.heading_path), "lines": [c.start_line, c.end_line]}
+                    for c in doc.chunks
+                ],
+                "problems": list(doc.problems),
+                "size": doc.size,
+                "mtime_ns": doc.mtime_ns,
+            }
+        )
 
-        return await guarded(request, handle)
+    overview_cache: dict[tuple[int, int], tuple[bytes, bytes]] = {}  # (seq, max_nodes) → (JSON, gzipped JSON)
 
-    async def status(request: Request) -> Response:
-        async def handle(_req: Request) -> Response:
-            index = await run_in_threadpool(
-                client.call, client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 5.0
-            )
-            tokens = await run_in_threadpool(
-                client.call, client.offload.TokenStats, offload_pb2.TokenStatsRequest(), 5.0
-            )
-            return JSONResponse(
-                {
-                    "vault": client.vault,
-                    "index": {
-                        "documents": index.documents,
-                        "chunks": index.chunks,
-                        "chunks_with_vectors": index.chunks_with_vectors,
-                        "last_applied_seq": index.last_applied_seq,
-                    },
-                    "tokens": {
-                        "offloads": tokens.offloads,
-                        "original": tokens.original_tokens,
-                        "summary": tokens.summary_tokens,
-                        "saved_ratio": tokens.saved_ratio,
-                    },
-                }
-            )
+    def cached(req: Request, entry: tuple[bytes, bytes]) -> Response:
+        if "gzip" in req.headers.get("accept-encoding", ""):
+            headers = {"content-encoding": "gzip", "vary": "Accept-Encoding"}
+            return Response(entry[1], media_type="application/json", headers=headers)
+        return Response(entry[0], media_type="application/json")
 
-        return await guarded(request, handle)
+    async def graph(req: Request) -> Response:
+        path = req.query_params.get("path", "")
+        hops = _int_param(req, "hops", 1, 1, 2)
+        max_nodes = _int_param(req, "max_nodes", 0, 0, 1_000_000)
+        key = (-1, max_nodes)
+        if not path:  # the whole vault changes only when the index applies an event
+            index = await call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 5.0)
+            key = (index.last_applied_seq, max_nodes)
+            if key in overview_cache:
+                return cached(req, overview_cache[key])
+        reply = await call(
+            client.retriever.Graph, retriever_pb2.GraphRequest(path=path, hops=hops, max_nodes=max_nodes), 30.0
+        )
+        response = JSONResponse(
+            {
+                "path": path,
+                "hops": hops if path else 0,
+                "nodes": [[n.path, n.title, n.diary, n.degree, n.hop] for n in reply.nodes],
+                "edges": list(reply.edges),
+                "truncated": reply.truncated,
+                "total_notes": reply.total_notes,
+            }
+        )
+        if not path:  # 6,000 notes: 0.7 MB of JSON, compressed once here rather than on every answer
+            raw = bytes(response.body)
+            overview_cache.clear()
+            overview_cache[key] = (raw, await run_in_threadpool(gzip.compress, raw, 6))
+            return cached(req, overview_cache[key])
+        return response
 
-    async def events(request: Request) -> Response:
-        async def handle(_req: Request) -> Response:
-            if not events_addr:
-                raise NotFound("this gateway has no event source (K0_EVENTS_ADDR)")
-            return StreamingResponse(
-                change_events(events_addr), media_type="text/event-stream", headers={"cache-control": "no-cache"}
+    async def logs(req: Request) -> Response:
+        limit = _int_param(req, "limit", 200, 1, 1000)
+        reply = await call(client.offload.ListLogs, offload_pb2.ListLogsRequest(limit=limit))
+        items = []
+        for entry in reply.logs:
+            item = json_format.MessageToDict(
+                entry, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
             )
+            item["exit_code"] = entry.exit_code if entry.HasField("exit_code") else None
+            item["svg"] = render_svg(entry.mermaid)
+            items.append(item)
+        return JSONResponse({"total": reply.total, "logs": items})
 
-        return await guarded(request, handle)
+    async def log_slice(req: Request) -> Response:
+        node_id = req.path_params["node_id"]
+        grep = req.query_params.get("grep", "")
+        if len(grep) > 500:
+            raise InvalidInput("grep is longer than 500 characters")
+        request_pb = offload_pb2.InspectRequest(
+            node_id=node_id,
+            start_line=_int_param(req, "start", 0, 0, 10_000_000),
+            end_line=_int_param(req, "end", 0, 0, 10_000_000),
+            grep=grep,
+            context=_int_param(req, "context", 0, 0, 50),
+            around_first_error=_flag(req, "around_error", False),
+        )
+        reply = await call(client.offload.InspectLogNode, request_pb)
+        return JSONResponse(
+            {
+                "node_id": reply.node_id,
+                "total_lines": reply.total_lines,
+                "lines": [[line.number, line.text] for line in reply.lines],
+            }
+        )
+
+    async def status(_req: Request) -> Response:
+        return JSONResponse(await sampler.snapshot())
+
+    async def live(_req: Request) -> Response:
+        async def stream() -> AsyncIterator[str]:
+            yield "retry: 2000\n\n"
+            last = ""
+            quiet = 0
+            while True:
+                snap = await sampler.snapshot()
+                data = json.dumps(snap, ensure_ascii=False)
+                body = json.dumps({k: v for k, v in snap.items() if k != "at_unix_ms"})
+                if body != last or quiet >= 15:  # changed, or a heartbeat every ~15 s
+                    yield f"event: status\ndata: {data}\n\n"
+                    last, quiet = body, 0
+                else:
+                    quiet += 1
+                await asyncio.sleep(sampler.period_s)
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"cache-control": "no-cache"})
+
+    async def events(_req: Request) -> Response:
+        if not events_addr:
+            raise NotFound("this gateway has no event source (K0_EVENTS_ADDR)")
+        return StreamingResponse(
+            change_events(events_addr), media_type="text/event-stream", headers={"cache-control": "no-cache"}
+        )
+
+    async def openapi(_req: Request) -> Response:
+        return JSONResponse(spec)
 
     async def index(request: Request) -> Response:
-        return HTMLResponse(page, media_type="text/html; charset=utf-8")
+        return HTMLResponse(
+            page,
+            media_type="text/html; charset=utf-8",
+            headers={"content-security-policy": CSP, "x-content-type-options": "nosniff", "cache-control": "no-cache"},
+        )
+
+    async def static_file(request: Request) -> Response:
+        found = static.get(request.path_params["name"])
+        if found is None:
+            return JSONResponse({"error": "no such file"}, status_code=404)
+        body, media_type = found
+        cache = "public, max-age=86400" if media_type.startswith("font/") else "no-cache"
+        return Response(
+            body, media_type=media_type, headers={"cache-control": cache, "x-content-type-options": "nosniff"}
+        )
 
     return Starlette(
+        middleware=[
+            Middleware(HostCheck, hosts=hosts),
+            Middleware(GZipMiddleware, minimum_size=1024, compresslevel=6),  # event streams are never compressed
+        ],
         routes=[
             Route("/", index),
+            Route("/static/{name:path}", static_file),
             Route("/healthz", healthz),
-            Route("/api/search", search),
-            Route("/api/status", status),
-            Route("/api/events", events),
-        ]
+            Route("/api/openapi.json", openapi),
+            Route("/api/search", api(search)),
+            Route("/api/note", api(note)),
+            Route("/api/graph", api(graph)),
+            Route("/api/logs", api(logs)),
+            Route("/api/logs/{node_id}", api(log_slice)),
+            Route("/api/status", api(status)),
+            Route("/api/live", api(live)),
+            Route("/api/events", api(events)),
+        ],
     )

@@ -6,6 +6,7 @@ names the vault it came from. Logs go to stderr: stdout is the wire.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -14,10 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from k0maru.v1 import offload_pb2, retriever_pb2
-from k0maru_common import K0Error
-from k0maru_offload._engine import next_step
-
-from ._clients import SEARCH_MODES, StackClient, mode_name
+from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, mode_name
 
 T = TypeVar("T")
 
@@ -30,6 +28,7 @@ INTENTS = """When to call which tool:
 - "save the lock-renewal plan we just agreed on" / a decision or lesson worth keeping → flush_session
 - "turn this compiler error into a troubleshooting playbook" / a failure just solved → distill_session_skill"""
 MAX_LINE = 2**32 - 1  # line numbers are uint32 on the wire
+log = logging.getLogger(__name__)
 
 OUTCOME_NAMES = {
     offload_pb2.FLUSH_OUTCOME_CREATED: "created",
@@ -57,12 +56,30 @@ class Hit(BaseModel):
     explain: Explain | None = None
 
 
+class TagMemoExplain(BaseModel):
+    applied: bool
+    matched_tags: dict[str, float]
+    core_tags: list[str]
+    beta: float
+    base_beta: float
+    logic_depth: float
+    entropy: float
+    resonance: float
+    coverage: float
+    novelty: float
+    dominant_axis: str
+    pyramid_levels: list[float]
+    dedup_dropped: int
+
+
 class RecallResult(BaseModel):
     vault: str
     query: str
     mode_used: str
     vector_coverage: float
+    left_out: list[str]  # "channel: why" for each channel asked for that did not run
     hits: list[Hit]
+    tagmemo: TagMemoExplain | None = None
 
 
 class NextCall(BaseModel):
@@ -111,6 +128,12 @@ class LoadoutAnswer(BaseModel):
     markdown: str
 
 
+def _next_step(node_id: str) -> str:
+    """The tool an agent calls next to read more of an offloaded log (the offload service counts
+    this line in the ledger: `k0maru_offload.next_step`)."""
+    return f'next: inspect_log_node(node_id="{node_id}", around_first_error=true) (or start_line/end_line, grep)'
+
+
 def _call(fn: Callable[[Any, float], T], request: Any, timeout: float = 30.0) -> T:
     try:
         return fn(request, timeout)
@@ -134,6 +157,19 @@ def build_mcp(client: StackClient) -> MCPServer:
         ] = "",
         tags: Annotated[list[str] | None, Field(description="only notes carrying all these tags")] = None,
         explain: Annotated[bool, Field(description="include why each note ranked where it did")] = False,
+        diary: Annotated[
+            str, Field(description="only notes of this diary: a first-level folder, or 'Root' for top-level notes")
+        ] = "",
+        tagmemo: Annotated[
+            bool, Field(description="TagMemo: steer the vector search towards the tags the query evokes")
+        ] = False,
+        tag_weight: Annotated[
+            float, Field(ge=0, le=1, description="TagMemo base weight β₀ (0 = the configured or dynamic one)")
+        ] = 0.0,
+        core_tags: Annotated[
+            list[str] | None, Field(description="TagMemo: tags to weigh up (any case), e.g. from the conversation")
+        ] = None,
+        dedup: Annotated[bool, Field(description="drop near-duplicate notes (SVD residual selection)")] = False,
     ) -> RecallResult:
         """Call BEFORE debugging an error or re-deciding something: searches the vault's notes (BM25 + vectors +
         wikilink graph) for past fixes, decisions and knowledge.
@@ -145,11 +181,19 @@ def build_mcp(client: StackClient) -> MCPServer:
             raise ToolError(f"mode must be one of {', '.join(SEARCH_MODES)}")
         if not query.strip():
             raise ToolError("query is empty: say what to look for")
-        scope = retriever_pb2.Scope(path_prefixes=[folder] if folder else [], tags=tags or [])
+        scope = retriever_pb2.Scope(
+            path_prefixes=[folder] if folder else [], tags=tags or [], diaries=[diary] if diary else []
+        )
         reply = _call(
             lambda r, t: client.call(client.retriever.Search, r, t),
             retriever_pb2.SearchRequest(
-                query=query, limit=limit, mode=SEARCH_MODES[mode], scope=scope, explain=explain
+                query=query,
+                limit=limit,
+                mode=SEARCH_MODES[mode],
+                scope=scope,
+                explain=explain,
+                tagmemo=retriever_pb2.TagMemoOptions(enabled=tagmemo, beta=tag_weight, core_tags=core_tags or []),
+                dedup=dedup,
             ),
         )
         hits = []
@@ -176,23 +220,54 @@ def build_mcp(client: StackClient) -> MCPServer:
                     explain=ex,
                 )
             )
-        return RecallResult(
+        tm = reply.tagmemo
+        result = RecallResult(
             vault=vault,
             query=query,
             mode_used=mode_name(reply.mode_used),
             vector_coverage=round(reply.vector_coverage, 4),
+            left_out=[f"{c.channel}: {c.reason}" for c in reply.channels if not c.ran],
             hits=hits,
+            tagmemo=TagMemoExplain(
+                applied=tm.applied,
+                matched_tags={t.tag: round(t.weight, 4) for t in tm.matched_tags},
+                core_tags=list(tm.core_tags),
+                beta=round(tm.beta, 4),
+                base_beta=round(tm.base_beta, 4),
+                logic_depth=round(tm.logic_depth, 4),
+                entropy=round(tm.entropy, 4),
+                resonance=round(tm.resonance, 4),
+                coverage=round(tm.coverage, 4),
+                novelty=round(tm.novelty, 4),
+                dominant_axis=tm.dominant_axis,
+                pyramid_levels=[round(x, 4) for x in tm.pyramid_levels],
+                dedup_dropped=tm.dedup_dropped,
+            )
+            if explain and reply.HasField("tagmemo")
+            else None,
         )
+        if hits:  # the ledger: what handing over the whole notes would have cost (best effort)
+            record = offload_pb2.RecallRecord(paths=[h.path for h in hits], answer=result.model_dump_json())
+            try:
+                client.call(client.offload.RecordRecall, record, 5.0)
+            except K0Error as exc:
+                log.warning("recall not recorded in the token ledger: %s", exc)
+        return result
 
     @server.tool()
     def offload_log(
         text: Annotated[str, Field(description="the full output of a command, build or test run")],
         task_id: Annotated[str, Field(description="optional short task name (letters, digits, _ and -)")] = "",
         threshold: Annotated[
-            int, Field(ge=0, le=100_000, description="lines above which the log is offloaded (0 = default 50)")
+            int,
+            Field(
+                ge=0,
+                le=100_000,
+                description=f"lines above which the log is offloaded (0 = default {OFFLOAD_THRESHOLD_LINES})",
+            ),
         ] = 0,
     ) -> OffloadAnswer:
-        """Call whenever a command, build or test run printed more than ~50 lines (cargo, pytest, go test, mvn,
+        """Call whenever a command, build or test run printed more than the offload threshold (50 lines; cargo, pytest, go test, mvn,
         npm, tsc, gcc, ctest…): keeps the log out of the context and returns the first real error, the failing
         file:line in your own sources, counts, a short Mermaid and `next_call` (inspect_log_node with its
         arguments) to read exactly the part you need. Under 50 lines the text comes back unchanged."""
@@ -214,7 +289,7 @@ def build_mcp(client: StackClient) -> MCPServer:
             vault=vault,
             offloaded=True,
             node_id=r.node_id,
-            summary=f"{r.summary}\n{next_step(r.node_id)}",
+            summary=f"{r.summary}\n{_next_step(r.node_id)}",
             mermaid=r.mermaid,
             original_tokens=r.original_tokens,
             summary_tokens=r.summary_tokens,
@@ -337,3 +412,10 @@ def build_mcp(client: StackClient) -> MCPServer:
         return LoadoutAnswer(vault=vault, project=r.project, tokens=r.tokens, markdown=r.markdown)
 
     return server
+
+
+def serve_mcp_stdio(client: StackClient) -> None:
+    """Serve MCP over stdin/stdout until the host closes stdin (the caller owns `client`)."""
+    import anyio
+
+    anyio.run(build_mcp(client).run_stdio_async)

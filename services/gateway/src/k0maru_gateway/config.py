@@ -20,6 +20,12 @@ class GatewaySettings(K0Settings):
     http_host: str = Field("127.0.0.1", description="console bind address")
     http_port: int = Field(7878, description="console port")
     console_token: str = Field("", description="bearer token required by the console (mandatory off loopback)")
+    http_allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host header names the console answers besides its bind address (JSON list; DNS rebinding)",
+    )
+    price_per_mtok: float = Field(3.0, ge=0, description="price of one million input tokens, for the scoreboard")
+    price_currency: str = Field("USD", min_length=1, max_length=8, description="currency of price_per_mtok")
 
     @model_validator(mode="after")
     def _token_off_loopback(self) -> GatewaySettings:

@@ -1,17 +1,20 @@
-"""Gateway service: the HTTP console on uvicorn, plus a gRPC health endpoint for orchestration."""
+"""Gateway service: the HTTP console on uvicorn, plus a gRPC health endpoint for orchestration.
+
+The MCP face of the gateway is `_mcp.build_mcp` / `serve_mcp_stdio`, run by `k0maru mcp`.
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from dataclasses import dataclass
 
 import uvicorn
 
-from k0maru_common import GrpcService
+from k0maru_common import HEALTH_NAMES, GrpcService, StackClient
 
-from ._clients import StackClient
-from ._console import build_console
+from ._console import Prices, allowed_hosts, build_console
 from .config import GatewaySettings
 
 log = logging.getLogger(__name__)
@@ -25,36 +28,56 @@ def stack_client(settings: GatewaySettings) -> StackClient:
     }
     if settings.embedder_target:
         addresses["embedder"] = settings.embedder_target
-    return StackClient(str(settings.vault), addresses)
+    return StackClient(str(settings.vault), addresses, settings.grpc_token)
 
 
-def run(settings: GatewaySettings) -> None:
+@dataclass
+class GatewayApp:
+    """The console's HTTP server, the health endpoint, and the gRPC channels they use."""
+
+    settings: GatewaySettings
+    service: GrpcService
+    client: StackClient
+    http: uvicorn.Server
+
+    def mark_serving_when_listening(self) -> None:
+        while not self.http.started and not self.http.should_exit:
+            time.sleep(0.02)
+        if self.http.started:
+            self.service.set_serving(True)
+            log.info("console on http://%s:%d/", self.settings.http_host, self.settings.http_port)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def build_server(settings: GatewaySettings) -> GatewayApp:
+    """Bind the health endpoint (NOT_SERVING) and build the console; nothing listens on HTTP yet."""
     client = stack_client(settings)
-    service = GrpcService("k0maru.v1.Gateway", settings.grpc_addr)
-    service.start()
-    app = build_console(client, settings.console_token, settings.events_addr)
-    server = uvicorn.Server(
+    service = GrpcService(HEALTH_NAMES["gateway"], settings.grpc_addr, token=settings.grpc_token)
+    hosts = allowed_hosts(settings.http_host, settings.http_allowed_hosts)
+    prices = Prices(settings.price_per_mtok, settings.price_currency)
+    console = build_console(client, settings.console_token, settings.events_addr, hosts, prices)
+    http = uvicorn.Server(
         uvicorn.Config(
-            app,
+            console,
             host=settings.http_host,
             port=settings.http_port,
             log_level="warning",
             access_log=False,
-            timeout_graceful_shutdown=2,
-        )  # open event streams must not hold a stop
+            timeout_graceful_shutdown=2,  # open event streams must not hold a stop
+        )
     )
+    return GatewayApp(settings, service, client, http)
 
-    def mark_serving() -> None:
-        while not server.started and not server.should_exit:
-            time.sleep(0.02)
-        if server.started:
-            service.set_serving(True)
-            log.info("console on http://%s:%d/", settings.http_host, settings.http_port)
 
-    threading.Thread(target=mark_serving, daemon=True).start()
+def run(settings: GatewaySettings) -> None:
+    app = build_server(settings)
+    app.service.start()
+    threading.Thread(target=app.mark_serving_when_listening, daemon=True).start()
     try:
-        server.run()  # handles SIGTERM/SIGINT itself
+        app.http.run()  # handles SIGTERM/SIGINT itself
     finally:
-        service.request_stop()
-        service.wait_for_termination()
-        client.close()
+        app.service.request_stop()
+        app.service.wait_for_termination()
+        app.close()

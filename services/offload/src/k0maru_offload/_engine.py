@@ -19,10 +19,9 @@ from pathlib import Path
 import regex
 import xxhash
 
-from k0maru_common import InvalidInput, NotFound, TooLarge
+from k0maru_common import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES, InvalidInput, NotFound, TooLarge, estimate_tokens
 
 from ._logscan import LogFindings, scan_log
-from ._tokens import estimate_tokens
 
 NODE_ID = re.compile(r"^node_[0-9a-f]{16}$")
 MAX_INSPECT_LINES = 400
@@ -93,7 +92,7 @@ def summarize(lines: int, rel_path: str, exit_code: int | None, f: LogFindings) 
 
 
 class OffloadEngine:
-    def __init__(self, vault: Path, threshold: int, max_bytes: int) -> None:
+    def __init__(self, vault: Path, threshold: int = OFFLOAD_THRESHOLD_LINES, max_bytes: int = MAX_LOG_BYTES) -> None:
         self.vault = vault.resolve()
         self.refs = self.vault / ".k0maru" / "refs"
         self.threshold = threshold

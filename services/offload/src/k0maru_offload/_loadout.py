@@ -18,8 +18,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from k0maru_common import estimate_tokens
+
 from ._conventions import Conventions, sniff
-from ._tokens import estimate_tokens
 
 _WIKILINK = re.compile(r"\[\[[^\]\n]+\]\]")
 _HUB_NAME = re.compile(r"(^|[-_ ])(index|moc|hub|map|readme|home|overview)([-_ .]|$)", re.IGNORECASE)

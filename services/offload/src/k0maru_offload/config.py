@@ -6,12 +6,12 @@ from pathlib import Path
 
 from pydantic import Field
 
-from k0maru_common import K0Settings
+from k0maru_common import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES, K0Settings
 
 
 class OffloadSettings(K0Settings):
     vault: Path = Field(description="the vault: refs go to <vault>/.k0maru/refs, notes into the vault")
     redis_url: str = Field("redis://127.0.0.1:6379/0", description="Redis/Valkey for the token ledger")
-    threshold_lines: int = Field(50, description="logs longer than this are offloaded")
-    max_log_bytes: int = Field(64 * 1024 * 1024, description="largest log accepted")
+    threshold_lines: int = Field(OFFLOAD_THRESHOLD_LINES, description="logs longer than this are offloaded")
+    max_log_bytes: int = Field(MAX_LOG_BYTES, description="largest log accepted")
     skills_export_dir: Path = Field(Path.home() / ".hermes" / "skills", description="where exported skill cards go")

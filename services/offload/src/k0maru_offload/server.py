@@ -1,18 +1,21 @@
-"""Offload gRPC service: OffloadLog, InspectLogNode, FlushSession, DistillSkill, loadout, ledger."""
+"""Offload gRPC service: OffloadLog, ListLogs, InspectLogNode, FlushSession, DistillSkill, loadout, ledger
+(offloads and recall answers)."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
 import redis
 
 from k0maru.v1 import offload_pb2, offload_pb2_grpc
-from k0maru_common import TOKEN_LEDGER, GrpcService, InvalidInput
+from k0maru_common import HEALTH_NAMES, TOKEN_LEDGER, GrpcService, InvalidInput, confine, estimate_tokens
 
+from . import _catalog as catalog
 from ._conventions import Conventions, sniff
 from ._distill import distill, export_hermes
 from ._engine import OffloadEngine
@@ -21,6 +24,8 @@ from ._loadout import DEFAULT_TOKENS, build_loadout
 from .config import OffloadSettings
 
 log = logging.getLogger(__name__)
+MAX_RECALL_PATHS = 100
+MAX_NOTE_BYTES = 2_000_000
 OUTCOMES = {
     "created": offload_pb2.FLUSH_OUTCOME_CREATED,
     "up_to_date": offload_pb2.FLUSH_OUTCOME_UP_TO_DATE,
@@ -63,6 +68,16 @@ class TokenLedger:
             log.warning("token ledger not updated: %s", exc)
             return False
 
+    def record_recall(self, note_tokens: int, answer_tokens: int) -> None:
+        try:
+            pipe = self._redis.pipeline(transaction=True)
+            pipe.hincrby(TOKEN_LEDGER, "recalls", 1)
+            pipe.hincrby(TOKEN_LEDGER, "recall_note_tokens", note_tokens)
+            pipe.hincrby(TOKEN_LEDGER, "recall_answer_tokens", answer_tokens)
+            pipe.execute()
+        except redis.RedisError as exc:  # the answer has already gone out
+            log.warning("token ledger not updated: %s", exc)
+
     def totals(self) -> dict[str, int]:
         raw = self._redis.hgetall(TOKEN_LEDGER)
         return {k.decode(): int(v) for k, v in raw.items()}
@@ -82,6 +97,8 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
         result = self._engine.offload(request.text, request.task_id, request.threshold, request.command, exit_code)
         counted = False
         if result.offloaded:
+            # the catalog (a JSON sidecar per log) feeds the console's offload browser
+            catalog.record(self._engine.vault, result, request.task_id, request.command, exit_code)
             streamed = self._engine.streamed_tokens(request.text, request.streamed_lines)
             counted = self._ledger.record(result.node_id, result.original_tokens, result.summary_tokens, streamed)
         f = result.findings
@@ -101,6 +118,11 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
             failed_tests=f.failed_tests,
             counted=counted,
         )
+
+    def ListLogs(
+        self, request: offload_pb2.ListLogsRequest, context: grpc.ServicerContext
+    ) -> offload_pb2.ListLogsResponse:
+        return catalog.list_logs(self._engine.vault, request.limit)
 
     def InspectLogNode(
         self, request: offload_pb2.InspectRequest, context: grpc.ServicerContext
@@ -189,7 +211,27 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
             saved_ratio=(1 - summary / original) if original else 0.0,
             streamed_tokens=totals.get("streamed_tokens", 0),
             repeats=totals.get("repeats", 0),
+            recalls=totals.get("recalls", 0),
+            recall_note_tokens=totals.get("recall_note_tokens", 0),
+            recall_answer_tokens=totals.get("recall_answer_tokens", 0),
         )
+
+    def RecordRecall(
+        self, request: offload_pb2.RecallRecord, context: grpc.ServicerContext
+    ) -> offload_pb2.TokenStatsResponse:
+        """Tokens of the whole notes a recall answer drew on vs the answer: what recall saved."""
+        if len(request.paths) > MAX_RECALL_PATHS:
+            raise InvalidInput(f"at most {MAX_RECALL_PATHS} paths per recall")
+        vault = self._settings.vault.resolve()
+        note_tokens = 0
+        for path in dict.fromkeys(request.paths):
+            try:
+                with confine(vault, path).open("rb") as f:
+                    note_tokens += estimate_tokens(f.read(MAX_NOTE_BYTES).decode("utf-8", "replace"))
+            except OSError:
+                continue  # deleted since: it costs nothing now
+        self._ledger.record_recall(note_tokens, estimate_tokens(request.answer))
+        return self.TokenStats(offload_pb2.TokenStatsRequest(), context)
 
 
 def _report(conv: Conventions) -> offload_pb2.ConventionReport:
@@ -205,23 +247,45 @@ def _report(conv: Conventions) -> offload_pb2.ConventionReport:
     )
 
 
-def run(settings: OffloadSettings) -> None:
+@dataclass
+class OffloadApp:
+    """The service and the resources it owns (the ledger's Redis connection)."""
+
+    settings: OffloadSettings
+    service: GrpcService
+    redis: redis.Redis
+
+    def wait_for_ledger(self) -> None:
+        """The ledger must be reachable before the service says SERVING."""
+        while not self.service.stopping:
+            try:
+                self.redis.ping()
+                return
+            except redis.ConnectionError:
+                log.warning("Redis at %s not reachable yet", self.settings.redis_url)
+                time.sleep(0.5)
+
+    def close(self) -> None:
+        self.redis.close()
+
+
+def build_server(settings: OffloadSettings) -> OffloadApp:
+    """Bind gRPC (health NOT_SERVING) and register the servicer; nothing is served until `run`."""
     if not settings.vault.is_dir():
         raise SystemExit(f"offload: vault {settings.vault} is not a folder")
     client = redis.Redis.from_url(settings.redis_url)
-    service = GrpcService("k0maru.v1.Offload", settings.grpc_addr)
+    service = GrpcService(HEALTH_NAMES["offload"], settings.grpc_addr, token=settings.grpc_token)
     offload_pb2_grpc.add_OffloadServicer_to_server(OffloadServicer(settings, TokenLedger(client)), service.server)
+    return OffloadApp(settings, service, client)
+
+
+def run(settings: OffloadSettings) -> None:
+    app = build_server(settings)
     try:
-        with service:
-            while not service.stopping:  # the ledger must be reachable before we say SERVING
-                try:
-                    client.ping()
-                    break
-                except redis.ConnectionError:
-                    log.warning("Redis at %s not reachable yet", settings.redis_url)
-                    time.sleep(0.5)
-            service.set_serving(True)
+        with app.service:
+            app.wait_for_ledger()
+            app.service.set_serving(True)
             with contextlib.suppress(KeyboardInterrupt):
-                service.wait_for_termination()
+                app.service.wait_for_termination()
     finally:
-        client.close()
+        app.close()

@@ -1,5 +1,13 @@
 """`python -m k0maru_retriever`: run the retriever service."""
 
+import os
+
+# TagMemo's linear algebra is small (≤ 1k × 384): a multi-threaded BLAS spends more on waking
+# its threads than on the work (2.9 vs 8.5 ms CPU per query, bench/tagmemo_bench.py). Set
+# before numpy is first imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 from k0maru_common import configure_logging
 
 from .config import RetrieverSettings

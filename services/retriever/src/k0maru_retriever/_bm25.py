@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,17 +50,25 @@ class ChunkRow:
     text: str  # already including title and headings
 
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: the "live" sentinel field (one term on every document) counts deleted documents
 
 
 class Bm25Index:
+    """`generation` names this index's contents: a new id whenever the directory is created,
+    wiped for a schema change, or cleared. The retriever stores it with its bookkeeping and
+    rebuilds BM25 when the two disagree."""
+
     def __init__(self, directory: Path, analyzer: BM25Analyzer) -> None:
         self._analyzer = analyzer
         version_file = directory / "k0-schema-version"
+        self._generation_file = directory / "k0-generation"
         if directory.exists() and (not version_file.exists() or version_file.read_text() != SCHEMA_VERSION):
             shutil.rmtree(directory)  # rebuildable from the vault
         directory.mkdir(parents=True, exist_ok=True)
         version_file.write_text(SCHEMA_VERSION)
+        if not self._generation_file.exists():
+            self._new_generation()
+        self.generation = self._generation_file.read_text()
         builder = tantivy.SchemaBuilder()
         builder.add_text_field("id", stored=True, tokenizer_name="raw")
         builder.add_text_field("path", stored=True, tokenizer_name="raw")
@@ -67,6 +76,7 @@ class Bm25Index:
         builder.add_text_field("tags", tokenizer_name="raw")
         builder.add_text_field("folders", tokenizer_name="raw")
         builder.add_text_field("text", tokenizer_name="whitespace")
+        builder.add_text_field("live", tokenizer_name="raw")
         self._schema = builder.build()
         self._index = tantivy.Index(self._schema, path=str(directory), reuse=True)
         self._writer = self._index.writer(heap_size=50_000_000, num_threads=1)
@@ -78,7 +88,9 @@ class Bm25Index:
         self._dirty = True
 
     def add(self, row: ChunkRow) -> None:
-        doc = tantivy.Document(id=row.chunk_id, path=row.path, diary=row.diary, text=self._analyzer.joined(row.text))
+        doc = tantivy.Document(
+            id=row.chunk_id, path=row.path, diary=row.diary, text=self._analyzer.joined(row.text), live="1"
+        )
         for tag in row.tags:
             doc.add_text("tags", tag)
         for folder in folders_of(row.path):
@@ -96,6 +108,11 @@ class Bm25Index:
     def clear(self) -> None:
         self._writer.delete_all_documents()
         self._dirty = True
+        self._new_generation()
+
+    def _new_generation(self) -> None:
+        self.generation = uuid.uuid4().hex
+        self._generation_file.write_text(self.generation)
 
     def search(self, query: str, limit: int, scope: Scope) -> list[tuple[str, float]]:
         """(chunk id, BM25 score), best first. Never raises on query syntax: no parser is used."""
@@ -126,10 +143,11 @@ class Bm25Index:
                 p = prefix.rstrip("/")
                 subs.append((tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "folders", p)))
                 subs.append((tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "path", p)))
-                if not prefix.endswith("/"):
-                    subs.append(
-                        (tantivy.Occur.Should, tantivy.Query.regex_query(self._schema, "path", _regex_escape(p) + ".*"))
-                    )
+                if not prefix.endswith("/"):  # a partial name: the paths that start with it, from the term dictionary
+                    # (a regex would do, but tantivy refuses one past 1,000 states: any prefix that long)
+                    paths = [term for term, _count in self._searcher.terms_with_prefix("path", p)]
+                    if paths:
+                        subs.append((tantivy.Occur.Should, tantivy.Query.term_set_query(self._schema, "path", paths)))
             clauses.append((tantivy.Occur.Must, tantivy.Query.boolean_query(subs)))
         for tag in scope.tags:
             clauses.append((tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "tags", tag)))
@@ -143,6 +161,8 @@ class Bm25Index:
     def count(self) -> int:
         return int(self._searcher.num_docs)
 
-
-def _regex_escape(text: str) -> str:
-    return "".join("\\" + c if c in r".^$*+?()[]{}|\/-&~#@<>\"" else c for c in text)
+    def deleted(self) -> int:
+        """Deleted documents still held by segments. They keep counting in BM25's statistics
+        (document frequencies, average length) until a merge drops them, so an index that saw
+        deletes ranks differently from a fresh build of the same notes."""
+        return int(self._searcher.doc_freq("live", "1")) - self.count()

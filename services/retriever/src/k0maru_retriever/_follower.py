@@ -5,6 +5,10 @@ reconcile (the scanner's manifest against the indexed hashes: missing, stale and
 documents all fixed), then follow ZeroMQ events in `seq` order. A gap, a quiet
 period or a restart triggers catch-up through Scanner.Changes; a journal that no longer
 reaches back far enough (OUT_OF_RANGE) triggers a reconcile. Every step is idempotent.
+
+The loop runs in a BackgroundWorker: a scanner that cannot be reached is waited for; any
+other failure restarts the loop with backoff (catch-up first), and a loop that keeps failing
+makes the retriever NOT_SERVING and exit (`on_give_up`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import grpc
 import zmq
 
 from k0maru.v1 import common_pb2, scanner_pb2, scanner_pb2_grpc
-from k0maru_common import CHANNEL_OPTIONS, ChangeSubscriber
+from k0maru_common import BackgroundWorker, ChangeSubscriber, WorkerHealth, open_channel
 
 from ._index import EmbedJob, NoteIndex
 
@@ -36,34 +40,38 @@ class EventFollower:
         events_addr: str,
         enqueue: Callable[[list[EmbedJob]], None],
         catchup_interval_s: float,
+        on_give_up: Callable[[str], None] | None = None,
+        token: str = "",
     ) -> None:
         self._index = index
-        self._channel = grpc.insecure_channel(scanner_addr, options=CHANNEL_OPTIONS)
+        self._channel = open_channel(scanner_addr, token)
         self._scanner = scanner_pb2_grpc.ScannerStub(self._channel)
         self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self._subscriber = ChangeSubscriber(self._context, events_addr)
         self._enqueue = enqueue
         self._interval = catchup_interval_s
-        self._stop = threading.Event()
         self.ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="follower", daemon=True)
+        self._worker = BackgroundWorker("follower", self._run, on_give_up)
+        self._stop = self._worker.stop_event
 
     @property
     def last_applied_seq(self) -> int:
         return self._index.state.last_applied_seq
 
     def start(self) -> None:
-        self._thread.start()
+        self._worker.start()
+
+    def health(self) -> WorkerHealth:
+        return self._worker.health()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        self._worker.stop(timeout_s=10)
         self._subscriber.close()
         self._context.term()
         self._channel.close()
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
+    def _run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
             try:
                 if self.last_applied_seq:
                     self.catch_up()  # exact and cheap while the journal still reaches back
@@ -156,6 +164,7 @@ class EventFollower:
         self._sync_paths(stale, extra, enqueue=False)  # missing_vectors() below enqueues once
         self._index.state.parser_version = status.parser_version
         self._index.commit(max(status.last_seq, self.last_applied_seq))
+        self._index.repair()  # the stores themselves, not only the bookkeeping, must agree
         self._enqueue(self._index.missing_vectors())
         log.info("reconciled: %d fetched, %d removed, %d documents in the index", len(stale), len(extra), len(manifest))
 

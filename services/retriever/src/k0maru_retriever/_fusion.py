@@ -1,8 +1,17 @@
-"""RrfFusion and snippets, exactly as ALGORITHMS.md B.5 states (minus its byte-offset bug).
+"""RrfFusion with a bounded graph boost, and snippets (ALGORITHMS.md B.5, minus two of its bugs).
 
-score(d) = Σ_m w_m / (k + rank_m(d)) + boost(d); a channel missing d contributes 0. Weights
-are normalised when both channels returned something, (1, 0) or (0, 1) when only one did.
-boost(d) = +0.05 when d links to, or is linked from, another candidate (binary, not per link).
+score(d) = Σ_m w_m / (k + rank_m(d)); a channel missing d contributes 0. Weights are normalised
+when both channels returned something, (1, 0) or (0, 1) when only one did.
+
+Graph boost. B.5 adds a flat +0.05 to a note linked to or from another candidate; RRF scores top
+out at 1/61 ≈ 0.016, so that constant put every connected note above every unconnected one (the
+note ranked first by both channels came 31st on the example vault). Here the boost is a rank
+bonus instead: a connected note is scored as if, in each channel that found it, it had closed a
+fraction `boost` (0 ≤ boost < 1) of the distance to rank 1: rank r counts as 1 + (r − 1)(1 − boost).
+So the boost lives in the fused score's own scale and keeps its place:
+- a note ranked first by every channel that ran stays first (no other note reaches rank 1);
+- a note that an unconnected note beats in every channel passes it only when its boosted ranks
+  do (its reach: rank 11 counts as 8 with the default 0.3, rank 31 as 22).
 Ties: BM25 rank ascending (present first), vector rank ascending (present first), path.
 """
 
@@ -23,7 +32,7 @@ class FusedHit:
     bm25_score: float = 0.0
     vector_rank: int = 0
     vector_score: float = 0.0
-    boost: float = 0.0
+    boost: float = 0.0  # what the graph boost added to the score
 
 
 def channel_weights(w_bm25: float, w_vector: float, has_bm25: bool, has_vector: bool) -> tuple[float, float]:
@@ -33,6 +42,40 @@ def channel_weights(w_bm25: float, w_vector: float, has_bm25: bool, has_vector: 
     return (1.0, 0.0) if has_bm25 else (0.0, 1.0)
 
 
+def boosted_rank(rank: int, boost: float) -> float:
+    """The rank a connected note counts as: `boost` of the way from `rank` to 1."""
+    return 1.0 + (rank - 1) * (1.0 - boost)
+
+
+def _collect(bm25: list[tuple[str, float]], vector: list[tuple[str, float]]) -> dict[str, FusedHit]:
+    hits: dict[str, FusedHit] = {}
+    for rank, (path, score) in enumerate(bm25, start=1):
+        hit = hits.setdefault(path, FusedHit(path))
+        hit.bm25_rank, hit.bm25_score = rank, score
+    for rank, (path, score) in enumerate(vector, start=1):
+        hit = hits.setdefault(path, FusedHit(path))
+        hit.vector_rank, hit.vector_score = rank, score
+    return hits
+
+
+def _score_all(
+    hits: dict[str, FusedHit],
+    score: Callable[[FusedHit, float], float],
+    boost: float,
+    connected: Callable[[set[str]], set[str]] | None,
+) -> list[FusedHit]:
+    """Score every hit, the connected ones with the boost too; best first."""
+    if not 0.0 <= boost < 1.0:
+        raise ValueError(f"graph boost must be in [0, 1), got {boost}")
+    linked = connected(set(hits)) if connected is not None and boost > 0 else set()
+    for hit in hits.values():
+        hit.score = score(hit, 0.0)
+        if hit.path in linked:
+            boosted = score(hit, boost)
+            hit.boost, hit.score = boosted - hit.score, boosted
+    return sorted(hits.values(), key=tie_break_key)
+
+
 def rrf_fuse(
     bm25: list[tuple[str, float]],
     vector: list[tuple[str, float]],
@@ -40,29 +83,84 @@ def rrf_fuse(
     k: int = 60,
     w_bm25: float = 0.5,
     w_vector: float = 0.5,
-    boost: float = 0.05,
-    connected: Callable[[str, set[str]], bool] | None = None,
+    boost: float = 0.3,
+    connected: Callable[[set[str]], set[str]] | None = None,
 ) -> list[FusedHit]:
-    """Fuse two ranked lists of (path, channel score), each already one entry per note."""
+    """Fuse two ranked lists of (path, channel score), each already one entry per note.
+
+    `connected(candidates)` returns the candidates linked to or from another candidate.
+    """
     if not bm25 and not vector:
         return []
     wb, wv = channel_weights(w_bm25, w_vector, bool(bm25), bool(vector))
-    hits: dict[str, FusedHit] = {}
-    for rank, (path, score) in enumerate(bm25, start=1):
-        hit = hits.setdefault(path, FusedHit(path))
-        hit.bm25_rank, hit.bm25_score = rank, score
-        hit.score += wb / (k + rank)
-    for rank, (path, score) in enumerate(vector, start=1):
-        hit = hits.setdefault(path, FusedHit(path))
-        hit.vector_rank, hit.vector_score = rank, score
-        hit.score += wv / (k + rank)
-    if connected is not None and boost:
-        pool = set(hits)
-        for hit in hits.values():
-            if connected(hit.path, pool):
-                hit.boost = boost
-                hit.score += boost
-    return sorted(hits.values(), key=tie_break_key)
+
+    def score(hit: FusedHit, bonus: float) -> float:
+        total = 0.0
+        if hit.bm25_rank:
+            total += wb / (k + boosted_rank(hit.bm25_rank, bonus))
+        if hit.vector_rank:
+            total += wv / (k + boosted_rank(hit.vector_rank, bonus))
+        return total
+
+    return _score_all(_collect(bm25, vector), score, boost, connected)
+
+
+def standout(ranked: list[tuple[str, float]]) -> float:
+    """How far a channel's best note stands out of its pool: 1 − mean of its min-max scores.
+
+    Near 1: one clear winner over a flat pool (the channel is sure); near 0: a flat top.
+    """
+    norm = minmax(ranked)
+    return 1.0 - sum(norm.values()) / len(norm) if len(norm) > 1 else 0.0
+
+
+def confident_weights(
+    bm25: list[tuple[str, float]], vector: list[tuple[str, float]], w_bm25: float, w_vector: float, power: float
+) -> tuple[float, float]:
+    """Per-query weights: the configured ones scaled by each channel's standout ** power."""
+    if power <= 0 or not bm25 or not vector:
+        return w_bm25, w_vector
+    sb, sv = w_bm25 * standout(bm25) ** power, w_vector * standout(vector) ** power
+    return (sb, sv) if sb + sv > 0 else (w_bm25, w_vector)
+
+
+def minmax(ranked: list[tuple[str, float]]) -> dict[str, float]:
+    """Channel scores mapped onto [0, 1] within the pool: its best note 1, its last 0."""
+    if not ranked:
+        return {}
+    hi, lo = ranked[0][1], ranked[-1][1]
+    span = hi - lo
+    return {p: (s - lo) / span if span > 0 else 1.0 for p, s in ranked}
+
+
+def convex_fuse(
+    bm25: list[tuple[str, float]],
+    vector: list[tuple[str, float]],
+    *,
+    w_bm25: float = 0.5,
+    w_vector: float = 0.5,
+    boost: float = 0.3,
+    connected: Callable[[set[str]], set[str]] | None = None,
+) -> list[FusedHit]:
+    """score(d) = Σ_m w_m · minmax_m(d), a channel missing d contributing 0 (scores, not ranks).
+
+    The graph boost is the same rank-bonus idea on this scale: a connected note closes `boost`
+    of its distance to its channel's best (1) in each channel that found it.
+    """
+    if not bm25 and not vector:
+        return []
+    wb, wv = channel_weights(w_bm25, w_vector, bool(bm25), bool(vector))
+    nb, nv = minmax(bm25), minmax(vector)
+
+    def score(hit: FusedHit, bonus: float) -> float:
+        total = 0.0
+        if hit.bm25_rank:
+            total += wb * (nb[hit.path] + bonus * (1.0 - nb[hit.path]))
+        if hit.vector_rank:
+            total += wv * (nv[hit.path] + bonus * (1.0 - nv[hit.path]))
+        return total
+
+    return _score_all(_collect(bm25, vector), score, boost, connected)
 
 
 def tie_break_key(hit: FusedHit) -> tuple[float, int, int, int, int, str]:

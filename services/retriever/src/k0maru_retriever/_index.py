@@ -3,10 +3,17 @@
 Every mutation goes through here under one lock, so the indexes never disagree with each
 other. A chunk's vector is stored only when the key it was computed for (chunk text hash,
 path and tags) is still the chunk's current key: results for older versions are dropped.
+
+The bookkeeping (IndexState) is checked against the stores themselves: at open, a BM25 index
+of another generation (wiped for a schema change, replaced, cleared) is rebuilt from the
+stored documents; `check()` compares tantivy's document count and the vector store's point
+count with what the bookkeeping says, and `repair()` fixes a difference (BM25 rebuilt locally;
+vectors dropped and re-enqueued, the embedding cache makes that cheap).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 
@@ -18,7 +25,10 @@ from k0maru.v1 import common_pb2
 from ._bm25 import Bm25Index, ChunkRow
 from ._graph import LinkGraph
 from ._state import IndexState
+from ._tags import TAG_PREFIX, TagIndex, tag_key
 from ._vectors import VectorPoint, VectorStore
+
+log = logging.getLogger(__name__)
 
 
 def chunk_id(path: str, index: int) -> str:
@@ -40,6 +50,26 @@ def embed_text(doc: common_pb2.Document, chunk: common_pb2.Chunk) -> str:
 
 
 @dataclass(frozen=True)
+class IndexCheck:
+    """The stores' own counts next to what the bookkeeping expects."""
+
+    bm25_documents: int
+    chunks: int
+    vector_points: int
+    vectors: int
+    generation: str
+
+    @property
+    def problems(self) -> list[str]:
+        out = []
+        if self.bm25_documents != self.chunks:
+            out.append(f"BM25 holds {self.bm25_documents} documents for {self.chunks} chunks")
+        if self.vector_points != self.vectors:
+            out.append(f"the vector store holds {self.vector_points} points for {self.vectors} stored vectors")
+        return out
+
+
+@dataclass(frozen=True)
 class EmbedJob:
     chunk_id: str
     key: str
@@ -48,9 +78,16 @@ class EmbedJob:
 
 class NoteIndex:
     def __init__(
-        self, bm25: Bm25Index, vectors: VectorStore, state: IndexState, dimension: int, model_id: str = ""
+        self,
+        bm25: Bm25Index,
+        vectors: VectorStore,
+        state: IndexState,
+        dimension: int,
+        model_id: str = "",
+        tags: TagIndex | None = None,
     ) -> None:
         self.model_id = model_id
+        self.tags = tags if tags is not None else TagIndex(None, model_id, dimension)
         self.bm25 = bm25
         self.vectors = vectors
         self.state = state
@@ -58,26 +95,96 @@ class NoteIndex:
         self.dimension = dimension
         self.lock = threading.RLock()
         self._counted: tuple[tuple[int, int], int] = ((-1, -1), 0)
-        self.graph.load({doc.path: [lk.target for lk in doc.links if lk.target] for doc in state.docs.values()})
+        self.graph.load(
+            {doc.path: [lk.target for lk in doc.links if lk.target] for doc in state.docs.values()},
+            {doc.path: [doc.title, *doc.aliases] for doc in state.docs.values()},
+        )
+        for doc in state.docs.values():
+            self.tags.set_note(doc.path, doc.tags)
+        if state.generation != bm25.generation:
+            if state.docs:
+                log.info(
+                    "BM25 index generation %s is not the one the bookkeeping describes (%s): rebuilding it",
+                    bm25.generation,
+                    state.generation or "none",
+                )
+                self.rebuild_bm25()
+            self.state.generation = self.bm25.generation
+            self.state.commit()
+
+    def _tag_jobs(self, names: list[str]) -> list[EmbedJob]:
+        return [EmbedJob(TAG_PREFIX + n, tag_key(n, self.model_id), n) for n in names]
+
+    def retag(self) -> list[EmbedJob]:
+        """Re-read every note's tags (after the tag blacklist changed); return the tag jobs needed."""
+        with self.lock:
+            self.tags.clear_notes()
+            for doc in self.state.docs.values():
+                self.tags.set_note(doc.path, doc.tags)
+            self.tags.prune()
+            return self._tag_jobs(self.tags.missing())
+
+    def _add_bm25(self, doc: common_pb2.Document) -> None:
+        prefix = "\n".join(filter(None, [doc.title, " ".join(doc.tags), " ".join(doc.aliases)]))
+        for chunk in doc.chunks:
+            heading = " ".join(chunk.heading_path)
+            self.bm25.add(
+                ChunkRow(
+                    chunk_id(doc.path, chunk.index),
+                    doc.path,
+                    doc.diary,
+                    list(doc.tags),
+                    f"{prefix}\n{heading}\n{chunk.text}",
+                )
+            )
+
+    def rebuild_bm25(self) -> None:
+        """Rebuild BM25 from the stored documents (no scanner needed), in path order like a fresh build."""
+        with self.lock:
+            self.bm25.clear()
+            for path in sorted(self.state.docs):
+                self._add_bm25(self.state.docs[path])
+            self.bm25.commit()
+            self.state.generation = self.bm25.generation
+            self.state.commit()
+            log.info("rebuilt BM25 from %d documents", len(self.state.docs))
+
+    def check(self) -> IndexCheck:
+        """Count what the stores hold (after committing pending BM25 writes) against the bookkeeping."""
+        with self.lock:
+            self.bm25.commit()
+            _docs, chunks, vectors = self.counts()
+            return IndexCheck(self.bm25.count(), chunks, self.vectors.count(), vectors, self.bm25.generation)
+
+    def repair(self) -> IndexCheck:
+        """Make the stores agree with the bookkeeping, and BM25 equal to a fresh build (no deleted
+        documents left in its statistics); return the check made before any repair."""
+        with self.lock:
+            found = self.check()
+            if found.bm25_documents != found.chunks:
+                log.warning("%s: rebuilding BM25", found.problems[0])
+                self.rebuild_bm25()
+            elif self.bm25.deleted():
+                log.info("BM25 still counts %d deleted documents: rebuilding it", self.bm25.deleted())
+                self.rebuild_bm25()
+            if found.vector_points != found.vectors:
+                log.warning(
+                    "the vector store holds %d points for %d stored vectors: re-embedding",
+                    found.vector_points,
+                    found.vectors,
+                )
+                self.vectors.clear()
+                self.state.clear_vectors()
+                self.state.commit()
+            return found
 
     def apply(self, doc: common_pb2.Document) -> list[EmbedJob]:
         """Index a document (replacing any older version); return the embedding jobs it needs."""
         with self.lock:
             old = self.state.docs.get(doc.path)
             self.bm25.delete_path(doc.path)
-            prefix = "\n".join(filter(None, [doc.title, " ".join(doc.tags), " ".join(doc.aliases)]))
-            for chunk in doc.chunks:
-                heading = " ".join(chunk.heading_path)
-                self.bm25.add(
-                    ChunkRow(
-                        chunk_id(doc.path, chunk.index),
-                        doc.path,
-                        doc.diary,
-                        list(doc.tags),
-                        f"{prefix}\n{heading}\n{chunk.text}",
-                    )
-                )
-            self.graph.set_note(doc.path, [lk.target for lk in doc.links if lk.target])
+            self._add_bm25(doc)
+            self.graph.set_note(doc.path, [lk.target for lk in doc.links if lk.target], [doc.title, *doc.aliases])
             keys = {chunk_id(doc.path, c.index): (vector_key(doc, c, self.model_id), c) for c in doc.chunks}
             if old is not None:
                 self._drop_vectors(
@@ -92,13 +199,14 @@ class NoteIndex:
                 EmbedJob(cid, key, embed_text(doc, c))
                 for cid, (key, c) in keys.items()
                 if self.state.vectors.get(cid) != key
-            ]
+            ] + self._tag_jobs(self.tags.set_note(doc.path, doc.tags))
 
     def remove(self, path: str) -> None:
         with self.lock:
             old = self.state.docs.get(path)
             self.bm25.delete_path(path)
             self.graph.remove_note(path)
+            self.tags.drop_note(path)
             if old is not None:
                 self._drop_vectors([chunk_id(path, c.index) for c in old.chunks])
                 self.state.drop_doc(path)
@@ -112,9 +220,13 @@ class NoteIndex:
 
     def apply_vectors(self, results: list[tuple[str, str, np.ndarray]]) -> int:
         """Store (chunk id, key, vector) results that still match; return how many were stored."""
+        tag_results = [(c[len(TAG_PREFIX) :], k, v) for c, k, v in results if c.startswith(TAG_PREFIX)]
+        stored = self.tags.apply_vectors(tag_results) if tag_results else 0
         with self.lock:
             points = []
             for cid, key, vector in results:
+                if cid.startswith(TAG_PREFIX):
+                    continue
                 path, index = split_chunk_id(cid)
                 doc = self.state.docs.get(path)
                 if doc is None or index >= len(doc.chunks) or vector.shape != (self.dimension,):
@@ -127,7 +239,7 @@ class NoteIndex:
             for p in points:
                 self.state.put_vector(p.chunk_id, p.hash)
             self.state.commit()
-            return len(points)
+            return len(points) + stored
 
     def missing_vectors(self) -> list[EmbedJob]:
         with self.lock:
@@ -138,7 +250,7 @@ class NoteIndex:
                     key = vector_key(doc, c, self.model_id)
                     if self.state.vectors.get(cid) != key:
                         jobs.append(EmbedJob(cid, key, embed_text(doc, c)))
-            return jobs
+            return jobs + self._tag_jobs(self.tags.missing())
 
     def commit(self, last_applied_seq: int | None = None) -> None:
         with self.lock:
@@ -151,6 +263,8 @@ class NoteIndex:
             self.bm25.commit()
             self.vectors.clear()
             self.state.clear()
+            self.tags.clear()
+            self.state.generation = self.bm25.generation
             self.graph = LinkGraph()
 
     def close(self) -> None:
@@ -159,6 +273,7 @@ class NoteIndex:
             self.state.commit()
             self.vectors.close()
             self.state.close()
+            self.tags.close()
 
     def counts(self) -> tuple[int, int, int]:
         """(documents, chunks, chunks with vectors), recounted only after a change."""

@@ -1,4 +1,4 @@
-"""HybridSearcher: BM25 and vector pools → RRF + 1-hop wikilink boost → note hits."""
+"""HybridSearcher: BM25 and vector pools → RRF with a 1-hop wikilink rank bonus → note hits."""
 
 from __future__ import annotations
 
@@ -7,23 +7,27 @@ import re
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import grpc
 import numpy as np
 
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
-from k0maru_common import CHANNEL_OPTIONS
+from k0maru_common import ROUND_ROBIN_CONFIG, open_channel
 
 from ._bm25 import Scope
-from ._fusion import FusedHit, rrf_fuse, single_channel, snippet
+from ._fusion import FusedHit, confident_weights, convex_fuse, rrf_fuse, single_channel, snippet
 from ._index import NoteIndex, split_chunk_id
+from ._shaping import QueryShaper
+from ._tags import normalise_tag
 
 log = logging.getLogger(__name__)
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 MAX_LIMIT = 100
 RECENT_QUERIES = 512
 MAX_QUERY_CHARS = 10_000
+MAX_POOL_DEPTH = 64  # chunks fetched per pooled note, at most, when notes have many matching chunks
 BM25, VECTOR, HYBRID = (
     retriever_pb2.SEARCH_MODE_BM25,
     retriever_pb2.SEARCH_MODE_VECTOR,
@@ -33,18 +37,19 @@ BM25, VECTOR, HYBRID = (
 
 @dataclass(frozen=True)
 class FusionParams:
-    k: int = 60
+    method: str = "convex"  # "convex": weighted min-max scores; "rrf": reciprocal ranks (B.5)
+    k: int = 60  # RRF constant
     w_bm25: float = 0.5
     w_vector: float = 0.5
-    graph_boost: float = 0.05
+    adaptive: float = 2.0  # per-query weights ∝ w · standout ** adaptive (0: fixed weights)
+    graph_boost: float = 0.3  # rank bonus: share of the distance to the top a connected note closes
 
 
 class QueryEmbedder:
     """Query vectors from the embedder workers, round-robin over every address in the target."""
 
-    def __init__(self, target: str, timeout_s: float = 2.0) -> None:
-        options = [*CHANNEL_OPTIONS, ("grpc.service_config", '{"loadBalancingConfig":[{"round_robin":{}}]}')]
-        self._channel = grpc.insecure_channel(target, options=options)
+    def __init__(self, target: str, timeout_s: float = 2.0, token: str = "") -> None:
+        self._channel = open_channel(target, token, [("grpc.service_config", ROUND_ROBIN_CONFIG)])
         self._stub = embedder_pb2_grpc.EmbedderStub(self._channel)
         self._timeout = timeout_s
         self.scripts: tuple[str, ...] = ()  # empty: unknown, assume it reads everything
@@ -107,12 +112,41 @@ class QueryEmbedder:
         self._channel.close()
 
 
+def _best_per_chunk(rankings: list[list[tuple[str, float]]]) -> list[tuple[str, float]]:
+    """One ranking from several (raw and reshaped query): each chunk at its best score."""
+    if len(rankings) == 1:
+        return rankings[0]
+    best: dict[str, float] = {}
+    for ranking in rankings:
+        for cid, score in ranking:
+            if score > best.get(cid, -2.0):
+                best[cid] = score
+    return sorted(best.items(), key=lambda kv: -kv[1])
+
+
+def _explain_hit_tags(response: retriever_pb2.SearchResponse) -> None:
+    """Per hit: the TagMemo tags it carries, with their weights."""
+    weights = {t.tag: t.weight for t in response.tagmemo.matched_tags}
+    for hit in response.hits:
+        for tag in dict.fromkeys(normalise_tag(t) for t in hit.tags):
+            if tag in weights:
+                hit.explain.tagmemo_tags.append(retriever_pb2.TagFactor(tag=tag, weight=weights[tag]))
+
+
 class HybridSearcher:
-    def __init__(self, index: NoteIndex, embedder: QueryEmbedder | None, params: FusionParams, vault: str) -> None:
+    def __init__(
+        self,
+        index: NoteIndex,
+        embedder: QueryEmbedder | None,
+        params: FusionParams,
+        vault: str,
+        shaper: QueryShaper | None = None,
+    ) -> None:
         self._index = index
         self._embedder = embedder
         self._params = params
         self._vault = vault
+        self._shaper = shaper
 
     def search(self, request: retriever_pb2.SearchRequest) -> retriever_pb2.SearchResponse:
         started = time.perf_counter()
@@ -129,48 +163,82 @@ class HybridSearcher:
         pool = max(3 * limit, 20)
         bm25: list[tuple[str, float, str]] = []
         vector: list[tuple[str, float, str]] = []
-        wants_vector = (
-            mode in (VECTOR, HYBRID)
-            and with_vectors
-            and self._embedder is not None
-            and (mode == VECTOR or self._embedder.reads(query))
-        )
-        embedder = self._embedder if wants_vector else None
+        skipped = self._vector_left_out(mode, query, chunks, with_vectors) if mode in (VECTOR, HYBRID) else ""
+        embedder = self._embedder if mode in (VECTOR, HYBRID) and not skipped else None
         qv = embedder.cached(query) if embedder is not None else None
         pending = embedder.start(query) if embedder is not None and qv is None else None
         if mode in (BM25, HYBRID):
-            bm25 = self._collapse(self._index.bm25.search(query, pool * 4, scope), pool, scope)
+            bm25 = self._pool(lambda n: self._index.bm25.search(query, n, scope), pool, scope)
+            response.channels.append(retriever_pb2.ChannelReport(channel="bm25", ran=True))
         if pending is not None and embedder is not None:
             qv = QueryEmbedder.result(pending)
             if qv is not None:
                 embedder.remember(query, qv)
+            else:
+                skipped = "the query could not be embedded (embedder unavailable or too slow)"
         if qv is not None:
-            with self._index.lock:
-                raw = self._index.vectors.search(qv, pool * 4, scope)
-            vector = self._collapse(raw, pool, scope)
+            # TagMemo hook: the vector channel may search with the reshaped query (A.9)
+            shaped, tag_explain = self._shaper.vectors(qv, request) if self._shaper else ([qv], None)
+            if tag_explain is not None and request.explain:
+                response.tagmemo.CopyFrom(tag_explain)
+            vector = self._pool(lambda n: self._vector_search(shaped, n, scope), pool, scope)
+        if mode in (VECTOR, HYBRID):
+            response.channels.append(retriever_pb2.ChannelReport(channel="vector", ran=not skipped, reason=skipped))
         best_chunk = {p: c for p, _s, c in reversed(vector)} | {p: c for p, _s, c in reversed(bm25)}
-        p = self._params
+        p = self._shaper.fusion(self._params) if self._shaper else self._params
         if mode == HYBRID:
             if not vector:
                 response.mode_used = BM25
+            b, v = [(a, s) for a, s, _ in bm25], [(a, s) for a, s, _ in vector]
+            wb, wv = confident_weights(b, v, p.w_bm25, p.w_vector, p.adaptive)
             with self._index.lock:
-                fused = rrf_fuse(
-                    [(a, s) for a, s, _ in bm25],
-                    [(a, s) for a, s, _ in vector],
-                    k=p.k,
-                    w_bm25=p.w_bm25,
-                    w_vector=p.w_vector,
-                    boost=p.graph_boost,
-                    connected=self._index.graph.connected,
-                )
+                connected = self._index.graph.connected_among
+                if p.method == "rrf":
+                    fused = rrf_fuse(b, v, k=p.k, w_bm25=wb, w_vector=wv, boost=p.graph_boost, connected=connected)
+                else:
+                    fused = convex_fuse(b, v, w_bm25=wb, w_vector=wv, boost=p.graph_boost, connected=connected)
         elif mode == VECTOR:
             fused = single_channel([(a, s) for a, s, _ in vector[:limit]], k=p.k, vector=True)
         else:
             fused = single_channel([(a, s) for a, s, _ in bm25[:limit]], k=p.k)
+        if request.dedup and qv is not None and self._shaper is not None:  # dedup hook (A.11)
+            kept = self._shaper.dedup(fused[:pool], best_chunk, qv, limit)
+            if request.explain:
+                response.tagmemo.dedup_dropped = min(len(fused), limit) - len(kept)
+            fused = kept
         for hit in fused[:limit]:
             response.hits.append(self._to_hit(hit, best_chunk[hit.path], query, request.explain))
+        if request.explain and response.tagmemo.matched_tags:
+            _explain_hit_tags(response)
         response.took_ms = (time.perf_counter() - started) * 1000
         return response
+
+    def _vector_left_out(self, mode: int, query: str, chunks: int, with_vectors: int) -> str:
+        """Why the vector channel cannot run for this query ("" when it can)."""
+        if self._embedder is None:
+            return "no embedder is configured (BM25 only)"
+        if not with_vectors:
+            return f"no vectors yet: 0 of {chunks} chunks embedded"
+        if mode == HYBRID and not self._embedder.reads(query):
+            return f"the embedding model reads {', '.join(self._embedder.scripts)} only, not this query's script"
+        return ""
+
+    def _vector_search(self, vectors: list[np.ndarray], n: int, scope: Scope) -> list[tuple[str, float]]:
+        """The top `n` chunks for one query vector, or for several (raw and reshaped) at each chunk's best."""
+        with self._index.lock:
+            return _best_per_chunk([self._index.vectors.search(v, n, scope) for v in vectors])
+
+    def _pool(
+        self, fetch: Callable[[int], list[tuple[str, float]]], pool: int, scope: Scope
+    ) -> list[tuple[str, float, str]]:
+        """`pool` distinct notes from a chunk ranking, fetching deeper while notes repeat."""
+        n = pool * 4
+        while True:
+            ranked = fetch(n)
+            notes = self._collapse(ranked, pool, scope)
+            if len(notes) >= pool or len(ranked) < n or n >= pool * MAX_POOL_DEPTH:
+                return notes
+            n *= 4
 
     def _collapse(self, ranked: list[tuple[str, float]], pool: int, scope: Scope) -> list[tuple[str, float, str]]:
         """Chunk hits → the first (best) chunk of each note, scope-filtered, at most `pool` notes."""

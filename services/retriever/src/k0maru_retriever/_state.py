@@ -1,7 +1,8 @@
 """IndexState: what the retriever has applied, persisted in its own SQLite.
 
 docs: path → the Document it indexed (hash included); vectors: chunk id → hash of the text
-its stored vector was computed from; meta: last_applied_seq. Kept in memory, written
+its stored vector was computed from; meta: last_applied_seq, parser_version and the
+generation of the BM25 index this bookkeeping describes. Kept in memory, written
 through in one transaction per batch.
 """
 
@@ -37,6 +38,7 @@ class IndexState:
         meta = dict(self._db.execute("SELECT key, value FROM meta"))
         self.last_applied_seq = int(meta.get("last_applied_seq", 0))
         self.parser_version = meta.get("parser_version", "")
+        self.generation = meta.get("generation", "")
         self._pending_docs: dict[str, common_pb2.Document | None] = {}
         self.version = 0  # bumped on every document change (cheap cache invalidation)
         self._pending_vectors: dict[str, str | None] = {}
@@ -78,6 +80,7 @@ class IndexState:
                     "DELETE FROM vectors WHERE chunk_id = ?", [(c,) for c, h in vectors.items() if h is None]
                 )
                 self._db.execute("INSERT OR REPLACE INTO meta VALUES ('parser_version', ?)", (self.parser_version,))
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (self.generation,))
                 if last_applied_seq is not None:
                     self.last_applied_seq = last_applied_seq
                     self._db.execute(
@@ -96,6 +99,14 @@ class IndexState:
         self.version += 1
         self.last_applied_seq = 0
         self.parser_version = ""
+        self.generation = ""
+
+    def clear_vectors(self) -> None:
+        """Forget every stored vector (the vector store lost or gained points behind our back)."""
+        with self._lock:
+            self._db.execute("DELETE FROM vectors")
+        self.vectors.clear()
+        self._pending_vectors.clear()
 
     def close(self) -> None:
         self._db.close()

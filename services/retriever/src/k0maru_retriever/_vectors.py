@@ -49,6 +49,7 @@ class VectorStore(Protocol):
     def upsert(self, points: list[VectorPoint]) -> None: ...
     def delete(self, chunk_ids: list[str]) -> None: ...
     def search(self, vector: np.ndarray, limit: int, scope: Scope) -> list[tuple[str, float]]: ...
+    def vectors_of(self, chunk_ids: list[str]) -> dict[str, np.ndarray]: ...
     def count(self) -> int: ...
     def clear(self) -> None: ...
     def close(self) -> None: ...
@@ -114,6 +115,13 @@ class EdgeVectorStore:
         with self._lock:
             hits = self._shard.query(request)
         return [(h.payload["chunk_id"], float(h.score)) for h in hits]
+
+    def vectors_of(self, chunk_ids: list[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of these chunks (those that have one)."""
+        ids = {point_id(c): c for c in chunk_ids}
+        with self._lock:
+            records = self._shard.retrieve(list(ids), None, True)
+        return {ids[r.id]: np.asarray(r.vector, dtype=np.float32) for r in records if r.id in ids and r.vector}
 
     def count(self) -> int:
         with self._lock:
@@ -190,6 +198,15 @@ class QdrantServerStore:
                 query_filter=m.Filter(must=must) if must else None,
             )
         return [(str(p.payload["chunk_id"]), float(p.score)) for p in reply.points if p.payload]
+
+    def vectors_of(self, chunk_ids: list[str]) -> dict[str, np.ndarray]:
+        ids = {point_id(c): c for c in chunk_ids}
+        records = self._client.retrieve(self._collection, ids=list(ids), with_vectors=True)
+        return {
+            ids[int(r.id)]: np.asarray(r.vector, dtype=np.float32)
+            for r in records
+            if int(r.id) in ids and isinstance(r.vector, list)
+        }
 
     def count(self) -> int:
         return int(self._client.count(self._collection, exact=True).count)

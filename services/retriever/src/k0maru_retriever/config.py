@@ -24,8 +24,21 @@ class RetrieverSettings(K0Settings):
     qdrant_url: str = Field(":memory:", description="Qdrant server URL for the 'qdrant' backend")
     vector_dim: int = Field(384, description="vector size when no embedder is configured (BM25 only)")
     embedder_wait_s: float = Field(120.0, description="how long to wait at start for an embedder to report its model")
+    fusion: Literal["convex", "rrf"] = Field(
+        "convex", description="hybrid fusion: convex (weighted min-max channel scores) or rrf (reciprocal ranks)"
+    )
     rrf_k: int = Field(60, description="RRF constant")
-    weight_bm25: float = Field(0.5, description="RRF weight of the BM25 channel")
-    weight_vector: float = Field(0.5, description="RRF weight of the vector channel")
-    graph_boost: float = Field(0.05, description="added to a hit linked to another candidate")
+    weight_bm25: float = Field(0.5, ge=0.0, description="fusion weight of the BM25 channel")
+    weight_vector: float = Field(0.5, ge=0.0, description="fusion weight of the vector channel")
+    fusion_adaptive: float = Field(
+        2.0,
+        ge=0.0,
+        description="per-query weights: each channel's weight times how far its best note stands out of its pool, to this power (0 = fixed weights)",
+    )
+    graph_boost: float = Field(
+        0.3,
+        ge=0.0,
+        lt=1.0,
+        description="rank bonus of a hit linked to or from another candidate: the share of the distance to rank 1 it closes in each channel",
+    )
     catchup_interval_s: float = Field(2.0, description="poll the journal this often even without events")

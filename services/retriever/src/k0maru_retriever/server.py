@@ -1,4 +1,4 @@
-"""Retriever gRPC service: Search, GetNote, Backlinks, IndexStatus, Reindex."""
+"""Retriever gRPC service: Search, GetNote, Backlinks, IndexStatus, Reindex, Graph."""
 
 from __future__ import annotations
 
@@ -6,19 +6,24 @@ import contextlib
 import logging
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 
 from k0maru.v1 import retriever_pb2, retriever_pb2_grpc
-from k0maru_common import GrpcService, NotFound, NotReady, confine
+from k0maru_common import HEALTH_NAMES, GrpcService, NotFound, NotReady, confine
 
 from ._analysis import BM25Analyzer
 from ._bm25 import Bm25Index
 from ._follower import EventFollower
+from ._graphview import graph_view
 from ._index import NoteIndex
+from ._params import FILE_NAME, ParamsFile
 from ._pipeline import EmbeddingPipeline
 from ._search import FusionParams, HybridSearcher, QueryEmbedder
+from ._shaping import QueryShaper
 from ._state import IndexState
+from ._tags import TagIndex, TagMaintainer
 from ._vectors import EdgeVectorStore, QdrantServerStore, VectorStore
 from .config import RetrieverSettings
 
@@ -46,7 +51,15 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
             doc = app.index.state.docs.get(request.path)
             if doc is None:
                 raise NotFound(f"no indexed note at {request.path!r}")
-            return retriever_pb2.Note(document=doc, backlinks=sorted(app.index.graph.backlinks(request.path)))
+            graph = app.index.graph
+            resolved = {t.target: r for t in doc.links if (r := graph.resolve(t.target, doc.path)) and r != doc.path}
+            return retriever_pb2.Note(
+                document=doc,
+                backlinks=sorted(graph.backlinks(request.path)),
+                markdown=read_markdown(app.settings.vault, request.path),
+                outgoing=sorted(graph.outgoing(request.path)),
+                resolved=resolved,
+            )
 
     def Backlinks(
         self, request: retriever_pb2.BacklinksRequest, context: grpc.ServicerContext
@@ -59,13 +72,37 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
     def IndexStatus(
         self, request: retriever_pb2.IndexStatusRequest, context: grpc.ServicerContext
     ) -> retriever_pb2.IndexStatusResponse:
-        docs, chunks, vectors = self._app.index.counts()
+        app = self._app
+        docs, _chunks, _vectors = app.index.counts()
+        check = app.index.check()
+        workers = [app.follower.health()] + ([app.pipeline.health()] if app.pipeline else [])
+        problems = check.problems + [
+            f"{w.name} {w.state}: {w.last_error}" for w in workers if w.state not in ("starting", "running")
+        ]
+        pending, dead = app.pipeline.queue_depth() if app.pipeline else (0, 0)
+        tags = app.index.tags
+        app.params.current()  # a status call also notices a changed file
+        with tags.lock:
+            tag_count, tag_vectors = len(tags.note_count), len(tags.vectors)
+            epa_axes = tags.epa.dimension if tags.epa is not None else 0
         return retriever_pb2.IndexStatusResponse(
-            vault=str(self._app.settings.vault),
-            last_applied_seq=self._app.follower.last_applied_seq,
+            vault=str(app.settings.vault),
+            last_applied_seq=app.follower.last_applied_seq,
             documents=docs,
-            chunks=chunks,
-            chunks_with_vectors=vectors,
+            chunks=check.chunks,
+            chunks_with_vectors=check.vectors,
+            workers=[w.to_proto() for w in workers],
+            bm25_documents=check.bm25_documents,
+            vector_points=check.vector_points,
+            generation=check.generation,
+            consistent=not check.problems,
+            problem="; ".join(problems),
+            embed_queue_pending=pending,
+            embed_dead_letter=dead,
+            tags=tag_count,
+            tags_with_vectors=tag_vectors,
+            epa_axes=epa_axes,
+            params_error="; ".join(filter(None, [app.params.error, tags.epa_error])),
         )
 
     def Reindex(
@@ -77,6 +114,25 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
             app.follower.reconcile()
         return retriever_pb2.ReindexResponse(documents=len(app.index.state.docs))
 
+    def Graph(self, request: retriever_pb2.GraphRequest, context: grpc.ServicerContext) -> retriever_pb2.GraphResponse:
+        app = self._ready()
+        if request.path:
+            confine(app.settings.vault, request.path)
+        with app.index.lock:
+            return graph_view(app.index, request)
+
+
+MAX_NOTE_BYTES = 2_000_000
+
+
+def read_markdown(vault: Path, path: str) -> str:
+    """The note's current text for display (bounded); "" when it cannot be read."""
+    try:
+        with confine(vault, path).open("rb") as f:
+            return f.read(MAX_NOTE_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
 
 @dataclass
 class RetrieverApp:
@@ -87,8 +143,11 @@ class RetrieverApp:
     pipeline: EmbeddingPipeline | None
     searcher: HybridSearcher
     query_embedder: QueryEmbedder | None
+    params: ParamsFile
+    tag_maintainer: TagMaintainer
 
     def close(self) -> None:
+        self.tag_maintainer.stop()
         self.follower.stop()
         if self.pipeline:
             self.pipeline.stop()
@@ -108,7 +167,9 @@ def open_vector_store(settings: RetrieverSettings, model_id: str, dimension: int
 def build_server(settings: RetrieverSettings) -> RetrieverApp:
     """Open every index. With embedders configured, their Info names the model and its dimension."""
     root = settings.data_dir / "retriever"
-    query_embedder = QueryEmbedder(settings.embedder_target) if settings.embedder_target else None
+    query_embedder = (
+        QueryEmbedder(settings.embedder_target, token=settings.grpc_token) if settings.embedder_target else None
+    )
     model_id, dimension = "", settings.vector_dim
     if query_embedder is not None:
         try:
@@ -117,25 +178,48 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
             raise SystemExit(
                 f"retriever: no embedder at {settings.embedder_target} answered within {settings.embedder_wait_s:.0f} s"
             ) from exc
+    model_name = re.sub(r"[^A-Za-z0-9_-]", "_", model_id or "none")
+    root.mkdir(parents=True, exist_ok=True)
     index = NoteIndex(
         Bm25Index(root / "bm25", BM25Analyzer()),
         open_vector_store(settings, model_id, dimension),
         IndexState(root / "state.sqlite"),
         dimension,
         model_id,
+        TagIndex(root / f"tags-{model_name}.sqlite", model_id, dimension),
     )
-    pipeline = EmbeddingPipeline(index, settings.redis_url) if settings.embedder_target else None
+    service = GrpcService(HEALTH_NAMES["retriever"], settings.grpc_addr, token=settings.grpc_token)
+    pipeline = (
+        EmbeddingPipeline(index, settings.redis_url, on_give_up=service.fail) if settings.embedder_target else None
+    )
     follower = EventFollower(
         index,
         settings.scanner_addr,
         settings.events_addr,
         pipeline.enqueue if pipeline else (lambda _jobs: None),
         settings.catchup_interval_s,
+        on_give_up=service.fail,
+        token=settings.grpc_token,
     )
-    params = FusionParams(settings.rrf_k, settings.weight_bm25, settings.weight_vector, settings.graph_boost)
-    searcher = HybridSearcher(index, query_embedder, params, str(settings.vault))
-    service = GrpcService("k0maru.v1.Retriever", settings.grpc_addr)
-    app = RetrieverApp(settings, service, index, follower, pipeline, searcher, query_embedder)
+    params = FusionParams(
+        settings.fusion,
+        settings.rrf_k,
+        settings.weight_bm25,
+        settings.weight_vector,
+        settings.fusion_adaptive,
+        settings.graph_boost,
+    )
+    rag_params = ParamsFile(settings.data_dir / FILE_NAME)
+    tag_maintainer = TagMaintainer(
+        index,
+        rag_params,
+        pipeline.enqueue if pipeline else (lambda _jobs: None),
+        root / f"epa-{model_name}.npz",
+    )
+    searcher = HybridSearcher(index, query_embedder, params, str(settings.vault), QueryShaper(index, rag_params))
+    app = RetrieverApp(
+        settings, service, index, follower, pipeline, searcher, query_embedder, rag_params, tag_maintainer
+    )
     retriever_pb2_grpc.add_RetrieverServicer_to_server(RetrieverServicer(app), service.server)
     return app
 
@@ -145,6 +229,7 @@ def run(settings: RetrieverSettings) -> None:
     try:
         with app.service:
             app.follower.start()
+            app.tag_maintainer.start()
             if app.pipeline:
                 app.pipeline.start()
             while not app.follower.ready.wait(0.1):
@@ -155,3 +240,4 @@ def run(settings: RetrieverSettings) -> None:
                 app.service.wait_for_termination()
     finally:
         app.close()
+    app.service.exit_if_failed()

@@ -1,7 +1,7 @@
 """Heading sections → chunks the embedder can take whole.
 
-Token counts are estimated cheaply (every run of up to 8 letters or digits, and every other
-non-space character, counts one) and kept under a budget below the model's
+Token counts are `k0maru_common.estimate_tokens` (every run of up to 8 letters or digits, and
+every other non-space character, counts one) and kept under a budget below the model's
 256-token window, so a chunk is never truncated by the embedder. Long sections are cut at
 sentence ends (`.!?。？！` and newlines) with a one-sentence overlap.
 """
@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import xxhash
 
+from k0maru_common import TOKEN_PATTERN, estimate_tokens
+
 DEFAULT_BUDGET = 200
-_TOKEN = re.compile(r"[A-Za-z]{1,8}|\d{1,8}|[^\sA-Za-z\d]")  # long words count one per 8 letters
 _HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s")
 _SENTENCE = re.compile(r"(?<=[。？！.!?\n])")
 
@@ -38,10 +39,6 @@ class ChunkSpec:
     @property
     def hash(self) -> str:
         return xxhash.xxh3_64_hexdigest(self.text.encode())
-
-
-def estimate_tokens(text: str) -> int:
-    return len(_TOKEN.findall(text))
 
 
 def chunk_sections(sections: list[Section], budget: int = DEFAULT_BUDGET) -> list[ChunkSpec]:
@@ -104,7 +101,7 @@ def _hard_split(offset: int, sentence: str, budget: int) -> list[tuple[int, int,
     if tokens <= budget:
         return [(offset, offset + len(sentence), tokens)]
     out: list[tuple[int, int, int]] = []
-    matches = list(_TOKEN.finditer(sentence))
+    matches = list(TOKEN_PATTERN.finditer(sentence))
     for k in range(0, len(matches), budget // 2):
         group = matches[k : k + budget // 2]
         start = group[0].start()

@@ -9,6 +9,7 @@ unreadable, vanished) are recorded with the reason and never stop a scan.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -65,6 +66,16 @@ class ScanResult:
     entries: tuple[JournalEntry, ...] = ()
 
 
+def _special_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "special file"
+
+
 class ContentError(Exception):
     """A file that cannot be indexed; the message is the reason recorded in the manifest."""
 
@@ -87,6 +98,23 @@ def read_note_text(path: Path, max_bytes: int) -> tuple[bytes, str]:
         raise ContentError(f"invalid UTF-8 at byte {exc.start}") from exc
 
 
+UNDECODABLE_NAME = "file name is not valid UTF-8 (listed with \\x escapes); rename the file to index it"
+
+
+def safe_name(rel: str) -> str:
+    """`rel` itself when it is valid UTF-8; else its undecodable bytes written as `\\xNN`.
+
+    os.scandir hands undecodable bytes over as lone surrogates, which SQLite, protobuf and
+    JSON all refuse; this spelling is printable, stable across scans, and tells the user
+    which bytes to fix.
+    """
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return rel
+
+
 class IncrementalScanner:
     def __init__(
         self,
@@ -103,16 +131,20 @@ class IncrementalScanner:
         self._on_events = on_events
         self._lock = threading.Lock()
 
-    def walk(self) -> dict[str, os.stat_result]:
-        """Every candidate note under the vault with its stat; symlinked folders are not followed."""
-        found: dict[str, os.stat_result] = {}
+    def walk(self) -> dict[str, tuple[os.stat_result, str]]:
+        """Every candidate note under the vault: its stat, and why it cannot be indexed ("" when it can).
+
+        Symlinked folders are not followed. A name that is not valid UTF-8 is listed under its
+        `safe_name` and skipped: the manifest, the journal and every gRPC message carry UTF-8 only.
+        """
+        found: dict[str, tuple[os.stat_result, str]] = {}
         stack = [(str(self.vault), "")]
         while stack:
             folder, prefix = stack.pop()
             try:
                 entries = list(os.scandir(folder))
             except OSError as exc:
-                log.warning("cannot list %s: %s", folder, exc)
+                log.warning("cannot list %s: %s", safe_name(folder), exc.strerror or exc)
                 continue
             for entry in entries:
                 rel = prefix + entry.name
@@ -121,14 +153,43 @@ class IncrementalScanner:
                         if not self.rules.skip_dir(entry.name):
                             stack.append((entry.path, rel + "/"))
                         continue
-                    if not self.rules.wants_file(entry.name):
-                        continue
-                    st = entry.stat(follow_symlinks=True)
+                    st, problem = self._inspect(entry)
                 except OSError:
-                    continue  # vanished or a dangling symlink
-                if stat.S_ISREG(st.st_mode):
-                    found[rel] = st
+                    continue  # vanished during the walk
+                if st is None:
+                    continue
+                safe = safe_name(rel)
+                if safe == rel:
+                    found[rel] = (st, problem)
+                else:  # a real file spelled like the escaped name keeps the key
+                    found.setdefault(safe, (st, problem or UNDECODABLE_NAME))
         return found
+
+    def _inspect(self, entry: os.DirEntry[str]) -> tuple[os.stat_result | None, str]:
+        """(stat, why it cannot be indexed) for a candidate note or a hazard worth recording;
+        (None, "") for anything else. Symlink loops and special files (FIFOs, sockets,
+        devices) are recorded whatever their name: reading them would hang or fail."""
+        if entry.name.startswith("."):
+            return None, ""
+        wanted = self.rules.wants_file(entry.name)
+        if entry.is_symlink():
+            try:
+                st = entry.stat(follow_symlinks=True)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    return entry.stat(follow_symlinks=False), "symlink loop"
+                if wanted and isinstance(exc, FileNotFoundError):
+                    return entry.stat(follow_symlinks=False), "broken symlink: its target does not exist"
+                return None, ""
+        elif entry.is_file(follow_symlinks=False):
+            return (entry.stat(follow_symlinks=False), "") if wanted else (None, "")
+        else:
+            st = entry.stat(follow_symlinks=False)
+        if stat.S_ISREG(st.st_mode):
+            return (st, "") if wanted else (None, "")
+        if stat.S_ISDIR(st.st_mode):
+            return None, ""  # symlinked folders are not followed
+        return st, f"not a regular file ({_special_kind(st.st_mode)})"
 
     def scan(self, force_full: bool = False) -> ScanResult:
         with self._lock:
@@ -143,7 +204,7 @@ class IncrementalScanner:
         upserts: list[FileRecord] = []
         added: dict[str, FileRecord] = {}
         modified: list[FileRecord] = []
-        for rel, st in on_disk.items():
+        for rel, (st, problem) in on_disk.items():
             old = known.get(rel)
             if old is not None and not force_full and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
                 if old.indexed:
@@ -151,7 +212,11 @@ class IncrementalScanner:
                 else:
                     result.skipped += 1
                 continue
-            record = self._examine(rel, st, now_ms)
+            record = (
+                FileRecord(rel, st.st_size, st.st_mtime_ns, "", now_ms, problem)
+                if problem
+                else self._examine(rel, st, now_ms)
+            )
             if not record.indexed:
                 result.skipped += 1
                 upserts.append(record)

@@ -5,6 +5,11 @@ without moving it (VCP's snapshot used a sliding debounce that a steady stream p
 forever). The window flushes early once it holds `max_files` paths. A scan is a stat-only
 walk, so flushing a window rescans everything cheaply and catches renames and deletes.
 A periodic safety rescan covers events the OS dropped.
+
+The loop runs in a BackgroundWorker: when the OS watcher fails (watchfiles raises on a file
+name that is not valid UTF-8, on a folder it cannot read, ...) the events of that moment are
+lost, so the loop scans and starts watching again, with backoff; only a loop that keeps
+failing makes the scanner give up (NOT_SERVING, exit, restarted by its supervisor).
 """
 
 from __future__ import annotations
@@ -12,9 +17,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import watchfiles
+
+from k0maru_common import BackgroundWorker, WorkerHealth
 
 from ._scanner import IncrementalScanner
 
@@ -22,24 +30,32 @@ log = logging.getLogger(__name__)
 
 
 class ChangeWatcher:
-    def __init__(self, scanner: IncrementalScanner, window_s: float, max_files: int, rescan_interval_s: float) -> None:
+    def __init__(
+        self,
+        scanner: IncrementalScanner,
+        window_s: float,
+        max_files: int,
+        rescan_interval_s: float,
+        on_give_up: Callable[[str], None] | None = None,
+    ) -> None:
         self._scanner = scanner
         self._window_s = window_s
         self._max_files = max_files
         self._rescan_s = rescan_interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="watcher", daemon=True)
+        self._worker = BackgroundWorker("watcher", self._watch, on_give_up)
 
     def start(self) -> None:
-        self._thread.start()
+        self._worker.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
+        self._worker.stop()
 
     @property
     def running(self) -> bool:
-        return self._thread.is_alive()
+        return self._worker.alive
+
+    def health(self) -> WorkerHealth:
+        return self._worker.health()
 
     def _wanted(self, path: str) -> bool:
         try:
@@ -48,13 +64,14 @@ class ChangeWatcher:
             return False
         return not any(self._scanner.rules.skip_dir(part) for part in rel.parts[:-1])
 
-    def _run(self) -> None:
+    def _watch(self, stop: threading.Event) -> None:
         pending: set[str] = set()
         deadline: float | None = None
         last_scan = time.monotonic()
+        self._scan()  # whatever happened while nobody watched (a restart of this loop)
         for changes in watchfiles.watch(
             self._scanner.vault,
-            stop_event=self._stop,
+            stop_event=stop,
             step=20,
             debounce=int(self._window_s * 1000),
             yield_on_timeout=True,
@@ -70,16 +87,13 @@ class ChangeWatcher:
                     deadline = now + self._window_s
             due = deadline is not None and (now >= deadline or len(pending) >= self._max_files)
             if due or now - last_scan >= self._rescan_s:
-                self._scan_safely()
+                self._scan()
                 pending.clear()
                 deadline, last_scan = None, time.monotonic()
 
-    def _scan_safely(self) -> None:
-        try:
-            result = self._scanner.scan()
-        except Exception:  # a failed scan must not end watching; the next window retries
-            log.exception("scan after file events failed")
-            return
+    def _scan(self) -> None:
+        """A failing scan ends this run of the loop: the worker records why and retries with backoff."""
+        result = self._scanner.scan()
         changed = result.added + result.modified + result.deleted + result.renamed
         if changed:
             log.info(

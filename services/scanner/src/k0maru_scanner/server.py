@@ -12,7 +12,16 @@ import xxhash
 import zmq
 
 from k0maru.v1 import common_pb2, scanner_pb2, scanner_pb2_grpc
-from k0maru_common import ChangePublisher, GrpcService, InvalidInput, JournalTruncated, OutsideVault, confine, vault_id
+from k0maru_common import (
+    HEALTH_NAMES,
+    ChangePublisher,
+    GrpcService,
+    InvalidInput,
+    JournalTruncated,
+    OutsideVault,
+    confine,
+    vault_id,
+)
 
 from ._chunker import chunk_sections
 from ._manifest import JournalEntry, Manifest
@@ -166,6 +175,7 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
             skipped=skipped,
             watching=bool(self._watcher and self._watcher.running),
             parser_version=PARSER_VERSION,
+            workers=[self._watcher.health().to_proto()] if self._watcher else [],
         )
 
 
@@ -197,6 +207,15 @@ def open_scanner(
     return IncrementalScanner(settings.vault, manifest, rules, settings.max_file_bytes, on_events)
 
 
+def scan_once(settings: ScannerSettings, force_full: bool = False) -> scanner_pb2.ScanStats:
+    """One scan against the manifest with no service running (`k0maru scan` without a stack)."""
+    scanner = open_scanner(settings)
+    try:
+        return to_stats(scanner.scan(force_full=force_full), scanner.manifest.last_seq())
+    finally:
+        scanner.manifest.close()
+
+
 def build_server(settings: ScannerSettings) -> ScannerApp:
     """Open the manifest, bind gRPC and ZeroMQ, run the first scan, then go SERVING."""
     context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
@@ -208,12 +227,14 @@ def build_server(settings: ScannerSettings) -> ScannerApp:
             publisher.publish(to_event(entry, vid))
 
     scanner = open_scanner(settings, publish)
+    service = GrpcService(HEALTH_NAMES["scanner"], settings.grpc_addr, token=settings.grpc_token)
     watcher = (
-        ChangeWatcher(scanner, settings.window_s, settings.window_max_files, settings.rescan_interval_s)
+        ChangeWatcher(
+            scanner, settings.window_s, settings.window_max_files, settings.rescan_interval_s, on_give_up=service.fail
+        )
         if settings.watch
         else None
     )
-    service = GrpcService("k0maru.v1.Scanner", settings.grpc_addr)
     scanner_pb2_grpc.add_ScannerServicer_to_server(ScannerServicer(scanner, vid, watcher), service.server)
     return ScannerApp(service, scanner, watcher, publisher, context)
 
@@ -239,3 +260,4 @@ def run(settings: ScannerSettings) -> None:
                 app.service.wait_for_termination()
     finally:
         app.close()
+    app.service.exit_if_failed()

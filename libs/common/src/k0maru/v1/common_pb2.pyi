@@ -101,3 +101,15 @@ class ChangeEvent(_message.Message):
     at_unix_ms: int
     vault_id: str
     def __init__(self, seq: _Optional[int] = ..., kind: _Optional[_Union[ChangeKind, str]] = ..., path: _Optional[str] = ..., hash: _Optional[str] = ..., old_path: _Optional[str] = ..., at_unix_ms: _Optional[int] = ..., vault_id: _Optional[str] = ...) -> None: ...
+
+class WorkerHealth(_message.Message):
+    __slots__ = ("name", "state", "restarts", "last_error")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    state: str
+    restarts: int
+    last_error: str
+    def __init__(self, name: _Optional[str] = ..., state: _Optional[str] = ..., restarts: _Optional[int] = ..., last_error: _Optional[str] = ...) -> None: ...

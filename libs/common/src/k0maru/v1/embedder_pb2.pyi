@@ -1,5 +1,6 @@
 # Generated from protos/k0maru/v1 by scripts/gen_protos.py; do not edit. Regenerate with:
 #   .venv/bin/python scripts/gen_protos.py
+from k0maru.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -37,7 +38,7 @@ class EmbedderInfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class EmbedderInfo(_message.Message):
-    __slots__ = ("model", "dimension", "max_tokens", "pid", "processed", "chunks_per_s", "state", "scripts")
+    __slots__ = ("model", "dimension", "max_tokens", "pid", "processed", "chunks_per_s", "state", "scripts", "workers")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     DIMENSION_FIELD_NUMBER: _ClassVar[int]
     MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -46,6 +47,7 @@ class EmbedderInfo(_message.Message):
     CHUNKS_PER_S_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     SCRIPTS_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
     model: str
     dimension: int
     max_tokens: int
@@ -54,4 +56,5 @@ class EmbedderInfo(_message.Message):
     chunks_per_s: float
     state: str
     scripts: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, model: _Optional[str] = ..., dimension: _Optional[int] = ..., max_tokens: _Optional[int] = ..., pid: _Optional[int] = ..., processed: _Optional[int] = ..., chunks_per_s: _Optional[float] = ..., state: _Optional[str] = ..., scripts: _Optional[_Iterable[str]] = ...) -> None: ...
+    workers: _containers.RepeatedCompositeFieldContainer[_common_pb2.WorkerHealth]
+    def __init__(self, model: _Optional[str] = ..., dimension: _Optional[int] = ..., max_tokens: _Optional[int] = ..., pid: _Optional[int] = ..., processed: _Optional[int] = ..., chunks_per_s: _Optional[float] = ..., state: _Optional[str] = ..., scripts: _Optional[_Iterable[str]] = ..., workers: _Optional[_Iterable[_Union[_common_pb2.WorkerHealth, _Mapping]]] = ...) -> None: ...

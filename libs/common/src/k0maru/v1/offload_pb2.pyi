@@ -219,17 +219,79 @@ class TokenStatsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class TokenStatsResponse(_message.Message):
-    __slots__ = ("offloads", "original_tokens", "summary_tokens", "saved_ratio", "streamed_tokens", "repeats")
+    __slots__ = ("offloads", "original_tokens", "summary_tokens", "saved_ratio", "streamed_tokens", "repeats", "recalls", "recall_note_tokens", "recall_answer_tokens")
     OFFLOADS_FIELD_NUMBER: _ClassVar[int]
     ORIGINAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SAVED_RATIO_FIELD_NUMBER: _ClassVar[int]
     STREAMED_TOKENS_FIELD_NUMBER: _ClassVar[int]
     REPEATS_FIELD_NUMBER: _ClassVar[int]
+    RECALLS_FIELD_NUMBER: _ClassVar[int]
+    RECALL_NOTE_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    RECALL_ANSWER_TOKENS_FIELD_NUMBER: _ClassVar[int]
     offloads: int
     original_tokens: int
     summary_tokens: int
     saved_ratio: float
     streamed_tokens: int
     repeats: int
-    def __init__(self, offloads: _Optional[int] = ..., original_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., saved_ratio: _Optional[float] = ..., streamed_tokens: _Optional[int] = ..., repeats: _Optional[int] = ...) -> None: ...
+    recalls: int
+    recall_note_tokens: int
+    recall_answer_tokens: int
+    def __init__(self, offloads: _Optional[int] = ..., original_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., saved_ratio: _Optional[float] = ..., streamed_tokens: _Optional[int] = ..., repeats: _Optional[int] = ..., recalls: _Optional[int] = ..., recall_note_tokens: _Optional[int] = ..., recall_answer_tokens: _Optional[int] = ...) -> None: ...
+
+class RecallRecord(_message.Message):
+    __slots__ = ("paths", "answer")
+    PATHS_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    paths: _containers.RepeatedScalarFieldContainer[str]
+    answer: str
+    def __init__(self, paths: _Optional[_Iterable[str]] = ..., answer: _Optional[str] = ...) -> None: ...
+
+class ListLogsRequest(_message.Message):
+    __slots__ = ("limit",)
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    def __init__(self, limit: _Optional[int] = ...) -> None: ...
+
+class LogEntry(_message.Message):
+    __slots__ = ("node_id", "task_id", "command", "exit_code", "first_error", "first_location", "original_tokens", "summary_tokens", "line_count", "ref_path", "mermaid", "at_unix_ms", "errors", "warnings", "failed_tests")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    FIRST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    FIRST_LOCATION_FIELD_NUMBER: _ClassVar[int]
+    ORIGINAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    LINE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    REF_PATH_FIELD_NUMBER: _ClassVar[int]
+    MERMAID_FIELD_NUMBER: _ClassVar[int]
+    AT_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    FAILED_TESTS_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    task_id: str
+    command: str
+    exit_code: int
+    first_error: str
+    first_location: str
+    original_tokens: int
+    summary_tokens: int
+    line_count: int
+    ref_path: str
+    mermaid: str
+    at_unix_ms: int
+    errors: int
+    warnings: int
+    failed_tests: int
+    def __init__(self, node_id: _Optional[str] = ..., task_id: _Optional[str] = ..., command: _Optional[str] = ..., exit_code: _Optional[int] = ..., first_error: _Optional[str] = ..., first_location: _Optional[str] = ..., original_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., line_count: _Optional[int] = ..., ref_path: _Optional[str] = ..., mermaid: _Optional[str] = ..., at_unix_ms: _Optional[int] = ..., errors: _Optional[int] = ..., warnings: _Optional[int] = ..., failed_tests: _Optional[int] = ...) -> None: ...
+
+class ListLogsResponse(_message.Message):
+    __slots__ = ("logs", "total")
+    LOGS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    logs: _containers.RepeatedCompositeFieldContainer[LogEntry]
+    total: int
+    def __init__(self, logs: _Optional[_Iterable[_Union[LogEntry, _Mapping]]] = ..., total: _Optional[int] = ...) -> None: ...

@@ -71,6 +71,16 @@ class OffloadStub:
                 request_serializer=k0maru_dot_v1_dot_offload__pb2.TokenStatsRequest.SerializeToString,
                 response_deserializer=k0maru_dot_v1_dot_offload__pb2.TokenStatsResponse.FromString,
                 _registered_method=True)
+        self.ListLogs = channel.unary_unary(
+                '/k0maru.v1.Offload/ListLogs',
+                request_serializer=k0maru_dot_v1_dot_offload__pb2.ListLogsRequest.SerializeToString,
+                response_deserializer=k0maru_dot_v1_dot_offload__pb2.ListLogsResponse.FromString,
+                _registered_method=True)
+        self.RecordRecall = channel.unary_unary(
+                '/k0maru.v1.Offload/RecordRecall',
+                request_serializer=k0maru_dot_v1_dot_offload__pb2.RecallRecord.SerializeToString,
+                response_deserializer=k0maru_dot_v1_dot_offload__pb2.TokenStatsResponse.FromString,
+                _registered_method=True)
 
 
 class OffloadServicer:
@@ -118,6 +128,18 @@ class OffloadServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListLogs(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RecordRecall(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OffloadServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -154,6 +176,16 @@ def add_OffloadServicer_to_server(servicer, server):
             'TokenStats': grpc.unary_unary_rpc_method_handler(
                     servicer.TokenStats,
                     request_deserializer=k0maru_dot_v1_dot_offload__pb2.TokenStatsRequest.FromString,
+                    response_serializer=k0maru_dot_v1_dot_offload__pb2.TokenStatsResponse.SerializeToString,
+            ),
+            'ListLogs': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListLogs,
+                    request_deserializer=k0maru_dot_v1_dot_offload__pb2.ListLogsRequest.FromString,
+                    response_serializer=k0maru_dot_v1_dot_offload__pb2.ListLogsResponse.SerializeToString,
+            ),
+            'RecordRecall': grpc.unary_unary_rpc_method_handler(
+                    servicer.RecordRecall,
+                    request_deserializer=k0maru_dot_v1_dot_offload__pb2.RecallRecord.FromString,
                     response_serializer=k0maru_dot_v1_dot_offload__pb2.TokenStatsResponse.SerializeToString,
             ),
     }
@@ -345,6 +377,60 @@ class Offload:
             target,
             '/k0maru.v1.Offload/TokenStats',
             k0maru_dot_v1_dot_offload__pb2.TokenStatsRequest.SerializeToString,
+            k0maru_dot_v1_dot_offload__pb2.TokenStatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListLogs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/k0maru.v1.Offload/ListLogs',
+            k0maru_dot_v1_dot_offload__pb2.ListLogsRequest.SerializeToString,
+            k0maru_dot_v1_dot_offload__pb2.ListLogsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RecordRecall(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/k0maru.v1.Offload/RecordRecall',
+            k0maru_dot_v1_dot_offload__pb2.RecallRecord.SerializeToString,
             k0maru_dot_v1_dot_offload__pb2.TokenStatsResponse.FromString,
             options,
             channel_credentials,

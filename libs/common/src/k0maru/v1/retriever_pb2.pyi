@@ -117,19 +117,63 @@ class SearchHit(_message.Message):
     explain: Explanation
     def __init__(self, path: _Optional[str] = ..., title: _Optional[str] = ..., snippet: _Optional[str] = ..., score: _Optional[float] = ..., diary: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., chunk_index: _Optional[int] = ..., start_line: _Optional[int] = ..., end_line: _Optional[int] = ..., explain: _Optional[_Union[Explanation, _Mapping]] = ...) -> None: ...
 
+class ChannelReport(_message.Message):
+    __slots__ = ("channel", "ran", "reason")
+    CHANNEL_FIELD_NUMBER: _ClassVar[int]
+    RAN_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    channel: str
+    ran: bool
+    reason: str
+    def __init__(self, channel: _Optional[str] = ..., ran: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class TagMemoExplanation(_message.Message):
+    __slots__ = ("applied", "matched_tags", "core_tags", "beta", "base_beta", "logic_depth", "entropy", "resonance", "coverage", "novelty", "dominant_axis", "pyramid_levels", "dedup_dropped")
+    APPLIED_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_TAGS_FIELD_NUMBER: _ClassVar[int]
+    CORE_TAGS_FIELD_NUMBER: _ClassVar[int]
+    BETA_FIELD_NUMBER: _ClassVar[int]
+    BASE_BETA_FIELD_NUMBER: _ClassVar[int]
+    LOGIC_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    ENTROPY_FIELD_NUMBER: _ClassVar[int]
+    RESONANCE_FIELD_NUMBER: _ClassVar[int]
+    COVERAGE_FIELD_NUMBER: _ClassVar[int]
+    NOVELTY_FIELD_NUMBER: _ClassVar[int]
+    DOMINANT_AXIS_FIELD_NUMBER: _ClassVar[int]
+    PYRAMID_LEVELS_FIELD_NUMBER: _ClassVar[int]
+    DEDUP_DROPPED_FIELD_NUMBER: _ClassVar[int]
+    applied: bool
+    matched_tags: _containers.RepeatedCompositeFieldContainer[TagFactor]
+    core_tags: _containers.RepeatedScalarFieldContainer[str]
+    beta: float
+    base_beta: float
+    logic_depth: float
+    entropy: float
+    resonance: float
+    coverage: float
+    novelty: float
+    dominant_axis: str
+    pyramid_levels: _containers.RepeatedScalarFieldContainer[float]
+    dedup_dropped: int
+    def __init__(self, applied: _Optional[bool] = ..., matched_tags: _Optional[_Iterable[_Union[TagFactor, _Mapping]]] = ..., core_tags: _Optional[_Iterable[str]] = ..., beta: _Optional[float] = ..., base_beta: _Optional[float] = ..., logic_depth: _Optional[float] = ..., entropy: _Optional[float] = ..., resonance: _Optional[float] = ..., coverage: _Optional[float] = ..., novelty: _Optional[float] = ..., dominant_axis: _Optional[str] = ..., pyramid_levels: _Optional[_Iterable[float]] = ..., dedup_dropped: _Optional[int] = ...) -> None: ...
+
 class SearchResponse(_message.Message):
-    __slots__ = ("hits", "vault", "mode_used", "vector_coverage", "took_ms")
+    __slots__ = ("hits", "vault", "mode_used", "vector_coverage", "took_ms", "channels", "tagmemo")
     HITS_FIELD_NUMBER: _ClassVar[int]
     VAULT_FIELD_NUMBER: _ClassVar[int]
     MODE_USED_FIELD_NUMBER: _ClassVar[int]
     VECTOR_COVERAGE_FIELD_NUMBER: _ClassVar[int]
     TOOK_MS_FIELD_NUMBER: _ClassVar[int]
+    CHANNELS_FIELD_NUMBER: _ClassVar[int]
+    TAGMEMO_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
     vault: str
     mode_used: SearchMode
     vector_coverage: float
     took_ms: float
-    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., vault: _Optional[str] = ..., mode_used: _Optional[_Union[SearchMode, str]] = ..., vector_coverage: _Optional[float] = ..., took_ms: _Optional[float] = ...) -> None: ...
+    channels: _containers.RepeatedCompositeFieldContainer[ChannelReport]
+    tagmemo: TagMemoExplanation
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., vault: _Optional[str] = ..., mode_used: _Optional[_Union[SearchMode, str]] = ..., vector_coverage: _Optional[float] = ..., took_ms: _Optional[float] = ..., channels: _Optional[_Iterable[_Union[ChannelReport, _Mapping]]] = ..., tagmemo: _Optional[_Union[TagMemoExplanation, _Mapping]] = ...) -> None: ...
 
 class GetNoteRequest(_message.Message):
     __slots__ = ("path",)
@@ -138,12 +182,25 @@ class GetNoteRequest(_message.Message):
     def __init__(self, path: _Optional[str] = ...) -> None: ...
 
 class Note(_message.Message):
-    __slots__ = ("document", "backlinks")
+    __slots__ = ("document", "backlinks", "markdown", "outgoing", "resolved")
+    class ResolvedEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     DOCUMENT_FIELD_NUMBER: _ClassVar[int]
     BACKLINKS_FIELD_NUMBER: _ClassVar[int]
+    MARKDOWN_FIELD_NUMBER: _ClassVar[int]
+    OUTGOING_FIELD_NUMBER: _ClassVar[int]
+    RESOLVED_FIELD_NUMBER: _ClassVar[int]
     document: _common_pb2.Document
     backlinks: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, document: _Optional[_Union[_common_pb2.Document, _Mapping]] = ..., backlinks: _Optional[_Iterable[str]] = ...) -> None: ...
+    markdown: str
+    outgoing: _containers.RepeatedScalarFieldContainer[str]
+    resolved: _containers.ScalarMap[str, str]
+    def __init__(self, document: _Optional[_Union[_common_pb2.Document, _Mapping]] = ..., backlinks: _Optional[_Iterable[str]] = ..., markdown: _Optional[str] = ..., outgoing: _Optional[_Iterable[str]] = ..., resolved: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class BacklinksRequest(_message.Message):
     __slots__ = ("path",)
@@ -162,18 +219,42 @@ class IndexStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class IndexStatusResponse(_message.Message):
-    __slots__ = ("vault", "last_applied_seq", "documents", "chunks", "chunks_with_vectors")
+    __slots__ = ("vault", "last_applied_seq", "documents", "chunks", "chunks_with_vectors", "workers", "bm25_documents", "vector_points", "generation", "consistent", "problem", "embed_queue_pending", "embed_dead_letter", "tags", "tags_with_vectors", "epa_axes", "params_error")
     VAULT_FIELD_NUMBER: _ClassVar[int]
     LAST_APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
     DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_WITH_VECTORS_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    BM25_DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
+    VECTOR_POINTS_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    CONSISTENT_FIELD_NUMBER: _ClassVar[int]
+    PROBLEM_FIELD_NUMBER: _ClassVar[int]
+    EMBED_QUEUE_PENDING_FIELD_NUMBER: _ClassVar[int]
+    EMBED_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    TAGS_WITH_VECTORS_FIELD_NUMBER: _ClassVar[int]
+    EPA_AXES_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_ERROR_FIELD_NUMBER: _ClassVar[int]
     vault: str
     last_applied_seq: int
     documents: int
     chunks: int
     chunks_with_vectors: int
-    def __init__(self, vault: _Optional[str] = ..., last_applied_seq: _Optional[int] = ..., documents: _Optional[int] = ..., chunks: _Optional[int] = ..., chunks_with_vectors: _Optional[int] = ...) -> None: ...
+    workers: _containers.RepeatedCompositeFieldContainer[_common_pb2.WorkerHealth]
+    bm25_documents: int
+    vector_points: int
+    generation: str
+    consistent: bool
+    problem: str
+    embed_queue_pending: int
+    embed_dead_letter: int
+    tags: int
+    tags_with_vectors: int
+    epa_axes: int
+    params_error: str
+    def __init__(self, vault: _Optional[str] = ..., last_applied_seq: _Optional[int] = ..., documents: _Optional[int] = ..., chunks: _Optional[int] = ..., chunks_with_vectors: _Optional[int] = ..., workers: _Optional[_Iterable[_Union[_common_pb2.WorkerHealth, _Mapping]]] = ..., bm25_documents: _Optional[int] = ..., vector_points: _Optional[int] = ..., generation: _Optional[str] = ..., consistent: _Optional[bool] = ..., problem: _Optional[str] = ..., embed_queue_pending: _Optional[int] = ..., embed_dead_letter: _Optional[int] = ..., tags: _Optional[int] = ..., tags_with_vectors: _Optional[int] = ..., epa_axes: _Optional[int] = ..., params_error: _Optional[str] = ...) -> None: ...
 
 class ReindexRequest(_message.Message):
     __slots__ = ()
@@ -184,3 +265,39 @@ class ReindexResponse(_message.Message):
     DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
     documents: int
     def __init__(self, documents: _Optional[int] = ...) -> None: ...
+
+class GraphRequest(_message.Message):
+    __slots__ = ("path", "hops", "max_nodes")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    HOPS_FIELD_NUMBER: _ClassVar[int]
+    MAX_NODES_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    hops: int
+    max_nodes: int
+    def __init__(self, path: _Optional[str] = ..., hops: _Optional[int] = ..., max_nodes: _Optional[int] = ...) -> None: ...
+
+class GraphNode(_message.Message):
+    __slots__ = ("path", "title", "diary", "degree", "hop")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    DIARY_FIELD_NUMBER: _ClassVar[int]
+    DEGREE_FIELD_NUMBER: _ClassVar[int]
+    HOP_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    title: str
+    diary: str
+    degree: int
+    hop: int
+    def __init__(self, path: _Optional[str] = ..., title: _Optional[str] = ..., diary: _Optional[str] = ..., degree: _Optional[int] = ..., hop: _Optional[int] = ...) -> None: ...
+
+class GraphResponse(_message.Message):
+    __slots__ = ("nodes", "edges", "truncated", "total_notes")
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_NOTES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[GraphNode]
+    edges: _containers.RepeatedScalarFieldContainer[int]
+    truncated: bool
+    total_notes: int
+    def __init__(self, nodes: _Optional[_Iterable[_Union[GraphNode, _Mapping]]] = ..., edges: _Optional[_Iterable[int]] = ..., truncated: _Optional[bool] = ..., total_notes: _Optional[int] = ...) -> None: ...

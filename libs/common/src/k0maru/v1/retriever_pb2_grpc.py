@@ -61,6 +61,11 @@ class RetrieverStub:
                 request_serializer=k0maru_dot_v1_dot_retriever__pb2.ReindexRequest.SerializeToString,
                 response_deserializer=k0maru_dot_v1_dot_retriever__pb2.ReindexResponse.FromString,
                 _registered_method=True)
+        self.Graph = channel.unary_unary(
+                '/k0maru.v1.Retriever/Graph',
+                request_serializer=k0maru_dot_v1_dot_retriever__pb2.GraphRequest.SerializeToString,
+                response_deserializer=k0maru_dot_v1_dot_retriever__pb2.GraphResponse.FromString,
+                _registered_method=True)
 
 
 class RetrieverServicer:
@@ -97,6 +102,12 @@ class RetrieverServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Graph(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrieverServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -124,6 +135,11 @@ def add_RetrieverServicer_to_server(servicer, server):
                     servicer.Reindex,
                     request_deserializer=k0maru_dot_v1_dot_retriever__pb2.ReindexRequest.FromString,
                     response_serializer=k0maru_dot_v1_dot_retriever__pb2.ReindexResponse.SerializeToString,
+            ),
+            'Graph': grpc.unary_unary_rpc_method_handler(
+                    servicer.Graph,
+                    request_deserializer=k0maru_dot_v1_dot_retriever__pb2.GraphRequest.FromString,
+                    response_serializer=k0maru_dot_v1_dot_retriever__pb2.GraphResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -261,6 +277,33 @@ class Retriever:
             '/k0maru.v1.Retriever/Reindex',
             k0maru_dot_v1_dot_retriever__pb2.ReindexRequest.SerializeToString,
             k0maru_dot_v1_dot_retriever__pb2.ReindexResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Graph(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/k0maru.v1.Retriever/Graph',
+            k0maru_dot_v1_dot_retriever__pb2.GraphRequest.SerializeToString,
+            k0maru_dot_v1_dot_retriever__pb2.GraphResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -84,7 +84,7 @@ class ScannerStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ScannerStatus(_message.Message):
-    __slots__ = ("vault", "vault_id", "last_seq", "oldest_seq", "documents", "skipped", "watching", "parser_version")
+    __slots__ = ("vault", "vault_id", "last_seq", "oldest_seq", "documents", "skipped", "watching", "parser_version", "workers")
     VAULT_FIELD_NUMBER: _ClassVar[int]
     VAULT_ID_FIELD_NUMBER: _ClassVar[int]
     LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
@@ -93,6 +93,7 @@ class ScannerStatus(_message.Message):
     SKIPPED_FIELD_NUMBER: _ClassVar[int]
     WATCHING_FIELD_NUMBER: _ClassVar[int]
     PARSER_VERSION_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
     vault: str
     vault_id: str
     last_seq: int
@@ -101,4 +102,5 @@ class ScannerStatus(_message.Message):
     skipped: int
     watching: bool
     parser_version: str
-    def __init__(self, vault: _Optional[str] = ..., vault_id: _Optional[str] = ..., last_seq: _Optional[int] = ..., oldest_seq: _Optional[int] = ..., documents: _Optional[int] = ..., skipped: _Optional[int] = ..., watching: _Optional[bool] = ..., parser_version: _Optional[str] = ...) -> None: ...
+    workers: _containers.RepeatedCompositeFieldContainer[_common_pb2.WorkerHealth]
+    def __init__(self, vault: _Optional[str] = ..., vault_id: _Optional[str] = ..., last_seq: _Optional[int] = ..., oldest_seq: _Optional[int] = ..., documents: _Optional[int] = ..., skipped: _Optional[int] = ..., watching: _Optional[bool] = ..., parser_version: _Optional[str] = ..., workers: _Optional[_Iterable[_Union[_common_pb2.WorkerHealth, _Mapping]]] = ...) -> None: ...

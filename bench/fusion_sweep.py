@@ -1,0 +1,99 @@
+"""Fusion choices measured offline on the channels' own rankings (dev sets only).
+
+Run:
+  .venv/bin/python bench/fusion_sweep.py dump DATASET --split dev --workdir W --out D.jsonl
+      (W: the workdir of a finished `k0maru eval beir DATASET --workdir W`, vectors included)
+  .venv/bin/python bench/fusion_sweep.py sweep D1.jsonl D2.jsonl ...
+
+`dump` runs every query through Retriever.Search twice (bm25 and vector, top 100 notes each,
+with their channel scores) and stores the two rankings with the qrels. `sweep` fuses them with
+each candidate method in `k0maru_retriever._fusion` terms and prints nDCG@10 / Recall@10 per set
+and method, so a fusion rule is chosen on all sets at once instead of one at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from k0maru.v1 import retriever_pb2
+from k0maru_cli._eval import load_jsonl, load_qrels, ndcg_at_k, recall_at_k, stack_for, wait_indexed, write_vault
+
+Ranking = list[tuple[str, float]]
+
+
+def dump(dataset: Path, split: str, workdir: Path, out: Path, max_queries: int) -> None:
+    qrels = load_qrels(dataset / "qrels" / f"{split}.tsv")
+    queries = {q["_id"]: q["text"] for q in load_jsonl(dataset / "queries.jsonl") if q["_id"] in qrels}
+    if max_queries:
+        queries = dict(list(queries.items())[:max_queries])
+    mapping = write_vault(dataset, workdir / "vault")
+    modes = {"bm25": retriever_pb2.SEARCH_MODE_BM25, "vector": retriever_pb2.SEARCH_MODE_VECTOR}
+    with stack_for(workdir / "vault", workdir / "data", 1) as client, out.open("w") as f:
+        wait_indexed(client, need_vectors=True)
+        started = time.perf_counter()
+        for qid, text in queries.items():
+            row: dict[str, object] = {"qid": qid, "rel": qrels[qid]}
+            for name, mode in modes.items():
+                reply = client.call(
+                    client.retriever.Search,
+                    retriever_pb2.SearchRequest(query=text, limit=100, mode=mode, explain=True),
+                    30,
+                )
+                row[name] = [
+                    [mapping.get(h.path, h.path), (h.explain.bm25 if name == "bm25" else h.explain.vector).score]
+                    for h in reply.hits
+                ]
+            f.write(json.dumps(row) + "\n")
+        print(f"{len(queries)} queries dumped in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+
+
+def load(path: Path) -> list[dict]:  # type: ignore[type-arg]
+    return [json.loads(line) for line in path.open()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("dump")
+    d.add_argument("dataset", type=Path)
+    d.add_argument("--split", default="dev")
+    d.add_argument("--workdir", type=Path, required=True)
+    d.add_argument("--out", type=Path, required=True)
+    d.add_argument("--max-queries", type=int, default=0)
+    s = sub.add_parser("sweep")
+    s.add_argument("dumps", type=Path, nargs="+")
+    args = parser.parse_args()
+    if args.cmd == "dump":
+        dump(args.dataset.resolve(), args.split, args.workdir.resolve(), args.out, args.max_queries)
+        return
+    from fusion_methods import METHODS
+
+    sets = {p.stem: load(p) for p in args.dumps}
+    print("method".ljust(28) + "".join(name[:14].rjust(16) for name in sets) + "   worst-gap")
+    for name, method in METHODS.items():
+        cells, gaps = [], []
+        for rows in sets.values():
+            ndcg = evaluate(rows, method)
+            best = max(evaluate(rows, METHODS["bm25"]), evaluate(rows, METHODS["vector"]))
+            cells.append(f"{ndcg:.4f}".rjust(16))
+            gaps.append(ndcg - best)
+        print(name.ljust(28) + "".join(cells) + f"   {min(gaps):+.4f}")
+
+
+def evaluate(rows: list[dict], method: Callable[[Ranking, Ranking], list[str]]) -> float:  # type: ignore[type-arg]
+    total = 0.0
+    for row in rows:
+        ranked = method([tuple(x) for x in row["bm25"]], [tuple(x) for x in row["vector"]])
+        total += ndcg_at_k(ranked, row["rel"])
+    return total / max(len(rows), 1)
+
+
+__all__ = ["recall_at_k"]
+
+if __name__ == "__main__":
+    main()

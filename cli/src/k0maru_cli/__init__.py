@@ -1,0 +1,48 @@
+"""k0maru-cli: the `k0maru` command, the launcher of a local stack, and `k0maru eval`.
+
+Public API for tests and benchmarks: `Launcher` (start/stop/restart a stack as child processes),
+`StackState` (find a running stack), `StartupError`, `StackBusy`, `free_port`, `valkey_argv`,
+`wait_for_redis`, `resolve_data_dir`. Imported on first use: `k0maru search` must not load the
+launcher's dependencies.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._stack import Launcher, StackBusy, StartupError, free_port, valkey_argv, wait_for_redis
+    from ._state import StackState, resolve_data_dir
+
+_WHERE = {
+    "Launcher": "_stack",
+    "StackBusy": "_stack",
+    "StartupError": "_stack",
+    "free_port": "_stack",
+    "valkey_argv": "_stack",
+    "wait_for_redis": "_stack",
+    "StackState": "_state",
+    "resolve_data_dir": "_state",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'k0maru_cli' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "Launcher",
+    "StackBusy",
+    "StackState",
+    "StartupError",
+    "free_port",
+    "resolve_data_dir",
+    "valkey_argv",
+    "wait_for_redis",
+]

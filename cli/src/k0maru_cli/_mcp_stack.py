@@ -1,0 +1,131 @@
+"""The stack behind `k0maru mcp`: MCP answers at once while the stack starts in the background.
+
+Agent hosts time out MCP servers that are slow to initialise, and starting a stack takes
+seconds (tens on a busy machine). So `k0maru mcp` serves `initialize` and `tools/list`
+immediately; a `StackThread` attaches to the vault's running stack or starts one — or, when
+another launcher holds the data dir's lock, waits for that stack — and then supervises it. A
+tool called before the stack is up waits a bounded time and then answers which service is still
+starting (a NotReady error the MCP layer turns into a tool error).
+
+The thread that starts the children must live as long as they do: PR_SET_PDEATHSIG fires
+when the *thread* that forked them exits. So one thread starts, supervises and stops.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from k0maru_common import DependencyFailed, NotReady, StackClient
+
+from ._stack import Launcher, StackBusy, StartupError
+from ._state import StackState
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class StackThread:
+    """Attach to or start the vault's stack in the background, then keep it alive until `stop`."""
+
+    def __init__(self, load_state: Callable[[], StackState | None], make_launcher: Callable[[], Launcher]) -> None:
+        self._load_state = load_state
+        self._make_launcher = make_launcher
+        self._launcher: Launcher | None = None
+        self._client: StackClient | None = None
+        self._error: str = ""
+        self._ready = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="stack", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _attach(self, state: StackState) -> None:
+        self._client = state.client()
+        self._ready.set()
+
+    def _run(self) -> None:
+        try:
+            state = self._load_state()
+            if state is None:
+                launcher = self._make_launcher()
+                self._launcher = launcher
+                try:
+                    state = launcher.start()
+                except StackBusy:  # another launcher is starting this stack: use it when it is up
+                    self._launcher = None
+                    state = self._wait_for_other(launcher.startup_timeout_s)
+            self._attach(state)
+        except StartupError as exc:
+            self._error = str(exc)
+            self._ready.set()
+            return
+        self._supervise()
+
+    def _wait_for_other(self, timeout_s: float) -> StackState:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not self._stop.is_set():
+            state = self._load_state()
+            if state is not None:
+                return state
+            time.sleep(0.2)
+        raise StartupError("another launcher holds this vault's data dir, and its stack did not come up")
+
+    def _supervise(self) -> None:
+        launcher = self._launcher
+        try:
+            while launcher is not None and not self._stop.wait(0.5):
+                try:
+                    for name in launcher.supervise():
+                        log.warning("%s exited and was restarted", name)
+                except StartupError as exc:  # a child that keeps dying: say so, keep the rest alive
+                    log.error("%s", exc)
+                    self._error = str(exc)
+                except Exception:  # the supervisor must outlive any one failure
+                    log.exception("supervision failed once; continuing")
+        finally:
+            if launcher is not None:
+                launcher.stop()
+
+    def starting(self) -> str:
+        launcher = self._launcher
+        return launcher.starting if launcher is not None else "another launcher's stack"
+
+    def client(self, wait_s: float) -> StackClient:
+        """The running stack's client; NotReady after `wait_s` if it is still starting."""
+        if not self._ready.wait(wait_s):
+            raise NotReady(f"the k0maru stack is still starting (waiting for {self.starting()}); try again shortly")
+        if self._client is None:
+            raise DependencyFailed(f"the k0maru stack could not start: {self._error}")
+        return self._client
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout_s)
+        if self._client is not None:
+            self._client.close()
+
+
+class DeferredStackClient(StackClient):
+    """A StackClient whose stubs exist once the stack is up; until then calls wait (bounded)."""
+
+    def __init__(self, vault: str, stack: StackThread, wait_s: float = 30.0) -> None:  # no channels yet
+        self.vault = vault
+        self.addresses = {}
+        self._stack = stack
+        self._wait_s = wait_s
+
+    def __getattr__(self, name: str) -> Any:  # scanner, retriever, offload, embedder stubs
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._stack.client(self._wait_s), name)
+
+    def call(self, method: Callable[..., T], request: Any, timeout: float = 30.0) -> T:
+        return self._stack.client(self._wait_s).call(method, request, timeout)
+
+    def close(self) -> None:
+        """The StackThread owns the real client."""

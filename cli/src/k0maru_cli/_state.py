@@ -1,0 +1,86 @@
+"""The state file that finds a vault's running stack (`<data dir>/stack.json`), kept light:
+every CLI command reads it, and `k0maru search` is a whole process per call."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from k0maru_common import StackClient, default_data_dir, health_name, health_state
+
+STATE_FILE = "stack.json"
+LOCK_FILE = "stack.lock"
+
+
+def process_start_time(pid: int) -> int | None:
+    """When the process started (clock ticks since boot, /proc/<pid>/stat field 22), or None.
+
+    A pid alone does not identify a process: after a crash and a reboot or a long uptime the
+    launcher's pid may belong to another program."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass
+class StackState:
+    vault: str
+    data_dir: str
+    launcher_pid: int
+    addresses: dict[str, str]
+    console_url: str
+    pids: dict[str, int] = field(default_factory=dict)
+    launcher_started: int = 0  # process_start_time(launcher_pid) when the file was written
+    grpc_token: str = ""  # the stack's shared gRPC token (the file is readable by its owner only)
+
+    @classmethod
+    def load(cls, data_dir: Path) -> StackState | None:
+        """The running stack for this data dir, or None. A stale file (its launcher gone, or its
+        pid now another process: a different start time) is ignored."""
+        try:
+            raw = json.loads((data_dir / STATE_FILE).read_text())
+            state = cls(**raw)
+        except (OSError, ValueError, TypeError):
+            return None
+        if not pid_alive(state.launcher_pid):
+            return None
+        if state.launcher_started and process_start_time(state.launcher_pid) != state.launcher_started:
+            return None
+        return state
+
+    def write(self) -> None:
+        path = Path(self.data_dir) / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds the gRPC token
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps(self.__dict__, indent=2))
+        os.replace(tmp, path)
+
+    def client(self) -> StackClient:
+        """gRPC stubs for this stack, carrying its token."""
+        return StackClient(self.vault, self.addresses, self.grpc_token)
+
+    def health(self) -> dict[str, str]:
+        return {name: health_state(addr, health_name(name)) for name, addr in self.addresses.items() if name != "redis"}
+
+
+def resolve_data_dir(vault: Path, data_dir: Path | None) -> Path:
+    """--data-dir, else $K0_DATA_DIR, else $XDG_DATA_HOME/k0maru/<vault-id>/."""
+    if data_dir is not None:
+        return data_dir.resolve()
+    env = os.environ.get("K0_DATA_DIR")
+    return Path(env).resolve() if env else default_data_dir(vault)

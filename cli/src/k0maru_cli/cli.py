@@ -1,0 +1,575 @@
+"""`k0maru`: the launcher and thin gRPC clients for a vault's stack.
+
+k0maru up      --vault DIR [--embedders N] [--port P]   start the stack, print the console URL
+k0maru ui      --vault DIR [--open]                      the console of the vault's stack (started if needed)
+k0maru mcp     --vault DIR                               MCP over stdio (uses or starts a stack)
+k0maru status  --vault DIR [--json]                      exit 0 only if every service is SERVING
+k0maru search  QUERY --vault DIR [--mode M] [--explain]  print hits
+k0maru scan    --vault DIR                               one scan; last line is JSON stats
+k0maru offload [--vault DIR] [--task-id ID] -- CMD       run CMD, offload long output
+k0maru inspect NODE_ID [--vault DIR] [--lines A:B] [--grep RE] [--around-error]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
+import grpc
+
+from k0maru.v1 import offload_pb2, retriever_pb2, scanner_pb2
+from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, configure_logging, open_channel
+
+from ._state import StackState, resolve_data_dir
+
+if TYPE_CHECKING:
+    from ._stack import Launcher
+
+
+class Terminated(Exception):
+    pass
+
+
+def _on_sigterm(_signum: int, _frame: FrameType | None) -> None:
+    raise Terminated
+
+
+def _stop_undisturbed(launcher: Launcher) -> None:
+    """Stop the stack; a second SIGTERM or Ctrl+C (an agent host closing us) must not cut the stop
+    short, or children and stack.json would be left behind."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    launcher.stop()
+
+
+def _vault(args: argparse.Namespace) -> Path:
+    vault = Path(args.vault or os.environ.get("K0_VAULT") or ".").expanduser().resolve()
+    if not vault.is_dir():
+        raise SystemExit(f"k0maru: vault {vault} is not a folder")
+    return vault
+
+
+def _running(args: argparse.Namespace) -> tuple[Path, StackState | None]:
+    vault = _vault(args)
+    return vault, StackState.load(resolve_data_dir(vault, args.data_dir))
+
+
+def _require_stack(args: argparse.Namespace) -> StackClient:
+    vault, state = _running(args)
+    if state is None:
+        raise SystemExit(f"k0maru: no stack is running for {vault}; start one with: k0maru up --vault {vault}")
+    return state.client()
+
+
+def _launcher(args: argparse.Namespace, vault: Path, http_port: int) -> Launcher:
+    from ._stack import Launcher
+
+    return Launcher(
+        vault,
+        resolve_data_dir(vault, args.data_dir),
+        embedders=args.embedders,
+        model=args.model,
+        http_host=args.host,
+        http_port=http_port,
+    )
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from ._stack import StartupError
+
+    vault = _vault(args)
+    launcher = _launcher(args, vault, args.port)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    started = time.perf_counter()
+    try:
+        state = launcher.start()
+        print(
+            f"k0maru: {vault} is served by {len(state.pids)} processes, all healthy in {time.perf_counter() - started:.1f} s",
+            flush=True,
+        )
+        print(f"k0maru: console {state.console_url}", flush=True)
+        if getattr(args, "open", False):
+            open_console(state.console_url)
+        print(f"k0maru: logs in {launcher.data_dir / 'logs'}; Ctrl+C stops everything", flush=True)
+        while True:
+            for name in launcher.supervise():
+                print(
+                    f"k0maru: {name} exited and was restarted (logs: {launcher.data_dir / 'logs' / name}.log)",
+                    file=sys.stderr,
+                )
+            time.sleep(0.5)
+    except StartupError as exc:
+        print(f"k0maru: start-up failed: {exc}", file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, Terminated):
+        print("k0maru: stopping", file=sys.stderr)
+        return 0
+    finally:
+        _stop_undisturbed(launcher)
+
+
+def open_console(url: str) -> None:
+    """Open the console in the user's browser ($BROWSER honoured); the token, if any, goes in the URL once."""
+    import webbrowser
+
+    token = os.environ.get("K0_CONSOLE_TOKEN", "")
+    if token:
+        from urllib.parse import quote
+
+        url = f"{url}?token={quote(token, safe='')}"  # the page moves it to session storage and drops it
+    if not webbrowser.open(url):
+        print(f"k0maru: no browser found; open {url}", file=sys.stderr)
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    """`k0maru ui [--open]`: the running stack's console, or start one (like `up`) and serve it."""
+    _vault_path, state = _running(args)
+    if state is None:
+        return cmd_up(args)
+    print(f"k0maru: console {state.console_url}", flush=True)
+    if args.open:
+        open_console(state.console_url)
+    return 0
+
+
+REMOTE_ADDRESSES = {"scanner": "K0_SCANNER_ADDR", "retriever": "K0_RETRIEVER_ADDR", "offload": "K0_OFFLOAD_ADDR"}
+
+
+def _remote_stack(args: argparse.Namespace) -> StackState | None:
+    """The services of a team deployment named by K0_SCANNER_ADDR, K0_RETRIEVER_ADDR and
+    K0_OFFLOAD_ADDR (with K0_GRPC_TOKEN), or None when they are not all set. The vault is the one
+    those services serve (`--vault` or K0_VAULT names it in answers; it need not exist here)."""
+    addresses = {name: os.environ.get(var, "") for name, var in REMOTE_ADDRESSES.items()}
+    if not all(addresses.values()):
+        return None
+    vault = args.vault or os.environ.get("K0_VAULT") or "(team vault)"
+    return StackState(vault, "", 0, addresses, "", grpc_token=os.environ.get("K0_GRPC_TOKEN", ""))
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from k0maru_gateway import serve_mcp_stdio
+
+    from ._mcp_stack import DeferredStackClient, StackThread
+
+    configure_logging("mcp", "WARNING")
+    remote = _remote_stack(args)
+    if remote is not None:  # a team deployment: attach to its services, start nothing
+        vault_name = remote.vault
+        stack = StackThread(lambda: remote, lambda: _launcher(args, Path(remote.vault), 0))
+    else:
+        vault = _vault(args)
+        vault_name = str(vault)
+        data_dir = resolve_data_dir(vault, args.data_dir)
+        stack = StackThread(lambda: StackState.load(data_dir), lambda: _launcher(args, vault, 0))
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    stack.start()  # MCP answers initialize and tools/list while the stack comes up
+    try:
+        serve_mcp_stdio(DeferredStackClient(vault_name, stack, args.tool_wait))
+    except (KeyboardInterrupt, Terminated):
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the stop short
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        stack.stop()
+    return 0
+
+
+def _embedder_report(state: StackState, services: dict[str, str]) -> list[dict[str, object]]:
+    from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
+
+    report: list[dict[str, object]] = []
+    for name, addr in sorted(state.addresses.items()):
+        if not name.startswith("embedder"):
+            continue
+        entry: dict[str, object] = {
+            "name": name,
+            "pid": state.pids.get(name, 0),
+            "state": services.get(name, "UNKNOWN"),
+            "processed": 0,
+            "chunks_per_s": 0.0,
+        }
+        with open_channel(addr, state.grpc_token) as channel:
+            try:
+                info = embedder_pb2_grpc.EmbedderStub(channel).Info(embedder_pb2.EmbedderInfoRequest(), timeout=2.0)
+                entry.update(
+                    pid=info.pid,
+                    processed=info.processed,
+                    chunks_per_s=round(info.chunks_per_s, 2),
+                    reported=info.state,
+                )
+            except grpc.RpcError:
+                pass
+        report.append(entry)
+    return report
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    vault, state = _running(args)
+    if state is None:
+        if args.json:
+            print(json.dumps({"vault": str(vault), "running": False, "services": {}, "addresses": {}}))
+        else:
+            print(f"no stack is running for {vault}")
+        return 1
+    services = state.health()
+    ok = all(s == "SERVING" for s in services.values())
+    client = state.client()
+    index: dict[str, int] = {}
+    queue = {"pending": -1, "dead_letter": -1}
+    problems: list[str] = []  # what the services say about themselves beyond health
+    try:
+        reply = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 3.0)
+        index = {
+            "documents": reply.documents,
+            "chunks": reply.chunks,
+            "chunks_with_vectors": reply.chunks_with_vectors,
+            "last_applied_seq": reply.last_applied_seq,
+            "bm25_documents": reply.bm25_documents,
+            "vector_points": reply.vector_points,
+        }
+        queue = {"pending": reply.embed_queue_pending, "dead_letter": reply.embed_dead_letter}
+        if reply.problem:
+            problems.append(f"retriever: {reply.problem}")
+    except K0Error:
+        pass
+    try:
+        scanner = client.call(client.scanner.Status, scanner_pb2.ScannerStatusRequest(), 3.0)
+        problems += [f"scanner: {w.name} {w.state}: {w.last_error}" for w in scanner.workers if w.state != "running"]
+    except K0Error:
+        pass
+    finally:
+        client.close()
+    embedders = _embedder_report(state, services)
+    problems += [f"{e['name']}: {e['reported']}" for e in embedders if e.get("reported", "SERVING") != "SERVING"]
+    ok = ok and not problems
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "vault": state.vault,
+                    "running": True,
+                    "services": services,
+                    "addresses": {n: a for n, a in state.addresses.items() if n in services},  # gRPC only
+                    "redis": state.addresses["redis"],
+                    "console": state.console_url,
+                    "embedders": embedders,
+                    "queue": queue,
+                    "index": index,
+                    "problems": problems,
+                }
+            )
+        )
+    else:
+        print(f"vault   {state.vault}\nconsole {state.console_url}")
+        for name, value in services.items():
+            print(f"{name:<12} {value:<12} {state.addresses[name]}")
+        for e in embedders:
+            print(f"{e['name']:<12} pid {e['pid']}: {e['processed']} embedded, {e['chunks_per_s']} chunks/s")
+        print(f"queue   {queue['pending']} jobs pending, {queue['dead_letter']} in dead letter")
+        if index:
+            print(
+                f"index   {index['documents']} notes, {index['chunks']} chunks, {index['chunks_with_vectors']} with vectors"
+            )
+        for problem in problems:
+            print(f"problem {problem}")
+    return 0 if ok else 1
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    client = _require_stack(args)
+    try:
+        reply = client.call(
+            client.retriever.Search,
+            retriever_pb2.SearchRequest(
+                query=args.query, limit=args.limit, mode=SEARCH_MODES[args.mode], explain=args.explain
+            ),
+        )
+    except K0Error as exc:
+        print(f"k0maru: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        client.close()
+    if args.json:
+        from k0maru_gateway import hit_json
+
+        print(
+            json.dumps(
+                {
+                    "vault": reply.vault,
+                    "channels": [{"channel": c.channel, "ran": c.ran, "reason": c.reason} for c in reply.channels],
+                    "hits": [hit_json(h, args.explain) for h in reply.hits],
+                },
+                ensure_ascii=False,
+            )
+        )
+        return 0
+    for c in reply.channels:
+        if not c.ran:
+            print(f"({c.channel} left out: {c.reason})", file=sys.stderr)
+    if not reply.hits:
+        print(f"no notes match {args.query!r} in {reply.vault}")
+    for i, h in enumerate(reply.hits, start=1):
+        print(f"{i:>2}. {h.title}  [{h.path}:{h.start_line}]  score {h.score:.4f}")
+        print(f"    {h.snippet}")
+        if args.explain:
+            e = h.explain
+            b = f"bm25 #{e.bm25.rank} ({e.bm25.score:.2f})" if e.bm25.present else "bm25 -"
+            v = f"vector #{e.vector.rank} ({e.vector.score:.3f})" if e.vector.present else "vector -"
+            print(f"    {b}  {v}  graph +{e.graph_boost:.4f}")
+    return 0
+
+
+def cmd_scan(args: argparse.Namespace) -> int:
+    vault, state = _running(args)
+    if state is not None:
+        client = state.client()
+        try:
+            stats = client.call(client.scanner.Scan, scanner_pb2.ScanRequest(force_full=args.full), 600.0)
+        finally:
+            client.close()
+    else:  # no stack: the scanner's library scans against its manifest directly
+        from k0maru_scanner import ScannerSettings, scan_once
+
+        settings = ScannerSettings(vault=vault, data_dir=resolve_data_dir(vault, args.data_dir), watch=False)
+        stats = scan_once(settings, force_full=args.full)
+    fields = ("added", "modified", "deleted", "renamed", "unchanged", "skipped")
+    print(json.dumps({**{f: getattr(stats, f) for f in fields}, "ms": round(stats.ms, 3)}))
+    return 0
+
+
+def _find_vault(args: argparse.Namespace) -> Path:
+    if args.vault or os.environ.get("K0_VAULT"):
+        return _vault(args)
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".k0maru").is_dir() or (folder / ".obsidian").is_dir():
+            return folder
+    return here
+
+
+def cmd_offload(args: argparse.Namespace) -> int:
+    vault = _find_vault(args)
+    command = [c for c in args.command if c != "--"]
+    exit_code: int | None = None
+    threshold = args.threshold or OFFLOAD_THRESHOLD_LINES
+    if command:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        assert proc.stdout is not None
+        buffered: list[bytes] = []
+        out = sys.stdout.buffer
+        for raw in proc.stdout:  # stream while under the threshold, then capture silently
+            buffered.append(raw)
+            if len(buffered) <= threshold:
+                out.write(raw)
+                out.flush()
+            elif len(buffered) == threshold + 1:
+                out.write(f"[k0maru] over {threshold} lines: capturing the rest\n".encode())
+                out.flush()
+        exit_code = proc.wait()
+        streamed = True
+        text = b"".join(buffered).decode("utf-8", "replace")
+    else:
+        streamed = False
+        text = sys.stdin.buffer.read().decode("utf-8", "replace")
+    state = StackState.load(resolve_data_dir(vault, args.data_dir))
+    request = offload_pb2.OffloadLogRequest(
+        text=text,
+        task_id=args.task_id,
+        threshold=threshold,
+        command=" ".join(command),
+        streamed_lines=threshold if streamed else 0,  # the ledger counts what the terminal already showed
+    )
+    if exit_code is not None:
+        request.exit_code = exit_code
+    try:
+        if state is not None:
+            client = state.client()
+            try:
+                reply = client.call(client.offload.OffloadLog, request, 60.0)
+            finally:
+                client.close()
+            offloaded, summary, diagram, node_id = reply.offloaded, reply.summary, reply.mermaid, reply.node_id
+        else:
+            from k0maru_offload import OffloadEngine
+
+            result = OffloadEngine(vault, threshold).offload(
+                text, args.task_id, threshold, " ".join(command), exit_code
+            )
+            offloaded, summary, diagram, node_id = result.offloaded, result.summary, result.mermaid, result.node_id
+    except K0Error as exc:
+        print(f"k0maru: {exc}", file=sys.stderr)
+        return 2
+    if offloaded:
+        from k0maru_offload import next_step
+
+        print(summary)
+        print(next_step(node_id, tool=False))
+        print(f"\n```mermaid\n{diagram}\n```")
+    elif not streamed:
+        sys.stdout.write(text)
+    return exit_code or 0
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    vault = _find_vault(args)
+    start = end = 0
+    if args.lines:
+        a, _, b = args.lines.partition(":")
+        try:
+            start, end = int(a or 0), int(b or 0)
+        except ValueError:
+            raise SystemExit("k0maru: --lines takes A:B") from None
+    try:
+        from k0maru_offload import OffloadEngine
+
+        lines, total = OffloadEngine(vault).inspect(
+            args.node_id, start, end, args.grep, args.context, args.around_error
+        )
+    except K0Error as exc:
+        print(f"k0maru: {exc}", file=sys.stderr)
+        return 2
+    for number, text in lines:
+        print(f"{number:>6}  {text}")
+    print(f"({len(lines)} of {total} lines)", file=sys.stderr)
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from k0maru_common import default_data_root
+
+    from ._eval import EvalInputError, run_beir, run_vault
+
+    dataset = Path(args.dataset).expanduser().resolve()
+    if args.tagmemo is not None and not 0.0 <= args.tagmemo <= 1.0:
+        raise SystemExit("k0maru: --tagmemo WEIGHT must be between 0 and 1")
+    if args.kind == "vault":
+        if not dataset.is_dir():
+            raise SystemExit(f"k0maru: {dataset} is not a folder")
+        if args.queries is None or args.qrels is None:
+            raise SystemExit("k0maru: eval vault needs --queries Q.jsonl and --qrels R.tsv")
+        workdir = (args.workdir or default_data_root() / "eval" / f"vault-{dataset.name}").resolve()
+        try:
+            report = run_vault(
+                dataset,
+                args.queries,
+                args.qrels,
+                workdir,
+                args.mode,
+                args.embedders,
+                args.model,
+                tagmemo=args.tagmemo,
+                dedup=args.dedup,
+            )
+        except EvalInputError as exc:
+            raise SystemExit(f"k0maru: {exc}") from exc
+        print(json.dumps(report))
+        return 0
+    if not (dataset / "corpus.jsonl").is_file() or not (dataset / "qrels" / f"{args.split}.tsv").is_file():
+        raise SystemExit(f"k0maru: {dataset} is not a BEIR dataset with a {args.split} split")
+    workdir = (args.workdir or default_data_root() / "eval" / dataset.name).resolve()
+    report = run_beir(
+        dataset, workdir, args.mode, args.split, args.embedders, args.model, tagmemo=args.tagmemo, dedup=args.dedup
+    )
+    print(json.dumps(report))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="k0maru", description="Long-term memory for AI coding agents over a Markdown vault."
+    )
+    sub = parser.add_subparsers(dest="command_name", required=True)
+
+    def with_vault(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--vault", help="the Markdown vault (default: $K0_VAULT or the current folder)")
+        p.add_argument("--data-dir", type=Path, help="index state (default: $XDG_DATA_HOME/k0maru/<vault-id>)")
+        return p
+
+    for name, helptext in (
+        ("up", "start the stack and the console"),
+        ("mcp", "serve MCP over stdio"),
+        ("ui", "the console of the vault's running stack (starting one if needed)"),
+    ):
+        p = with_vault(sub.add_parser(name, help=helptext))
+        p.add_argument("--embedders", type=int, default=1, help="embedder workers to run")
+        p.add_argument("--model", default="", help="embedding model preset: minilm-l6-int8 (default), use-multilingual")
+        p.add_argument("--host", default="127.0.0.1", help="console bind address (non-loopback needs K0_CONSOLE_TOKEN)")
+        if name in ("up", "ui"):
+            p.add_argument("--port", type=int, default=7878, help="console port (0 = any free port)")
+        else:
+            p.add_argument(
+                "--tool-wait",
+                type=float,
+                default=30.0,
+                help="seconds a tool call waits for a stack that is still starting (default 30)",
+            )
+        if name == "ui":
+            p.add_argument("--open", action="store_true", help="open the console in the default browser")
+    p = with_vault(sub.add_parser("status", help="health of every service of the vault's stack"))
+    p.add_argument("--json", action="store_true")
+    p = with_vault(sub.add_parser("search", help="search the vault"))
+    p.add_argument("query")
+    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--mode", choices=sorted(SEARCH_MODES), default="hybrid")
+    p.add_argument("--explain", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p = with_vault(sub.add_parser("scan", help="scan the vault once"))
+    p.add_argument("--full", action="store_true", help="re-read and re-hash every file")
+    p = with_vault(sub.add_parser("offload", help="run a command (or read stdin) and offload long output"))
+    p.add_argument("--task-id", default="")
+    p.add_argument("--threshold", type=int, default=0)
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    p = with_vault(sub.add_parser("inspect", help="print slices of an offloaded log"))
+    p.add_argument("node_id")
+    p.add_argument("--lines", default="", help="A:B, 1-based and inclusive")
+    p.add_argument("--grep", default="")
+    p.add_argument("--context", type=int, default=0)
+    p.add_argument("--around-error", action="store_true")
+    p = sub.add_parser("eval", help="evaluate retrieval on a BEIR dataset or your own vault through the real services")
+    p.add_argument("kind", choices=["beir", "vault"])
+    p.add_argument(
+        "dataset", help="beir: folder with corpus.jsonl, queries.jsonl and qrels/<split>.tsv; vault: the vault"
+    )
+    p.add_argument("--queries", type=Path, help="vault: JSONL of {_id, text}")
+    p.add_argument("--qrels", type=Path, help="vault: TSV of query id, vault-relative note path, grade")
+    p.add_argument("--mode", choices=sorted(SEARCH_MODES), default="hybrid")
+    p.add_argument("--split", default="test")
+    p.add_argument("--embedders", type=int, default=2)
+    p.add_argument("--model", default="", help="embedding model preset (default: minilm-l6-int8)")
+    p.add_argument("--workdir", type=Path, help="where the dataset's vault and index go (reused across runs)")
+    p.add_argument(
+        "--tagmemo",
+        type=float,
+        nargs="?",
+        const=0.0,
+        metavar="WEIGHT",
+        help="search with TagMemo on; WEIGHT is the base tag weight (omitted: the configured default)",
+    )
+    p.add_argument("--dedup", action="store_true", help="SVD-residual deduplication of the results")
+    return parser
+
+
+COMMANDS = {
+    "up": cmd_up,
+    "ui": cmd_ui,
+    "mcp": cmd_mcp,
+    "status": cmd_status,
+    "search": cmd_search,
+    "scan": cmd_scan,
+    "offload": cmd_offload,
+    "inspect": cmd_inspect,
+    "eval": cmd_eval,
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    sys.exit(COMMANDS[args.command_name](args))

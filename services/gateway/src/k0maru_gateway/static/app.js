@@ -1,0 +1,561 @@
+// k0maru console: one page, hash routes, everything from this origin (CSP: script-src 'self').
+// Text from notes and logs is only ever inserted escaped (esc) or as text nodes.
+"use strict";
+
+const $ = (sel, root = document) => root.querySelector(sel);
+const view = () => $("#view");
+const esc = (s) => String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+const fmt = (n) => (n == null ? "—" : Number(n).toLocaleString("en-US"));
+const noteHref = (p) => "#/note/" + encodeURIComponent(p);
+
+// ---------- token mode ----------
+const TOKEN_KEY = "k0maru.token";
+(function takeTokenFromUrl() {
+  const params = new URLSearchParams(location.search);
+  const t = params.get("token");
+  if (t) {
+    sessionStorage.setItem(TOKEN_KEY, t);
+    params.delete("token");
+    history.replaceState(null, "", location.pathname + (params.toString() ? "?" + params : "") + location.hash);
+  }
+})();
+const token = () => sessionStorage.getItem(TOKEN_KEY) || "";
+const withToken = (url) => (token() ? url + (url.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(token()) : url);
+
+class AuthError extends Error {}
+
+async function api(path) {
+  const headers = token() ? { Authorization: "Bearer " + token() } : {};
+  const r = await fetch(path, { headers });
+  let body = null;
+  try { body = await r.json(); } catch (e) { body = { error: "not JSON (HTTP " + r.status + ")" }; }
+  if (r.status === 401) { showLogin(token() ? "Wrong token: the console refused it. Check K0_CONSOLE_TOKEN of this stack." : ""); throw new AuthError("token needed"); }
+  if (!r.ok) throw new Error(body.error || "HTTP " + r.status);
+  return body;
+}
+
+function showLogin(message) {
+  $("#login").hidden = false;
+  $("#login-error").textContent = message || "";
+  $("#login-token").focus();
+}
+
+$("#login-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const t = $("#login-token").value.trim();
+  if (!t) { $("#login-error").textContent = "Enter the token."; return; }
+  const r = await fetch("/api/status", { headers: { Authorization: "Bearer " + t } });
+  if (r.status === 401) {
+    $("#login-error").textContent = "Wrong token: the console refused it. Check K0_CONSOLE_TOKEN of this stack.";
+    return;
+  }
+  sessionStorage.setItem(TOKEN_KEY, t);
+  $("#login").hidden = true;
+  $("#login-token").value = "";
+  startLive();
+  route();
+});
+
+// ---------- live status (SSE, survives reloads: last snapshot kept in the session) ----------
+let live = null;
+let lastStatus = JSON.parse(sessionStorage.getItem("k0maru.status") || "null");
+const statusListeners = new Set();
+
+function startLive() {
+  if (live) live.close();
+  live = new EventSource(withToken("/api/live"));
+  live.addEventListener("status", (m) => {
+    lastStatus = JSON.parse(m.data);
+    sessionStorage.setItem("k0maru.status", m.data);
+    paintPulse();
+    statusListeners.forEach((f) => f(lastStatus));
+  });
+  live.onerror = () => { $("#mini-text").textContent = "reconnecting…"; };
+}
+
+function healthClass(state) { return state === "SERVING" ? "ok" : state === "NOT_SERVING" || state === "UNKNOWN" ? "warn" : ""; }
+
+function paintPulse() {
+  const s = lastStatus;
+  if (!s) return;
+  $("#health-dots").innerHTML = Object.entries(s.services).map(([n, st]) => `<span class="dot ${healthClass(st)}" title="${esc(n)}: ${esc(st)}"></span>`).join("");
+  const q = s.queue;
+  $("#mini-bar > div").style.width = q ? (100 * q.progress).toFixed(1) + "%" : "0";
+  $("#mini-text").textContent = !q ? "retriever not ready" : !q.vectors_enabled && !q.indexing ? `${fmt(s.index.documents)} notes · no embedder (BM25 only)` : q.indexing ? `indexing ${(100 * q.progress).toFixed(0)}%${q.eta_s != null ? " · ETA " + eta(q.eta_s) : ""}` : `${fmt(s.index.documents)} notes · indexed`;
+}
+
+function eta(s) { return s < 90 ? Math.round(s) + " s" : s < 5400 ? Math.round(s / 60) + " min" : (s / 3600).toFixed(1) + " h"; }
+
+// ---------- router ----------
+const routes = { search: searchView, note: noteView, graph: graphView, logs: logsView, status: statusView };
+let cleanup = null;
+
+function route() {
+  if (cleanup) { cleanup(); cleanup = null; }
+  statusListeners.clear();
+  const hash = location.hash.replace(/^#\/?/, "") || "search";
+  const [head, ...rest] = hash.split("/");
+  const [first, query] = (rest.join("/") || "").split("?");
+  const name = routes[head.split("?")[0]] ? head.split("?")[0] : "search";
+  const params = new URLSearchParams(query ?? (head.includes("?") ? head.split("?")[1] : ""));
+  document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("on", a.dataset.nav === (name === "note" ? "search" : name)));
+  routes[name](decodeURIComponent(first || ""), params).catch((e) => {
+    if (e instanceof AuthError) return;
+    view().insertAdjacentHTML("beforeend", `<p class="err">${esc(e.message)}</p>`);
+  });
+}
+window.addEventListener("hashchange", route);
+
+// ---------- search debugger ----------
+function queryTerms(q) {
+  const terms = new Set();
+  for (const w of q.toLowerCase().split(/[\s,.;:!?()"'`]+/)) {
+    if (!w) continue;
+    if (/[\u3400-\u9fff]/.test(w)) {
+      for (const run of w.match(/[\u3400-\u9fff]+/g) || []) {
+        if (run.length <= 2) terms.add(run);
+        else for (let i = 0; i + 2 <= run.length; i++) terms.add(run.slice(i, i + 2));
+      }
+      for (const lat of w.split(/[\u3400-\u9fff]+/)) if (lat.length >= 2) terms.add(lat);
+    } else if (w.length >= 2) terms.add(w);
+  }
+  return [...terms].sort((a, b) => b.length - a.length);
+}
+
+function markTerms(root, terms) {
+  if (!terms.length) return;
+  const re = new RegExp("(" + terms.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|") + ")", "gi");
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const nodes = [];
+  while (walker.nextNode()) nodes.push(walker.currentNode);
+  for (const node of nodes) {
+    const parts = node.nodeValue.split(re);
+    if (parts.length < 2) continue;
+    const frag = document.createDocumentFragment();
+    parts.forEach((part, i) => {
+      if (i % 2) { const m = document.createElement("mark"); m.textContent = part; frag.appendChild(m); }
+      else if (part) frag.appendChild(document.createTextNode(part));
+    });
+    node.parentNode.replaceChild(frag, node);
+  }
+}
+
+async function searchView(_arg, params) {
+  const q = params.get("q") || "";
+  const mode = params.get("mode") || "hybrid";
+  view().innerHTML = `<h1>Search debugger</h1>
+  <form id="search-form">
+    <div class="row"><input type="search" id="q" placeholder="SQLITE_BUSY, E0502, 借用检查器 …" value="${esc(q)}" autofocus>
+    <select id="mode" aria-label="mode">${["hybrid", "bm25", "vector"].map((m) => `<option${m === mode ? " selected" : ""}>${m}</option>`).join("")}</select>
+    <button>Search</button></div>
+    <div class="row dim">scope:
+      <input id="diary" placeholder="folder / diary" value="${esc(params.get("diary") || "")}" size="14" aria-label="diary">
+      <input id="prefix" placeholder="path prefix" value="${esc(params.get("prefix") || "")}" size="14" aria-label="path prefix">
+      <input id="tag" placeholder="tags (comma)" value="${esc(params.get("tag") || "")}" size="16" aria-label="tags">
+      <label><input type="checkbox" id="tagmemo"${params.get("tagmemo") === "1" ? " checked" : ""}> TagMemo</label>
+      <input id="beta" placeholder="β" value="${esc(params.get("beta") || "")}" size="4" aria-label="TagMemo beta">
+      <input id="limit" type="number" min="1" max="100" value="${esc(params.get("limit") || "10")}" aria-label="limit">
+    </div>
+  </form>
+  <div id="meta" class="dim"></div><div id="channels" class="channels"></div><div id="hits"></div>`;
+  $("#search-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const p = new URLSearchParams({ q: $("#q").value, mode: $("#mode").value });
+    for (const k of ["diary", "prefix", "tag", "beta", "limit"]) if ($("#" + k).value.trim()) p.set(k, $("#" + k).value.trim());
+    if ($("#tagmemo").checked) p.set("tagmemo", "1");
+    location.hash = "#/search?" + p;
+  });
+  if (!q.trim()) { $("#hits").innerHTML = `<p class="dim">Type a query. Every hit shows why it ranked where it did; click a hit to open the note.</p>`; return; }
+  const p = new URLSearchParams({ q, mode, explain: "1", limit: params.get("limit") || "10" });
+  for (const k of ["diary", "prefix"]) if (params.get(k)) p.append(k, params.get(k));
+  for (const t of (params.get("tag") || "").split(",")) if (t.trim()) p.append("tag", t.trim().replace(/^#/, ""));
+  if (params.get("tagmemo") === "1") { p.set("tagmemo", "1"); if (params.get("beta")) p.set("beta", params.get("beta")); }
+  const d = await api("/api/search?" + p);
+  $("#meta").textContent = `${d.hits.length} hits · ${d.took_ms.toFixed(1)} ms · asked ${d.mode}, ran ${d.mode_used} · index vector coverage ${(100 * d.vector_coverage).toFixed(0)}%`;
+  $("#channels").innerHTML = d.channels.map((c) => `<span class="chan ${c.ran ? "ran" : "off"}" title="${esc(c.why)}">${c.ran ? "✓" : "✗"} ${esc(c.name)}${c.ran ? " ran" : " left out: " + esc(c.why)}</span>`).join("")
+    + Object.entries(d.extra || {}).map(([k, v]) => `<span class="chan">${esc(k)}: ${esc(JSON.stringify(v))}</span>`).join("");
+  const terms = queryTerms(q);
+  const hits = $("#hits");
+  hits.innerHTML = d.hits.length ? "" : `<p class="dim">No hits.</p>`;
+  for (const h of d.hits) {
+    const x = h.explain || {};
+    const el = document.createElement("div");
+    el.className = "hit";
+    el.dataset.path = h.path;
+    const heading = (x.heading_path || []).join(" › ");
+    const tagmemo = (x.tagmemo_tags || []).length ? `<span class="badge tag" title="TagMemo">TagMemo ${x.tagmemo_tags.map((t) => esc(t.tag) + " " + t.weight.toFixed(2)).join(", ")}</span>` : "";
+    const extra = Object.entries(x.extra || {}).map(([k, v]) => `<span class="score">${esc(k)} <b>${esc(typeof v === "number" ? +v.toFixed(4) : JSON.stringify(v))}</b></span>`).join("");
+    el.innerHTML = `<div class="head"><a class="title" href="${noteHref(h.path)}">${esc(h.title || h.path)}</a>
+      <span class="path">${esc(h.path)}:${h.lines[0]}–${h.lines[1]}</span>
+      ${x.graph_boost > 0 ? `<span class="badge graph" title="linked to another hit: +${x.graph_boost}">+Graph Boost</span>` : ""}${tagmemo}</div>
+      ${heading ? `<div class="crumbs">${esc(heading)}</div>` : ""}
+      <div class="snippet"></div>
+      <div class="scores">
+        <span class="score">BM25 ${x.bm25 ? `<b>#${x.bm25.rank}</b> · ${x.bm25.score.toFixed(3)}` : "<b>—</b>"}</span>
+        <span class="score">vector ${x.vector ? `<b>#${x.vector.rank}</b> · cos ${x.vector.score.toFixed(3)}` : "<b>—</b>"}</span>
+        ${x.graph_boost > 0 ? `<span class="score">graph <b>+${x.graph_boost}</b></span>` : ""}
+        <span class="score">fused <b>${(x.fused_score ?? h.score).toFixed(5)}</b></span>${extra}
+        ${h.tags.length ? `<span class="tags">${h.tags.map((t) => `<span class="tagchip">#${esc(t)}</span>`).join("")}</span>` : ""}
+      </div>`;
+    const snip = $(".snippet", el);
+    snip.innerHTML = inlineMd(h.snippet.replace(/(^|\s)#{1,6}\s+/g, "$1"), {});
+    markTerms(snip, terms);
+    el.addEventListener("click", (e) => { if (!e.target.closest("a")) location.hash = noteHref(h.path); });
+    hits.appendChild(el);
+  }
+}
+
+// ---------- safe Markdown ----------
+function safeUrl(u) { return /^https?:\/\//i.test(u) ? u : null; }
+
+function inlineMd(text, resolved) {
+  const codes = [];
+  let s = String(text).replace(/`([^`\n]+)`/g, (_, c) => { codes.push(c); return "\u0000" + (codes.length - 1) + "\u0000"; });
+  s = esc(s);
+  s = s.replace(/!?\[\[([^\]|#^]*)(?:#[^\]|]*)?(?:\^[^\]|]*)?(?:\|([^\]]*))?\]\]/g, (_, target, alias) => {
+    const raw = target.replace(/&amp;/g, "&").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&#39;/g, "'");
+    const path = resolved[raw] || resolved[raw.trim()];
+    const label = alias || target;
+    return path ? `<a class="wikilink" href="${esc(noteHref(path))}">${label}</a>` : `<span class="unresolved" title="unresolved link">${label}</span>`;
+  });
+  s = s.replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (_, label, url) => {
+    const raw = url.replace(/&amp;/g, "&");
+    const target = decodeURIComponent(raw.replace(/&#39;|&quot;/g, ""));
+    const path = resolved[target] || resolved[raw];
+    if (path) return `<a href="${esc(noteHref(path))}">${label}</a>`;
+    const ok = safeUrl(raw);
+    return ok ? `<a href="${esc(ok)}" rel="noopener noreferrer nofollow" target="_blank">${label}</a>` : `<span class="unresolved">${label}</span>`;
+  });
+  s = s.replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>").replace(/(^|[^*])\*([^*\n]+)\*/g, "$1<em>$2</em>");
+  s = s.replace(/(^|\s)#([\p{L}\p{N}_\/-]+)/gu, '$1<span class="tagchip">#$2</span>');
+  return s.replace(/\u0000(\d+)\u0000/g, (_, i) => `<code>${esc(codes[+i])}</code>`);
+}
+
+function renderMarkdown(md, resolved) {
+  let text = md.replace(/\r\n?/g, "\n");
+  const fm = text.match(/^---\n[\s\S]*?\n(?:---|\.\.\.)\n/);
+  if (fm) text = text.slice(fm[0].length);
+  const lines = text.split("\n");
+  const out = [];
+  let para = [], list = null;
+  const flushPara = () => { if (para.length) { out.push(`<p>${inlineMd(para.join("\n"), resolved).replace(/\n/g, "<br>")}</p>`); para = []; } };
+  const flushList = () => { if (list) { out.push(`<${list.tag}>${list.items.map((i) => `<li>${inlineMd(i, resolved)}</li>`).join("")}</${list.tag}>`); list = null; } };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const fence = line.match(/^\s*(```+|~~~+)\s*([\w-]*)/);
+    if (fence) {
+      flushPara(); flushList();
+      const body = [];
+      for (i++; i < lines.length && !lines[i].trim().startsWith(fence[1]); i++) body.push(lines[i]);
+      out.push(`<pre><code class="lang-${esc(fence[2])}">${esc(body.join("\n"))}</code></pre>`);
+      continue;
+    }
+    let m;
+    if ((m = line.match(/^(#{1,6})\s+(.*)$/))) { flushPara(); flushList(); out.push(`<h${m[1].length}>${inlineMd(m[2], resolved)}</h${m[1].length}>`); continue; }
+    if (/^\s*([-*_])\s*\1\s*\1[\s\1]*$/.test(line)) { flushPara(); flushList(); out.push("<hr>"); continue; }
+    if ((m = line.match(/^>\s?(.*)$/))) { flushPara(); flushList(); out.push(`<blockquote>${inlineMd(m[1], resolved)}</blockquote>`); continue; }
+    if ((m = line.match(/^\s*([-*+]|\d+[.)])\s+(.*)$/))) {
+      flushPara();
+      const tag = /\d/.test(m[1]) ? "ol" : "ul";
+      if (!list || list.tag !== tag) { flushList(); list = { tag, items: [] }; }
+      list.items.push(m[2].replace(/^\[( |x)\]\s/i, (_, x) => (x.trim() ? "☑ " : "☐ ")));
+      continue;
+    }
+    if (!line.trim()) { flushPara(); flushList(); continue; }
+    flushList();
+    para.push(line);
+  }
+  flushPara(); flushList();
+  return out.join("\n");
+}
+
+// ---------- note view ----------
+async function noteView(path) {
+  view().innerHTML = `<p class="dim">loading ${esc(path)}…</p>`;
+  const n = await api("/api/note?path=" + encodeURIComponent(path));
+  const resolved = {};
+  for (const l of n.links) if (l.path) resolved[l.target] = l.path;
+  const fmRows = Object.entries(n.frontmatter).map(([k, v]) => `<tr><td>${esc(k)}</td><td>${esc(typeof v === "string" ? v : JSON.stringify(v))}</td></tr>`).join("");
+  const linkItems = n.links.map((l) => l.path ? `<li><a href="${esc(noteHref(l.path))}">${esc(l.alias || l.target)}</a> <span class="dim">L${l.line}</span></li>` : `<li><span class="unresolved">${esc(l.target)}</span> <span class="dim">unresolved</span></li>`).join("");
+  view().innerHTML = `<div class="row"><a href="#/search" id="back" class="dim">← back</a><span class="path">${esc(n.path)}</span>
+    <a href="#/graph/${encodeURIComponent(n.path)}">graph around this note</a></div>
+  <div class="note"><article class="md" id="note-body"></article>
+  <aside class="side">
+    <div class="card"><h2>Tags</h2><div class="tags">${n.tags.map((t) => `<a href="#/search?q=${encodeURIComponent("#" + t)}&tag=${encodeURIComponent(t)}&mode=bm25">#${esc(t)}</a>`).join("") || '<span class="dim">none</span>'}</div></div>
+    <div class="card"><h2>Frontmatter</h2>${fmRows ? `<table class="fm">${fmRows}</table>` : '<span class="dim">none</span>'}</div>
+    <div class="card"><h2>Outgoing links (${n.links.length})</h2><ul id="outgoing">${linkItems || '<li class="dim">none</li>'}</ul></div>
+    <div class="card"><h2>Backlinks (${n.backlinks.length})</h2><ul id="backlinks">${n.backlinks.map((b) => `<li><a href="${esc(noteHref(b))}">${esc(b)}</a></li>`).join("") || '<li class="dim">none</li>'}</ul></div>
+    ${n.problems.length ? `<div class="card warn">${n.problems.map(esc).join("<br>")}</div>` : ""}
+  </aside></div>`;
+  $("#back").addEventListener("click", (e) => { e.preventDefault(); history.back(); });
+  $("#note-body").innerHTML = renderMarkdown(n.markdown || "", resolved) || '<p class="dim">(empty note)</p>';
+  document.title = (n.title || n.path) + " · k0maru";
+}
+
+// ---------- graph (own canvas renderer) ----------
+const PALETTE = ["#22C55E", "#38BDF8", "#A78BFA", "#F472B6", "#FBBF24", "#F87171", "#2DD4BF", "#FB923C", "#A3E635", "#818CF8", "#E879F9", "#94A3B8"];
+
+function layoutOverview(nodes, edges) {
+  const n = nodes.length, x = new Float32Array(n), y = new Float32Array(n);
+  const groups = new Map();
+  nodes.forEach((nd, i) => { const g = groups.get(nd[2]) || []; g.push(i); groups.set(nd[2], g); });
+  const sorted = [...groups.entries()].sort((a, b) => b[1].length - a[1].length);
+  const golden = Math.PI * (3 - Math.sqrt(5));
+  let placed = 0;
+  sorted.forEach(([, members], gi) => {
+    const radius = Math.sqrt(members.length) * 9;
+    const r0 = Math.sqrt(placed + members.length / 2) * 9 * 1.25;
+    const cx = gi === 0 ? 0 : Math.cos(gi * golden) * (r0 + radius), cy = gi === 0 ? 0 : Math.sin(gi * golden) * (r0 + radius);
+    members.sort((a, b) => nodes[b][3] - nodes[a][3]);
+    members.forEach((idx, k) => { const r = 9 * Math.sqrt(k + 0.5), t = k * golden; x[idx] = cx + r * Math.cos(t); y[idx] = cy + r * Math.sin(t); });
+    placed += members.length;
+  });
+  // a few smoothing passes: each node moves a little toward its neighbours (O(links) per pass)
+  const sx = new Float32Array(n), sy = new Float32Array(n), cnt = new Uint16Array(n);
+  for (let pass = 0; pass < 6; pass++) {
+    sx.fill(0); sy.fill(0); cnt.fill(0);
+    for (let e = 0; e < edges.length; e += 2) {
+      const a = edges[e], b = edges[e + 1];
+      sx[a] += x[b]; sy[a] += y[b]; cnt[a]++; sx[b] += x[a]; sy[b] += y[a]; cnt[b]++;
+    }
+    for (let i = 0; i < n; i++) if (cnt[i]) { x[i] += (sx[i] / cnt[i] - x[i]) * 0.08; y[i] += (sy[i] / cnt[i] - y[i]) * 0.08; }
+  }
+  return { x, y };
+}
+
+function layoutForce(nodes, edges) {
+  const n = nodes.length, x = new Float32Array(n), y = new Float32Array(n);
+  nodes.forEach((nd, i) => { const r = 40 + 110 * nd[4] + 6 * i ** 0.5, t = i * 2.399; x[i] = i === 0 ? 0 : r * Math.cos(t); y[i] = i === 0 ? 0 : r * Math.sin(t); });
+  const iterations = Math.max(30, Math.min(300, Math.floor(2e7 / Math.max(1, n * n))));
+  const dx = new Float32Array(n), dy = new Float32Array(n);
+  for (let it = 0; it < iterations; it++) {
+    dx.fill(0); dy.fill(0);
+    const cool = 1 - it / iterations;
+    for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) {
+      let ddx = x[i] - x[j], ddy = y[i] - y[j], d2 = ddx * ddx + ddy * ddy + 0.01;
+      const f = 2400 / d2; dx[i] += ddx * f; dy[i] += ddy * f; dx[j] -= ddx * f; dy[j] -= ddy * f;
+    }
+    for (let e = 0; e < edges.length; e += 2) {
+      const a = edges[e], b = edges[e + 1], ddx = x[b] - x[a], ddy = y[b] - y[a], d = Math.sqrt(ddx * ddx + ddy * ddy) + 0.01;
+      const f = (d - 70) * 0.04; dx[a] += (ddx / d) * f * 10; dy[a] += (ddy / d) * f * 10; dx[b] -= (ddx / d) * f * 10; dy[b] -= (ddy / d) * f * 10;
+    }
+    for (let i = 1; i < n; i++) {
+      const len = Math.sqrt(dx[i] * dx[i] + dy[i] * dy[i]) || 1, step = Math.min(len, 30 * cool + 1);
+      x[i] += (dx[i] / len) * step; y[i] += (dy[i] / len) * step;
+    }
+  }
+  return { x, y };
+}
+
+function drawGraph(canvas, data, pos, opts) {
+  const nodes = data.nodes, edges = data.edges, n = nodes.length;
+  const colour = new Map();
+  const radius = new Float32Array(n);
+  for (let i = 0; i < n; i++) { if (!colour.has(nodes[i][2])) colour.set(nodes[i][2], PALETTE[colour.size % PALETTE.length]); radius[i] = 2 + Math.sqrt(nodes[i][3]) * (opts.overview ? 0.6 : 1.2); }
+  let minX = Infinity, maxX = -Infinity, minY = Infinity, maxY = -Infinity;
+  for (let i = 0; i < n; i++) { minX = Math.min(minX, pos.x[i]); maxX = Math.max(maxX, pos.x[i]); minY = Math.min(minY, pos.y[i]); maxY = Math.max(maxY, pos.y[i]); }
+  const ctx = canvas.getContext("2d");
+  const state = { scale: 1, ox: 0, oy: 0, hover: -1 };
+  function fit() {
+    const w = canvas.clientWidth, h = canvas.clientHeight, dpr = window.devicePixelRatio || 1;
+    canvas.width = w * dpr; canvas.height = h * dpr; ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const spanX = Math.max(1, maxX - minX), spanY = Math.max(1, maxY - minY);
+    state.scale = Math.min((w - 60) / spanX, (h - 60) / spanY, 1.5);
+    state.ox = w / 2 - ((minX + maxX) / 2) * state.scale; state.oy = h / 2 - ((minY + maxY) / 2) * state.scale;
+  }
+  function paint() {
+    const started = performance.now();
+    const w = canvas.clientWidth, h = canvas.clientHeight, s = state.scale;
+    ctx.fillStyle = "#0B1222"; ctx.fillRect(0, 0, w, h);
+    ctx.strokeStyle = opts.overview ? "rgba(148,163,184,0.10)" : "rgba(148,163,184,0.45)"; ctx.lineWidth = 1;
+    ctx.beginPath();
+    for (let e = 0; e < edges.length; e += 2) {
+      const a = edges[e], b = edges[e + 1];
+      ctx.moveTo(pos.x[a] * s + state.ox, pos.y[a] * s + state.oy); ctx.lineTo(pos.x[b] * s + state.ox, pos.y[b] * s + state.oy);
+    }
+    ctx.stroke();
+    for (const [diary, c] of colour) {
+      ctx.fillStyle = c; ctx.beginPath();
+      for (let i = 0; i < n; i++) {
+        if (nodes[i][2] !== diary) continue;
+        const px = pos.x[i] * s + state.ox, py = pos.y[i] * s + state.oy;
+        if (px < -10 || py < -10 || px > w + 10 || py > h + 10) continue;
+        const r = Math.max(1.2, radius[i] * Math.min(1.5, Math.sqrt(s)));
+        ctx.moveTo(px + r, py); ctx.arc(px, py, r, 0, Math.PI * 2);
+      }
+      ctx.fill();
+    }
+    if (!opts.overview && n) { ctx.strokeStyle = "#F8FAFC"; ctx.lineWidth = 2; ctx.beginPath(); ctx.arc(pos.x[0] * s + state.ox, pos.y[0] * s + state.oy, radius[0] * Math.min(1.5, Math.sqrt(s)) + 3, 0, Math.PI * 2); ctx.stroke(); }
+    ctx.fillStyle = "#E2E8F0"; ctx.font = "12px 'JetBrains Mono','Noto Sans SC',monospace";
+    const labelAll = !opts.overview || s > 2.5;
+    let labels = 0;
+    for (let i = 0; i < n && labels < 400; i++) {
+      if (!labelAll && nodes[i][3] < opts.hubDegree) continue;
+      const px = pos.x[i] * s + state.ox, py = pos.y[i] * s + state.oy;
+      if (px < 0 || py < 0 || px > w || py > h) continue;
+      ctx.fillText(nodes[i][1] || nodes[i][0], px + radius[i] + 3, py + 4); labels++;
+    }
+    canvas.dataset.paintMs = (performance.now() - started).toFixed(1);
+  }
+  function nodeAt(mx, my) {
+    let best = -1, bestD = 100;
+    for (let i = 0; i < n; i++) {
+      const px = pos.x[i] * state.scale + state.ox - mx, py = pos.y[i] * state.scale + state.oy - my, d = px * px + py * py;
+      if (d < bestD) { bestD = d; best = i; }
+    }
+    return best;
+  }
+  fit(); paint();
+  let drag = null, moved = false;
+  canvas.onmousedown = (e) => { drag = [e.offsetX, e.offsetY, state.ox, state.oy]; moved = false; };
+  canvas.onmousemove = (e) => {
+    if (drag) { state.ox = drag[2] + e.offsetX - drag[0]; state.oy = drag[3] + e.offsetY - drag[1]; moved = moved || Math.abs(e.offsetX - drag[0]) + Math.abs(e.offsetY - drag[1]) > 3; requestAnimationFrame(paint); return; }
+    const i = nodeAt(e.offsetX, e.offsetY), tip = $("#graph-tip");
+    if (i >= 0) { tip.style.display = "block"; tip.style.left = e.offsetX + 12 + "px"; tip.style.top = e.offsetY + 8 + "px"; tip.textContent = `${nodes[i][1] || nodes[i][0]} · ${nodes[i][0]} · ${nodes[i][3]} links`; }
+    else tip.style.display = "none";
+  };
+  canvas.onmouseup = (e) => { if (drag && !moved) { const i = nodeAt(e.offsetX, e.offsetY); if (i >= 0) opts.onClick(nodes[i][0], e); } drag = null; };
+  canvas.onmouseleave = () => { drag = null; $("#graph-tip").style.display = "none"; };
+  canvas.onwheel = (e) => {
+    e.preventDefault();
+    const f = Math.exp(-e.deltaY * 0.0015);
+    state.ox = e.offsetX - (e.offsetX - state.ox) * f; state.oy = e.offsetY - (e.offsetY - state.oy) * f; state.scale *= f;
+    requestAnimationFrame(paint);
+  };
+  const onResize = () => { fit(); paint(); };
+  window.addEventListener("resize", onResize);
+  return () => window.removeEventListener("resize", onResize);
+}
+
+async function graphView(path, params) {
+  const t0 = performance.now();
+  const hops = params.get("hops") === "2" ? 2 : 1;
+  view().innerHTML = `<div class="row"><h1 id="graph-title">${path ? "Around " + esc(path) : "Whole vault"}</h1>
+    ${path ? `<a href="#/graph/${encodeURIComponent(path)}?hops=${3 - hops}">${hops === 1 ? "2 hops" : "1 hop"}</a> · <a href="${noteHref(path)}">open note</a> · <a href="#/graph">whole vault</a>` : ""}
+    <span id="graph-meta" class="dim"></span></div>
+    <div id="graph-wrap"><canvas id="graph-canvas" aria-label="link graph"></canvas><div id="graph-tip"></div></div>
+    <p class="dim">Drag to pan, wheel to zoom, click a note to ${path ? "open it" : "see its neighbourhood (shift-click opens it)"}.</p>`;
+  const q = path ? `?path=${encodeURIComponent(path)}&hops=${hops}` : "";
+  const data = await api("/api/graph" + q);
+  const t1 = performance.now();
+  const overview = !path;
+  const pos = overview ? layoutOverview(data.nodes, data.edges) : layoutForce(data.nodes, data.edges);
+  const degrees = data.nodes.map((nd) => nd[3]).sort((a, b) => b - a);
+  const canvas = $("#graph-canvas");
+  cleanup = drawGraph(canvas, data, pos, {
+    overview,
+    hubDegree: degrees[Math.min(degrees.length - 1, 40)] || 0,
+    onClick: (p, e) => { location.hash = overview && !e.shiftKey ? "#/graph/" + encodeURIComponent(p) : noteHref(p); },
+  });
+  const t2 = performance.now();
+  canvas.dataset.renderMs = (t2 - t0).toFixed(1);
+  canvas.dataset.layoutMs = (t2 - t1).toFixed(1);
+  canvas.dataset.nodes = data.nodes.length;
+  canvas.dataset.edges = data.edges.length / 2;
+  $("#graph-meta").textContent = `${fmt(data.nodes.length)} notes · ${fmt(data.edges.length / 2)} links${data.truncated ? " (truncated)" : ""} · drawn in ${(t2 - t0).toFixed(0)} ms`;
+}
+
+// ---------- offloaded logs ----------
+async function logsView(node) {
+  view().innerHTML = `<p class="dim">loading…</p>`;
+  const d = await api("/api/logs");
+  view().innerHTML = `<h1>Offloaded logs <span class="dim">(${fmt(d.total)})</span></h1><div id="logs"></div>`;
+  const box = $("#logs");
+  if (!d.logs.length) box.innerHTML = `<p class="muted-box">Nothing offloaded yet. <code>k0maru offload -- cargo test</code> or the MCP tool <code>offload_log</code> put long logs here.</p>`;
+  for (const l of d.logs) {
+    const el = document.createElement("div");
+    el.className = "card log";
+    el.id = l.node_id;
+    const exit = l.exit_code == null ? '<span class="exit dim">exit ?</span>' : `<span class="exit ${l.exit_code ? "bad" : "good"}">exit ${l.exit_code}</span>`;
+    el.innerHTML = `<div class="meta"><b>${esc(l.task_id || "(no task)")}</b> <code>${esc(l.command || "(piped)")}</code> ${exit}
+      <span class="dim">${fmt(l.line_count)} lines · ${fmt(l.original_tokens)} → ${fmt(l.summary_tokens)} tokens</span>
+      <span class="dim">${l.at_unix_ms ? new Date(+l.at_unix_ms).toLocaleString() : ""}</span> <code class="dim">${esc(l.node_id)}</code></div>
+      <div>first error: <span class="err">${esc(l.first_error || "none recognised")}</span>${l.first_location ? ` at <span class="path">${esc(l.first_location)}</span>` : ""}</div>
+      <div class="diagram"></div>
+      <div class="row"><button type="button" data-act="error">around first error</button>
+        <input data-in="start" size="6" placeholder="from" aria-label="from line"> <input data-in="end" size="6" placeholder="to" aria-label="to line"><button type="button" data-act="range" class="ghost">lines</button>
+        <input data-in="grep" size="18" placeholder="grep regex" aria-label="grep"><button type="button" data-act="grep" class="ghost">grep</button></div>
+      <pre class="lines" hidden></pre>`;
+    $(".diagram", el).innerHTML = l.svg; // rendered on the server from the Mermaid source, every text escaped
+    el.addEventListener("click", async (e) => {
+      const act = e.target.dataset && e.target.dataset.act;
+      if (!act) return;
+      const p = new URLSearchParams();
+      if (act === "error") p.set("around_error", "1");
+      if (act === "range") { p.set("start", $('[data-in="start"]', el).value || "1"); p.set("end", $('[data-in="end"]', el).value || "0"); }
+      if (act === "grep") { p.set("grep", $('[data-in="grep"]', el).value); p.set("context", "1"); }
+      const pre = $("pre.lines", el);
+      pre.hidden = false;
+      try {
+        const s = await api(`/api/logs/${encodeURIComponent(l.node_id)}?${p}`);
+        pre.innerHTML = s.lines.length ? s.lines.map(([num, text]) => `<span class="n">${num}</span>${esc(text)}`).join("\n") : `<span class="dim">no lines (log has ${s.total_lines})</span>`;
+      } catch (err) { if (!(err instanceof AuthError)) pre.innerHTML = `<span class="err">${esc(err.message)}</span>`; }
+    });
+    box.appendChild(el);
+  }
+  if (node && document.getElementById(node)) document.getElementById(node).scrollIntoView();
+}
+
+// ---------- status, scoreboard, live changes ----------
+function prices() {
+  const saved = JSON.parse(localStorage.getItem("k0maru.prices") || "null");
+  const server = (lastStatus && lastStatus.prices) || { per_million: 3, currency: "USD" };
+  return saved || server;
+}
+
+async function statusView() {
+  view().innerHTML = `<h1>Token scoreboard</h1><div class="cards" id="score"></div>
+    <div class="row dim">price per million tokens <input id="price" size="7" aria-label="price per million tokens"> <input id="currency" size="4" aria-label="currency">
+    <button type="button" class="ghost" id="price-reset">server default</button></div>
+    <h2>Indexing</h2><div class="card"><div class="bar big" id="big-bar"><div></div></div><div id="queue" class="row"></div></div>
+    <div class="cards" id="counts"></div>
+    <h2>Services</h2><div class="cards" id="services"></div>
+    <h2>Live changes</h2><div id="changes" class="card changes dim">waiting for the scanner…</div>`;
+  const pr = prices();
+  $("#price").value = pr.per_million; $("#currency").value = pr.currency;
+  const savePrices = () => { const v = parseFloat($("#price").value); if (v >= 0) localStorage.setItem("k0maru.prices", JSON.stringify({ per_million: v, currency: $("#currency").value || "USD" })); paint(lastStatus); };
+  $("#price").addEventListener("input", savePrices); $("#currency").addEventListener("input", savePrices);
+  $("#price-reset").addEventListener("click", () => { localStorage.removeItem("k0maru.prices"); const p = prices(); $("#price").value = p.per_million; $("#currency").value = p.currency; paint(lastStatus); });
+  function paint(s) {
+    if (!s) return;
+    const t = s.tokens, p = prices();
+    const money = (tok) => (tok * p.per_million / 1e6).toLocaleString("en-US", { maximumFractionDigits: 4, minimumFractionDigits: 2 }) + " " + p.currency;
+    const r = t && t.recall;
+    const cards = !t ? [] : [
+      ["tokens saved by offload", fmt(t.saved), "tokens-saved"], ["money saved by offload", money(t.saved), "money-saved"],
+      ["offloaded logs (distinct)", fmt(t.offloads), "offloads"], ["offload before → after", `${fmt(t.original)} → ${fmt(t.summary)} (−${(100 * t.saved_ratio).toFixed(1)}%)`, ""],
+      ...(r ? [["tokens saved by recall", fmt(r.saved), "recall-saved"], ["money saved by recall", money(r.saved), "recall-money"],
+        ["recall answers", fmt(r.answers), "recalls"], ["whole notes → answers", `${fmt(r.note_tokens)} → ${fmt(r.answer_tokens)}`, ""],
+        ["total saved", `${fmt(t.saved + r.saved)} · ${money(t.saved + r.saved)}`, "total-saved"]] : []),
+      ...Object.entries(t.extra || {}).map(([k, v]) => [k.replace(/_/g, " "), typeof v === "number" ? fmt(v) : JSON.stringify(v), ""]),
+    ];
+    $("#score").innerHTML = !t ? `<div class="card err">offload service unreachable</div>`
+      : cards.map(([k, v, id]) => `<div class="card"${id ? ` id="${id}"` : ""}><div class="dim">${esc(k)}</div><div class="big">${esc(v)}</div></div>`).join("");
+    const q = s.queue, i = s.index;
+    $("#big-bar > div").style.width = q ? (100 * q.progress).toFixed(1) + "%" : "0";
+    $("#queue").innerHTML = q ? `<span>${q.indexing ? "indexing" : "up to date"}</span><span class="dim">queue ${fmt(q.pending_chunks)} chunks · ${q.rate_per_s}/s · ETA ${q.eta_s != null ? eta(q.eta_s) : "—"} · ${fmt(q.events_behind)} events behind</span>` : `<span class="err">retriever unreachable</span>`;
+    $("#counts").innerHTML = i ? [["notes", i.documents], ["chunks", i.chunks], ["chunks with vectors", i.chunks_with_vectors], ["applied seq", i.last_applied_seq], ["scanner seq", s.scanner ? s.scanner.last_seq : null], ["skipped files", s.scanner ? s.scanner.skipped : null]]
+      .map(([k, v]) => `<div class="card"><div class="dim">${k}</div><div class="big">${fmt(v)}</div></div>`).join("") : "";
+    $("#services").innerHTML = Object.entries(s.services).map(([n, st]) => `<div class="card"><span class="dot ${healthClass(st)}"></span>${esc(n)}<div class="dim">${esc(st)}</div></div>`).join("");
+  }
+  paint(lastStatus);
+  statusListeners.add(paint);
+  if (!lastStatus) paint(await api("/api/status"));
+  const changes = [];
+  const es = new EventSource(withToken("/api/events"));
+  es.onmessage = (m) => {
+    const e = JSON.parse(m.data);
+    changes.unshift(`#${e.seq} ${e.kind} ${e.old_path ? e.old_path + " → " : ""}${e.path}`);
+    changes.length = Math.min(changes.length, 30);
+    $("#changes").innerHTML = changes.map(esc).join("<br>");
+  };
+  cleanup = () => es.close();
+}
+
+// ---------- start ----------
+(async function start() {
+  paintPulse();
+  try { await api("/api/status"); } catch (e) { if (e instanceof AuthError) return; }
+  startLive();
+  route();
+})();

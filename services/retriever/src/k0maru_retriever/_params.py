@@ -1,0 +1,134 @@
+"""RagParams: the hot-reloaded `rag_params.json` in the data dir (ALGORITHMS.md A.4 + our fusion knobs).
+
+The file is optional; every key has a default, and a file may give any subset. It is read
+again when its modification time or size changes, checked before each search (one stat).
+A file that does not parse or does not validate (unknown key, wrong type, a range whose
+low end exceeds its high end) is rejected: the error is logged once and reported by
+IndexStatus, and the previous values stay in force.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+log = logging.getLogger(__name__)
+FILE_NAME = "rag_params.json"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+def _ordered(pair: tuple[float, float], name: str) -> None:
+    if pair[0] > pair[1]:
+        raise ValueError(f"{name}: low end {pair[0]} exceeds high end {pair[1]}")
+
+
+class RagDiaryParams(_Section):
+    """How the plugin level turns the query into a base tag weight and a core-tag cut (A.6.2)."""
+
+    noise_penalty: float = Field(0.05, ge=0)
+    tag_weight_range: tuple[float, float] = Field((0.05, 0.45), alias="tagWeightRange")
+    tag_truncation_base: float = Field(0.6, alias="tagTruncationBase")
+    tag_truncation_range: tuple[float, float] = Field((0.5, 0.9), alias="tagTruncationRange")
+
+    @model_validator(mode="after")
+    def _ranges(self) -> RagDiaryParams:
+        _ordered(self.tag_weight_range, "tagWeightRange")
+        _ordered(self.tag_truncation_range, "tagTruncationRange")
+        if not (self.tag_weight_range[0] >= 0 and self.tag_weight_range[1] <= 1):
+            raise ValueError("tagWeightRange must lie within [0, 1]")
+        return self
+
+
+class LanguageCompensator(_Section):
+    penalty_unknown: float = Field(0.05, ge=0, le=1, alias="penaltyUnknown")
+    penalty_cross_domain: float = Field(0.1, ge=0, le=1, alias="penaltyCrossDomain")
+
+
+class KnowledgeBaseParams(_Section):
+    """TagMemo V3.7 reshaping (A.9)."""
+
+    activation_multiplier: tuple[float, float] = Field((0.5, 1.5), alias="activationMultiplier")
+    dynamic_boost_range: tuple[float, float] = Field((0.3, 2.0), alias="dynamicBoostRange")
+    core_boost_range: tuple[float, float] = Field((1.20, 1.40), alias="coreBoostRange")
+    deduplication_threshold: float = Field(0.88, ge=-1, le=1, alias="deduplicationThreshold")
+    tech_tag_threshold: float = Field(0.08, ge=0, le=1, alias="techTagThreshold")
+    normal_tag_threshold: float = Field(0.015, ge=0, le=1, alias="normalTagThreshold")
+    language_compensator: LanguageCompensator = Field(default_factory=LanguageCompensator, alias="languageCompensator")
+    lang_confidence_enabled: bool = Field(True, alias="langConfidenceEnabled")
+
+    @model_validator(mode="after")
+    def _ranges(self) -> KnowledgeBaseParams:
+        for name in ("activation_multiplier", "dynamic_boost_range", "core_boost_range"):
+            _ordered(getattr(self, name), name)
+        return self
+
+
+class RetrieverParams(_Section):
+    """Our own knobs: fusion, the TagMemo defaults and what the vector channel searches with."""
+
+    rrf_k: int | None = Field(None, ge=1, alias="rrfK")  # None: the K0_RRF_K setting
+    weight_bm25: float | None = Field(None, ge=0, alias="weightBm25")
+    weight_vector: float | None = Field(None, ge=0, alias="weightVector")
+    graph_boost: float | None = Field(None, ge=0, alias="graphBoost")
+    tagmemo_beta: float | None = Field(
+        None, ge=0, le=1, alias="tagMemoBeta"
+    )  # base weight when a request gives none; None = the dynamic weight of A.6.2
+    # raw+fused by measurement (bench/README.md): as good as fused alone at small β, and unlike it
+    # never below TagMemo-off at large β (fused alone lost 0.03 nDCG@10 at β = 0.5)
+    vector_query: Literal["fused", "raw+fused"] = Field("raw+fused", alias="vectorQuery")
+    sense_core_tags: bool = Field(True, alias="senseCoreTags")
+    tag_blacklist: tuple[str, ...] = Field((), alias="tagBlacklist")  # tags (any case) never indexed
+    epa_rebuild_share: float = Field(0.05, gt=0, le=1, alias="epaRebuildShare")
+
+
+class RagParams(_Section):
+    rag_diary: RagDiaryParams = Field(default_factory=RagDiaryParams, alias="RAGDiaryPlugin")
+    knowledge_base: KnowledgeBaseParams = Field(default_factory=KnowledgeBaseParams, alias="KnowledgeBaseManager")
+    retriever: RetrieverParams = Field(default_factory=RetrieverParams, alias="Retriever")
+
+
+class ParamsFile:
+    """The current RagParams of one data dir, re-read when the file changes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._params = RagParams()
+        self._stamp: tuple[int, int] | None = None
+        self.error = ""
+        self.current()
+
+    def current(self) -> RagParams:
+        try:
+            st = self.path.stat()
+            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            stamp = None
+        with self._lock:
+            if stamp != self._stamp:
+                self._stamp = stamp
+                self._reload(stamp is not None)
+            return self._params
+
+    def _reload(self, exists: bool) -> None:
+        if not exists:
+            self._params, self.error = RagParams(), ""
+            return
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8") or "{}")
+            params = RagParams.model_validate(raw)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
+            detail = str(exc).replace("\n", "; ")
+            self.error = f"{self.path}: rejected, previous values stay in force: {detail}"
+            log.error("%s", self.error)
+            return
+        self._params, self.error = params, ""
+        log.info("loaded %s", self.path)

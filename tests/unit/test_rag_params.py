@@ -1,0 +1,62 @@
+"""rag_params.json: every key optional, validated, hot-reloaded; a bad file changes nothing."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from k0maru_retriever._params import ParamsFile, RagParams
+
+
+def write(path: Path, content: str) -> None:
+    path.write_text(content, encoding="utf-8")
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # a distinct stamp even within one tick
+
+
+def test_defaults_are_vcps() -> None:
+    p = RagParams()
+    assert p.rag_diary.tag_weight_range == (0.05, 0.45)
+    assert p.knowledge_base.dynamic_boost_range == (0.3, 2.0)
+    assert p.knowledge_base.deduplication_threshold == 0.88
+    assert p.knowledge_base.language_compensator.penalty_unknown == 0.05
+    assert p.retriever.vector_query == "raw+fused"
+
+
+def test_a_subset_of_keys_overrides_only_those(tmp_path: Path) -> None:
+    path = tmp_path / "rag_params.json"
+    write(path, json.dumps({"KnowledgeBaseManager": {"coreBoostRange": [1.1, 1.3]}, "Retriever": {"rrfK": 30}}))
+    params = ParamsFile(path).current()
+    assert params.knowledge_base.core_boost_range == (1.1, 1.3)
+    assert params.knowledge_base.deduplication_threshold == 0.88
+    assert params.retriever.rrf_k == 30
+
+
+def test_a_change_applies_without_restart_and_a_bad_file_keeps_the_previous_values(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "rag_params.json"
+    file = ParamsFile(path)
+    assert file.current() == RagParams() and file.error == ""
+    write(path, json.dumps({"Retriever": {"tagMemoBeta": 0.2}}))
+    assert file.current().retriever.tagmemo_beta == 0.2
+    for bad, words in (
+        ('{"Retriever": {"tagMemoBeta": 2}}', "tagMemoBeta"),  # out of range
+        ('{"Retriever": {"tagMemoBta": 0.1}}', "tagMemoBta"),  # a typo is an unknown key, not a silent default
+        ('{"KnowledgeBaseManager": {"dynamicBoostRange": [2.0, 0.3]}}', "low end"),
+        ('{"RAGDiaryPlugin": {"tagWeightRange": "wide"}}', "tagWeightRange"),
+        ("{not json", "rejected"),
+        ("[1, 2]", "rejected"),
+    ):
+        with caplog.at_level(logging.ERROR):
+            write(path, bad)
+            assert file.current().retriever.tagmemo_beta == 0.2
+        assert words in file.error
+        assert any(words in r.getMessage() for r in caplog.records)
+        caplog.clear()
+    path.unlink()
+    assert file.current() == RagParams() and file.error == ""
