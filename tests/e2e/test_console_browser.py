@@ -90,7 +90,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     launcher = Launcher(vault, root / "data", embedders=1, http_port=0)
     state = launcher.start()
     base = state.console_url.rstrip("/")
-    client = StackClient(state.vault, {k: v for k, v in state.addresses.items() if k != "redis"})
+    client = state.client()  # carries the stack's gRPC token
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -191,6 +191,10 @@ def test_scope_and_mode_controls(page: Any, stack: Stack):
     assert zh["mode_used"] == "bm25"  # the English default model (scripts: latin) cannot read Chinese
     vector = next(c for c in zh["channels"] if c["name"] == "vector")
     assert not vector["ran"] and "script" in vector["why"]  # said, not hidden behind "vectors 100%"
+    open_page(page, stack, "search?q=lighthouse&mode=hybrid&tagmemo=1&tag_weight=0.4&dedup=1")
+    page.wait_for_selector(".chan.tagmemo")  # the query's TagMemo explanation, shown when it ran
+    assert "TagMemo" in page.inner_text(".chan.tagmemo") and "β" in page.inner_text(".chan.tagmemo")
+    assert page.is_checked("#tagmemo") and page.is_checked("#dedup") and page.input_value("#tag_weight") == "0.4"
     page.select_option("#mode", "vector")
     page.fill("#diary", "")
     page.click("#search-form button")
@@ -312,6 +316,7 @@ def token_console(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Ite
         "K0_GRPC_ADDR": f"127.0.0.1:{free_port()}",
         "K0_HTTP_PORT": str(port),
         "K0_CONSOLE_TOKEN": TOKEN,
+        "K0_GRPC_TOKEN": stack.launcher.state.grpc_token if stack.launcher.state else "",
     }
     log = tmp_path_factory.mktemp("token") / "gateway.log"
     with open(log, "wb") as out:
@@ -373,6 +378,7 @@ def test_every_endpoint_answers_as_its_openapi_description_says(stack: Stack):
     check("/healthz", 200, "Health")
     check("/api/search?q=lighthouse", 200, "SearchResult")
     check("/api/search?q=storm&mode=bm25&diary=ops&tag=weather&limit=3", 200, "SearchResult")
+    check("/api/search?q=x&tagmemo=1&tag_weight=0.5&core_tags=ops&dedup=1", 200, "SearchResult")
     check("/api/search?q=x&tagmemo=1&beta=0.5", 200, "SearchResult")
     check("/api/note?path=ops/lighthouse.md", 200, "Note")
     check("/api/graph", 200, "Graph")
@@ -386,6 +392,7 @@ def test_every_endpoint_answers_as_its_openapi_description_says(stack: Stack):
         ("/api/search?q=x&mode=nope", 400),
         ("/api/search?q=x&limit=0", 400),
         ("/api/search?q=x&tagmemo=1&beta=nan-ish", 400),
+        ("/api/search?q=x&tagmemo=1&tag_weight=2", 400),
         ("/api/search?q=" + "x" * 10_001, 413),
         ("/api/note", 400),
         ("/api/note?path=nope.md", 404),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import secrets
 import sys
@@ -38,6 +39,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
 K0MARU = str(Path(sys.executable).parent / "k0maru")
 NOTES = 1000
+SECTIONS = 3  # chunks per note: enough embedding work to watch workers come and go
+ARTIFACTS = ROOT / ".artifacts"
 HEALTH = {"scanner": 50051, "embedder": 50052, "retriever": 50053, "offload": 50054, "gateway": 50055}
 
 STATUS_SCRIPT = """
@@ -49,7 +52,28 @@ with StackClient("", {"scanner": "scanner:50051", "retriever": "retriever:50053"
     s = c.call(c.scanner.Status, scanner_pb2.ScannerStatusRequest(), 10)
     i = c.call(c.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 10)
     print(json.dumps({"scanned": s.documents, "last_seq": s.last_seq, "documents": i.documents,
-                      "applied": i.last_applied_seq, "chunks": i.chunks, "vectors": i.chunks_with_vectors}))
+                      "applied": i.last_applied_seq, "chunks": i.chunks, "vectors": i.chunks_with_vectors,
+                      "pending": i.embed_queue_pending, "dead": i.embed_dead_letter}))
+"""
+PROBE_SCRIPT = """
+import json, os, sys, time
+from k0maru.v1 import retriever_pb2
+from k0maru_common import StackClient
+out = []
+start = time.monotonic()
+with StackClient("", {"scanner": "scanner:50051", "retriever": "retriever:50053", "offload": "offload:50054"},
+                 os.environ["K0_GRPC_TOKEN"]) as c:
+    i = 0
+    while time.monotonic() - start < float(sys.argv[1]):
+        t0 = time.monotonic()
+        r = c.call(c.retriever.Search, retriever_pb2.SearchRequest(query=f"probe {sys.argv[2]} {i}", limit=3), 30)
+        ran = any(ch.channel == "vector" and ch.ran for ch in r.channels)
+        out.append([round(t0 - start, 3), ran, round((time.monotonic() - t0) * 1000, 1)])
+        i += 1
+        ok = [x[1] for x in out[-5:]]
+        if len(ok) == 5 and all(ok) and time.monotonic() - start > float(sys.argv[3]):
+            break
+print(json.dumps(out))
 """
 STRANGER_SCRIPT = """
 from k0maru.v1 import retriever_pb2
@@ -80,12 +104,59 @@ def _compose_env(compose: dict, service: str, secrets_: dict[str, str], paths: d
     return env
 
 
+WORDS = [
+    "cache",
+    "latency",
+    "replica",
+    "shard",
+    "queue",
+    "worker",
+    "index",
+    "vector",
+    "token",
+    "schema",
+    "migration",
+    "rollback",
+    "deploy",
+    "timeout",
+    "retry",
+    "backoff",
+    "lease",
+    "quorum",
+    "snapshot",
+    "journal",
+    "checksum",
+    "compaction",
+    "throughput",
+    "budget",
+    "cluster",
+    "failover",
+    "heartbeat",
+    "partition",
+    "consumer",
+    "producer",
+    "offset",
+    "watermark",
+    "window",
+    "batch",
+]
+
+
+def _prose(seed: int, words: int = 90) -> str:
+    """Deterministic filler prose: enough text per chunk that embedding takes real model time."""
+    rng = random.Random(seed)
+    return " ".join(rng.choice(WORDS) for _ in range(words)) + "."
+
+
 def _synthetic_vault(root: Path) -> None:
     for i in range(NOTES):
         folder = root / f"area{i % 10}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"note-{i}.md").write_text(
-            f"---\ntags: [t{i % 17}]\n---\n# Note {i}\n\nThoughts on topic {i % 31}, see [[note-{(i + 1) % NOTES}]].\n",
+            f"---\ntags: [t{i % 17}]\n---\n# Note {i}\n\nThoughts on topic {i % 31}, see [[note-{(i + 1) % NOTES}]].\n"
+            + "".join(
+                f"\n## Part {k}\n\nPart {k} of note {i} weighs option {(i * k) % 97}.\n" for k in range(1, SECTIONS)
+            ),
             encoding="utf-8",
         )
     (root / "ops").mkdir(exist_ok=True)
@@ -123,7 +194,17 @@ def _wait_healthy(net: Network, host: Host, service: str, timeout_s: float = 240
     raise AssertionError(f"{service} on {host.address} never became SERVING:\n{log}")
 
 
-def test_team_topology_on_seven_hosts(network: Network, tmp_path: Path):
+def _rate(net: Network, client: Host, token: str, window_s: float) -> float:
+    """Vectors stored per second over `window_s` (a measurement, reported, never asserted)."""
+    env = {"K0_GRPC_TOKEN": token}
+    first = json.loads(net.run(client, [PY, "-c", STATUS_SCRIPT], env))
+    t0 = time.monotonic()
+    time.sleep(window_s)
+    last = json.loads(net.run(client, [PY, "-c", STATUS_SCRIPT], env))
+    return (last["vectors"] - first["vectors"]) / (time.monotonic() - t0)
+
+
+def test_team_topology_on_eight_hosts(network: Network, tmp_path: Path):
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     net = network
     vault = tmp_path / "vault"
@@ -176,6 +257,9 @@ def test_team_topology_on_seven_hosts(network: Network, tmp_path: Path):
             break
         time.sleep(2)
     assert status["documents"] == NOTES + 1, status
+    token = tokens["K0_GRPC_TOKEN"]
+    report: dict[str, object] = {"chunks": status["chunks"]}
+    report["rate_2_workers"] = round(_rate(net, client, token, 15.0), 1)
 
     # a process without the stack's token is refused
     stranger = net.run(client, [PY, "-c", STRANGER_SCRIPT])
@@ -210,3 +294,34 @@ def test_team_topology_on_seven_hosts(network: Network, tmp_path: Path):
                 assert data is not None and data["hits"][0]["path"] == "ops/lighthouse-keeper.md", data
 
     anyio.run(agent)
+
+    # Elastic embedders while vectors are still being computed: a third worker host joins, one
+    # leaves (SIGTERM), another's cable is cut once; no job may be lost.
+    third = net.add("embedder")
+    net.start(third, [PY, "-m", "k0maru_embedder"], env_of("embedder"), third.namespace)
+    _wait_healthy(net, third, "embedder")
+    report["rate_3_workers"] = round(_rate(net, client, token, 15.0), 1)
+    net.stop(embedders[0])  # SIGTERM: a worker removed
+    net.link(embedders[1], up=False)  # a worker host unreachable
+    cut = time.monotonic()
+    probes = json.loads(net.run(client, [PY, "-c", PROBE_SCRIPT, "90", "cut", "5"], {"K0_GRPC_TOKEN": token}, 120))
+    net.link(embedders[1], up=True)
+    recovered = next(
+        (probes[i][0] for i in range(len(probes)) if all(p[1] for p in probes[i : i + 5]) and i + 5 <= len(probes)),
+        None,
+    )
+    report["failover"] = {"probes": len(probes), "failed": sum(1 for p in probes if not p[1]), "recovered_s": recovered}
+    assert recovered is not None, f"query embedding never failed over to the remaining worker: {probes}"
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline:
+        status = json.loads(net.run(client, [PY, "-c", STATUS_SCRIPT], {"K0_GRPC_TOKEN": token}))
+        if status["vectors"] == status["chunks"] and status["pending"] == 0:
+            break
+        time.sleep(2)
+    report["after_s"] = round(time.monotonic() - cut, 1)
+    report["final"] = status
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "multihost.json").write_text(json.dumps(report, indent=2))
+    print(json.dumps(report))
+    assert status["vectors"] == status["chunks"] == (NOTES * SECTIONS + 1), status  # no job lost
+    assert status["dead"] == 0 and status["pending"] == 0, status

@@ -181,9 +181,8 @@ def test_status_json_reports_every_worker(stack):
 
 
 def test_moving_a_note_after_a_restart_embeds_nothing(tmp_path: Path):
-    import grpc
-
     from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
+    from k0maru_common import open_channel
 
     vault = write_notes(
         tmp_path / "vault",
@@ -207,7 +206,7 @@ def test_moving_a_note_after_a_restart_embeds_nothing(tmp_path: Path):
                 "every vector",
             )
             time.sleep(1.0)
-            with grpc.insecure_channel(state.addresses["embedder-1"]) as channel:
+            with open_channel(state.addresses["embedder-1"], state.grpc_token) as channel:
                 info = embedder_pb2_grpc.EmbedderStub(channel).Info(embedder_pb2.EmbedderInfoRequest(), timeout=5)
             return info.processed, search(client, "section 3 text", VECTOR)
         finally:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ._process import orphan_guard
     from ._server import (
         HEALTH_NAMES,
+        KEEPALIVE_CLIENT_OPTIONS,
         ROUND_ROBIN_CONFIG,
         ErrorMappingInterceptor,
         GrpcService,
@@ -75,6 +76,7 @@ _WHERE = {
     "JournalTruncated": "_errors",
     "K0Error": "_errors",
     "K0Settings": "_settings",
+    "KEEPALIVE_CLIENT_OPTIONS": "_server",
     "MAX_LOG_BYTES": "_limits",
     "NotFound": "_errors",
     "NotReady": "_errors",
@@ -125,6 +127,7 @@ __all__ = [
     "EMBED_GROUP",
     "HEALTH_NAMES",
     "JOBS_STREAM",
+    "KEEPALIVE_CLIENT_OPTIONS",
     "MAX_LOG_BYTES",
     "OFFLOAD_THRESHOLD_LINES",
     "RESULTS_GROUP",

@@ -23,6 +23,20 @@ from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address
 from ._errors import K0Error
 from ._validation import check_request
 
+KEEPALIVE_SERVER_OPTIONS = [
+    # clients that fail over between workers ping every second or two (KEEPALIVE_CLIENT_OPTIONS);
+    # gRPC's default would answer such pings with GOAWAY "too many pings"
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", 1000),
+    ("grpc.keepalive_permit_without_calls", 1),
+]
+KEEPALIVE_CLIENT_OPTIONS = [
+    # a worker whose host vanished (cable cut, no RST) is noticed within ~3 s, so round robin
+    # stops sending it calls that could only time out
+    ("grpc.keepalive_time_ms", 2000),
+    ("grpc.keepalive_timeout_ms", 1000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+]
 ROUND_ROBIN_CONFIG = '{"loadBalancingConfig":[{"round_robin":{}}]}'
 """gRPC service config that spreads calls over every address of a target (embedder workers)."""
 
@@ -121,7 +135,7 @@ class GrpcService:
         self.server = grpc.server(
             ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=name),
             interceptors=[*interceptors, ErrorMappingInterceptor(name)],
-            options=CHANNEL_OPTIONS,
+            options=[*CHANNEL_OPTIONS, *KEEPALIVE_SERVER_OPTIONS],
         )
         self._health = health.HealthServicer(experimental_non_blocking=True)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self.server)

@@ -447,14 +447,16 @@ def build_console(
         request_pb = retriever_pb2.SearchRequest(
             query=q, limit=limit, mode=SEARCH_MODES[mode], explain=explain, scope=scope
         )
+        # TagMemo's base boost β₀: `tag_weight` as in recall_memory (`beta` accepted as an alias);
+        # checked even when TagMemo is off, so a bad value is never silently ignored
+        name = "tag_weight" if "tag_weight" in req.query_params else "beta"
+        try:
+            beta = float(req.query_params.get(name, "") or "0")
+        except ValueError as exc:
+            raise InvalidInput(f"{name} must be a number") from exc
+        if not 0 <= beta <= 1:
+            raise InvalidInput(f"{name} must be between 0 and 1 (0 = configured or dynamic)")
         if _flag(req, "tagmemo", False):
-            beta_raw = req.query_params.get("beta", "") or "0"
-            try:
-                beta = float(beta_raw)
-            except ValueError as exc:
-                raise InvalidInput("beta must be a number") from exc
-            if not 0 <= beta <= 1:
-                raise InvalidInput("beta must be between 0 and 1 (0 = configured or dynamic)")
             core_tags = [t.strip() for t in req.query_params.get("core_tags", "").split(",") if t.strip()]
             request_pb.tagmemo.CopyFrom(retriever_pb2.TagMemoOptions(enabled=True, beta=beta, core_tags=core_tags))
         request_pb.dedup = _flag(req, "dedup", False)

@@ -73,6 +73,7 @@ SCHEMAS: dict[str, Any] = {
             "took_ms": _NUM,
             "channels": {"type": "array", "items": _ref("Channel")},
             "hits": {"type": "array", "items": _ref("Hit")},
+            "tagmemo": {"type": ["object", "null"], "description": "how TagMemo reshaped the query (explain on)"},
             "extra": {"type": "object"},
         }
     ),
@@ -245,7 +246,12 @@ def openapi_spec() -> dict[str, Any]:
                         _query("prefix", {"type": "array", "items": _STR}, "path prefix(es) to search in"),
                         _query("tag", {"type": "array", "items": _STR}, "tags every hit must carry"),
                         _query("tagmemo", {"enum": ["0", "1"]}, "run TagMemo"),
-                        _query("beta", {"type": "number", "minimum": 0, "maximum": 10}, "TagMemo base boost"),
+                        _query(
+                            "tag_weight", {"type": "number", "minimum": 0, "maximum": 1}, "TagMemo β₀ (0 = configured)"
+                        ),
+                        _query("beta", {"type": "number", "minimum": 0, "maximum": 1}, "alias of tag_weight"),
+                        _query("core_tags", _STR, "TagMemo core tags, comma-separated"),
+                        _query("dedup", {"enum": ["0", "1"]}, "SVD-residual deduplication of the hits"),
                     ],
                     "responses": _answers("SearchResult", (400, 401, 413, 502, 503)),
                 }

@@ -14,7 +14,7 @@ import grpc
 import numpy as np
 
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
-from k0maru_common import ROUND_ROBIN_CONFIG, open_channel
+from k0maru_common import KEEPALIVE_CLIENT_OPTIONS, ROUND_ROBIN_CONFIG, open_channel
 
 from ._bm25 import Scope
 from ._fusion import FusedHit, confident_weights, convex_fuse, rrf_fuse, single_channel, snippet
@@ -49,7 +49,9 @@ class QueryEmbedder:
     """Query vectors from the embedder workers, round-robin over every address in the target."""
 
     def __init__(self, target: str, timeout_s: float = 2.0, token: str = "") -> None:
-        self._channel = open_channel(target, token, [("grpc.service_config", ROUND_ROBIN_CONFIG)])
+        self._channel = open_channel(
+            target, token, [("grpc.service_config", ROUND_ROBIN_CONFIG), *KEEPALIVE_CLIENT_OPTIONS]
+        )
         self._stub = embedder_pb2_grpc.EmbedderStub(self._channel)
         self._timeout = timeout_s
         self.scripts: tuple[str, ...] = ()  # empty: unknown, assume it reads everything

@@ -153,7 +153,9 @@ async function searchView(_arg, params) {
       <input id="prefix" placeholder="path prefix" value="${esc(params.get("prefix") || "")}" size="14" aria-label="path prefix">
       <input id="tag" placeholder="tags (comma)" value="${esc(params.get("tag") || "")}" size="16" aria-label="tags">
       <label><input type="checkbox" id="tagmemo"${params.get("tagmemo") === "1" ? " checked" : ""}> TagMemo</label>
-      <input id="beta" placeholder="β" value="${esc(params.get("beta") || "")}" size="4" aria-label="TagMemo beta">
+      <input id="tag_weight" placeholder="β₀ 0–1" value="${esc(params.get("tag_weight") || params.get("beta") || "")}" size="5" aria-label="TagMemo beta">
+      <input id="core_tags" placeholder="core tags" value="${esc(params.get("core_tags") || "")}" size="10" aria-label="TagMemo core tags">
+      <label><input type="checkbox" id="dedup"${params.get("dedup") === "1" ? " checked" : ""}> dedup</label>
       <input id="limit" type="number" min="1" max="100" value="${esc(params.get("limit") || "10")}" aria-label="limit">
     </div>
   </form>
@@ -161,18 +163,21 @@ async function searchView(_arg, params) {
   $("#search-form").addEventListener("submit", (e) => {
     e.preventDefault();
     const p = new URLSearchParams({ q: $("#q").value, mode: $("#mode").value });
-    for (const k of ["diary", "prefix", "tag", "beta", "limit"]) if ($("#" + k).value.trim()) p.set(k, $("#" + k).value.trim());
+    for (const k of ["diary", "prefix", "tag", "tag_weight", "core_tags", "limit"]) if ($("#" + k).value.trim()) p.set(k, $("#" + k).value.trim());
     if ($("#tagmemo").checked) p.set("tagmemo", "1");
+    if ($("#dedup").checked) p.set("dedup", "1");
     location.hash = "#/search?" + p;
   });
   if (!q.trim()) { $("#hits").innerHTML = `<p class="dim">Type a query. Every hit shows why it ranked where it did; click a hit to open the note.</p>`; return; }
   const p = new URLSearchParams({ q, mode, explain: "1", limit: params.get("limit") || "10" });
   for (const k of ["diary", "prefix"]) if (params.get(k)) p.append(k, params.get(k));
   for (const t of (params.get("tag") || "").split(",")) if (t.trim()) p.append("tag", t.trim().replace(/^#/, ""));
-  if (params.get("tagmemo") === "1") { p.set("tagmemo", "1"); if (params.get("beta")) p.set("beta", params.get("beta")); }
+  if (params.get("tagmemo") === "1") { p.set("tagmemo", "1"); for (const k of ["tag_weight", "core_tags"]) if (params.get(k)) p.set(k, params.get(k)); }
+  if (params.get("dedup") === "1") p.set("dedup", "1");
   const d = await api("/api/search?" + p);
   $("#meta").textContent = `${d.hits.length} hits · ${d.took_ms.toFixed(1)} ms · asked ${d.mode}, ran ${d.mode_used} · index vector coverage ${(100 * d.vector_coverage).toFixed(0)}%`;
   $("#channels").innerHTML = d.channels.map((c) => `<span class="chan ${c.ran ? "ran" : "off"}" title="${esc(c.why)}">${c.ran ? "✓" : "✗"} ${esc(c.name)}${c.ran ? " ran" : " left out: " + esc(c.why)}</span>`).join("")
+    + (d.tagmemo ? tagmemoChip(d.tagmemo) : "")
     + Object.entries(d.extra || {}).map(([k, v]) => `<span class="chan">${esc(k)}: ${esc(JSON.stringify(v))}</span>`).join("");
   const terms = queryTerms(q);
   const hits = $("#hits");
@@ -203,6 +208,16 @@ async function searchView(_arg, params) {
     el.addEventListener("click", (e) => { if (!e.target.closest("a")) location.hash = noteHref(h.path); });
     hits.appendChild(el);
   }
+}
+
+function tagmemoChip(t) {
+  // the query's TagMemo explanation: whether it reshaped the query, β, the tags it matched, dedup
+  const num = (v) => (+(v || 0)).toFixed(3);
+  const tags = (t.matched_tags || []).map((x) => `${esc(x.tag)} ${num(x.weight)}`).join(", ");
+  const detail = [`β ${num(t.beta)} (β₀ ${num(t.base_beta)})`, tags && "tags " + tags, (t.core_tags || []).length && "core " + t.core_tags.map(esc).join(", "),
+    t.dominant_axis && "axis " + esc(t.dominant_axis), t.dedup_dropped && `dedup −${esc(t.dedup_dropped)}`].filter(Boolean).join(" · ");
+  const title = `logic depth ${num(t.logic_depth)} · entropy ${num(t.entropy)} · resonance ${num(t.resonance)} · coverage ${num(t.coverage)} · novelty ${num(t.novelty)}`;
+  return `<span class="chan tagmemo ${t.applied ? "ran" : ""}" title="${esc(title)}">TagMemo ${t.applied ? "applied" : "not applied"} · ${detail}</span>`;
 }
 
 // ---------- safe Markdown ----------
