@@ -22,13 +22,18 @@ from k0maru_offload import OffloadEngine, next_step
 from k0maru_offload._logscan import scan_log
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.fixtures.logs.manifest import cases
+from tests.fixtures.logs.manifest import LOGS, cases
 
 
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--set", default="corpus", choices=["corpus", "heldout"], help="which recorded logs")
+    chosen = parser.parse_args().set
     engine = OffloadEngine(Path(tempfile.mkdtemp()), 50, 10**8)
     rows: dict[str, list[dict[str, float]]] = defaultdict(list)
-    for case in cases():
+    for case in cases(LOGS / "heldout") if chosen == "heldout" else cases():
         text = case.path.read_text()
         r = engine.offload(text, command=case.name, exit_code=1)
         f = scan_log(text.splitlines())  # logs under 50 lines pass through, but are analysed all the same

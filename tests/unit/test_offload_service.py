@@ -113,3 +113,32 @@ def test_catastrophic_grep_through_mcp_is_invalid_argument(stack: Stack):
     node = structured(stack.tool("offload_log", text="\n".join(["a" * 3000 + "!"] * 60)))["node_id"]
     with pytest.raises(ToolError, match="simpler pattern"):
         stack.tool("inspect_log_node", node_id=node, grep="(a+)+$")
+
+
+def test_tool_descriptions_say_when_to_call_each_tool(stack: Stack):
+    async def tools() -> Any:
+        return await stack.mcp.list_tools()
+
+    described = {t.name: t.description or "" for t in anyio.run(tools)}
+    intents = {
+        "get_project_loadout": "taking over",
+        "recall_memory": "fix this error",
+        "offload_log": "more than ~50 lines",
+        "inspect_log_node": "stack",
+        "flush_session": "agreed on",
+        "distill_session_skill": "playbook",
+    }
+    for name, phrase in intents.items():
+        assert described[name].startswith("Call"), name
+        assert phrase in described[name] or phrase in (stack.mcp.instructions or ""), name
+        assert f"→ {name}" in (stack.mcp.instructions or "")
+
+
+def test_distill_through_mcp_from_a_plain_trace_and_export(stack: Stack, vault: Path):
+    trace = "$ pytest tests/test_db.py\nsqlite3.OperationalError: database is locked\nFix: use WAL\n$ pytest tests/test_db.py\n"
+    answer = structured(stack.tool("distill_session_skill", trace=trace, export_hermes=True))
+    assert answer["path"].startswith("skills/") and "database is locked" in answer["skill_markdown"]
+    exported = list((vault.parent / "hermes").glob("*.md"))
+    assert len(exported) == 1 and answer["exported_path"] == str(exported[0])
+    structured(stack.tool("distill_session_skill", trace=trace, export_hermes=True))  # again: nothing overwritten
+    assert sorted(p.name for p in (vault.parent / "hermes").glob("*.md")) == [exported[0].name]

@@ -168,3 +168,25 @@ def test_loadout_for_a_named_project(vault: Path):
     )
     loadout = build_loadout(vault, project="billing")
     assert "L0 project: billing — Syncs invoices to the ledger nightly." in loadout.markdown
+
+
+def test_rule_lines_that_are_not_mappings_or_sections_are_ignored(vault: Path):
+    write_notes(
+        vault,
+        {
+            "AGENTS.md": "- Logs: keep them short\n- Keep sections short and focused\n- skills: 30 Playbooks\n",
+            "30 Playbooks/retry.md": "# Retry\n",
+        },
+    )
+    conv = sniff(vault)
+    assert "log" not in conv.folders and conv.rule_sections == {}
+    assert conv.folders["skill"] == "30 Playbooks"
+
+
+def test_a_distilled_card_follows_the_rules_file(vault: Path):
+    from k0maru_offload._distill import distill
+
+    write_notes(vault, {"AGENTS.md": "- skills: 30 Playbooks\n", "30 Playbooks/Retry Export.md": "# Retry Export\n"})
+    card = distill("$ pytest\nKeyError: 'token'\nFix: export API_TOKEN\n")
+    path, _ = FlushEngine(vault).flush(FlushNote(card.title, card.markdown, "skill", card.tags), DAY)
+    assert path == "30 Playbooks/Fix KeyError Token.md"  # the folder and its Title Case, space-separated names

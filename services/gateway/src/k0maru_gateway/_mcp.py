@@ -18,6 +18,15 @@ from k0maru.v1 import offload_pb2, retriever_pb2
 from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, mode_name
 
 T = TypeVar("T")
+
+# When to call which tool (the seed's intent table, §3): what the user says → the tool.
+INTENTS = """When to call which tool:
+- "I'm taking over this service, walk me through its rules" / starting work on a project → get_project_loadout
+- "How do I fix this error? Have we seen it before?" / "what did we decide about X" → recall_memory
+- a command, build or test run printed more than ~50 lines → offload_log (never paste the log into the context)
+- "the tests printed a long error, show me the stack trace" → inspect_log_node (the next_call offload_log gave)
+- "save the lock-renewal plan we just agreed on" / a decision or lesson worth keeping → flush_session
+- "turn this compiler error into a troubleshooting playbook" / a failure just solved → distill_session_skill"""
 MAX_LINE = 2**32 - 1  # line numbers are uint32 on the wire
 log = logging.getLogger(__name__)
 
@@ -109,6 +118,7 @@ class DistillAnswer(BaseModel):
     path: str
     outcome: str
     skill_markdown: str
+    exported_path: str = ""
 
 
 class LoadoutAnswer(BaseModel):
@@ -132,7 +142,7 @@ def _call(fn: Callable[[Any, float], T], request: Any, timeout: float = 30.0) ->
 
 
 def build_mcp(client: StackClient) -> MCPServer:
-    server = MCPServer("k0maru", instructions=f"Long-term memory over the Markdown vault at {client.vault}.")
+    server = MCPServer("k0maru", instructions=f"Long-term memory over the Markdown vault at {client.vault}.\n{INTENTS}")
     vault = client.vault
 
     @server.tool()
@@ -161,10 +171,12 @@ def build_mcp(client: StackClient) -> MCPServer:
         ] = None,
         dedup: Annotated[bool, Field(description="drop near-duplicate notes (SVD residual selection)")] = False,
     ) -> RecallResult:
-        """Search the vault's notes (BM25 + vectors + wikilink graph) for past decisions, fixes, and knowledge.
+        """Call BEFORE debugging an error or re-deciding something: searches the vault's notes (BM25 + vectors +
+        wikilink graph) for past fixes, decisions and knowledge.
 
-        Use when asked "have we seen this before", "what did we decide about X", "find the note on Y",
-        or before solving an error that might already be documented."""
+        Intents: "how do I fix this error? check whether we recorded it before", "have we seen E0502 /
+        SQLITE_BUSY before", "what did we decide about X", "find the note on Y". Query with the error code,
+        symbol or topic; returns the best notes with paths, line ranges and snippets."""
         if mode not in SEARCH_MODES:
             raise ToolError(f"mode must be one of {', '.join(SEARCH_MODES)}")
         if not query.strip():
@@ -255,10 +267,10 @@ def build_mcp(client: StackClient) -> MCPServer:
             ),
         ] = 0,
     ) -> OffloadAnswer:
-        """Move a long log out of the context: returns the first error, its file:line, counts and a node id.
-
-        Use for any long output, over the offload threshold (cargo/pytest/go/tsc/gcc/javac/npm runs). Then call
-        inspect_log_node for exactly the slice you need."""
+        """Call whenever a command, build or test run printed more than the offload threshold (50 lines; cargo, pytest, go test, mvn,
+        npm, tsc, gcc, ctest…): keeps the log out of the context and returns the first real error, the failing
+        file:line in your own sources, counts, a short Mermaid and `next_call` (inspect_log_node with its
+        arguments) to read exactly the part you need. Under 50 lines the text comes back unchanged."""
         r = _call(
             lambda q, t: client.call(client.offload.OffloadLog, q, t),
             offload_pb2.OffloadLogRequest(text=text, task_id=task_id, threshold=threshold),
@@ -301,7 +313,11 @@ def build_mcp(client: StackClient) -> MCPServer:
         ] = 0,
         around_first_error: Annotated[bool, Field(description="return the region around the first error")] = False,
     ) -> InspectAnswer:
-        """Read part of an offloaded log: a line range, grep matches, or the region around the first error."""
+        """Call to look closer at a log offload_log stored: "the tests printed a long error, show me the stack
+        trace", "what happened around the first error", "find every line mentioning timeout".
+
+        Give the node id with around_first_error=true (what offload_log's next_call says), or a line range,
+        or a regular expression (bounded: a pattern that backtracks for 2 s is refused)."""
         r = _call(
             lambda q, t: client.call(client.offload.InspectLogNode, q, t),
             offload_pb2.InspectRequest(
@@ -330,9 +346,11 @@ def build_mcp(client: StackClient) -> MCPServer:
         tags: Annotated[list[str] | None, Field(description="tags without #")] = None,
         related_notes: Annotated[list[str] | None, Field(description="note names to link as [[wikilinks]]")] = None,
     ) -> FlushAnswer:
-        """Save what this session decided or learned as a note in the vault, following the vault's conventions.
+        """Call when the session reached a decision, design or lesson that should outlive it: "save the
+        distributed-lock renewal plan we just agreed on", "record this decision", "write up what we did today".
 
-        Never overwrites: equal content is 'up_to_date', a different note with the same name gets -v2, -v3."""
+        Writes a note where this vault keeps that kind (its folder, naming, sections, frontmatter keys, template).
+        Never overwrites: the same content is 'up_to_date' (on any day); a different note of that name gets -v2."""
         r = _call(
             lambda q, t: client.call(client.offload.FlushSession, q, t),
             offload_pb2.FlushRequest(
@@ -351,16 +369,26 @@ def build_mcp(client: StackClient) -> MCPServer:
         trace: Annotated[str, Field(description="a raw trace: commands run, the error, the fix")] = "",
         node_id: Annotated[str, Field(description="or the node id of an offloaded log")] = "",
         title: Annotated[str, Field(description="optional title of the skill card")] = "",
+        export_hermes: Annotated[bool, Field(description="also write it as a Hermes skill file")] = False,
     ) -> DistillAnswer:
-        """Turn a solved failure into a reusable skill card (signature, root cause, fix, verification) in the skills folder."""
+        """Call after a failure was solved and is worth not solving twice: "turn this compiler error into a
+        troubleshooting playbook", "make a skill out of what we just fixed".
+
+        Give the trace (a transcript with commands, errors, `Fix:`/`Solution:` lines) or the node id of an
+        offloaded log; writes a skill card (signature, stack, root cause, how it was located, fix, verify) in
+        the skills folder, and with export_hermes also a Hermes skill file (never overwriting one)."""
         if not trace.strip() and not node_id.strip():
             raise ToolError("give either trace or node_id")
         r = _call(
             lambda q, t: client.call(client.offload.DistillSkill, q, t),
-            offload_pb2.DistillRequest(trace=trace, node_id=node_id, title=title),
+            offload_pb2.DistillRequest(trace=trace, node_id=node_id, title=title, export=export_hermes),
         )
         return DistillAnswer(
-            vault=vault, path=r.path, outcome=OUTCOME_NAMES.get(r.outcome, "unknown"), skill_markdown=r.skill_markdown
+            vault=vault,
+            path=r.path,
+            outcome=OUTCOME_NAMES.get(r.outcome, "unknown"),
+            skill_markdown=r.skill_markdown,
+            exported_path=r.exported_path,
         )
 
     @server.tool()

@@ -221,6 +221,8 @@ def _rule_sections(line: str) -> list[str]:
         found = re.split(r"\s*(?:,|;|/|→|->|\||\band then\b|\bthen\b|\band\b)\s*", tail)
     names = []
     for raw in found:
+        if not re.match(r"^\s*(?:[`#*\"']|[^\W\d_]*[A-Z])", raw):  # section names are capitalised or quoted
+            continue
         name = raw.strip().strip("`*_\"'.:()[]").strip()
         name = re.sub(r"^#+\s*", "", name)
         if name and re.match(r"^[^\W\d_]", name) and len(name.split()) <= 4 and len(name) <= 40:
@@ -228,7 +230,7 @@ def _rule_sections(line: str) -> list[str]:
     return names if len(names) >= 2 else []
 
 
-def _parse_rules(conv: Conventions, name: str, text: str) -> None:
+def _parse_rules(conv: Conventions, vault: Path, name: str, text: str) -> None:
     for raw in text.splitlines():
         line = raw.strip().lstrip("-*+ ").strip()
         if not line:
@@ -247,7 +249,8 @@ def _parse_rules(conv: Conventions, name: str, text: str) -> None:
             continue
         category = _KEYS.get(key.strip().strip("*_`").lower())
         folder = value.strip().strip("\"'`").rstrip("/")
-        if category and _safe(folder) and len(folder.split()) <= 3 and category not in conv.folders:
+        looks_like_folder = " " not in folder or (vault / folder).is_dir()  # not "logs: keep them short"
+        if category and _safe(folder) and looks_like_folder and category not in conv.folders:
             conv.folders[category] = folder
             conv.evidence.append(f"{name}: {category} → {folder}/")
 
@@ -258,7 +261,7 @@ def sniff(vault: Path) -> Conventions:
         path = vault / name
         if path.is_file():
             conv.rule_files.append(name)
-            _parse_rules(conv, name, _read(path, 100_000))
+            _parse_rules(conv, vault, name, _read(path, 100_000))
     top = _dirs(vault) if vault.is_dir() else []
     para = sum(
         1

@@ -157,7 +157,7 @@ _GENERIC_LOC = re.compile(r"(?<![\w./-])([\w./-]+\.[A-Za-z]{1,6}):(\d+)(?::(\d+)
 # Cheap substring tests before the regexes: most lines of a long log are none of these.
 _ERROR_WORDS: tuple[str, ...] = (
     *("error", "panic", "traceback", "fail", "fatal", "exception", "assert", "undefined", "multiple definition"),
-    *("ld:", "sanitizer", "not ok", "✖", "●", ".go:", "<<<", "caused by", "e: "),
+    *("ld:", "sanitizer", "not ok", "✖", "●", ".go:", "<<<", "caused by", "e: ", "data race"),
 )
 _FAIL_WORDS = ("fail", "not ok", "✕", "✖", "●", "<<<")
 
@@ -367,6 +367,10 @@ class _Scanner:
 
     def _sanitizer(self, i: int, f: LogFindings) -> bool:
         line = self.lines[i]
+        if line.startswith("WARNING: DATA RACE"):  # Go's race detector: an error despite the word
+            f.language, f.error_code, f.first_error = "go", "data race", "DATA RACE"
+            f.location = self._go_frame(i)
+            return True
         if m := _SANITIZER.match(line):
             f.language = "c/c++"
             f.error_code = m.group(2) or (m.group(4) or "").split()[0]
@@ -504,13 +508,13 @@ class _Scanner:
                 return False
             f.language, f.error_code, f.first_error = "node", m.group(2) or m.group(1), line.strip()
             f.location = self._node_frame(i)
+            header = next((h for h in map(_NODE_HEADER.match, self.lines[max(0, i - 6) : i]) if h), None)
+            if header and is_user_path(header.group(1)) and (m.group(1) == "SyntaxError" or not f.location):
+                f.location = f"{header.group(1).removeprefix('file://')}:{header.group(2)}"  # where it was thrown
             if not f.location:
                 imported = re.search(r"imported from (\S+)", line)
-                header = next((h for h in map(_NODE_HEADER.match, self.lines[max(0, i - 6) : i]) if h), None)
                 if imported and is_user_path(imported.group(1)):
                     f.location = imported.group(1).removeprefix("file://")
-                elif header and is_user_path(header.group(1)):
-                    f.location = f"{header.group(1).removeprefix('file://')}:{header.group(2)}"
             return True
         return False
 
