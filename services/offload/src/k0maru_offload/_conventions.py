@@ -23,6 +23,8 @@ from pathlib import Path
 
 import yaml
 
+from ._files import read_text_file
+
 RULE_FILES = (".k0maru/rules.md", "AGENTS.md", "CLAUDE.md", "RULES.md", "CONVENTIONS.md")
 _SKIP_NAMES = {"agents.md", "claude.md", "rules.md", "conventions.md", "readme.md", "index.md"}
 _KEYS = {
@@ -192,11 +194,7 @@ def _safe(value: str) -> bool:
 
 
 def _read(path: Path, limit: int = 200_000) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(limit)
-    except OSError:
-        return ""
+    return read_text_file(path, limit)
 
 
 def _dirs(path: Path) -> list[str]:

@@ -23,6 +23,7 @@ import yaml
 from k0maru_common import InvalidInput, OutsideVault, TooLarge, confine
 
 from ._conventions import DATE_KEYS, NUMBERED_PREFIX, FolderRules, core_words, sniff
+from ._files import read_text_file
 
 MAX_CONTENT_CHARS = 1_000_000
 MAX_VERSIONS = 1000
@@ -128,8 +129,7 @@ def render(note: FlushNote, today: dt.date, rules: FolderRules | None = None, va
     content = note.content.strip()
     template = ""
     if rules.template and vault is not None:
-        with contextlib.suppress(OSError):
-            template = (vault / rules.template).read_text(encoding="utf-8", errors="replace")
+        template = read_text_file(vault / rules.template)
     if template:
         values = {
             "title": note.title.strip(),
@@ -288,7 +288,6 @@ def write_versioned(
         target = directory / (f"{stem}.md" if n == 1 else f"{stem}-v{n}.md")
         if _create_exclusive(target, text):
             return target, "created" if n == 1 else "versioned"
-        with contextlib.suppress(OSError):
-            if equal(target.read_text(encoding="utf-8"), text):
-                return target, "up_to_date"
+        if equal(read_text_file(target, 10 * len(text.encode()) + 1024), text):
+            return target, "up_to_date"
     raise InvalidInput(f"more than {MAX_VERSIONS} versions of {stem}.md exist")

@@ -21,6 +21,7 @@ from pathlib import Path
 from k0maru_common import estimate_tokens
 
 from ._conventions import Conventions, sniff
+from ._files import read_text_file
 
 _WIKILINK = re.compile(r"\[\[[^\]\n]+\]\]")
 _HUB_NAME = re.compile(r"(^|[-_ ])(index|moc|hub|map|readme|home|overview)([-_ .]|$)", re.IGNORECASE)
@@ -53,11 +54,7 @@ def _notes(directory: Path) -> list[Path]:
 
 
 def _read(path: Path, limit: int = 100_000) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(limit)
-    except OSError:
-        return ""
+    return read_text_file(path, limit)
 
 
 def _body(text: str) -> str:
