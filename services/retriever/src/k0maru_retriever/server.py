@@ -138,6 +138,7 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         settings.weight_bm25,
         settings.weight_vector,
         settings.fusion_adaptive,
+        settings.vector_gap_scale,
         settings.graph_boost,
     )
     searcher = HybridSearcher(index, query_embedder, params, str(settings.vault))
