@@ -56,6 +56,7 @@ METHODS: dict[str, Callable[[Ranking, Ranking], list[str]]] = {
     "adaptive rrf p2": adaptive_rrf(power=2),
     **{f"adaptive convex {w} p{p}": convex(w, p) for w in (0.4, 0.5, 0.6) for p in (1, 2, 3)},
 }
+METHODS["default (convex 0.5 p2)"] = METHODS["adaptive convex 0.5 p2"]
 
 
 def vault_graph(vault: Path) -> LinkGraph:

@@ -97,26 +97,27 @@ def main() -> None:
         for g in (0.1, 0.3, 0.5):
             METHODS[f"neighbour boost {g}"] = neighbour_boost(graph, g)
     sets = {p.stem: load(p) for p in args.dumps}
-    print("method".ljust(28) + "".join(name[:14].rjust(16) for name in sets) + "   worst-gap")
+    print("nDCG@10 / Recall@10; worst-gap: the method's nDCG minus the better channel's, on its worst set")
+    print("method".ljust(28) + "".join(name[:16].rjust(18) for name in sets) + "   worst-gap")
     for name, method in METHODS.items():
         cells, gaps = [], []
         for rows in sets.values():
-            ndcg = evaluate(rows, method)
-            best = max(evaluate(rows, METHODS["bm25"]), evaluate(rows, METHODS["vector"]))
-            cells.append(f"{ndcg:.4f}".rjust(16))
+            ndcg, recall = evaluate(rows, method)
+            best = max(evaluate(rows, METHODS["bm25"])[0], evaluate(rows, METHODS["vector"])[0])
+            cells.append(f"{ndcg:.4f}/{recall:.3f}".rjust(18))
             gaps.append(ndcg - best)
         print(name.ljust(28) + "".join(cells) + f"   {min(gaps):+.4f}")
 
 
-def evaluate(rows: list[dict], method: Callable[[Ranking, Ranking], list[str]]) -> float:  # type: ignore[type-arg]
-    total = 0.0
+def evaluate(rows: list[dict], method: Callable[[Ranking, Ranking], list[str]]) -> tuple[float, float]:  # type: ignore[type-arg]
+    ndcg = recall = 0.0
     for row in rows:
         ranked = method([tuple(x) for x in row["bm25"]], [tuple(x) for x in row["vector"]])
-        total += ndcg_at_k(ranked, row["rel"])
-    return total / max(len(rows), 1)
+        ndcg += ndcg_at_k(ranked, row["rel"])
+        recall += recall_at_k(ranked, row["rel"])
+    n = max(len(rows), 1)
+    return ndcg / n, recall / n
 
-
-__all__ = ["recall_at_k"]
 
 if __name__ == "__main__":
     main()
