@@ -56,7 +56,7 @@ METHODS: dict[str, Callable[[Ranking, Ranking], list[str]]] = {
     "adaptive rrf p2": adaptive_rrf(power=2),
     **{f"adaptive convex {w} p{p}": convex(w, p) for w in (0.4, 0.5, 0.6) for p in (1, 2, 3)},
 }
-METHODS["default (convex 0.5 p2)"] = METHODS["adaptive convex 0.5 p2"]
+METHODS["default"] = convex(0.5, 3.0)
 
 
 def vault_graph(vault: Path) -> LinkGraph:
@@ -74,7 +74,7 @@ def vault_graph(vault: Path) -> LinkGraph:
 def boosted(graph: LinkGraph, boost: float, method: str = "convex") -> Callable[[Ranking, Ranking], list[str]]:
     def run(b: Ranking, v: Ranking) -> list[str]:
         b, v = b[:POOL], v[:POOL]
-        w1, w2 = confident_weights(b, v, 0.5, 0.5, 2.0)
+        w1, w2 = confident_weights(b, v, 0.5, 0.5, 3.0)
         if method == "rrf":
             hits = rrf_fuse(b, v, boost=boost, connected=graph.connected_among)
         else:

@@ -111,7 +111,7 @@ def confident_weights(
     w_bm25: float,
     w_vector: float,
     power: float,
-    gap_scale: float = 0.1,
+    gap_scale: float = 0.12,
 ) -> tuple[float, float]:
     """Per-query weights: the vector weight times (spread of the vector pool / gap_scale) ** power.
 

@@ -39,8 +39,8 @@ class FusionParams:
     k: int = 60  # RRF constant
     w_bm25: float = 0.5
     w_vector: float = 0.5
-    adaptive: float = 2.0  # per-query vector weight × (vector pool spread / gap_scale) ** adaptive (0: fixed)
-    gap_scale: float = 0.1
+    adaptive: float = 3.0  # per-query vector weight × (vector pool spread / gap_scale) ** adaptive (0: fixed)
+    gap_scale: float = 0.12
     graph_boost: float = 0.1  # rank bonus: share of the distance to the top a connected note closes
 
 

@@ -31,12 +31,12 @@ class RetrieverSettings(K0Settings):
     weight_bm25: float = Field(0.5, ge=0.0, description="fusion weight of the BM25 channel")
     weight_vector: float = Field(0.5, ge=0.0, description="fusion weight of the vector channel")
     fusion_adaptive: float = Field(
-        2.0,
+        3.0,
         ge=0.0,
         description="per-query weights: the vector weight times (best minus last cosine of the vector pool / K0_VECTOR_GAP_SCALE) to this power (0 = fixed weights)",
     )
     vector_gap_scale: float = Field(
-        0.1,
+        0.12,
         gt=0.0,
         description="the vector pool's cosine spread at which the vector weight is unchanged (model-specific)",
     )
