@@ -40,8 +40,8 @@ class FusionParams:
     w_bm25: float = 0.5
     w_vector: float = 0.5
     adaptive: float = 3.0  # per-query vector weight × (vector pool spread / gap_scale) ** adaptive (0: fixed)
-    gap_scale: float = 0.12
     graph_boost: float = 0.1  # rank bonus: share of the distance to the top a connected note closes
+    gap_scale: float = 0.12  # vector pool cosine spread at which the vector weight is unchanged
 
 
 class QueryEmbedder:

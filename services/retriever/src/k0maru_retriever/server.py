@@ -133,13 +133,13 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         settings.catchup_interval_s,
     )
     params = FusionParams(
-        settings.fusion,
-        settings.rrf_k,
-        settings.weight_bm25,
-        settings.weight_vector,
-        settings.fusion_adaptive,
-        settings.vector_gap_scale,
-        settings.graph_boost,
+        method=settings.fusion,
+        k=settings.rrf_k,
+        w_bm25=settings.weight_bm25,
+        w_vector=settings.weight_vector,
+        adaptive=settings.fusion_adaptive,
+        graph_boost=settings.graph_boost,
+        gap_scale=settings.vector_gap_scale,
     )
     searcher = HybridSearcher(index, query_embedder, params, str(settings.vault))
     service = GrpcService("k0maru.v1.Retriever", settings.grpc_addr)
