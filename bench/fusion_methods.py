@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from k0maru_retriever._fusion import confident_weights, convex_fuse, rrf_fuse
+from k0maru_retriever._graph import LinkGraph
 
 Ranking = list[tuple[str, float]]
 POOL = 30  # max(3 * limit, 20) at limit 10
@@ -52,5 +54,52 @@ METHODS: dict[str, Callable[[Ranking, Ranking], list[str]]] = {
     **{f"convex {w}": convex(w) for w in (0.3, 0.4, 0.5, 0.6, 0.7)},
     "adaptive rrf p1": adaptive_rrf(),
     "adaptive rrf p2": adaptive_rrf(power=2),
-    **{f"adaptive convex {w} p{p}": convex(w, p) for w in (0.5, 0.6) for p in (1, 2, 3)},
+    **{f"adaptive convex {w} p{p}": convex(w, p) for w in (0.4, 0.5, 0.6) for p in (1, 2, 3)},
 }
+METHODS["default"] = convex(0.5, 3.0)
+
+
+def vault_graph(vault: Path) -> LinkGraph:
+    """The retriever's link graph for a vault, from the scanner's own parser."""
+    from k0maru_scanner._markdown import parse_note
+
+    graph = LinkGraph()
+    for file in sorted(vault.rglob("*.md")):
+        rel = file.relative_to(vault).as_posix()
+        note = parse_note(rel, file.read_text(encoding="utf-8", errors="replace"))
+        graph.set_note(rel, [lk.target for lk in note.links if lk.target], [note.title, *note.aliases])
+    return graph
+
+
+def boosted(graph: LinkGraph, boost: float, method: str = "convex") -> Callable[[Ranking, Ranking], list[str]]:
+    def run(b: Ranking, v: Ranking) -> list[str]:
+        b, v = b[:POOL], v[:POOL]
+        w1, w2 = confident_weights(b, v, 0.5, 0.5, 3.0)
+        if method == "rrf":
+            hits = rrf_fuse(b, v, boost=boost, connected=graph.connected_among)
+        else:
+            hits = convex_fuse(b, v, w_bm25=w1, w_vector=w2, boost=boost, connected=graph.connected_among)
+        return top([h.path for h in hits])
+
+    return run
+
+
+def neighbour_boost(graph: LinkGraph, boost: float) -> Callable[[Ranking, Ranking], list[str]]:
+    """Experiment: a note gains boost × the best normalised fused score among its linked candidates."""
+
+    def run(b: Ranking, v: Ranking) -> list[str]:
+        b, v = b[:POOL], v[:POOL]
+        w1, w2 = confident_weights(b, v, 0.5, 0.5, 2.0)
+        hits = convex_fuse(b, v, w_bm25=w1, w_vector=w2, boost=0.0)
+        best = hits[0].score or 1.0
+        score = {h.path: h.score / best for h in hits}
+        pool = set(score)
+        final = {}
+        for p, s in score.items():
+            links = (graph.outgoing(p) | graph.backlinks(p)) & pool
+            links |= {q for q in pool if q != p and graph.connected_among({p, q})} if not links else set()
+            links.discard(p)
+            final[p] = s + boost * max((score[q] for q in links), default=0.0) * (1 - s)
+        return top(sorted(final, key=lambda p: -final[p]))
+
+    return run

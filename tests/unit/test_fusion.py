@@ -12,7 +12,6 @@ from k0maru_retriever._fusion import (
     rrf_fuse,
     single_channel,
     snippet,
-    standout,
 )
 from k0maru_retriever._graph import LinkGraph
 
@@ -68,7 +67,7 @@ def test_graph_boost_outgoing_backlink_and_isolated():
 def test_graph_boost_is_binary_and_ignores_self_links():
     g = graph({"x.md": [], "a.md": ["b", "b", "c", "a"], "b.md": [], "c.md": []})
     pool = [("x.md", 1), ("a.md", 1), ("b.md", 1), ("c.md", 1)]
-    hits = {h.path: h for h in rrf_fuse(pool, [], connected=g.connected_among)}
+    hits = {h.path: h for h in rrf_fuse(pool, [], connected=g.connected_among, boost=0.3)}
     assert hits["a.md"].score == pytest.approx(1 / (60 + 1 + 0.7))  # three links, one bonus
     g2 = graph({"solo.md": ["solo"], "top.md": []})
     assert rrf_fuse([("top.md", 1), ("solo.md", 1)], [], connected=g2.connected_among)[1].boost == 0.0
@@ -150,14 +149,17 @@ def test_convex_fusion_uses_scores_and_its_boost_keeps_its_reach():
     assert boosted["a"].boost == 0.0 and boosted["b"].boost > 0 and boosted["c"].boost > 0
 
 
-def test_confident_weights_follow_the_channel_whose_best_stands_out():
-    peaked = [("a", 10.0), *[(f"x{i}", 1.0 + i / 100) for i in range(20, 0, -1)]]
-    flat = [("b", 0.51), *[(f"y{i}", 0.509 - i / 10000) for i in range(19)], ("z", 0.40)]
-    assert standout(peaked) > 0.9 and standout(flat) < 0.1
-    wb, wv = confident_weights(peaked, flat, 0.5, 0.5, 2.0)
-    assert wb > 2 * wv
-    assert confident_weights(peaked, flat, 0.5, 0.5, 0.0) == (0.5, 0.5)
-    assert confident_weights(peaked, [], 0.5, 0.5, 2.0) == (0.5, 0.5)
+def test_confident_weights_follow_the_spread_of_the_vector_pool():
+    bm25 = [("a", 10.0), ("b", 1.0)]
+    spread = [("c", 0.70), ("d", 0.60), ("e", 0.50)]  # 0.2: twice the scale
+    flat = [("c", 0.55), ("d", 0.53), ("e", 0.50)]  # 0.05: half of it
+    assert confident_weights(bm25, spread, 0.5, 0.5, 2.0, 0.1) == pytest.approx((0.5, 2.0))
+    assert confident_weights(bm25, flat, 0.5, 0.5, 2.0, 0.1) == pytest.approx((0.5, 0.125))
+    assert confident_weights(bm25, flat, 0.5, 0.5, 0.0) == (0.5, 0.5)  # fixed weights
+    assert confident_weights([], flat, 0.5, 0.5, 2.0) == (0.5, 0.5)  # one channel: nothing to weigh
+    # Weights then decide the convex order: a (BM25's best) vs c (the vector channel's best).
+    assert convex_fuse(bm25, spread, w_bm25=0.5, w_vector=2.0, boost=0.0)[0].path == "c"
+    assert convex_fuse(bm25, flat, w_bm25=0.5, w_vector=0.125, boost=0.0)[0].path == "a"
 
 
 def test_boost_outside_its_range_is_refused():

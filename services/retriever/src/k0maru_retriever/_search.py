@@ -41,8 +41,9 @@ class FusionParams:
     k: int = 60  # RRF constant
     w_bm25: float = 0.5
     w_vector: float = 0.5
-    adaptive: float = 2.0  # per-query weights ∝ w · standout ** adaptive (0: fixed weights)
-    graph_boost: float = 0.3  # rank bonus: share of the distance to the top a connected note closes
+    adaptive: float = 3.0  # per-query vector weight × (vector pool spread / gap_scale) ** adaptive (0: fixed)
+    graph_boost: float = 0.1  # rank bonus: share of the distance to the top a connected note closes
+    gap_scale: float = 0.12  # vector pool cosine spread at which the vector weight is unchanged
 
 
 class QueryEmbedder:
@@ -194,7 +195,7 @@ class HybridSearcher:
             if not vector:
                 response.mode_used = BM25
             b, v = [(a, s) for a, s, _ in bm25], [(a, s) for a, s, _ in vector]
-            wb, wv = confident_weights(b, v, p.w_bm25, p.w_vector, p.adaptive)
+            wb, wv = confident_weights(b, v, p.w_bm25, p.w_vector, p.adaptive, p.gap_scale)
             with self._index.lock:
                 connected = self._index.graph.connected_among
                 if p.method == "rrf":

@@ -31,12 +31,17 @@ class RetrieverSettings(K0Settings):
     weight_bm25: float = Field(0.5, ge=0.0, description="fusion weight of the BM25 channel")
     weight_vector: float = Field(0.5, ge=0.0, description="fusion weight of the vector channel")
     fusion_adaptive: float = Field(
-        2.0,
+        3.0,
         ge=0.0,
-        description="per-query weights: each channel's weight times how far its best note stands out of its pool, to this power (0 = fixed weights)",
+        description="per-query weights: the vector weight times (best minus last cosine of the vector pool / K0_VECTOR_GAP_SCALE) to this power (0 = fixed weights)",
+    )
+    vector_gap_scale: float = Field(
+        0.12,
+        gt=0.0,
+        description="the vector pool's cosine spread at which the vector weight is unchanged (model-specific)",
     )
     graph_boost: float = Field(
-        0.3,
+        0.1,
         ge=0.0,
         lt=1.0,
         description="rank bonus of a hit linked to or from another candidate: the share of the distance to rank 1 it closes in each channel",

@@ -202,12 +202,13 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         token=settings.grpc_token,
     )
     params = FusionParams(
-        settings.fusion,
-        settings.rrf_k,
-        settings.weight_bm25,
-        settings.weight_vector,
-        settings.fusion_adaptive,
-        settings.graph_boost,
+        method=settings.fusion,
+        k=settings.rrf_k,
+        w_bm25=settings.weight_bm25,
+        w_vector=settings.weight_vector,
+        adaptive=settings.fusion_adaptive,
+        graph_boost=settings.graph_boost,
+        gap_scale=settings.vector_gap_scale,
     )
     rag_params = ParamsFile(settings.data_dir / FILE_NAME)
     tag_maintainer = TagMaintainer(
