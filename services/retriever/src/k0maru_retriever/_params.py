@@ -74,10 +74,14 @@ class KnowledgeBaseParams(_Section):
 class RetrieverParams(_Section):
     """Our own knobs: fusion, the TagMemo defaults and what the vector channel searches with."""
 
-    rrf_k: int | None = Field(None, ge=1, alias="rrfK")  # None: the K0_RRF_K setting
+    # None everywhere: the K0_* setting of the same name stays in force
+    fusion: Literal["convex", "rrf"] | None = Field(None, alias="fusion")
+    rrf_k: int | None = Field(None, ge=1, alias="rrfK")
     weight_bm25: float | None = Field(None, ge=0, alias="weightBm25")
     weight_vector: float | None = Field(None, ge=0, alias="weightVector")
-    graph_boost: float | None = Field(None, ge=0, alias="graphBoost")
+    fusion_adaptive: float | None = Field(None, ge=0, alias="fusionAdaptive")
+    vector_gap_scale: float | None = Field(None, gt=0, alias="vectorGapScale")
+    graph_boost: float | None = Field(None, ge=0, lt=1, alias="graphBoost")
     tagmemo_beta: float | None = Field(
         None, ge=0, le=1, alias="tagMemoBeta"
     )  # base weight when a request gives none; None = the dynamic weight of A.6.2

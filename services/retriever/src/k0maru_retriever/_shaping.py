@@ -41,12 +41,16 @@ class QueryShaper:
             raise InvalidInput(f"tagmemo.beta must be between 0 and 1 (0 = configured), not {beta:g}")
 
     def fusion(self, base: FusionParams) -> FusionParams:
+        """The fusion knobs of rag_params.json over the K0_* settings (hot-reloaded)."""
         r = self._params.current().retriever
         return replace(
             base,
+            method=r.fusion if r.fusion is not None else base.method,
             k=r.rrf_k if r.rrf_k is not None else base.k,
             w_bm25=r.weight_bm25 if r.weight_bm25 is not None else base.w_bm25,
             w_vector=r.weight_vector if r.weight_vector is not None else base.w_vector,
+            adaptive=r.fusion_adaptive if r.fusion_adaptive is not None else base.adaptive,
+            gap_scale=r.vector_gap_scale if r.vector_gap_scale is not None else base.gap_scale,
             graph_boost=r.graph_boost if r.graph_boost is not None else base.graph_boost,
         )
 
