@@ -211,8 +211,10 @@ class HybridSearcher:
             if request.explain:
                 response.tagmemo.dedup_dropped = min(len(fused), limit) - len(kept)
             fused = kept
-        for hit in fused[:limit]:
-            response.hits.append(self._to_hit(hit, best_chunk[hit.path], query, request.explain))
+        with self._index.lock:  # a note deleted while the channels ran is left out, not an error
+            docs = self._index.state.docs
+            for hit in [h for h in fused if h.path in docs][:limit]:
+                response.hits.append(self._to_hit(hit, best_chunk[hit.path], query, request.explain))
         if request.explain and response.tagmemo.matched_tags:
             _explain_hit_tags(response)
         response.took_ms = (time.perf_counter() - started) * 1000
