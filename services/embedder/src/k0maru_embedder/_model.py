@@ -10,15 +10,16 @@ from __future__ import annotations
 import logging
 import re
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-import onnxruntime as ort
-from tokenizers import Tokenizer
 
 from k0maru_common import InvalidInput, NotReady
 
 from ._presets import ModelPreset
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 log = logging.getLogger(__name__)
 MAX_BATCH_TOKENS = 2048
@@ -47,6 +48,9 @@ class OnnxEmbedder:
             if not path.is_file():
                 raise NotReady(f"model file missing: {path}")
         self._tokenizer: Tokenizer | None = None
+        import onnxruntime as ort  # imported here: the service binds and names its model before this
+        from tokenizers import Tokenizer
+
         options = ort.SessionOptions()
         if preset.string_input:
             import onnxruntime_extensions

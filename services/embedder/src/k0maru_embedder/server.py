@@ -16,7 +16,7 @@ from k0maru_common import HEALTH_NAMES, DependencyFailed, GrpcService, InvalidIn
 
 from ._http import HttpEmbedder, HttpSettings
 from ._model import OnnxEmbedder, TextEmbedder
-from ._presets import resolve_preset
+from ._presets import ModelPreset, resolve_preset
 from ._worker import StreamWorker, ThroughputMeter
 from .config import EmbedderSettings
 
@@ -41,6 +41,7 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServicer):  # type: ignore[misc
         self._meter = meter
         self.worker: StreamWorker | None = None
         self.problem = "starting"  # "" once the model answered and the stream worker runs
+        self.announced: ModelPreset | None = None  # the configured model, named by Info while it loads
 
     def loaded(self, embedder: TextEmbedder) -> None:
         self._loaded = embedder
@@ -85,7 +86,11 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServicer):  # type: ignore[misc
     def Info(
         self, request: embedder_pb2.EmbedderInfoRequest, context: grpc.ServicerContext
     ) -> embedder_pb2.EmbedderInfo:
-        preset = self._embedder.preset
+        # while the model loads, Info already names it (so the retriever opens its collection in
+        # parallel); `state` says NOT_SERVING: starting until it answers
+        preset = self._loaded.preset if self._loaded is not None else self.announced
+        if preset is None:
+            raise NotReady("the model is still loading")
         return embedder_pb2.EmbedderInfo(
             model=preset.model_id,
             dimension=preset.dimension,
@@ -177,6 +182,11 @@ def build_server(settings: EmbedderSettings) -> EmbedderApp:
     service = GrpcService(HEALTH_NAMES["embedder"], settings.grpc_addr, token=settings.grpc_token)
     meter = ThroughputMeter()
     servicer = EmbedderServicer(meter)
+    if settings.model != "http":  # a local preset is known before it loads; a bad one fails in load()
+        with contextlib.suppress(K0Error):
+            servicer.announced = resolve_preset(
+                settings.model, settings.model_path, settings.tokenizer_path, settings.dimension
+            )
     embedder_pb2_grpc.add_EmbedderServicer_to_server(servicer, service.server)
     return EmbedderApp(settings, service, servicer, meter)
 
