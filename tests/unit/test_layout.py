@@ -80,7 +80,7 @@ def test_shared_constants_are_defined_once():
 def test_lazy_public_apis_resolve_every_exported_name():
     import importlib
 
-    for package in ("k0maru_common", "k0maru_cli"):
+    for package in ("k0maru_common", "k0maru_cli", "k0maru_gateway"):
         module = importlib.import_module(package)
         assert set(module._WHERE) == set(module.__all__), package
         for name in module.__all__:

@@ -2,12 +2,38 @@
 
 Public API: `build_mcp(client)` / `serve_mcp_stdio(client)` (run by `k0maru mcp`),
 `build_server(settings)` (the console service, `python -m k0maru_gateway`), `hit_json` (the JSON
-form of a search hit, shared by the console and `k0maru search --json`).
+form of a search hit, shared by the console and `k0maru search --json`). Imported on first use,
+so the console process does not load the MCP SDK (1.3 s of start-up) and MCP does not load the
+console's web stack.
 """
 
-from ._console import hit_json
-from ._mcp import build_mcp, serve_mcp_stdio
-from .config import GatewaySettings
-from .server import build_server
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._console import hit_json
+    from ._mcp import build_mcp, serve_mcp_stdio
+    from .config import GatewaySettings
+    from .server import build_server
+
+_WHERE = {
+    "GatewaySettings": ".config",
+    "build_mcp": "._mcp",
+    "build_server": ".server",
+    "hit_json": "._console",
+    "serve_mcp_stdio": "._mcp",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'k0maru_gateway' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["GatewaySettings", "build_mcp", "build_server", "hit_json", "serve_mcp_stdio"]
