@@ -8,32 +8,27 @@ launcher's dependencies.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from k0maru_common import lazy_exports
 
 if TYPE_CHECKING:
     from ._stack import Launcher, StackBusy, StartupError, free_port, valkey_argv, wait_for_redis
     from ._state import StackState, resolve_data_dir
 
 _WHERE = {
-    "Launcher": "_stack",
-    "StackBusy": "_stack",
-    "StartupError": "_stack",
-    "free_port": "_stack",
-    "valkey_argv": "_stack",
-    "wait_for_redis": "_stack",
-    "StackState": "_state",
-    "resolve_data_dir": "_state",
+    "Launcher": "._stack",
+    "StackBusy": "._stack",
+    "StartupError": "._stack",
+    "free_port": "._stack",
+    "valkey_argv": "._stack",
+    "wait_for_redis": "._stack",
+    "StackState": "._state",
+    "resolve_data_dir": "._state",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'k0maru_cli' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE, globals())
 
 
 __all__ = [

@@ -3,8 +3,9 @@ vault paths, the token estimate and the limits more than one package relies on."
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address, open_channel
@@ -56,69 +57,64 @@ if TYPE_CHECKING:
 # Imported on first use (PEP 562): a command that needs only the gRPC client must not pay for
 # numpy, ZeroMQ and pydantic (`k0maru search` is a whole process per call).
 _WHERE = {
-    "BackgroundWorker": "_workers",
-    "CHANNEL_OPTIONS": "_auth",
-    "TokenAuthInterceptor": "_auth",
-    "WorkerHealth": "_workers",
-    "check_request": "_validation",
-    "is_loopback_address": "_auth",
-    "open_channel": "_auth",
-    "ChangePublisher": "_events",
-    "ChangeSubscriber": "_events",
-    "DEAD_STREAM": "_streams",
-    "DependencyFailed": "_errors",
-    "EMBED_GROUP": "_streams",
-    "ErrorMappingInterceptor": "_server",
-    "GrpcService": "_server",
-    "HEALTH_NAMES": "_server",
-    "InvalidInput": "_errors",
-    "JOBS_STREAM": "_streams",
-    "JournalTruncated": "_errors",
-    "K0Error": "_errors",
-    "K0Settings": "_settings",
-    "KEEPALIVE_CLIENT_OPTIONS": "_server",
-    "MAX_LOG_BYTES": "_limits",
-    "NotFound": "_errors",
-    "NotReady": "_errors",
-    "OFFLOAD_THRESHOLD_LINES": "_limits",
-    "OutsideVault": "_errors",
-    "RESULTS_GROUP": "_streams",
-    "RESULTS_STREAM": "_streams",
-    "ROUND_ROBIN_CONFIG": "_server",
-    "SEARCH_MODES": "_client",
-    "StackClient": "_client",
-    "TOKEN_LEDGER": "_streams",
-    "TOKEN_PATTERN": "_tokens",
-    "TOPIC": "_events",
-    "TooLarge": "_errors",
-    "cache_key": "_streams",
-    "configure_logging": "_logging",
-    "confine": "_vault",
-    "default_data_dir": "_vault",
-    "default_data_root": "_vault",
-    "embedder_target": "_server",
-    "ensure_group": "_streams",
-    "error_from_rpc": "_errors",
-    "estimate_tokens": "_tokens",
-    "health_name": "_server",
-    "health_state": "_server",
-    "mode_name": "_client",
-    "orphan_guard": "_process",
-    "relative_posix": "_vault",
-    "vault_id": "_vault",
-    "vector_from_bytes": "_streams",
-    "vector_to_bytes": "_streams",
-    "wait_until_serving": "_server",
+    "BackgroundWorker": "._workers",
+    "CHANNEL_OPTIONS": "._auth",
+    "TokenAuthInterceptor": "._auth",
+    "WorkerHealth": "._workers",
+    "check_request": "._validation",
+    "is_loopback_address": "._auth",
+    "open_channel": "._auth",
+    "ChangePublisher": "._events",
+    "ChangeSubscriber": "._events",
+    "DEAD_STREAM": "._streams",
+    "DependencyFailed": "._errors",
+    "EMBED_GROUP": "._streams",
+    "ErrorMappingInterceptor": "._server",
+    "GrpcService": "._server",
+    "HEALTH_NAMES": "._server",
+    "InvalidInput": "._errors",
+    "JOBS_STREAM": "._streams",
+    "JournalTruncated": "._errors",
+    "K0Error": "._errors",
+    "K0Settings": "._settings",
+    "KEEPALIVE_CLIENT_OPTIONS": "._server",
+    "MAX_LOG_BYTES": "._limits",
+    "NotFound": "._errors",
+    "NotReady": "._errors",
+    "OFFLOAD_THRESHOLD_LINES": "._limits",
+    "OutsideVault": "._errors",
+    "RESULTS_GROUP": "._streams",
+    "RESULTS_STREAM": "._streams",
+    "ROUND_ROBIN_CONFIG": "._server",
+    "SEARCH_MODES": "._client",
+    "StackClient": "._client",
+    "TOKEN_LEDGER": "._streams",
+    "TOKEN_PATTERN": "._tokens",
+    "TOPIC": "._events",
+    "TooLarge": "._errors",
+    "cache_key": "._streams",
+    "configure_logging": "._logging",
+    "confine": "._vault",
+    "default_data_dir": "._vault",
+    "default_data_root": "._vault",
+    "embedder_target": "._server",
+    "ensure_group": "._streams",
+    "error_from_rpc": "._errors",
+    "estimate_tokens": "._tokens",
+    "health_name": "._server",
+    "health_state": "._server",
+    "mode_name": "._client",
+    "orphan_guard": "._process",
+    "relative_posix": "._vault",
+    "vault_id": "._vault",
+    "vector_from_bytes": "._streams",
+    "vector_to_bytes": "._streams",
+    "wait_until_serving": "._server",
+    "lazy_exports": "._lazy",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'k0maru_common' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE, globals())
 
 
 __all__ = [
@@ -167,6 +163,7 @@ __all__ = [
     "health_name",
     "health_state",
     "is_loopback_address",
+    "lazy_exports",
     "mode_name",
     "open_channel",
     "orphan_guard",

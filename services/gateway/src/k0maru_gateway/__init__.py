@@ -9,8 +9,9 @@ console's web stack.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from k0maru_common import lazy_exports
 
 if TYPE_CHECKING:
     from ._console import hit_json
@@ -27,13 +28,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'k0maru_gateway' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE, globals())
 
 
 __all__ = ["GatewaySettings", "build_mcp", "build_server", "hit_json", "serve_mcp_stdio"]
