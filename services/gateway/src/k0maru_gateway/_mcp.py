@@ -128,6 +128,11 @@ class LoadoutAnswer(BaseModel):
     markdown: str
 
 
+def _log_unrecorded(done: Any) -> None:
+    if done.exception() is not None:
+        log.warning("recall not recorded in the token ledger: %s", done.exception())
+
+
 def _next_step(node_id: str) -> str:
     """The tool an agent calls next to read more of an offloaded log (the offload service counts
     this line in the ledger: `k0maru_offload.next_step`)."""
@@ -246,12 +251,10 @@ def build_mcp(client: StackClient) -> MCPServer:
             if explain and reply.HasField("tagmemo")
             else None,
         )
-        if hits:  # the ledger: what handing over the whole notes would have cost (best effort)
+        if hits:  # the ledger: what handing over the whole notes would have cost (best effort, in the
+            # background: the offload service reads those notes, the agent must not wait for it)
             record = offload_pb2.RecallRecord(paths=[h.path for h in hits], answer=result.model_dump_json())
-            try:
-                client.call(client.offload.RecordRecall, record, 5.0)
-            except K0Error as exc:
-                log.warning("recall not recorded in the token ledger: %s", exc)
+            client.offload.RecordRecall.future(record, timeout=5.0).add_done_callback(_log_unrecorded)
         return result
 
     @server.tool()
