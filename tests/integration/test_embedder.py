@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from k0maru_common import (
     vector_from_bytes,
     wait_until_serving,
 )
+from tests.conftest import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -66,15 +66,6 @@ def workers(valkey_url: str, tmp_path: Path) -> Iterator[list[Worker]]:
 
 def results(client: redis.Redis) -> list[tuple[str, str, bytes]]:
     return [(f[b"id"].decode(), f[b"hash"].decode(), f[b"vector"]) for _id, f in client.xrange(RESULTS_STREAM)]
-
-
-def wait_for(predicate, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_kill_9_mid_batch_loses_nothing(valkey_url: str, workers: list[Worker], tmp_path: Path):

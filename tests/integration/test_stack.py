@@ -14,7 +14,7 @@ import pytest
 from k0maru.v1 import retriever_pb2
 from k0maru_cli import Launcher
 from k0maru_common import StackClient
-from tests.conftest import write_notes
+from tests.conftest import wait_for, write_notes
 
 pytestmark = pytest.mark.integration
 K0MARU = str(Path(sys.executable).parent / "k0maru")
@@ -31,16 +31,6 @@ NOTES = {
     "zh/分词.md": "# 中文分词\n\n借用检查器报错时，先看不可变引用的作用域。jieba 分词让关键词检索支持中文。\n",
     "mixed.md": "# Mixed note 混合笔记\n\nThe deployment uses docker compose; 部署 使用 向量 数据库 Qdrant.\n",
 }
-
-
-def wait_for(predicate, timeout_s: float = 30.0, what: str = "condition"):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")

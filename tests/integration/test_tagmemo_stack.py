@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 from k0maru.v1 import retriever_pb2
 from k0maru_cli import Launcher
 from k0maru_common import InvalidInput, StackClient
-from tests.conftest import write_notes
+from tests.conftest import wait_for, write_notes
 
 pytestmark = pytest.mark.integration
 HYBRID, VECTOR = retriever_pb2.SEARCH_MODE_HYBRID, retriever_pb2.SEARCH_MODE_VECTOR
@@ -31,16 +30,6 @@ TAGGED = {
     "tagged/sms.md": "---\ntags: [sms, notifications]\n---\n# SMS twice\n\nI get notified twice for every message.\n",
     "tagged/camera.md": "---\ntags: [camera, photos]\n---\n# Camera blurry\n\nPhotos come out blurry.\n",
 }
-
-
-def wait_for(predicate, timeout_s: float = 60.0, what: str = "condition"):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")

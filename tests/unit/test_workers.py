@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 import threading
-import time
 
 from k0maru_common import BackgroundWorker
-
-
-def wait_for(predicate, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate() and time.monotonic() < deadline:
-        time.sleep(0.01)
+from tests.conftest import wait_for
 
 
 def test_failing_loop_restarts_and_reports_why():
