@@ -19,18 +19,18 @@ from _common import emit
 
 from k0maru.v1 import retriever_pb2
 from k0maru_cli._eval import (
-    K,
     load_jsonl,
     load_qrels,
     mrr_at_k,
     ndcg_at_k,
     percentile,
     recall_at_k,
+    search_request,
     stack_for,
     wait_indexed,
     write_vault,
 )
-from k0maru_common import SEARCH_MODES, StackClient
+from k0maru_common import StackClient
 
 
 def wait_tags(client: StackClient, timeout_s: float = 900) -> retriever_pb2.IndexStatusResponse:
@@ -55,18 +55,7 @@ def run(
     per_query: list[float] = []
     explanations = []
     for qid, text in queries.items():
-        reply = client.call(
-            client.retriever.Search,
-            retriever_pb2.SearchRequest(
-                query=text,
-                limit=K,
-                mode=SEARCH_MODES[mode],
-                explain=True,
-                tagmemo=retriever_pb2.TagMemoOptions(enabled=tagmemo is not None, beta=tagmemo or 0.0),
-                dedup=dedup,
-            ),
-            30,
-        )
+        reply = client.call(client.retriever.Search, search_request(text, mode, tagmemo, dedup, explain=True), 30)
         ranked = [mapping.get(h.path, h.path) for h in reply.hits]
         n = ndcg_at_k(ranked, qrels[qid])
         per_query.append(n)

@@ -141,6 +141,20 @@ class Missed:
     rank: int  # of the first expected note in the top 10, 0 = not there
 
 
+def search_request(
+    text: str, mode: str, tagmemo: float | None = None, dedup: bool = False, explain: bool = False
+) -> retriever_pb2.SearchRequest:
+    """The top-K request an evaluation sends (tagmemo: None = off, 0 = on with the configured β₀)."""
+    return retriever_pb2.SearchRequest(
+        query=text,
+        limit=K,
+        mode=SEARCH_MODES[mode],
+        explain=explain,
+        tagmemo=retriever_pb2.TagMemoOptions(enabled=tagmemo is not None, beta=tagmemo or 0.0),
+        dedup=dedup,
+    )
+
+
 def measure(
     client: StackClient,
     queries: dict[str, str],
@@ -158,17 +172,7 @@ def measure(
     latencies: list[float] = []
     for qid, text in queries.items():
         t0 = time.perf_counter()
-        reply = client.call(
-            client.retriever.Search,
-            retriever_pb2.SearchRequest(
-                query=text,
-                limit=K,
-                mode=SEARCH_MODES[mode],
-                tagmemo=retriever_pb2.TagMemoOptions(enabled=tagmemo is not None, beta=tagmemo or 0.0),
-                dedup=dedup,
-            ),
-            30,
-        )
+        reply = client.call(client.retriever.Search, search_request(text, mode, tagmemo, dedup), 30)
         latencies.append((time.perf_counter() - t0) * 1000)
         ranked = [to_doc(h.path) for h in reply.hits]
         relevant = qrels[qid]
