@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from k0maru_cli import Launcher
-from tests.conftest import write_notes
+from tests.conftest import wait_for, write_notes
 
 pytestmark = pytest.mark.e2e
 K0MARU = str(Path(sys.executable).parent / "k0maru")
@@ -114,3 +114,44 @@ def test_console_off_loopback_requires_token(vault: Path):
         timeout=60,
     )
     assert out.returncode != 0 and "K0_CONSOLE_TOKEN" in out.stderr
+
+
+def test_a_chinese_vault_gets_semantic_search_with_no_flag(tmp_path: Path):
+    """No --model: the launcher reads the vault's script mix and picks the multilingual model."""
+    vault = write_notes(
+        tmp_path / "v",
+        {
+            "日记/猫.md": "# 我的猫\n\n家里的小猫每天下午都趴在窗台上晒太阳睡觉。\n",
+            "日记/火车.md": "# 出差\n\n今天坐高铁去上海开会，车厢里很安静。\n",
+            "日记/做饭.md": "# 晚饭\n\n晚上用番茄和鸡蛋炒了一盘菜，味道不错。\n",
+        },
+    )
+    launcher = Launcher(vault, tmp_path / "data", embedders=1, http_port=0)
+    state = launcher.start()
+    try:
+        assert launcher.model_choice is not None and launcher.model_choice.model == "use-multilingual"
+        client = state.client()
+        from k0maru.v1 import retriever_pb2
+
+        def indexed() -> bool:
+            s = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 10)
+            return s.documents == 3 and s.chunks_with_vectors == s.chunks
+
+        wait_for(indexed, 120, "vectors for the Chinese notes")
+        reply = client.call(
+            client.retriever.Search,
+            retriever_pb2.SearchRequest(query="宠物在阳光下休息", limit=3, mode=retriever_pb2.SEARCH_MODE_HYBRID),
+            10,
+        )
+        assert {c.channel: c.ran for c in reply.channels} == {"bm25": True, "vector": True}
+        vector = client.call(
+            client.retriever.Search,
+            retriever_pb2.SearchRequest(query="宠物在阳光下休息", limit=3, mode=retriever_pb2.SEARCH_MODE_VECTOR),
+            10,
+        )
+        assert vector.hits[0].path == "日记/猫.md"
+        status = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 10)
+        assert status.embedding_model.startswith("use-multilingual")
+        client.close()
+    finally:
+        launcher.stop()

@@ -170,10 +170,12 @@ def measure(
     tagmemo: None = off, 0 = on with the configured base weight, else the base weight β₀."""
     totals = {"ndcg": 0.0, "recall": 0.0, "mrr": 0.0}
     latencies: list[float] = []
+    vector_left_out = 0
     for qid, text in queries.items():
         t0 = time.perf_counter()
         reply = client.call(client.retriever.Search, search_request(text, mode, tagmemo, dedup), 30)
         latencies.append((time.perf_counter() - t0) * 1000)
+        vector_left_out += any(c.channel == "vector" and not c.ran for c in reply.channels)
         ranked = [to_doc(h.path) for h in reply.hits]
         relevant = qrels[qid]
         totals["ndcg"] += ndcg_at_k(ranked, relevant)
@@ -184,6 +186,7 @@ def measure(
             expected = sorted(d for d, r in relevant.items() if r > 0)
             missed.append(Missed(qid, text, expected, ranked[:3], rank))
     n = max(len(queries), 1)
+    status = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 30)
     return {
         "ndcg@10": round(totals["ndcg"] / n, 4),
         "recall@10": round(totals["recall"] / n, 4),
@@ -194,6 +197,8 @@ def measure(
         "tagmemo": tagmemo,
         "dedup": dedup,
         "queries": len(queries),
+        "model": status.embedding_model,
+        "vector_left_out": vector_left_out,  # queries whose vector channel did not run (hybrid, vector)
     }
 
 

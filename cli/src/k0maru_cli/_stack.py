@@ -32,6 +32,7 @@ import redis
 
 from k0maru_common import embedder_target, health_name, orphan_guard, wait_until_serving
 
+from ._model_choice import ModelChoice, choose_model
 from ._state import LOCK_FILE, STATE_FILE, StackState, process_start_time
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,7 @@ class Launcher:
         self._lock: TextIO | None = None
         self.starting = "valkey"  # what start() is waiting for (for "still starting" answers)
         self.state: StackState | None = None
+        self.model_choice: ModelChoice | None = None  # set by start() when the stack has embedders
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str], nice: int = 0) -> subprocess.Popen[bytes]:
         log_dir = self.data_dir / "logs"
@@ -193,6 +195,9 @@ class Launcher:
         addresses["gateway"] = f"127.0.0.1:{free_port()}"
         events_addr = f"tcp://127.0.0.1:{free_port()}"
         embedders = [a for n, a in addresses.items() if n.startswith("embedder")]
+        if embedders:
+            requested = self.model or self.extra_env.get("K0_MODEL") or os.environ.get("K0_MODEL", "")
+            self.model_choice = choose_model(self.vault, self.data_dir, requested)
         token = secrets.token_hex(16)  # per stack: other local processes cannot call our services
         base = {
             **os.environ,
@@ -207,8 +212,8 @@ class Launcher:
             "K0_EMBEDDER_TARGET": embedder_target(embedders) if embedders else "",
             "PYTHONUNBUFFERED": "1",
             "PYTHONFAULTHANDLER": "1",
-            **({"K0_MODEL": self.model} if self.model else {}),
             **self.extra_env,
+            **({"K0_MODEL": self.model_choice.model} if self.model_choice else {}),
         }
         py = sys.executable
         self._spawn("scanner", [py, "-m", "k0maru_scanner"], {**base, "K0_GRPC_ADDR": addresses["scanner"]})

@@ -95,6 +95,8 @@ def cmd_up(args: argparse.Namespace) -> int:
             f"k0maru: {vault} is served by {len(state.pids)} processes, all healthy in {time.perf_counter() - started:.1f} s",
             flush=True,
         )
+        if launcher.model_choice:
+            print(f"k0maru: embedding model {launcher.model_choice.model} ({launcher.model_choice.reason})", flush=True)
         print(f"k0maru: console {state.console_url}", flush=True)
         if getattr(args, "open", False):
             open_console(state.console_url)
@@ -500,7 +502,11 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         p = with_vault(sub.add_parser(name, help=helptext))
         p.add_argument("--embedders", type=int, default=1, help="embedder workers to run")
-        p.add_argument("--model", default="", help="embedding model preset: minilm-l6-int8 (default), use-multilingual")
+        p.add_argument(
+            "--model",
+            default="",
+            help="embedding model preset: minilm-l6-int8, use-multilingual (default: chosen from the vault's script mix at the first start, then kept)",
+        )
         p.add_argument("--host", default="127.0.0.1", help="console bind address (non-loopback needs K0_CONSOLE_TOKEN)")
         if name in ("up", "ui"):
             p.add_argument("--port", type=int, default=7878, help="console port (0 = any free port)")
@@ -543,7 +549,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=sorted(SEARCH_MODES), default="hybrid")
     p.add_argument("--split", default="test")
     p.add_argument("--embedders", type=int, default=2)
-    p.add_argument("--model", default="", help="embedding model preset (default: minilm-l6-int8)")
+    p.add_argument(
+        "--model",
+        default="",
+        help="embedding model preset (default: chosen from the vault's script mix at the first start, then kept)",
+    )
     p.add_argument("--workdir", type=Path, help="where the dataset's vault and index go (reused across runs)")
     p.add_argument(
         "--tagmemo",

@@ -103,6 +103,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
             tags_with_vectors=tag_vectors,
             epa_axes=epa_axes,
             params_error="; ".join(filter(None, [app.params.error, tags.epa_error])),
+            embedding_model=app.index.model_id,
         )
 
     def Reindex(
