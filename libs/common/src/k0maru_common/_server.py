@@ -28,6 +28,10 @@ KEEPALIVE_SERVER_OPTIONS = [
     # gRPC's default would answer such pings with GOAWAY "too many pings"
     ("grpc.http2.min_recv_ping_interval_without_data_ms", 1000),
     ("grpc.keepalive_permit_without_calls", 1),
+    # a starved client (2 cores, embedders busy) fires late timers back to back; without this a
+    # few early pings still earned GOAWAY "too_many_pings" and the client throttled its keepalive
+    # to 16–32 s, which is exactly the failover it exists for
+    ("grpc.http2.max_ping_strikes", 0),
 ]
 KEEPALIVE_CLIENT_OPTIONS = [
     # a worker whose host vanished (cable cut, no RST) is noticed within ~3 s, so round robin
