@@ -177,3 +177,11 @@ def test_snippet_window_on_characters_not_bytes():
     text = snippet(body, "sqlite_busy")
     assert "SQLITE_BUSY" in text and text.startswith("...") and text.endswith("...")
     assert snippet("short body\nline", "x") == "short body line"
+
+
+def test_each_model_has_its_own_gap_scale_and_others_get_the_default():
+    from k0maru_retriever._fusion import DEFAULT_GAP_SCALE, model_gap_scale
+
+    assert model_gap_scale("minilm-l6-int8-384") == 0.12
+    assert model_gap_scale("use-multilingual-q-512") > model_gap_scale("minilm-l6-int8-384")  # wider cosines
+    assert model_gap_scale("custom-e5-768") == DEFAULT_GAP_SCALE == model_gap_scale("")

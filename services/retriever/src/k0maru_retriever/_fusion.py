@@ -127,6 +127,17 @@ def confident_weights(
     return w_bm25, w_vector * (spread / gap_scale) ** power
 
 
+# The vector pool's cosine spread at which the vector weight is unchanged, per model: each model has
+# its own cosine scale. Measured on the dev sets (bench/README.md, issue 10); other models get the default.
+MODEL_GAP_SCALES = {"minilm-l6-int8": 0.12, "use-multilingual-q": 0.4}
+DEFAULT_GAP_SCALE = 0.12
+
+
+def model_gap_scale(model_id: str) -> float:
+    """The gap scale of a model id as the embedder names it (preset name, then its dimension)."""
+    return next((g for name, g in MODEL_GAP_SCALES.items() if model_id.startswith(name)), DEFAULT_GAP_SCALE)
+
+
 def minmax(ranked: list[tuple[str, float]]) -> dict[str, float]:
     """Channel scores mapped onto [0, 1] within the pool: its best note 1, its last 0."""
     if not ranked:

@@ -36,9 +36,9 @@ class RetrieverSettings(K0Settings):
         description="per-query weights: the vector weight times (best minus last cosine of the vector pool / K0_VECTOR_GAP_SCALE) to this power (0 = fixed weights)",
     )
     vector_gap_scale: float = Field(
-        0.12,
-        gt=0.0,
-        description="the vector pool's cosine spread at which the vector weight is unchanged (model-specific)",
+        0.0,
+        ge=0.0,
+        description="the vector pool's cosine spread at which the vector weight is unchanged (0 = the model's own, measured per model)",
     )
     graph_boost: float = Field(
         0.1,

@@ -16,6 +16,7 @@ from k0maru_common import HEALTH_NAMES, GrpcService, NotFound, NotReady, confine
 from ._analysis import BM25Analyzer
 from ._bm25 import Bm25Index
 from ._follower import EventFollower
+from ._fusion import model_gap_scale
 from ._graphview import graph_view
 from ._index import NoteIndex
 from ._params import FILE_NAME, ParamsFile
@@ -209,7 +210,7 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         w_vector=settings.weight_vector,
         adaptive=settings.fusion_adaptive,
         graph_boost=settings.graph_boost,
-        gap_scale=settings.vector_gap_scale,
+        gap_scale=settings.vector_gap_scale or model_gap_scale(model_id),
     )
     rag_params = ParamsFile(settings.data_dir / FILE_NAME)
     tag_maintainer = TagMaintainer(
