@@ -87,7 +87,9 @@ class Stack:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     root = tmp_path_factory.mktemp("console")
     vault = write_notes(root / "vault", NOTES)
-    launcher = Launcher(vault, root / "data", embedders=1, http_port=0)
+    launcher = Launcher(
+        vault, root / "data", embedders=1, model="minilm-l6-int8", http_port=0
+    )  # the English model: the test checks a Han query on it
     state = launcher.start()
     base = state.console_url.rstrip("/")
     client = state.client()  # carries the stack's gRPC token

@@ -37,7 +37,9 @@ NOTES = {
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Launcher, StackClient, Path]]:
     root = tmp_path_factory.mktemp("stack")
     vault = write_notes(root / "vault", NOTES)
-    launcher = Launcher(vault, root / "data", embedders=1, http_port=0)
+    # the English model named: this vault is Chinese enough that the launcher would pick the
+    # multilingual one, and these tests check what happens to Han queries on the English model
+    launcher = Launcher(vault, root / "data", embedders=1, model="minilm-l6-int8", http_port=0)
     state = launcher.start()
     client = state.client()
     yield launcher, client, vault
