@@ -16,14 +16,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the retriever runs (its __main__)
 
 import numpy as np
-from _common import emit, summary
+from _common import SHARED, emit, summary
 
 from k0maru.v1 import common_pb2, retriever_pb2
 from k0maru_cli._eval import load_jsonl, stack_for, wait_indexed
@@ -155,11 +157,11 @@ def searcher_10k(tmp: Path, n_chunks: int = 10_000, n_tags: int = 1000, d: int =
     index.close()
 
 
-def through_grpc(workdir: Path, queries_path: Path, limit: int = 300, rounds: int = 3) -> None:
+def through_grpc(workdir: Path, queries: list[str], limit: int = 300, rounds: int = 3) -> None:
     """Blocks of every query per setting, the settings alternated over rounds (load drifts)."""
     vault = workdir / "vault"
     params_path = workdir / "data" / "rag_params.json"
-    queries = [q["text"] for q in load_jsonl(queries_path)][:limit]
+    queries = queries[:limit]
     on = {"tagmemo": retriever_pb2.TagMemoOptions(enabled=True)}
     configs: dict[str, tuple[str, dict[str, object]]] = {
         "off": ("raw+fused", {}),
@@ -190,17 +192,152 @@ def through_grpc(workdir: Path, queries_path: Path, limit: int = 300, rounds: in
         )
 
 
+_WORD = re.compile(r"[a-z][a-z'-]{2,}")
+_STOP = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "that",
+        "this",
+        "have",
+        "from",
+        "not",
+        "but",
+        "are",
+        "was",
+        "can",
+        "you",
+        "when",
+        "what",
+        "how",
+        "any",
+        "there",
+        "its",
+        "has",
+        "use",
+        "get",
+        "all",
+        "one",
+        "just",
+        "now",
+        "out",
+        "like",
+        "does",
+        "which",
+        "will",
+        "been",
+        "would",
+        "they",
+        "their",
+        "them",
+        "then",
+        "than",
+        "also",
+        "only",
+    ]
+)
+
+
+def tag_vocabulary(corpus: Path, n_tags: int) -> dict[str, list[str]]:
+    """The `n_tags` most used tags of a tagged BEIR corpus, each with the 40 words most typical of
+    its documents (frequency in them / √(documents with it), words in ≥ 10 documents): what a generated note about it says."""
+    by_tag: dict[str, Counter[str]] = {}
+    overall: Counter[str] = Counter()
+    for doc in load_jsonl(corpus):
+        words = _WORD.findall(f"{doc.get('title', '')} {doc.get('text', '')}".lower())
+        words = [w for w in words if w not in _STOP]
+        overall.update(set(words))
+        for tag in doc.get("tags") or []:
+            by_tag.setdefault(str(tag), Counter()).update(words)
+    top = sorted(by_tag, key=lambda t: (-sum(by_tag[t].values()), t))[:n_tags]
+    vocab = {}
+    for tag in top:
+        common = [(w, c) for w, c in by_tag[tag].items() if overall[w] >= 10]
+        scored = sorted(common, key=lambda kv: (-kv[1] / overall[kv[0]] ** 0.5, kv[0]))
+        vocab[tag] = [w for w, _ in scored[:40]]
+    return vocab
+
+
+def synth_tagged_vault(root: Path, corpus: Path, n_notes: int, n_tags: int, seed: int = 5) -> list[str]:
+    """A vault of `n_notes` small notes (one chunk each) carrying 2–4 of `n_tags` tags (Zipf-like
+    popularity) in frontmatter, in 10 diaries; the text is drawn from the tags' vocabularies.
+    Returns 300 queries drawn the same way. Unchanged files are left alone."""
+    rng = np.random.default_rng(seed)
+    vocab = tag_vocabulary(corpus, n_tags)
+    tags = list(vocab)
+    popularity = 1.0 / np.arange(1, len(tags) + 1) ** 0.8
+    popularity /= popularity.sum()
+    filler = ["the", "a", "to", "of", "in", "on", "my", "is", "it", "i", "and", "with"]
+
+    def sentence(picked: list[str], words: int) -> str:
+        pool = [w for t in picked for w in vocab[t]]
+        out = [str(rng.choice(filler)) if rng.random() < 0.3 else str(rng.choice(pool)) for _ in range(words)]
+        return " ".join(out)
+
+    for i in range(n_notes):
+        picked = [tags[int(j)] for j in rng.choice(len(tags), int(rng.integers(2, 5)), replace=False, p=popularity)]
+        folder = root / f"diary{i % 10}"
+        folder.mkdir(parents=True, exist_ok=True)
+        text = (
+            f"---\ntags: {json.dumps(picked)}\n---\n# {sentence(picked, 8).capitalize()}\n\n"
+            f"{sentence(picked, 40).capitalize()}.\n"
+        )
+        path = folder / f"note-{i:05d}.md"
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+    rng = np.random.default_rng(seed + 1)  # the queries do not depend on the number of notes
+    queries = []
+    for _ in range(300):
+        picked = [tags[int(j)] for j in rng.choice(len(tags), int(rng.integers(1, 3)), replace=False, p=popularity)]
+        queries.append(sentence(picked, int(rng.integers(5, 10))))
+    return queries
+
+
+def synth_grpc(workdir: Path, corpus: Path, n_notes: int, n_tags: int, embedders: int, rounds: int) -> None:
+    """Build (or reuse) a synthetic tagged eval index and measure it through gRPC."""
+    queries = synth_tagged_vault(workdir / "vault", corpus, n_notes, n_tags)
+    t0 = time.perf_counter()
+    with stack_for(workdir / "vault", workdir / "data", embedders=embedders) as client:
+        wait_indexed(client, need_vectors=True)
+        while True:  # the tag vectors go through the same queue, then the EPA basis is built
+            status = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest())
+            if status.tags_with_vectors >= status.tags and status.epa_axes:
+                break
+            time.sleep(1.0)
+        emit(
+            "tagmemo_synth_index",
+            notes=status.documents,
+            chunks=status.chunks,
+            tags=status.tags_with_vectors,
+            epa_axes=status.epa_axes,
+            embedders=embedders,
+            ready_s=round(time.perf_counter() - t0, 1),
+        )
+    through_grpc(workdir, queries, rounds=rounds)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workdir", type=Path, help="an eval workdir (vault/ and data/) to measure through gRPC")
     parser.add_argument("--queries", type=Path, help="the dataset's queries.jsonl (with --workdir)")
     parser.add_argument("--tags", type=int, default=1000)
+    parser.add_argument("--synth", type=Path, help="workdir of a synthetic tagged vault, built here, measured via gRPC")
+    parser.add_argument("--notes", type=int, default=10_000, help="notes (one chunk each) of the --synth vault")
+    parser.add_argument("--vocab", type=Path, default=SHARED / "data/beir/tagged_android/corpus.jsonl")
+    parser.add_argument("--embedders", type=int, default=2, help="embedder workers while building --synth")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--grpc-only", action="store_true", help="skip the in-process measurements")
     args = parser.parse_args()
-    in_process(args.tags)
-    with tempfile.TemporaryDirectory() as d:
-        searcher_10k(Path(d))
+    if not args.grpc_only:
+        in_process(args.tags)
+        with tempfile.TemporaryDirectory() as d:
+            searcher_10k(Path(d))
     if args.workdir and args.queries:
-        through_grpc(args.workdir, args.queries)
+        through_grpc(args.workdir, [q["text"] for q in load_jsonl(args.queries)], rounds=args.rounds)
+    if args.synth:
+        synth_grpc(args.synth, args.vocab, args.notes, args.tags, args.embedders, args.rounds)
     print(json.dumps({"done": True}))
 
 

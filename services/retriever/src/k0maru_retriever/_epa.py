@@ -177,8 +177,9 @@ class EpaBasis:
         h = float(-(nz * np.log2(nz)).sum())
         k = len(pi)
         entropy = h / float(np.log2(k)) if k > 1 else 0.0
-        order = [int(i) for i in np.argsort(-pi, kind="stable") if pi[i] > DOMINANT_SHARE]
-        axes = tuple(Axis(i, self.labels[i], float(pi[i]), float(p[i])) for i in order)
+        shares, coords = pi.tolist(), p.tolist()
+        order = [i for i in np.argsort(-pi, kind="stable").tolist() if shares[i] > DOMINANT_SHARE]
+        axes = tuple(Axis(i, self.labels[i], shares[i], coords[i]) for i in order)
         resonance = 0.0
         if len(axes) >= 2:
             for axis in axes[1:]:

@@ -5,11 +5,17 @@ Gram-Schmidt, in similarity order: VCP uses SQLite's id order by accident), proj
 residual on their span and keeps what is left for the next level. Up to 3 levels, stopping
 once less than 10 % of the query's energy remains. The "handshakes" (directions from each tag
 to the residual) of level 0 give coherence, novelty and the TagMemo activation.
+
+Speed (it runs on every TagMemo query): a level costs one matrix-vector product over the tags
+and k×k work on the 10 tags' Gram matrix; the handshakes come from that Gram matrix too, and
+those of deeper levels (which nothing reads) and the per-tag records are only built on access.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -35,10 +41,29 @@ class Handshake:
 
 @dataclass(frozen=True)
 class PyramidLevel:
-    tags: tuple[PyramidTag, ...]
+    ids: list[int]  # rows of the level's tags, most similar first
+    similarities: list[float]  # cosine of each with the residual the level searched with
+    contributions: list[float]  # |⟨r, u_i⟩|, 0 for a tag dependent on the earlier ones
     explained: float  # share of the query's energy this level removed
     residual_ratio: float  # ‖r′‖² / ‖q‖²
-    handshake: Handshake
+    residual: np.ndarray = field(repr=False, compare=False)  # the residual r this level searched with
+    rows: np.ndarray = field(repr=False, compare=False)  # the tags' vectors
+    gram: np.ndarray = field(repr=False, compare=False)  # their Gram matrix
+    dots: np.ndarray = field(repr=False, compare=False)  # ⟨t_i, r⟩
+
+    @cached_property
+    def _shake(self) -> tuple[Handshake, np.ndarray]:
+        shaken = _handshake_from_gram(self.residual, self.gram, self.dots)
+        return shaken if shaken is not None else handshake_features(self.residual, self.rows)
+
+    @property
+    def handshake(self) -> Handshake:
+        return self._shake[0]
+
+    @property
+    def tags(self) -> tuple[PyramidTag, ...]:
+        magnitudes = self._shake[1].tolist()
+        return tuple(map(PyramidTag, self.ids, self.similarities, self.contributions, magnitudes))
 
 
 @dataclass(frozen=True)
@@ -58,22 +83,57 @@ class Pyramid:
 
 def handshake_features(residual: np.ndarray, tags: np.ndarray) -> tuple[Handshake, np.ndarray]:
     delta = residual[None, :] - tags
-    magnitude = np.linalg.norm(delta, axis=1)
-    directions = np.where(magnitude[:, None] > 1e-9, delta / np.maximum(magnitude, 1e-12)[:, None], 0.0)
-    coherence = float(np.linalg.norm(directions.mean(axis=0))) if len(directions) else 0.0
-    head = directions[: min(len(directions), 5)]
+    magnitude = np.sqrt(np.einsum("ij,ij->i", delta, delta))
+    return _handshake(delta, magnitude), magnitude
+
+
+def _handshake_from_gram(r: np.ndarray, gram: np.ndarray, dots: np.ndarray) -> tuple[Handshake, np.ndarray] | None:
+    """The handshake of r with the rows from their Gram matrix and ⟨t_i, r⟩ alone (k×k work
+    instead of k×D): ‖r − t_i‖² = ‖r‖² − 2⟨t_i, r⟩ + ‖t_i‖² and ⟨r − t_i, r − t_j⟩ likewise.
+    None when a tag lies within 1e-3 of r, where the subtraction would lose precision."""
+    rr = float(r @ r)
+    inner = (rr - dots[:, None] - dots[None, :]) + gram  # ⟨r − t_i, r − t_j⟩
+    squared = inner.diagonal()
+    if not len(squared) or float(squared.min()) <= 1e-6:
+        return None
+    magnitude = np.sqrt(squared)
+    cos = inner / np.outer(magnitude, magnitude)  # ⟨d_i, d_j⟩ of the unit directions
+    n = len(magnitude)
+    coherence = math.sqrt(max(float(cos.sum()), 0.0)) / n  # ‖Σ d_i‖ / n
     pattern = 0.0
-    if len(head) >= 2:
-        dots = np.abs(head @ head.T)
-        iu = _PAIRS if len(head) == 5 else np.triu_indices(len(head), k=1)
-        pattern = float(dots[iu].mean())
+    head = min(n, 5)
+    if head >= 2:
+        iu = _PAIRS if head == 5 else np.triu_indices(head, k=1)
+        pattern = float(np.abs(cos[:head, :head][iu]).mean())
     return Handshake(coherence, pattern, (1 - coherence) * (1 - pattern)), magnitude
+
+
+def _handshake(delta: np.ndarray, magnitude: np.ndarray) -> Handshake:
+    """DC, PS and noise from the (tag → residual) differences and their lengths."""
+    n = len(delta)
+    if not n:
+        return Handshake(0.0, 0.0, 1.0)
+    scale = np.where(magnitude > 1e-9, 1.0 / np.maximum(magnitude, 1e-12), 0.0)
+    directions = delta * scale[:, None]  # unit directions; the zero vector where the tag is the residual
+    mean = directions.sum(axis=0) / n
+    coherence = math.sqrt(float(mean @ mean))
+    pattern = 0.0
+    head = directions[: min(n, 5)]
+    if len(head) >= 2:
+        iu = _PAIRS if len(head) == 5 else np.triu_indices(len(head), k=1)
+        pattern = float(np.abs(head @ head.T)[iu].mean())
+    return Handshake(coherence, pattern, (1 - coherence) * (1 - pattern))
 
 
 _PAIRS = np.triu_indices(5, k=1)
 
 
 def project_onto_rows(rows: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    contributions, residual, _gram, _dots = _project(rows, r)
+    return contributions, residual
+
+
+def _project(rows: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(|⟨r, u_i⟩| per row, r minus its projection on the rows' span), the u_i being the rows
     orthonormalised in order (modified Gram-Schmidt); a row inside the span of the earlier
     ones adds no direction and gets 0.
@@ -82,12 +142,13 @@ def project_onto_rows(rows: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.n
     ⟨r, u⟩ = L⁻¹·(rows·r) without forming the u_i. Near-dependent rows fall back to MGS itself.
     """
     gram = rows @ rows.T
+    dots = rows @ r
     try:
         lower = np.linalg.cholesky(gram)
-        if bool(np.all(np.diag(lower) > 1e-6)):
-            coefficients = np.linalg.solve(lower, rows @ r)
-            residual = r - rows.T @ np.linalg.solve(lower.T, coefficients)
-            return np.abs(coefficients), residual
+        if bool((lower.diagonal() > 1e-6).all()):
+            coefficients = np.linalg.solve(lower, dots)
+            residual = r - np.linalg.solve(lower.T, coefficients) @ rows
+            return np.abs(coefficients), residual, gram, dots
     except np.linalg.LinAlgError:
         pass
     contributions = np.zeros(len(rows))
@@ -104,7 +165,7 @@ def project_onto_rows(rows: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.n
             c = float(r @ u)
             contributions[i] = abs(c)
             residual -= c * u
-    return contributions, residual
+    return contributions, residual, gram, dots
 
 
 class ResidualPyramid:
@@ -118,26 +179,28 @@ class ResidualPyramid:
         e0 = float(q @ q)
         if e0 < 1e-12 or not len(self._tags):
             return Pyramid()
-        r = q.copy()
+        r = q
+        k = min(TOP_K, len(self._tags))
         levels: list[PyramidLevel] = []
         explained = 0.0
         for _ in range(MAX_LEVELS):
             scores = self._tags @ r
-            k = min(TOP_K, len(scores))
             top = np.argpartition(-scores, k - 1)[:k]
-            top = top[np.argsort(-scores[top], kind="stable")]
+            near = scores[top]
+            order = np.argsort(-near, kind="stable")
+            top, near = top[order], near[order]
             r_norm = float(np.linalg.norm(r))
             rows = self._tags[top].astype(np.float64)
             rd = r.astype(np.float64)
-            contributions, r_next = project_onto_rows(rows, rd)  # against the current residual
-            energy = max(0.0, float(rd @ rd) - float(r_next @ r_next)) / e0
-            shake, magnitude = handshake_features(rd, rows)
-            sims = scores[top] / max(r_norm, 1e-12)
-            level_tags = tuple(
-                PyramidTag(int(top[i]), float(sims[i]), float(contributions[i]), float(magnitude[i])) for i in range(k)
+            contributions, r_next, gram, dots = _project(rows, rd)  # against the current residual
+            before, left = float(rd @ rd), float(r_next @ r_next)
+            energy = max(0.0, before - left) / e0
+            sims = near / max(r_norm, 1e-12)
+            ratio = left / e0
+            level = PyramidLevel(
+                top.tolist(), sims.tolist(), contributions.tolist(), energy, ratio, rd, rows, gram, dots
             )
-            ratio = float(r_next @ r_next) / e0
-            levels.append(PyramidLevel(level_tags, energy, ratio, shake))
+            levels.append(level)
             explained += energy
             r = r_next.astype(np.float32)
             if ratio < MIN_ENERGY_RATIO:

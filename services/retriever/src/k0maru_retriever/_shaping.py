@@ -74,6 +74,9 @@ class QueryShaper:
         info = shaped.info
         if info is None:
             return [q], retriever_pb2.TagMemoExplanation(applied=False, base_beta=beta0)
+        vectors = [q, shaped.vector] if params.retriever.vector_query == "raw+fused" else [shaped.vector]
+        if not request.explain:  # the explanation is only read with explain: skip building it
+            return vectors, retriever_pb2.TagMemoExplanation(applied=True, beta=info.beta, base_beta=beta0)
         explanation = retriever_pb2.TagMemoExplanation(
             applied=True,
             matched_tags=[retriever_pb2.TagFactor(tag=t.name, weight=t.weight) for t in info.matched],
@@ -88,9 +91,7 @@ class QueryShaper:
             dominant_axis=info.world,
             pyramid_levels=list(info.level_energies),
         )
-        if params.retriever.vector_query == "raw+fused":
-            return [q, shaped.vector], explanation
-        return [shaped.vector], explanation
+        return vectors, explanation
 
     def dedup(self, hits: list[FusedHit], best_chunk: dict[str, str], q: np.ndarray, limit: int) -> list[FusedHit]:
         """The hits SVD-residual deduplication keeps (at most `limit`), in their rank order."""

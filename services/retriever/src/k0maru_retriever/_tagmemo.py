@@ -50,11 +50,25 @@ class TagSpace:
     neighbours: Callable[[str, int], list[str]]  # the n tags co-occurring most with a tag
     row_of: dict[str, int] = field(default_factory=dict)
     pyramid: ResidualPyramid = field(init=False)
+    # per tag, computed once per space (i.e. per tag-set version), not per query
+    lower: list[str] = field(init=False)  # names in lower case (core tags match case-insensitively)
+    ascii: list[bool] = field(init=False)  # ASCII tag: the tech threshold of A.9 step 11
+    tech: list[bool] = field(init=False)  # ASCII and longer than 3: the language penalty of A.9 step 4
+    row_of_lower: dict[str, int] = field(init=False)  # lower-case name → its first row
 
     def __post_init__(self) -> None:
         if not self.row_of:
             self.row_of.update({name: i for i, name in enumerate(self.names)})
+        lower = [n.lower() for n in self.names]
+        ascii_ = [_is_ascii_tag(n) for n in self.names]
+        row_of_lower: dict[str, int] = {}
+        for name, row in self.row_of.items():
+            row_of_lower.setdefault(name.lower(), row)
         object.__setattr__(self, "pyramid", ResidualPyramid(self.vectors))
+        object.__setattr__(self, "lower", lower)
+        object.__setattr__(self, "ascii", ascii_)
+        object.__setattr__(self, "tech", [a and len(n) > 3 for a, n in zip(ascii_, self.names, strict=True)])
+        object.__setattr__(self, "row_of_lower", row_of_lower)
 
 
 @dataclass(frozen=True)
@@ -101,8 +115,15 @@ def _is_ascii_tag(name: str) -> bool:
 
 def language_penalty(name: str, world: str, params: RagParams) -> float:
     """A.9 step 4: technical (ASCII, > 3 chars) tags are damped unless the query's world is technical."""
+    if not (_is_ascii_tag(name) and len(name) > 3):
+        return 1.0
+    return tech_penalty(world, params)
+
+
+def tech_penalty(world: str, params: RagParams) -> float:
+    """The language penalty of a technical tag in this world (1 = none)."""
     kb = params.knowledge_base
-    if not kb.lang_confidence_enabled or not (_is_ascii_tag(name) and len(name) > 3):
+    if not kb.lang_confidence_enabled:
         return 1.0
     if world != "Unknown" and _ASCII_WORLD.fullmatch(world):
         return 1.0
@@ -147,6 +168,8 @@ class TagMemo:
         c0, c1 = kb.core_boost_range
         self.gamma = c0 + core_metric * (c1 - c0)
         self._base: list[tuple[int, float, float]] | None = None
+        self._gram_rows: dict[int, int] = {}
+        self._gram = np.zeros((0, 0), dtype=bool)
 
     def base_weight(self) -> float:
         return dynamic_base_weight(self.q, self.ep, self.space.epa is not None, self.params)
@@ -199,86 +222,99 @@ class TagMemo:
     def _pyramid_tags(self) -> list[tuple[int, float, float]]:
         """(row, weight before any core boost, similarity) of each pyramid tag, first occurrence only."""
         if self._base is None:
-            names = self.space.names
-            world = self.ep.world
+            tech = self.space.tech
+            damped = tech_penalty(self.ep.world, self.params)
             base = []
             seen: set[int] = set()
             for depth, level in enumerate(self.pyramid.levels):
-                for tag in level.tags:
-                    if tag.id in seen:
+                decay = LAYER_DECAY**depth
+                for row, contribution, similarity in zip(
+                    level.ids, level.contributions, level.similarities, strict=True
+                ):
+                    if row in seen:
                         continue
-                    seen.add(tag.id)
-                    penalty = language_penalty(names[tag.id], world, self.params)
-                    base.append((tag.id, tag.contribution * LAYER_DECAY**depth * penalty, tag.similarity))
+                    seen.add(row)
+                    penalty = damped if tech[row] else 1.0
+                    base.append((row, contribution * decay * penalty, similarity))
             self._base = base
         return self._base
 
     def _collect(self, core: frozenset[str]) -> list[_Entry]:
-        names = self.space.names
+        space = self.space
+        names, lower = space.names, space.lower
         entries: list[_Entry] = []
+        gamma = self.gamma
         for row, weight, similarity in self._pyramid_tags():
-            is_core = names[row].lower() in core
-            boost = self.gamma * (0.95 + 0.1 * (similarity or 0.5)) if is_core else 1.0
-            entries.append(_Entry(row, weight * boost, is_core))
+            if lower[row] in core:
+                entries.append(_Entry(row, weight * (gamma * (0.95 + 0.1 * (similarity or 0.5))), True))
+            else:
+                entries.append(_Entry(row, weight * 1.0, False))
         seen = {e.row for e in entries}
         if entries:
             parents = sorted(entries, key=lambda e: -e.weight)[:PULLBACK_PARENTS]
             for parent in parents:
-                for neighbour in self.space.neighbours(names[parent.row], PULLBACK_NEIGHBOURS):
-                    pulled = self.space.row_of.get(neighbour)
+                for neighbour in space.neighbours(names[parent.row], PULLBACK_NEIGHBOURS):
+                    pulled = space.row_of.get(neighbour)
                     if pulled is not None and pulled not in seen:
                         seen.add(pulled)
                         entries.append(_Entry(pulled, PULLBACK_SHARE * parent.weight, neighbour.lower() in core))
-        present = {names[e.row].lower() for e in entries}
+        present = {lower[e.row] for e in entries}
         missing = [t for t in sorted(core) if t not in present]
         if missing:
             base = max((e.weight for e in entries), default=1.0)
             for core_name in missing:
-                found = self.space.row_of.get(core_name)
+                found = space.row_of.get(core_name)
                 if found is None:  # names are normalised (lower case); a hand-built space may not be
-                    found = next((i for n, i in self.space.row_of.items() if n.lower() == core_name), None)
+                    found = space.row_of_lower.get(core_name)
                 if found is not None and found not in seen:
                     seen.add(found)
-                    entries.append(_Entry(found, base * self.gamma, True))
+                    entries.append(_Entry(found, base * gamma, True))
         return entries
+
+    def _over(self, rows: list[int]) -> np.ndarray:
+        """(len(rows))² booleans: cosine above the merge threshold. One Gram matrix serves both passes:
+        it is kept over the rows seen so far and only recomputed when a pass brings new rows."""
+        known = self._gram_rows
+        if any(r not in known for r in rows):
+            union = list(known) + [r for r in dict.fromkeys(rows) if r not in known]
+            block = self.space.vectors[union]
+            self._gram = (block @ block.T) > self.params.knowledge_base.deduplication_threshold
+            self._gram_rows = known = {r: i for i, r in enumerate(union)}
+        at = [known[r] for r in rows]
+        return self._gram[np.ix_(at, at)]
 
     def _accepted(self, core: frozenset[str]) -> list[_Entry]:
         """Collected tags, heaviest first, with near-duplicates (cosine > threshold) merged into the heavier."""
-        threshold = self.params.knowledge_base.deduplication_threshold
         ordered = sorted(self._collect(core), key=lambda e: -e.weight)
         if not ordered:
             return []
-        block = self.space.vectors[[e.row for e in ordered]]
-        over = (block @ block.T) > threshold  # one small Gram matrix instead of a dot per pair
-        merges = np.tril(over, k=-1).any(axis=1).tolist()  # rows that may merge into an earlier one
-        accepted: list[_Entry] = []
-        slot: dict[int, int] = {}  # position in `ordered` → position in `accepted`
-        is_accepted = np.zeros(len(ordered), dtype=bool)
-        for i, entry in enumerate(ordered):
-            if merges[i]:
-                earlier = np.flatnonzero(over[i, :i] & is_accepted[:i])
-                if len(earlier):  # the first accepted tag (heaviest) it duplicates takes its weight
-                    into = accepted[slot[int(earlier[0])]]
-                    into.weight += MERGE_SHARE * entry.weight
-                    into.core = into.core or entry.core
-                    continue
-            slot[i] = len(accepted)
-            is_accepted[i] = True
-            accepted.append(_Entry(entry.row, entry.weight, entry.core))
-        return accepted
+        over = self._over([e.row for e in ordered])
+        earlier_dup = np.asarray(np.tril(over, k=-1).any(axis=1))  # rows that may merge into an earlier one
+        is_accepted: np.ndarray = ~earlier_dup  # no earlier duplicate: accepted whatever happens before them
+        into: dict[int, int] = {}  # position merged → position (in `ordered`) of the tag it merged into
+        for i in np.flatnonzero(earlier_dup).tolist():  # in order: whether i merges depends on the earlier ones
+            earlier = np.flatnonzero(over[i, :i] & is_accepted[:i])
+            if len(earlier):  # the first accepted tag (heaviest) it duplicates takes its weight
+                into[i] = int(earlier[0])
+            else:
+                is_accepted[i] = True
+        accepted = {
+            i: _Entry(ordered[i].row, ordered[i].weight, ordered[i].core) for i in np.flatnonzero(is_accepted).tolist()
+        }
+        for i, j in into.items():  # ascending i: the same order of additions as one pass in order
+            target = accepted[j]
+            target.weight += MERGE_SHARE * ordered[i].weight
+            target.core = target.core or ordered[i].core
+        return list(accepted.values())
 
     def _matched(self, accepted: list[_Entry]) -> list[_Entry]:
         if not accepted:
             return []
         kb = self.params.knowledge_base
         top = max(e.weight for e in accepted)
-        names = self.space.names
-        return [
-            e
-            for e in accepted
-            if e.core
-            or e.weight > top * (kb.tech_tag_threshold if _is_ascii_tag(names[e.row]) else kb.normal_tag_threshold)
-        ]
+        tech_cut, normal_cut = top * kb.tech_tag_threshold, top * kb.normal_tag_threshold
+        ascii_ = self.space.ascii
+        return [e for e in accepted if e.core or e.weight > (tech_cut if ascii_[e.row] else normal_cut)]
 
 
 def reshape_query(
