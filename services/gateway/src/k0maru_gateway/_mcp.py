@@ -428,7 +428,7 @@ def _request_id(raw: str) -> int | str | None:
         message = json.loads(raw)
     except RecursionError:  # too deep for Python's parser too: the id usually comes before the params
         match = _ID_PATTERN.search(raw[: raw.find('"params"')] if '"params"' in raw else raw[:2000])
-        return json.loads(match.group(1)) if match else None  # type: ignore[no-any-return]
+        return json.loads(match.group(1)) if match else None
     except ValueError:
         return None
     value = message.get("id") if isinstance(message, dict) else None
