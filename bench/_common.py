@@ -4,27 +4,23 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
 from pathlib import Path
 
 from k0maru_cli._eval import percentile
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the fault kit and the synthetic vault live beside the tests that use them
+    sys.path.insert(0, str(ROOT))
+
+from tests.faultkit import synthetic_vault  # noqa: E402  (re-exported for the benches)
+
+__all__ = ["SHARED", "beir_vault", "emit", "summary", "synthetic_vault"]
 
 
 def summary(values_ms: list[float]) -> str:
     return f"p50 {percentile(values_ms, 0.5):.2f} ms, p99 {percentile(values_ms, 0.99):.2f} ms, mean {statistics.fmean(values_ms):.2f} ms"
-
-
-def synthetic_vault(root: Path, n: int) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    for i in range(n):
-        folder = root / f"area{i % 10}"
-        folder.mkdir(exist_ok=True)
-        (folder / f"note-{i}.md").write_text(
-            f"---\ntags: [t{i % 17}, bench]\n---\n# Note {i}\n\nSome text about topic {i % 31} with a link to [[note-{(i + 1) % n}]].\n\n"
-            f"## Details\n\nMore words, #tag{i % 5}, and a second paragraph for the chunker.\n"
-        )
-    return root
 
 
 def beir_vault(dataset: Path, root: Path) -> Path:

@@ -7,16 +7,23 @@ need no secret and learn nothing but SERVING / NOT_SERVING. A service whose gRPC
 not loopback refuses to start without a token (K0Settings). `open_channel` is how every
 k0maru client connects: it attaches the token when there is one.
 
-The token is a bearer secret over plaintext HTTP/2: it keeps other local users and other
-containers out, not someone who can read the network. Across machines, put the services on a
-private network or behind a TLS-terminating proxy (there is no built-in TLS yet).
+The token is a bearer secret: over plaintext HTTP/2 it keeps other local users and other
+containers out, not someone who can read the network. Across machines, turn on TLS:
+`K0_GRPC_TLS_CERT` + `K0_GRPC_TLS_KEY` (PEM files: the server's certificate chain and private
+key) make every GrpcService listen with TLS only; `K0_GRPC_TLS_CA` (a PEM bundle of the CAs
+that signed the servers' certificates) makes every client channel (`open_channel`, health
+checks included) use TLS and verify the server against it. The certificate must name the
+address clients dial (a DNS or IP subject alternative name: `scanner`, `127.0.0.1`, …). Unset,
+everything is plain, as before; a file that cannot be read stops the process with its name.
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -120,7 +127,48 @@ class _TokenClientInterceptor(
         return continuation(self._details(details), requests)
 
 
+TLS_CERT_ENV = "K0_GRPC_TLS_CERT"
+TLS_KEY_ENV = "K0_GRPC_TLS_KEY"
+TLS_CA_ENV = "K0_GRPC_TLS_CA"
+
+
+def _pem(variable: str) -> bytes:
+    path = os.environ[variable]
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise SystemExit(f"{variable}={path}: cannot read it ({exc.strerror or exc})") from None
+    if b"-----BEGIN " not in data:
+        raise SystemExit(f"{variable}={path}: not a PEM file")
+    return data
+
+
+def server_credentials() -> grpc.ServerCredentials | None:
+    """TLS for a server when K0_GRPC_TLS_CERT and K0_GRPC_TLS_KEY are set (both or neither); else None."""
+    cert, key = os.environ.get(TLS_CERT_ENV, ""), os.environ.get(TLS_KEY_ENV, "")
+    if not cert and not key:
+        return None
+    if not (cert and key):
+        missing = TLS_KEY_ENV if cert else TLS_CERT_ENV
+        raise SystemExit(f"gRPC TLS needs both {TLS_CERT_ENV} and {TLS_KEY_ENV}: {missing} is not set")
+    return grpc.ssl_server_credentials([(_pem(TLS_KEY_ENV), _pem(TLS_CERT_ENV))])
+
+
+def channel_credentials() -> grpc.ChannelCredentials | None:
+    """TLS for a client when K0_GRPC_TLS_CA is set (servers verified against that bundle); else None."""
+    if not os.environ.get(TLS_CA_ENV, ""):
+        return None
+    return grpc.ssl_channel_credentials(root_certificates=_pem(TLS_CA_ENV))
+
+
 def open_channel(target: str, token: str = "", options: list[tuple[str, Any]] | None = None) -> grpc.Channel:
-    """A channel to a k0maru service (message limits set), carrying the shared token when there is one."""
-    channel = grpc.insecure_channel(target, options=[*CHANNEL_OPTIONS, *(options or [])])
+    """A channel to a k0maru service (message limits set), carrying the shared token when there
+    is one; TLS when K0_GRPC_TLS_CA is set."""
+    all_options = [*CHANNEL_OPTIONS, *(options or [])]
+    credentials = channel_credentials()
+    channel = (
+        grpc.secure_channel(target, credentials, options=all_options)
+        if credentials is not None
+        else grpc.insecure_channel(target, options=all_options)
+    )
     return grpc.intercept_channel(channel, _TokenClientInterceptor(token)) if token else channel

@@ -19,7 +19,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address
+from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address, open_channel, server_credentials
 from ._errors import K0Error
 from ._validation import check_request
 
@@ -144,7 +144,12 @@ class GrpcService:
         self._health = health.HealthServicer(experimental_non_blocking=True)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self.server)
         self.set_serving(False)
-        self.port = self.server.add_insecure_port(address)
+        credentials = server_credentials()  # TLS only, when K0_GRPC_TLS_CERT/KEY are set
+        self.port = (
+            self.server.add_secure_port(address, credentials)
+            if credentials is not None
+            else self.server.add_insecure_port(address)
+        )
         if self.port == 0:
             raise OSError(f"{name}: cannot bind gRPC address {address}")
         host = address.rsplit(":", 1)[0]
@@ -216,7 +221,7 @@ def wait_until_serving(address: str, service: str, timeout_s: float) -> bool:
     import time
 
     deadline = time.monotonic() + timeout_s
-    with grpc.insecure_channel(address) as channel:
+    with open_channel(address) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while time.monotonic() < deadline:
             try:
@@ -231,7 +236,7 @@ def wait_until_serving(address: str, service: str, timeout_s: float) -> bool:
 
 def health_state(address: str, service: str, timeout_s: float = 1.0) -> str:
     """SERVING, NOT_SERVING, UNKNOWN, or UNREACHABLE."""
-    with grpc.insecure_channel(address) as channel:
+    with open_channel(address) as channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=service), timeout=timeout_s

@@ -6,7 +6,9 @@ names the vault it came from. Logs go to stderr: stdout is the wire.
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -417,8 +419,118 @@ def build_mcp(client: StackClient) -> MCPServer:
     return server
 
 
+_ID_PATTERN = re.compile(r'"id"\s*:\s*(-?\d{1,18}|"(?:[^"\\]|\\.){0,200}")')
+
+
+def _request_id(raw: str) -> int | str | None:
+    """The id of a request the SDK could not read, when one can be told (else None, as JSON-RPC says)."""
+    try:
+        message = json.loads(raw)
+    except RecursionError:  # too deep for Python's parser too: the id usually comes before the params
+        match = _ID_PATTERN.search(raw[: raw.find('"params"')] if '"params"' in raw else raw[:2000])
+        return json.loads(match.group(1)) if match else None
+    except ValueError:
+        return None
+    value = message.get("id") if isinstance(message, dict) else None
+    return value if isinstance(value, int | str) and not isinstance(value, bool) else None
+
+
+def _python_reads(raw: str) -> bool:
+    """Python's parser accepts lone surrogates, which the SDK's (jiter) refuses."""
+    try:
+        json.loads(raw)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def unreadable_line_reply(exc: Exception) -> Any:
+    """A JSON-RPC error answering a line the SDK could not read (it only logs those, so the host
+    would wait for an answer forever): lone UTF-16 surrogates (`"\\ud800"`), nesting deeper than
+    the parser allows, invalid JSON, JSON that is no JSON-RPC message. None: not such an error."""
+    import mcp_types as types
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError) or not exc.errors():
+        return None
+    first = exc.errors()[0]
+    raw = first.get("input")
+    if not isinstance(raw, str):  # valid JSON, but no JSON-RPC message (an array, a number, …)
+        value = raw.get("id") if isinstance(raw, dict) else None
+        request_id = value if isinstance(value, int | str) and not isinstance(value, bool) else None
+        return types.JSONRPCError(
+            jsonrpc="2.0",
+            id=request_id,
+            error=types.ErrorData(code=types.INVALID_REQUEST, message="not a JSON-RPC 2.0 request object"),
+        )
+    if first["type"] != "json_invalid":
+        code, message = types.INVALID_REQUEST, f"not a JSON-RPC message: {first['msg']} at {first['loc']}"[:300]
+    elif "recursion limit" in first["msg"]:
+        code, message = types.PARSE_ERROR, "JSON nested too deeply: flatten the arguments"
+    elif _python_reads(raw) and re.search(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}", raw):
+        code, message = (
+            types.PARSE_ERROR,
+            "a string holds a lone UTF-16 surrogate (a \\uD800-\\uDFFF escape without its pair): "
+            "not valid Unicode, send UTF-8 text",
+        )
+    else:
+        code, message = types.PARSE_ERROR, first["msg"][:300]
+    return types.JSONRPCError(jsonrpc="2.0", id=_request_id(raw), error=types.ErrorData(code=code, message=message))
+
+
+class _AnsweringReader:
+    """The stdio transport's read stream, answering the lines it could not read instead of passing
+    them on as exceptions (which the SDK logs and drops). Everything else is the inner stream's."""
+
+    def __init__(self, inner: Any, write_stream: Any) -> None:
+        self._inner = inner
+        self._write = write_stream
+
+    async def receive(self) -> Any:
+        from mcp.shared.message import SessionMessage
+
+        while True:
+            item = await self._inner.receive()
+            reply = unreadable_line_reply(item) if isinstance(item, Exception) else None
+            if reply is None:
+                return item
+            log.warning("answered an unreadable MCP line: %s", reply.error.message)
+            await self._write.send(SessionMessage(reply))
+
+    def __aiter__(self) -> _AnsweringReader:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _AnsweringReader:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:  # last_context, close, aclose, clone
+        return getattr(self._inner, name)
+
+
+async def _run_stdio(server: MCPServer) -> None:
+    """MCPServer.run_stdio_async, with unreadable lines answered (_AnsweringReader)."""
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async uses it the same way
+    async with stdio_server() as (read_stream, write_stream):
+        await lowlevel.run(
+            _AnsweringReader(read_stream, write_stream), write_stream, lowlevel.create_initialization_options()
+        )
+
+
 def serve_mcp_stdio(client: StackClient) -> None:
     """Serve MCP over stdin/stdout until the host closes stdin (the caller owns `client`)."""
     import anyio
 
-    anyio.run(build_mcp(client).run_stdio_async)
+    anyio.run(_run_stdio, build_mcp(client))
