@@ -22,6 +22,7 @@ import random
 import re
 import secrets
 import signal
+import subprocess
 import sys
 import time
 import urllib.parse
@@ -212,9 +213,9 @@ def _wait_healthy(net: Network, host: Host, service: str, timeout_s: float = 240
     argv = [PY, "-m", "k0maru_common.healthcheck", f"127.0.0.1:{HEALTH[service]}", f"k0maru.v1.{service.title()}"]
     while time.monotonic() < deadline:
         try:
-            net.run(host, argv, timeout=20)
+            net.run(host, argv, timeout=60)
             return
-        except RuntimeError:
+        except (RuntimeError, subprocess.TimeoutExpired):  # not up yet, or a starved machine
             time.sleep(0.5)
     log = (net.logs / f"{host.namespace}.log").read_text(errors="replace")[-3000:]
     raise AssertionError(f"{service} on {host.address} never became SERVING:\n{log}")
