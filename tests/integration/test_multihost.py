@@ -1,8 +1,9 @@
 """The team topology of docker-compose.yml on separate network hosts, without Docker.
 
 Hosts (network namespaces on one bridge, see netns.py): redis (a real Valkey), scanner (with the
-vault), two embedders sharing the name `embedder`, retriever, offload, gateway, and a client (an
-agent's machine). Each service runs with exactly the environment docker-compose.yml gives it —
+vault), two embedders sharing the name `embedder`, two retrievers sharing the name `retriever`
+(compose's `retriever` and `retriever-2`, whose network alias is `retriever`), offload, gateway,
+and a client (an agent's machine). Each service runs with exactly the environment docker-compose.yml gives it —
 read from the file, host names resolved per host — binding its real address, not loopback. Two
 deviations, both because of what exists on this machine: Valkey stands in for `redis:7`, and the
 retriever keeps its vectors in Qdrant Edge (no Qdrant server binary is installable here), so
@@ -20,6 +21,8 @@ import os
 import random
 import re
 import secrets
+import signal
+import subprocess
 import sys
 import time
 import urllib.parse
@@ -44,17 +47,41 @@ ARTIFACTS = ROOT / ".artifacts"
 HEALTH = {"scanner": 50051, "embedder": 50052, "retriever": 50053, "offload": 50054, "gateway": 50055}
 
 STATUS_SCRIPT = """
-import json, os
+import json, os, sys
 from k0maru.v1 import retriever_pb2, scanner_pb2
 from k0maru_common import StackClient
-with StackClient("", {"scanner": "scanner:50051", "retriever": "retriever:50053", "offload": "offload:50054"},
+target = sys.argv[1]  # one retriever's address: the name `retriever` is balanced over both
+with StackClient("", {"scanner": "scanner:50051", "retriever": target, "offload": "offload:50054"},
                  os.environ["K0_GRPC_TOKEN"]) as c:
     s = c.call(c.scanner.Status, scanner_pb2.ScannerStatusRequest(), 10)
     i = c.call(c.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 10)
     print(json.dumps({"scanned": s.documents, "last_seq": s.last_seq, "documents": i.documents,
                       "applied": i.last_applied_seq, "chunks": i.chunks, "vectors": i.chunks_with_vectors,
-                      "pending": i.embed_queue_pending, "dead": i.embed_dead_letter}))
+                      "pending": i.embed_queue_pending, "dead": i.embed_dead_letter, "instance": i.instance,
+                      "workers": {w.name: w.gone for w in i.embedders}}))
 """
+TOP10_SCRIPT = """
+import json, os, sys
+from k0maru.v1 import retriever_pb2
+from k0maru_common import StackClient
+out = {}
+with StackClient("", {"scanner": "scanner:50051", "retriever": sys.argv[1], "offload": "offload:50054"},
+                 os.environ["K0_GRPC_TOKEN"]) as c:
+    for q in json.loads(sys.argv[2]):
+        r = c.call(c.retriever.Search, retriever_pb2.SearchRequest(query=q, limit=10), 30)
+        out[q] = [[h.path, round(h.score, 6)] for h in r.hits] + [[ch.channel, ch.ran] for ch in r.channels]
+print(json.dumps(out))
+"""
+QUERIES = [
+    "quokka failover lighthouse",
+    "thoughts on topic 7",
+    "part 2 of note 431",
+    "option 13",
+    "lighthouse keeper runbook",
+    "weighs option 50 see note",
+    "note 999",
+    "rotates every night",
+]
 PROBE_SCRIPT = """
 import json, os, sys, time
 from k0maru.v1 import retriever_pb2
@@ -186,25 +213,47 @@ def _wait_healthy(net: Network, host: Host, service: str, timeout_s: float = 240
     argv = [PY, "-m", "k0maru_common.healthcheck", f"127.0.0.1:{HEALTH[service]}", f"k0maru.v1.{service.title()}"]
     while time.monotonic() < deadline:
         try:
-            net.run(host, argv, timeout=20)
+            net.run(host, argv, timeout=60)
             return
-        except RuntimeError:
+        except (RuntimeError, subprocess.TimeoutExpired):  # not up yet, or a starved machine
             time.sleep(0.5)
     log = (net.logs / f"{host.namespace}.log").read_text(errors="replace")[-3000:]
     raise AssertionError(f"{service} on {host.address} never became SERVING:\n{log}")
 
 
-def _rate(net: Network, client: Host, token: str, window_s: float) -> float:
+def _rate(net: Network, client: Host, token: str, window_s: float, target: str) -> float:
     """Vectors stored per second over `window_s` (a measurement, reported, never asserted)."""
-    env = {"K0_GRPC_TOKEN": token}
-    first = json.loads(net.run(client, [PY, "-c", STATUS_SCRIPT], env))
+    first = _status(net, client, token, target)
     t0 = time.monotonic()
     time.sleep(window_s)
-    last = json.loads(net.run(client, [PY, "-c", STATUS_SCRIPT], env))
+    last = _status(net, client, token, target)
     return (last["vectors"] - first["vectors"]) / (time.monotonic() - t0)
 
 
-def test_team_topology_on_eight_hosts(network: Network, tmp_path: Path):
+def _status(net: Network, client: Host, token: str, target: str) -> dict:
+    return json.loads(net.run(client, [PY, "-c", STATUS_SCRIPT, target], {"K0_GRPC_TOKEN": token}))
+
+
+def save(report: dict[str, object]) -> None:
+    """The measurements so far, for the closing note (kept when a later step fails)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "multihost.json").write_text(json.dumps(report, indent=2))
+    print(json.dumps(report))
+
+
+def _until(check, what: str, timeout_s: float = 120.0):  # type: ignore[no-untyped-def]
+    """Poll `check` until it returns something truthy; fail with its last value."""
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(1.0)
+    raise AssertionError(f"timed out waiting for {what}: {last!r}")
+
+
+def test_team_topology_on_nine_hosts(network: Network, tmp_path: Path):
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     net = network
     vault = tmp_path / "vault"
@@ -220,6 +269,8 @@ def test_team_topology_on_eight_hosts(network: Network, tmp_path: Path):
     scanner = net.add("scanner")
     embedders = [net.add("embedder"), net.add("embedder")]
     retriever = net.add("retriever")
+    reader = net.add("retriever")  # compose's retriever-2: network alias `retriever`, its own indexes
+    first_target = f"{retriever.address}:50053"
     offload = net.add("offload")
     gateway = net.add("gateway")
     client = net.add("client")
@@ -240,7 +291,12 @@ def test_team_topology_on_eight_hosts(network: Network, tmp_path: Path):
     assert retriever_env.pop("K0_QDRANT_URL") and retriever_env["K0_VECTOR_BACKEND"] == "qdrant"
     retriever_env["K0_VECTOR_BACKEND"] = "edge"  # the one substitution: no Qdrant server here
     net.start(retriever, [PY, "-m", "k0maru_retriever"], retriever_env, retriever.namespace)
+    reader_env = env_of("retriever-2")
+    assert reader_env.pop("K0_QDRANT_URL") and reader_env["K0_RETRIEVER_ID"]
+    reader_env["K0_VECTOR_BACKEND"] = "edge"
+    net.start(reader, [PY, "-m", "k0maru_retriever"], reader_env, reader.namespace)
     _wait_healthy(net, retriever, "retriever")
+    _wait_healthy(net, reader, "retriever")
     _wait_healthy(net, offload, "offload")
     net.start(gateway, [PY, "-m", "k0maru_gateway"], env_of("gateway"), gateway.namespace)
     _wait_healthy(net, gateway, "gateway")
@@ -252,14 +308,24 @@ def test_team_topology_on_eight_hosts(network: Network, tmp_path: Path):
     status: dict[str, int] = {}
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        status = json.loads(net.run(client, [PY, "-c", STATUS_SCRIPT], {"K0_GRPC_TOKEN": tokens["K0_GRPC_TOKEN"]}))
+        status = _status(net, client, tokens["K0_GRPC_TOKEN"], first_target)
         if status["documents"] == status["scanned"] == NOTES + 1 and status["applied"] >= status["last_seq"]:
             break
         time.sleep(2)
     assert status["documents"] == NOTES + 1, status
     token = tokens["K0_GRPC_TOKEN"]
+
+    # status lists the embedder workers (the job stream's consumers), from either retriever
+    def two_workers() -> dict[str, bool] | None:
+        w: dict[str, bool] = _status(net, client, token, first_target)["workers"]
+        return w if len(w) == 2 else None
+
+    workers = _until(two_workers, "two workers")
+    assert not any(workers.values()), workers
+    pids = {h.namespace: h.procs[0].pid for h in embedders}
+    assert all(any(n.endswith(f"-{pid}") for n in workers) for pid in pids.values()), (workers, pids)
     report: dict[str, object] = {"chunks": status["chunks"]}
-    report["rate_2_workers"] = round(_rate(net, client, token, 15.0), 1)
+    report["rate_2_workers"] = round(_rate(net, client, token, 15.0, first_target), 1)
 
     # a process without the stack's token is refused
     stranger = net.run(client, [PY, "-c", STRANGER_SCRIPT])
@@ -300,11 +366,29 @@ def test_team_topology_on_eight_hosts(network: Network, tmp_path: Path):
     third = net.add("embedder")
     net.start(third, [PY, "-m", "k0maru_embedder"], env_of("embedder"), third.namespace)
     _wait_healthy(net, third, "embedder")
-    report["rate_3_workers"] = round(_rate(net, client, token, 15.0), 1)
+    third_name = f"-{third.procs[0].pid}"
+    _until(
+        lambda: any(n.endswith(third_name) for n in _status(net, client, token, first_target)["workers"]),
+        "the third worker",
+    )
+    report["rate_3_workers"] = round(_rate(net, client, token, 15.0, first_target), 1)
+    removed, cut_off = f"-{embedders[0].procs[0].pid}", f"-{embedders[1].procs[0].pid}"
     net.stop(embedders[0])  # SIGTERM: a worker removed
     net.link(embedders[1], up=False)  # a worker host unreachable
     cut = time.monotonic()
     probes = json.loads(net.run(client, [PY, "-c", PROBE_SCRIPT, "90", "cut", "5"], {"K0_GRPC_TOKEN": token}, 120))
+
+    # status: the stopped worker left the group at once; the cut-off one is gone (or already
+    # dropped) once silent beyond the retriever's bound (30 s by default)
+    def after_cut() -> dict[str, bool] | None:
+        w: dict[str, bool] = _status(net, client, token, first_target)["workers"]
+        removed_left = not any(n.endswith(removed) for n in w)
+        cut_gone = all(gone for n, gone in w.items() if n.endswith(cut_off))
+        third_live = any(n.endswith(third_name) and not gone for n, gone in w.items())
+        return w if removed_left and cut_gone and third_live else None
+
+    seen = _until(after_cut, "the stopped worker removed and the cut-off one gone")
+    report["workers_after_cut"] = seen
     net.link(embedders[1], up=True)
     recovered = next(
         (probes[i][0] for i in range(len(probes)) if all(p[1] for p in probes[i : i + 5]) and i + 5 <= len(probes)),
@@ -314,14 +398,45 @@ def test_team_topology_on_eight_hosts(network: Network, tmp_path: Path):
     assert recovered is not None, f"query embedding never failed over to the remaining worker: {probes}"
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline:
-        status = json.loads(net.run(client, [PY, "-c", STATUS_SCRIPT], {"K0_GRPC_TOKEN": token}))
+        status = _status(net, client, token, first_target)
         if status["vectors"] == status["chunks"] and status["pending"] == 0:
             break
         time.sleep(2)
     report["after_s"] = round(time.monotonic() - cut, 1)
     report["final"] = status
-    ARTIFACTS.mkdir(exist_ok=True)
-    (ARTIFACTS / "multihost.json").write_text(json.dumps(report, indent=2))
-    print(json.dumps(report))
+    save(report)
     assert status["vectors"] == status["chunks"] == (NOTES * SECTIONS + 1), status  # no job lost
     assert status["dead"] == 0 and status["pending"] == 0, status
+
+    # the second retriever serves the same top-10 as the first, once it has every vector too
+    def reader_complete() -> dict | None:
+        r: dict = _status(net, client, token, f"{reader.address}:50053")
+        return r if r["vectors"] == r["chunks"] else None
+
+    second = _until(reader_complete, "the second retriever's vectors", 300)
+    first = _status(net, client, token, first_target)
+    assert second["instance"] and not first["instance"] and second["chunks"] == first["chunks"], (first, second)
+    env = {"K0_GRPC_TOKEN": token}
+    tops = [
+        json.loads(net.run(client, [PY, "-c", TOP10_SCRIPT, f"{h.address}:50053", json.dumps(QUERIES)], env, 60))
+        for h in (retriever, reader)
+    ]
+    report["second_retriever"] = {
+        "queries": len(QUERIES),
+        "identical_top10": sum(tops[0][q] == tops[1][q] for q in QUERIES),
+    }
+    save(report)
+    for q in QUERIES:
+        assert tops[0][q] == tops[1][q], (q, tops[0][q], tops[1][q])
+        assert ["vector", True] in tops[0][q], tops[0][q]  # both channels ran: hybrid results compared
+
+    # the gateway balances over both; with one killed it keeps answering
+    net.stop(reader, signal.SIGKILL)
+    answered = 0
+    for i in range(12):
+        url = f"http://gateway:7878/api/search?q={urllib.parse.quote(QUERIES[i % len(QUERIES)])}"
+        reply = json.loads(net.run(client, [PY, "-c", HTTP_SCRIPT, url, tokens["K0_CONSOLE_TOKEN"]]))
+        answered += bool(reply["hits"])
+    report["gateway_after_kill"] = f"{answered}/12 answered"
+    save(report)
+    assert answered == 12

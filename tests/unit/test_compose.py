@@ -21,6 +21,7 @@ SETTINGS = {
     "scanner": ScannerSettings,
     "embedder": EmbedderSettings,
     "retriever": RetrieverSettings,
+    "retriever-2": RetrieverSettings,
     "offload": OffloadSettings,
     "gateway": GatewaySettings,
 }
@@ -47,7 +48,7 @@ def test_cross_references(compose: dict):
             assert dep in services, f"{name} depends on unknown {dep}"
             assert svc["depends_on"][dep]["condition"] == "service_healthy"
             assert "healthcheck" in services[dep], f"{dep} has no health check"
-        for net in svc.get("networks", []):
+        for net in svc.get("networks", []):  # a list, or a map with aliases
             assert net in compose["networks"]
         for vol in svc.get("volumes", []):
             source = vol.split(":")[0]
@@ -58,8 +59,8 @@ def test_cross_references(compose: dict):
             assert dockerfile.exists() and svc["build"]["context"] == "."
             text = dockerfile.read_text()
             assert "USER " in text and text.count("FROM ") >= 2 and "k0maru_${SERVICE}" in text
-            assert svc["build"]["args"]["SERVICE"] == name
-            assert (ROOT / "requirements" / f"{name}.lock").is_file(), f"no dependency set for {name}"
+            assert name.split("-")[0] == svc["build"]["args"]["SERVICE"]  # retriever-2 runs the retriever
+            assert (ROOT / "requirements" / f"{name.split('-')[0]}.lock").is_file(), f"no dependency set for {name}"
         assert "healthcheck" in svc
 
 
@@ -78,6 +79,15 @@ def test_embedder_scales_and_console_is_loopback_and_token_protected(compose: di
     assert all(p.startswith("127.0.0.1:") for p in gateway["ports"])
     assert re.search(r"\$\{K0_CONSOLE_TOKEN:\?", gateway["environment"]["K0_CONSOLE_TOKEN"])
     assert compose["services"]["retriever"]["environment"]["K0_EMBEDDER_TARGET"].startswith("dns:///embedder")
+
+
+def test_second_retriever_is_a_distinct_reader_the_gateway_balances_over(compose: dict):
+    first, second = compose["services"]["retriever"], compose["services"]["retriever-2"]
+    assert second["profiles"] == ["reads"] and "retriever" in second["networks"]["k0"]["aliases"]
+    assert second["environment"]["K0_RETRIEVER_ID"] and not first["environment"].get("K0_RETRIEVER_ID")
+    assert {k: v for k, v in second["environment"].items() if k != "K0_RETRIEVER_ID"} == first["environment"]
+    assert first["volumes"] != second["volumes"]  # each its own BM25 index and state
+    assert compose["services"]["gateway"]["environment"]["K0_RETRIEVER_ADDR"] == "dns:///retriever:50053"
 
 
 def test_every_service_bound_beyond_loopback_requires_the_grpc_token(compose: dict):

@@ -226,6 +226,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     client = state.client()
     index: dict[str, int] = {}
     queue = {"pending": -1, "dead_letter": -1}
+    workers: list[dict[str, object]] = []  # the job stream's consumers, as the retriever reads them
     problems: list[str] = []  # what the services say about themselves beyond health
     try:
         reply = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 3.0)
@@ -238,6 +239,9 @@ def cmd_status(args: argparse.Namespace) -> int:
             "vector_points": reply.vector_points,
         }
         queue = {"pending": reply.embed_queue_pending, "dead_letter": reply.embed_dead_letter}
+        workers = [
+            {"name": w.name, "pending": w.pending, "idle_ms": w.idle_ms, "gone": w.gone} for w in reply.embedders
+        ]
         if reply.problem:
             problems.append(f"retriever: {reply.problem}")
     except K0Error:
@@ -264,6 +268,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "console": state.console_url,
                     "embedders": embedders,
                     "queue": queue,
+                    "workers": workers,
                     "index": index,
                     "problems": problems,
                 }
@@ -276,6 +281,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         for e in embedders:
             print(f"{e['name']:<12} pid {e['pid']}: {e['processed']} embedded, {e['chunks_per_s']} chunks/s")
         print(f"queue   {queue['pending']} jobs pending, {queue['dead_letter']} in dead letter")
+        for w in workers:
+            seen = "gone" if w["gone"] else "live"
+            print(f"worker  {w['name']}: {seen}, {w['pending']} jobs held, idle {w['idle_ms']} ms")
         if index:
             print(
                 f"index   {index['documents']} notes, {index['chunks']} chunks, {index['chunks_with_vectors']} with vectors"

@@ -6,6 +6,7 @@ back as K0Error with the server's message.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from k0maru.v1 import (
 
 from ._auth import open_channel
 from ._errors import error_from_rpc
-from ._server import ROUND_ROBIN_CONFIG, embedder_target
+from ._server import KEEPALIVE_CLIENT_OPTIONS, ROUND_ROBIN_CONFIG, embedder_target
 
 T = TypeVar("T")
 SEARCH_MODES = {
@@ -31,6 +32,34 @@ SEARCH_MODES = {
     "bm25": retriever_pb2.SEARCH_MODE_BM25,
     "vector": retriever_pb2.SEARCH_MODE_VECTOR,
 }
+
+
+RETRIEVER_CONFIG = json.dumps(
+    {
+        "loadBalancingConfig": [{"round_robin": {}}],
+        "methodConfig": [
+            {
+                "name": [{"service": "k0maru.v1.Retriever"}],
+                "retryPolicy": {  # a call that met a retriever going away is tried on another one
+                    "maxAttempts": 3,
+                    "initialBackoff": "0.1s",
+                    "maxBackoff": "1s",
+                    "backoffMultiplier": 2,
+                    "retryableStatusCodes": ["UNAVAILABLE"],
+                },
+            }
+        ],
+    }
+)
+"""Reads spread over every retriever of a target (`dns:///retriever:50053` resolving to several
+hosts, or a comma list of IP:port); all of them follow the same scanner and answer alike."""
+
+
+def balanced_target(address: str) -> str:
+    """A gRPC target for one address or several: "10.0.0.5:50053,10.0.0.6:50053" → ipv4:…"""
+    if "," in address and not address.startswith(("ipv4:", "ipv6:", "dns:")):
+        return "ipv4:" + ",".join(a.strip() for a in address.split(","))
+    return address
 
 
 def mode_name(mode: int) -> str:
@@ -50,7 +79,9 @@ class StackClient:
     def __post_init__(self) -> None:
         self._channels: list[grpc.Channel] = []
         self.scanner = scanner_pb2_grpc.ScannerStub(self._channel(self.addresses["scanner"]))
-        self.retriever = retriever_pb2_grpc.RetrieverStub(self._channel(self.addresses["retriever"]))
+        self.retriever = retriever_pb2_grpc.RetrieverStub(
+            self._channel(balanced_target(self.addresses["retriever"]), RETRIEVER_CONFIG, KEEPALIVE_CLIENT_OPTIONS)
+        )
         self.offload = offload_pb2_grpc.OffloadStub(self._channel(self.addresses["offload"]))
         embedders = [a for n, a in sorted(self.addresses.items()) if n.startswith("embedder")]
         self.embedder = (
@@ -59,8 +90,11 @@ class StackClient:
             else None
         )
 
-    def _channel(self, target: str, service_config: str | None = None) -> grpc.Channel:
+    def _channel(
+        self, target: str, service_config: str | None = None, extra: list[tuple[str, Any]] | None = None
+    ) -> grpc.Channel:
         options: list[tuple[str, Any]] = [("grpc.service_config", service_config)] if service_config else []
+        options += extra or []
         channel = open_channel(target, self.token, options)
         self._channels.append(channel)
         return channel

@@ -235,7 +235,9 @@ def wait_until_serving(address: str, service: str, timeout_s: float) -> bool:
 
 
 def health_state(address: str, service: str, timeout_s: float = 1.0) -> str:
-    """SERVING, NOT_SERVING, UNKNOWN, or UNREACHABLE."""
+    """SERVING, NOT_SERVING, UNKNOWN, or UNREACHABLE (of the first that answers, for a comma list)."""
+    if "," in address and not address.startswith(("ipv4:", "ipv6:", "dns:")):
+        address = "ipv4:" + address
     with open_channel(address) as channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(

@@ -1,7 +1,10 @@
 """Redis names and encodings shared by the embedder (producer of vectors) and the retriever.
 
-Jobs:    XADD k0:embed:jobs    {id, hash, model, text}      read by group "embedders"
-Results: XADD k0:embed:results {id, hash, model, vector}    read by group "retriever"
+Jobs:    XADD k0:embed:jobs    {id, hash, text, reply}      read by group "embedders"
+Results: XADD <reply>          {id, hash, model, vector}    read by group "retriever"
+         reply = k0:embed:results (the only retriever) or k0:embed:results:<K0_RETRIEVER_ID>:
+         each retriever reads its own results; a second one gets the first one's vectors
+         from the cache, not from a second model run
 Dead:    XADD k0:embed:dead    {id, hash, model, reason}    jobs that kept failing
 Cache:   k0:emb:<model_id>:<xxh3 of the normalised text> → vector bytes
 """
@@ -28,6 +31,18 @@ def ensure_group(client: Any, stream: str, group: str) -> None:
     except redis.ResponseError as exc:
         if "BUSYGROUP" not in str(exc):
             raise
+
+
+def results_stream(instance: str) -> str:
+    """The results stream of the retriever named `instance` ("" = the only one)."""
+    return f"{RESULTS_STREAM}:{instance}" if instance else RESULTS_STREAM
+
+
+def reply_stream(reply: bytes) -> str:
+    """Where a job's result goes: its `reply` field when that names a results stream, else the
+    default one (jobs from before the field existed; nothing else can be written to)."""
+    name = reply.decode("utf-8", "replace")
+    return name if name.startswith(RESULTS_STREAM + ":") else RESULTS_STREAM
 
 
 def cache_key(model_id: str, text_hash: str) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 import time
 from collections import deque
@@ -28,13 +29,13 @@ from k0maru_common import (
     DEAD_STREAM,
     EMBED_GROUP,
     JOBS_STREAM,
-    RESULTS_STREAM,
     BackgroundWorker,
     DependencyFailed,
     K0Error,
     WorkerHealth,
     cache_key,
     ensure_group,
+    reply_stream,
     vector_to_bytes,
 )
 
@@ -87,7 +88,7 @@ class StreamWorker:
         self._batch = batch_size
         self._claim_idle_ms = claim_idle_ms
         self._max_attempts = max_attempts
-        self.consumer = f"embedder-{os.getpid()}"
+        self.consumer = f"embedder-{socket.gethostname()}-{os.getpid()}"
         self._worker = BackgroundWorker("stream worker", self._run, on_give_up)
 
     def ensure_group(self) -> None:
@@ -98,6 +99,20 @@ class StreamWorker:
 
     def stop(self) -> None:
         self._worker.stop()
+        self.leave()
+
+    def leave(self) -> None:
+        """Leave the consumer group when holding no jobs, so `status` stops listing this worker.
+        With jobs still pending (the loop did not finish its batch) the entry stays: the jobs
+        are reclaimed by the others, and the retriever drops the entry once it holds none."""
+        try:
+            mine = self._redis.xpending_range(
+                JOBS_STREAM, EMBED_GROUP, min="-", max="+", count=1, consumername=self.consumer
+            )
+            if not mine:
+                self._redis.xgroup_delconsumer(JOBS_STREAM, EMBED_GROUP, self.consumer)
+        except redis.RedisError as exc:
+            log.info("could not leave the consumer group: %s", exc)
 
     @property
     def alive(self) -> bool:
@@ -190,7 +205,10 @@ class StreamWorker:
             if i in failures:
                 pipe.xadd(DEAD_STREAM, {**_meta(fields), b"reason": failures[i].encode()})
             else:
-                pipe.xadd(RESULTS_STREAM, {**_meta(fields), b"model": model_id.encode(), b"vector": vectors[i]})
+                pipe.xadd(
+                    reply_stream(fields.get(b"reply", b"")),
+                    {**_meta(fields), b"model": model_id.encode(), b"vector": vectors[i]},
+                )
                 if i in computed_here:
                     pipe.set(keys[i], vectors[i])
             pipe.xack(JOBS_STREAM, EMBED_GROUP, msg_id)

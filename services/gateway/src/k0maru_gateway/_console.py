@@ -269,6 +269,7 @@ class StatusSampler:
             "index": None,
             "scanner": None,
             "queue": None,
+            "workers": [],  # embedder workers on the job stream (XINFO CONSUMERS, via the retriever)
             "tokens": None,
             "prices": {"per_million": self.prices.per_million, "currency": self.prices.currency},
         }
@@ -286,6 +287,9 @@ class StatusSampler:
                 "chunks_with_vectors": index.chunks_with_vectors,
                 "last_applied_seq": index.last_applied_seq,
             }
+            out["workers"] = [
+                {"name": w.name, "pending": w.pending, "idle_ms": w.idle_ms, "gone": w.gone} for w in index.embedders
+            ]
             self._samples.append((now, index.chunks_with_vectors))
             while self._samples and now - self._samples[0][0] > self.window_s:
                 self._samples.popleft()

@@ -167,6 +167,10 @@ SCHEMAS: dict[str, Any] = {
                 _obj({"documents": _INT, "chunks": _INT, "chunks_with_vectors": _INT, "last_applied_seq": _INT})
             ),
             "scanner": _nullable(_obj({"last_seq": _INT, "documents": _INT, "skipped": _INT, "watching": _BOOL})),
+            "workers": {
+                "type": "array",
+                "items": _obj({"name": _STR, "pending": _INT, "idle_ms": _INT, "gone": _BOOL}),
+            },
             "queue": _nullable(
                 _obj(
                     {

@@ -13,7 +13,10 @@ from k0maru_common import K0Settings
 class GatewaySettings(K0Settings):
     vault: Path = Field(description="the vault this gateway answers for")
     scanner_addr: str = Field("127.0.0.1:50051", description="scanner gRPC address")
-    retriever_addr: str = Field("127.0.0.1:50053", description="retriever gRPC address")
+    retriever_addr: str = Field(
+        "127.0.0.1:50053",
+        description="retriever gRPC target; several are balanced round robin: dns:///retriever:50053 (a name with several addresses) or a comma list of IP:port",
+    )
     offload_addr: str = Field("127.0.0.1:50054", description="offload gRPC address")
     embedder_target: str = Field("", description="embedders' gRPC target (for status)")
     events_addr: str = Field("", description="scanner ZeroMQ PUB address, for live console updates")

@@ -1,7 +1,11 @@
 """EmbeddingPipeline: chunk jobs out to the embedders over Redis Streams, vectors back in.
 
-Jobs are XADDed to k0:embed:jobs; results are read from k0:embed:results by the consumer
-group "retriever", stored through NoteIndex (which drops stale ones), then acknowledged.
+Jobs are XADDed to k0:embed:jobs with `reply` naming this retriever's results stream
+(k0:embed:results, or k0:embed:results:<K0_RETRIEVER_ID> when several retrievers follow the
+same scanner); results are read from it by the consumer group "retriever", stored through
+NoteIndex (which drops stale ones), then acknowledged. A second retriever queues the same
+chunks as the first: the embedders answer those from the vector cache (model + text hash)
+without running the model again.
 Without Redis or embedders the index still works, BM25-only, and says so in coverage.
 A periodic sweep re-enqueues chunks still missing vectors once the queue has drained
 (Valkey in the embedded default keeps nothing across restarts).
@@ -22,18 +26,20 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import redis
 
 from k0maru_common import (
     DEAD_STREAM,
+    EMBED_GROUP,
     JOBS_STREAM,
     RESULTS_GROUP,
-    RESULTS_STREAM,
     BackgroundWorker,
     WorkerHealth,
     ensure_group,
+    results_stream,
     vector_from_bytes,
 )
 
@@ -44,6 +50,16 @@ CONSUMER = "retriever"
 PAGE = 1000
 
 
+@dataclass(frozen=True)
+class EmbedderSeen:
+    """One consumer of the job stream's group: an embedder worker as Valkey last saw it."""
+
+    name: str
+    pending: int
+    idle_ms: int
+    gone: bool
+
+
 class EmbeddingPipeline:
     def __init__(
         self,
@@ -51,9 +67,13 @@ class EmbeddingPipeline:
         redis_url: str,
         sweep_interval_s: float = 15.0,
         on_give_up: Callable[[str], None] | None = None,
+        instance: str = "",
+        gone_after_s: float = 30.0,
     ) -> None:
         self._index = index
         self._redis: Any = redis.Redis.from_url(redis_url)  # bytes replies; redis-py's unions do not narrow
+        self._results = results_stream(instance)
+        self._gone_ms = int(gone_after_s * 1000)
         self._sweep_s = sweep_interval_s
         self._worker = BackgroundWorker("vectors", self._run, on_give_up)
         self._in_flight: dict[str, str] = {}  # chunk id → key of its job or result still in a stream
@@ -62,11 +82,14 @@ class EmbeddingPipeline:
 
     def _load_in_flight(self) -> None:
         """What the streams still hold from before this process started (Valkey outlives us)."""
-        for stream in (JOBS_STREAM, RESULTS_STREAM):
+        mine = self._results.encode()
+        for stream in (JOBS_STREAM, self._results):
             start = "-"
             while True:
                 page = self._redis.xrange(stream, min=start, max="+", count=PAGE)
                 for _msg_id, fields in page:
+                    if stream == JOBS_STREAM and fields.get(b"reply", mine) != mine:
+                        continue  # another retriever's job
                     if b"id" in fields and b"hash" in fields:
                         self._in_flight[fields[b"id"].decode()] = fields[b"hash"].decode()
                 if len(page) < PAGE:
@@ -92,7 +115,9 @@ class EmbeddingPipeline:
                     return
                 pipe = self._redis.pipeline(transaction=False)
                 for job in fresh.values():
-                    pipe.xadd(JOBS_STREAM, {"id": job.chunk_id, "hash": job.key, "text": job.text})
+                    pipe.xadd(
+                        JOBS_STREAM, {"id": job.chunk_id, "hash": job.key, "text": job.text, "reply": self._results}
+                    )
                 pipe.execute()
                 self._in_flight.update((cid, job.key) for cid, job in fresh.items())
             except redis.RedisError as exc:  # the sweep re-enqueues once Redis is back
@@ -104,6 +129,33 @@ class EmbeddingPipeline:
             return int(self._redis.xlen(JOBS_STREAM)), int(self._redis.xlen(DEAD_STREAM))
         except redis.RedisError:
             return -1, -1
+
+    def embedders(self) -> list[EmbedderSeen]:
+        """The embedder workers: consumers of the job stream's group (XINFO CONSUMERS).
+
+        A worker silent for longer than the bound is `gone` (a live one reads every 0.5 s); a gone
+        one holding no jobs is removed from the group (XGROUP DELCONSUMER) and left out, so the
+        listing follows workers as they come and go. One holding jobs stays listed until the
+        others reclaimed them. [] when Redis or the group is not there.
+        """
+        try:
+            consumers = self._redis.xinfo_consumers(JOBS_STREAM, EMBED_GROUP)
+        except redis.RedisError:
+            return []
+        seen: list[EmbedderSeen] = []
+        for c in consumers:
+            name = c["name"].decode() if isinstance(c["name"], bytes) else str(c["name"])
+            pending, idle = int(c.get("pending", 0)), int(c.get("idle", 0))
+            gone = idle > self._gone_ms
+            if gone and pending == 0:
+                try:
+                    self._redis.xgroup_delconsumer(JOBS_STREAM, EMBED_GROUP, name)
+                    log.info("embedder %s silent for %d s: removed from the group", name, idle // 1000)
+                    continue
+                except redis.RedisError:
+                    pass
+            seen.append(EmbedderSeen(name, pending, idle, gone))
+        return sorted(seen, key=lambda e: e.name)
 
     def start(self) -> None:
         self._worker.start()
@@ -120,10 +172,8 @@ class EmbeddingPipeline:
         start_id = "0"  # first our own pending results (from before a restart), then new ones
         while not stop.is_set():
             try:
-                ensure_group(self._redis, RESULTS_STREAM, RESULTS_GROUP)
-                reply = self._redis.xreadgroup(
-                    RESULTS_GROUP, CONSUMER, {RESULTS_STREAM: start_id}, count=256, block=300
-                )
+                ensure_group(self._redis, self._results, RESULTS_GROUP)
+                reply = self._redis.xreadgroup(RESULTS_GROUP, CONSUMER, {self._results: start_id}, count=256, block=300)
                 messages = reply[0][1] if reply else []
                 if start_id == "0" and not messages:
                     start_id = ">"
@@ -148,13 +198,13 @@ class EmbeddingPipeline:
                     del self._in_flight[cid]
         ids = [m for m, _ in messages]
         pipe = self._redis.pipeline(transaction=True)
-        pipe.xack(RESULTS_STREAM, RESULTS_GROUP, *ids)
-        pipe.xdel(RESULTS_STREAM, *ids)
+        pipe.xack(self._results, RESULTS_GROUP, *ids)
+        pipe.xdel(self._results, *ids)
         pipe.execute()
         log.debug("stored %d of %d vectors", stored, len(results))
 
     def _sweep(self) -> None:
-        if self._redis.xlen(JOBS_STREAM) > 0 or self._redis.xlen(RESULTS_STREAM) > 0:
+        if self._redis.xlen(JOBS_STREAM) > 0 or self._redis.xlen(self._results) > 0:
             return  # still in flight: results not stored yet are not missing
         with self._in_flight_lock:
             self._in_flight.clear()  # both streams are empty: nothing is (dead-lettered jobs are lost)

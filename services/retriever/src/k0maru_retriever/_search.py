@@ -94,22 +94,35 @@ class QueryEmbedder:
                 time.sleep(0.2)
 
     def start(self, text: str) -> grpc.Future:
-        """Ask for the query vector without waiting, so BM25 runs meanwhile."""
+        """Ask for the query vector without waiting, so BM25 runs meanwhile (half the budget:
+        `result` may try a second worker with the other half)."""
         return self._stub.Embed.future(
-            embedder_pb2.EmbedRequest(texts=[text[:2000]], is_query=True), timeout=self._timeout
+            embedder_pb2.EmbedRequest(texts=[text[:2000]], is_query=True), timeout=self._timeout / 2
         )
 
-    @staticmethod
-    def result(pending: grpc.Future) -> np.ndarray | None:
+    def result(self, pending: grpc.Future, text: str | None = None) -> np.ndarray | None:
+        """The vector, or None. A first attempt that timed out or found its worker gone is tried
+        once more (round robin picks the next worker): a worker whose process hangs while its
+        host still accepts connections looks ready to gRPC, and would otherwise fail every other
+        query for as long as it hangs."""
         try:
             reply = pending.result()
         except grpc.RpcError as exc:
-            log.warning("query embedding failed (%s); answering from BM25", exc.code())
-            return None
+            retry = exc.code() in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
+            if text is None or not retry:
+                log.warning("query embedding failed (%s); answering from BM25", exc.code())
+                return None
+            try:
+                reply = self._stub.Embed(
+                    embedder_pb2.EmbedRequest(texts=[text[:2000]], is_query=True), timeout=self._timeout / 2
+                )
+            except grpc.RpcError as again:
+                log.warning("query embedding failed twice (%s, %s); answering from BM25", exc.code(), again.code())
+                return None
         return np.asarray(reply.vectors[0].values, dtype=np.float32)
 
     def embed(self, text: str) -> np.ndarray | None:
-        return self.result(self.start(text))
+        return self.result(self.start(text), text)
 
     def close(self) -> None:
         self._channel.close()
@@ -176,7 +189,7 @@ class HybridSearcher:
             bm25 = self._pool(lambda n: self._index.bm25.search(query, n, scope), pool, scope)
             response.channels.append(retriever_pb2.ChannelReport(channel="bm25", ran=True))
         if pending is not None and embedder is not None:
-            qv = QueryEmbedder.result(pending)
+            qv = embedder.result(pending, query)
             if qv is not None:
                 embedder.remember(query, qv)
             else:

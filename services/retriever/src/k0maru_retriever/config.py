@@ -46,4 +46,12 @@ class RetrieverSettings(K0Settings):
         lt=1.0,
         description="rank bonus of a hit linked to or from another candidate: the share of the distance to rank 1 it closes in each channel",
     )
+    retriever_id: str = Field(
+        "",
+        pattern=r"^[A-Za-z0-9_-]{0,64}$",
+        description="this retriever's name when several follow the same scanner (its own embedding results stream and Qdrant collection); empty for the only one",
+    )
+    embedder_gone_s: float = Field(
+        30.0, gt=0.0, description="an embedder silent on the job stream this long is listed as gone by status"
+    )
     catchup_interval_s: float = Field(2.0, description="poll the journal this often even without events")

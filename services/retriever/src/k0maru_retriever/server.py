@@ -77,6 +77,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
         docs, _chunks, _vectors = app.index.counts()
         check = app.index.check()
         workers = [app.follower.health()] + ([app.pipeline.health()] if app.pipeline else [])
+        embedders = app.pipeline.embedders() if app.pipeline else []
         problems = check.problems + [
             f"{w.name} {w.state}: {w.last_error}" for w in workers if w.state not in ("starting", "running")
         ]
@@ -105,6 +106,11 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
             epa_axes=epa_axes,
             params_error="; ".join(filter(None, [app.params.error, tags.epa_error])),
             embedding_model=app.index.model_id,
+            embedders=[
+                retriever_pb2.EmbedderConsumer(name=e.name, pending=e.pending, idle_ms=e.idle_ms, gone=e.gone)
+                for e in embedders
+            ],
+            instance=app.settings.retriever_id,
         )
 
     def Reindex(
@@ -163,7 +169,8 @@ def open_vector_store(settings: RetrieverSettings, model_id: str, dimension: int
     name = re.sub(r"[^A-Za-z0-9_-]", "_", model_id or "none")
     if settings.vector_backend == "edge":
         return EdgeVectorStore(settings.data_dir / "retriever" / f"vectors-{name}", dimension)
-    return QdrantServerStore(settings.qdrant_url, f"k0_chunks_{name}", dimension)
+    suffix = f"_{settings.retriever_id}" if settings.retriever_id else ""  # a second retriever: its own
+    return QdrantServerStore(settings.qdrant_url, f"k0_chunks_{name}{suffix}", dimension)
 
 
 def build_server(settings: RetrieverSettings) -> RetrieverApp:
@@ -192,7 +199,15 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
     )
     service = GrpcService(HEALTH_NAMES["retriever"], settings.grpc_addr, token=settings.grpc_token)
     pipeline = (
-        EmbeddingPipeline(index, settings.redis_url, on_give_up=service.fail) if settings.embedder_target else None
+        EmbeddingPipeline(
+            index,
+            settings.redis_url,
+            on_give_up=service.fail,
+            instance=settings.retriever_id,
+            gone_after_s=settings.embedder_gone_s,
+        )
+        if settings.embedder_target
+        else None
     )
     follower = EventFollower(
         index,

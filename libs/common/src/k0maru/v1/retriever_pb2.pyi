@@ -219,7 +219,7 @@ class IndexStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class IndexStatusResponse(_message.Message):
-    __slots__ = ("vault", "last_applied_seq", "documents", "chunks", "chunks_with_vectors", "workers", "bm25_documents", "vector_points", "generation", "consistent", "problem", "embed_queue_pending", "embed_dead_letter", "tags", "tags_with_vectors", "epa_axes", "params_error", "embedding_model")
+    __slots__ = ("vault", "last_applied_seq", "documents", "chunks", "chunks_with_vectors", "workers", "bm25_documents", "vector_points", "generation", "consistent", "problem", "embed_queue_pending", "embed_dead_letter", "tags", "tags_with_vectors", "epa_axes", "params_error", "embedding_model", "embedders", "instance")
     VAULT_FIELD_NUMBER: _ClassVar[int]
     LAST_APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
     DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
@@ -238,6 +238,8 @@ class IndexStatusResponse(_message.Message):
     EPA_AXES_FIELD_NUMBER: _ClassVar[int]
     PARAMS_ERROR_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDERS_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_FIELD_NUMBER: _ClassVar[int]
     vault: str
     last_applied_seq: int
     documents: int
@@ -256,7 +258,21 @@ class IndexStatusResponse(_message.Message):
     epa_axes: int
     params_error: str
     embedding_model: str
-    def __init__(self, vault: _Optional[str] = ..., last_applied_seq: _Optional[int] = ..., documents: _Optional[int] = ..., chunks: _Optional[int] = ..., chunks_with_vectors: _Optional[int] = ..., workers: _Optional[_Iterable[_Union[_common_pb2.WorkerHealth, _Mapping]]] = ..., bm25_documents: _Optional[int] = ..., vector_points: _Optional[int] = ..., generation: _Optional[str] = ..., consistent: _Optional[bool] = ..., problem: _Optional[str] = ..., embed_queue_pending: _Optional[int] = ..., embed_dead_letter: _Optional[int] = ..., tags: _Optional[int] = ..., tags_with_vectors: _Optional[int] = ..., epa_axes: _Optional[int] = ..., params_error: _Optional[str] = ..., embedding_model: _Optional[str] = ...) -> None: ...
+    embedders: _containers.RepeatedCompositeFieldContainer[EmbedderConsumer]
+    instance: str
+    def __init__(self, vault: _Optional[str] = ..., last_applied_seq: _Optional[int] = ..., documents: _Optional[int] = ..., chunks: _Optional[int] = ..., chunks_with_vectors: _Optional[int] = ..., workers: _Optional[_Iterable[_Union[_common_pb2.WorkerHealth, _Mapping]]] = ..., bm25_documents: _Optional[int] = ..., vector_points: _Optional[int] = ..., generation: _Optional[str] = ..., consistent: _Optional[bool] = ..., problem: _Optional[str] = ..., embed_queue_pending: _Optional[int] = ..., embed_dead_letter: _Optional[int] = ..., tags: _Optional[int] = ..., tags_with_vectors: _Optional[int] = ..., epa_axes: _Optional[int] = ..., params_error: _Optional[str] = ..., embedding_model: _Optional[str] = ..., embedders: _Optional[_Iterable[_Union[EmbedderConsumer, _Mapping]]] = ..., instance: _Optional[str] = ...) -> None: ...
+
+class EmbedderConsumer(_message.Message):
+    __slots__ = ("name", "pending", "idle_ms", "gone")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    IDLE_MS_FIELD_NUMBER: _ClassVar[int]
+    GONE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    pending: int
+    idle_ms: int
+    gone: bool
+    def __init__(self, name: _Optional[str] = ..., pending: _Optional[int] = ..., idle_ms: _Optional[int] = ..., gone: _Optional[bool] = ...) -> None: ...
 
 class ReindexRequest(_message.Message):
     __slots__ = ()

@@ -525,6 +525,7 @@ async function statusView() {
     <h2>Indexing</h2><div class="card"><div class="bar big" id="big-bar"><div></div></div><div id="queue" class="row"></div></div>
     <div class="cards" id="counts"></div>
     <h2>Services</h2><div class="cards" id="services"></div>
+    <h2>Embedder workers</h2><div class="cards" id="workers"></div>
     <h2>Live changes</h2><div id="changes" class="card changes dim">waiting for the scanner…</div>`;
   const pr = prices();
   $("#price").value = pr.per_million; $("#currency").value = pr.currency;
@@ -552,6 +553,9 @@ async function statusView() {
     $("#counts").innerHTML = i ? [["notes", i.documents], ["chunks", i.chunks], ["chunks with vectors", i.chunks_with_vectors], ["applied seq", i.last_applied_seq], ["scanner seq", s.scanner ? s.scanner.last_seq : null], ["skipped files", s.scanner ? s.scanner.skipped : null]]
       .map(([k, v]) => `<div class="card"><div class="dim">${k}</div><div class="big">${fmt(v)}</div></div>`).join("") : "";
     $("#services").innerHTML = Object.entries(s.services).map(([n, st]) => `<div class="card"><span class="dot ${healthClass(st)}"></span>${esc(n)}<div class="dim">${esc(st)}</div></div>`).join("");
+    const w = s.workers || [];
+    $("#workers").innerHTML = w.length ? w.map((x) => `<div class="card worker"><span class="dot ${x.gone ? "warn" : "ok"}"></span>${esc(x.name)}<div class="dim">${x.gone ? "gone" : "live"} · ${fmt(x.pending)} jobs held · idle ${(x.idle_ms / 1000).toFixed(1)} s</div></div>`).join("")
+      : `<div class="card dim">no worker on the job stream</div>`;
   }
   paint(lastStatus);
   statusListeners.add(paint);
