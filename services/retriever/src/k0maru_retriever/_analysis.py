@@ -20,9 +20,9 @@ import tantivy
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 # an identifier: a run of letters/digits joined to more runs by `_ . : -` (runs like E0502 stay
-# whole anyway). Run by tantivy's regex tokenizer (Rust, leftmost-first): a match can only start
-# where a letter/digit run starts, so no look-behind is needed.
-_IDENT_PATTERN = r"[A-Za-z0-9]+(?:[_.:-][A-Za-z0-9]+)+"
+# whole anyway). Possessive runs: no backtracking into a word that has no separator after it
+# (twice as fast as tantivy's regex tokenizer on SciFact, and 2.2× the greedy form).
+_IDENT = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]++(?:[_.:-][A-Za-z0-9]++)+")
 MAX_QUERY_TERMS = 64
 LATIN_TOKENIZER = "k0_latin"
 
@@ -34,6 +34,10 @@ def _segment(run: str) -> list[str]:
 
     jieba.setLogLevel(logging.WARNING)
     return [w for w in jieba.lcut_for_search(run) if w.strip()]
+
+
+def _identifiers(text: str) -> list[str]:
+    return [match.lower() for match in _IDENT.findall(text)]
 
 
 def warm_up_han() -> None:
@@ -55,11 +59,6 @@ def _latin_analyzer() -> tantivy.TextAnalyzer:
 class BM25Analyzer:
     def __init__(self) -> None:
         self._latin = _latin_analyzer()
-        self._ident = (
-            tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(_IDENT_PATTERN))
-            .filter(tantivy.Filter.lowercase())
-            .build()
-        )
 
     def register(self, index: tantivy.Index) -> None:
         """Make `LATIN_TOKENIZER` known to `index` (every process, before indexing or reading)."""
@@ -71,9 +70,9 @@ class BM25Analyzer:
         Han runs are blanked in the first (the simple tokenizer would keep `abc检查` as one
         token), so the two together hold exactly the terms of `terms(text)`."""
         if text.isascii() or not _HAN.search(text):
-            return text, self._ident.analyze(text)
+            return text, _identifiers(text)
         latin = _HAN.sub(" ", text)
-        extra: list[str] = self._ident.analyze(latin)
+        extra = _identifiers(latin)
         for match in _HAN.finditer(text):
             extra.extend(_segment(match.group(0)))
         return latin, extra
@@ -94,7 +93,7 @@ class BM25Analyzer:
         if not text.strip():
             return []
         terms: list[str] = self._latin.analyze(text)
-        terms.extend(self._ident.analyze(text))
+        terms.extend(_identifiers(text))
         return terms
 
     def query_terms(self, query: str) -> list[str]:
