@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import tantivy
 
 from k0maru_retriever._analysis import BM25Analyzer
 from k0maru_retriever._bm25 import Bm25Index, ChunkRow, Scope
@@ -71,3 +72,51 @@ def test_delete_leaves_nothing(tmp_path: Path):
     idx.delete_path("db.md")
     idx.commit()
     assert idx.search("sqlite", 10, Scope()) == [] and idx.count() == 0
+
+
+MIXED = [
+    "SQLite busy\nSQLITE_BUSY means the database is locked; see snake_case_name and E0502.",
+    "借用检查器报错时 use std::mem::take 或 Option<&mut T>，再看 __init__.py 与 v1.2.3",
+    "abc检查器def_x 中文 running runs RUNNING the The",
+    "Ωmega é_x ñ-y naïve café 3.14.15",
+]
+
+
+def test_index_side_analysis_scores_as_the_python_terms(tmp_path: Path):
+    """tantivy analyses the Latin text itself and the rest comes pre-tokenized: every term must
+    score exactly as in an index of `terms()` (the query side's analysis) joined by spaces, so
+    term frequencies and document lengths are the same."""
+    analyzer = BM25Analyzer()
+    idx = Bm25Index(tmp_path / "i", analyzer)
+    builder = tantivy.SchemaBuilder()
+    builder.add_text_field("id", stored=True, tokenizer_name="raw")
+    builder.add_text_field("text", tokenizer_name="whitespace")
+    schema = builder.build()
+    reference = tantivy.Index(schema)
+    writer = reference.writer(heap_size=15_000_000, num_threads=1)
+    for i, text in enumerate(MIXED):
+        idx.add(ChunkRow(f"{i}.md#0", f"{i}.md", "Root", [], text))
+        writer.add_document(tantivy.Document(id=f"{i}.md#0", text=" ".join(analyzer.terms(text))))
+    idx.commit()
+    writer.commit()
+    reference.reload()
+    searcher = reference.searcher()
+    terms = {t for text in MIXED for t in analyzer.terms(text)}
+    assert {"sqlite_busy", "e0502", "检查", "v1.2.3", "run"} <= terms
+    for term in terms:  # one term query each, on both indexes
+        scored = []
+        for index_searcher, index_schema in ((searcher, schema), (idx._searcher, idx._schema)):
+            hits = index_searcher.search(tantivy.Query.term_query(index_schema, "text", term), 10).hits
+            scored.append(sorted((str(index_searcher.doc(a).get_first("id")), round(s, 4)) for s, a in hits))
+        assert scored[0] == scored[1] and scored[0], term
+
+
+def test_older_schema_is_rebuilt_with_a_new_generation(tmp_path: Path):
+    first = Bm25Index(tmp_path / "i", BM25Analyzer())
+    first.add(ROWS[0])
+    first.close()
+    generation = first.generation
+    del first
+    (tmp_path / "i" / "k0-schema-version").write_text("2")
+    again = Bm25Index(tmp_path / "i", BM25Analyzer())
+    assert again.count() == 0 and again.generation != generation

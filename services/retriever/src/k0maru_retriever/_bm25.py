@@ -9,7 +9,7 @@ from pathlib import Path
 
 import tantivy
 
-from ._analysis import BM25Analyzer
+from ._analysis import LATIN_TOKENIZER, BM25Analyzer
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,9 @@ class ChunkRow:
     text: str  # already including title and headings
 
 
-SCHEMA_VERSION = "2"  # 2: the "live" sentinel field (one term on every document) counts deleted documents
+# 2: the "live" sentinel field (one term on every document) counts deleted documents
+# 3: "text" analysed by tantivy (LATIN_TOKENIZER) plus pre-tokenized identifiers and jieba words
+SCHEMA_VERSION = "3"
 
 
 class Bm25Index:
@@ -75,10 +77,11 @@ class Bm25Index:
         builder.add_text_field("diary", tokenizer_name="raw")
         builder.add_text_field("tags", tokenizer_name="raw")
         builder.add_text_field("folders", tokenizer_name="raw")
-        builder.add_text_field("text", tokenizer_name="whitespace")
+        builder.add_text_field("text", tokenizer_name=LATIN_TOKENIZER)
         builder.add_text_field("live", tokenizer_name="raw")
         self._schema = builder.build()
         self._index = tantivy.Index(self._schema, path=str(directory), reuse=True)
+        analyzer.register(self._index)
         self._writer = self._index.writer(heap_size=50_000_000, num_threads=1)
         self._dirty = False
         self._searcher = self._index.searcher()  # reused until the next commit: its doc-store cache stays warm
@@ -88,9 +91,11 @@ class Bm25Index:
         self._dirty = True
 
     def add(self, row: ChunkRow) -> None:
-        doc = tantivy.Document(
-            id=row.chunk_id, path=row.path, diary=row.diary, text=self._analyzer.joined(row.text), live="1"
-        )
+        latin, extra = self._analyzer.split(row.text)
+        doc = tantivy.Document(id=row.chunk_id, path=row.path, diary=row.diary, text=latin, live="1")
+        if extra:  # one more value of the same field: its terms count in the same length and frequencies
+            tokens = [tantivy.Token(term, i, 0, 0) for i, term in enumerate(extra)]
+            doc.add_pre_tokenized_text("text", tantivy.PreTokenizedString("", tokens))
         for tag in row.tags:
             doc.add_text("tags", tag)
         for folder in folders_of(row.path):

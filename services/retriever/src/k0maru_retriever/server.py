@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import grpc
 from k0maru.v1 import retriever_pb2, retriever_pb2_grpc
 from k0maru_common import HEALTH_NAMES, GrpcService, NotFound, NotReady, confine
 
-from ._analysis import BM25Analyzer
+from ._analysis import BM25Analyzer, warm_up_han
 from ._bm25 import Bm25Index
 from ._follower import EventFollower
 from ._fusion import model_gap_scale
@@ -254,6 +255,9 @@ def run(settings: RetrieverSettings) -> None:
                 if app.service.stopping:
                     break
             app.service.set_serving(True)
+            # jieba's dictionary loads on first Han text; load it now, off the health path,
+            # so the first Chinese query does not wait for it
+            threading.Thread(target=warm_up_han, name="jieba-warm-up", daemon=True).start()
             with contextlib.suppress(KeyboardInterrupt):
                 app.service.wait_for_termination()
     finally:

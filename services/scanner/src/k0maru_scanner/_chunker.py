@@ -18,7 +18,8 @@ from k0maru_common import TOKEN_PATTERN, estimate_tokens
 
 DEFAULT_BUDGET = 200
 _HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s")
-_SENTENCE = re.compile(r"(?<=[。？！.!?\n])")
+# a sentence: up to and including its end mark, or the rest of the text (no look-behind: one pass)
+_SENTENCE = re.compile(r"[^。？！.!?\n]*[。？！.!?\n]|[^。？！.!?\n]+")
 
 
 @dataclass
@@ -72,14 +73,21 @@ def chunk_sections(sections: list[Section], budget: int = DEFAULT_BUDGET) -> lis
 
 def _pieces(text: str, budget: int) -> list[tuple[int, int]]:
     """Character ranges of `text`, each within the token budget."""
-    if estimate_tokens(text) <= budget:
+    if len(text) <= budget:  # a token takes at least one character
+        return [(0, len(text))]
+    # No token spans a sentence end (the marks are tokens of their own, or whitespace), so the
+    # sentences' counts add up to the text's: each character is read by the token regex once.
+    sentences = _SENTENCE.findall(text)
+    counts = [estimate_tokens(sentence) for sentence in sentences]
+    if sum(counts) <= budget:
         return [(0, len(text))]
     spans: list[tuple[int, int, int]] = []  # start, end, tokens
     pos = 0
-    for sentence in _SENTENCE.split(text):
-        if not sentence:
-            continue
-        spans.extend(_hard_split(pos, sentence, budget))
+    for sentence, tokens in zip(sentences, counts, strict=True):
+        if tokens <= budget:
+            spans.append((pos, pos + len(sentence), tokens))
+        else:
+            spans.extend(_hard_split(pos, sentence, budget))
         pos += len(sentence)
     pieces: list[tuple[int, int]] = []
     i = 0
@@ -97,9 +105,6 @@ def _pieces(text: str, budget: int) -> list[tuple[int, int]]:
 
 
 def _hard_split(offset: int, sentence: str, budget: int) -> list[tuple[int, int, int]]:
-    tokens = estimate_tokens(sentence)
-    if tokens <= budget:
-        return [(offset, offset + len(sentence), tokens)]
     out: list[tuple[int, int, int]] = []
     matches = list(TOKEN_PATTERN.finditer(sentence))
     for k in range(0, len(matches), budget // 2):
