@@ -10,7 +10,7 @@ import pytest
 
 from k0maru.v1 import retriever_pb2, retriever_pb2_grpc
 from k0maru_common import GrpcService, StackClient
-from k0maru_common._client import balanced_target
+from k0maru_common._server import balanced_target
 
 
 class NamedRetriever(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[misc]

@@ -24,7 +24,7 @@ from k0maru.v1 import (
 
 from ._auth import open_channel
 from ._errors import error_from_rpc
-from ._server import KEEPALIVE_CLIENT_OPTIONS, ROUND_ROBIN_CONFIG, embedder_target
+from ._server import HEALTH_NAMES, KEEPALIVE_CLIENT_OPTIONS, ROUND_ROBIN_CONFIG, balanced_target, embedder_target
 
 T = TypeVar("T")
 SEARCH_MODES = {
@@ -36,10 +36,10 @@ SEARCH_MODES = {
 
 RETRIEVER_CONFIG = json.dumps(
     {
-        "loadBalancingConfig": [{"round_robin": {}}],
+        **json.loads(ROUND_ROBIN_CONFIG),
         "methodConfig": [
             {
-                "name": [{"service": "k0maru.v1.Retriever"}],
+                "name": [{"service": HEALTH_NAMES["retriever"]}],
                 "retryPolicy": {  # a call that met a retriever going away is tried on another one
                     "maxAttempts": 3,
                     "initialBackoff": "0.1s",
@@ -53,13 +53,6 @@ RETRIEVER_CONFIG = json.dumps(
 )
 """Reads spread over every retriever of a target (`dns:///retriever:50053` resolving to several
 hosts, or a comma list of IP:port); all of them follow the same scanner and answer alike."""
-
-
-def balanced_target(address: str) -> str:
-    """A gRPC target for one address or several: "10.0.0.5:50053,10.0.0.6:50053" → ipv4:…"""
-    if "," in address and not address.startswith(("ipv4:", "ipv6:", "dns:")):
-        return "ipv4:" + ",".join(a.strip() for a in address.split(","))
-    return address
 
 
 def mode_name(mode: int) -> str:

@@ -59,11 +59,17 @@ def health_name(process: str) -> str:
     return HEALTH_NAMES["embedder" if process.startswith("embedder") else process]
 
 
+def balanced_target(address: str) -> str:
+    """A gRPC target for one address or several: "10.0.0.5:50053,10.0.0.6:50053" → ipv4:…
+    (use it with ROUND_ROBIN_CONFIG); a name (`dns:///retriever:50053`) or one address as it is."""
+    if "," in address and not address.startswith(("ipv4:", "ipv6:", "dns:")):
+        return "ipv4:" + ",".join(a.strip() for a in address.split(","))
+    return address
+
+
 def embedder_target(addresses: list[str]) -> str:
     """A gRPC target naming every embedder worker (use it with ROUND_ROBIN_CONFIG)."""
-    if len(addresses) == 1:
-        return addresses[0]
-    return "ipv4:" + ",".join(addresses)
+    return balanced_target(",".join(addresses))
 
 
 log = logging.getLogger(__name__)
@@ -236,9 +242,7 @@ def wait_until_serving(address: str, service: str, timeout_s: float) -> bool:
 
 def health_state(address: str, service: str, timeout_s: float = 1.0) -> str:
     """SERVING, NOT_SERVING, UNKNOWN, or UNREACHABLE (of the first that answers, for a comma list)."""
-    if "," in address and not address.startswith(("ipv4:", "ipv6:", "dns:")):
-        address = "ipv4:" + address
-    with open_channel(address) as channel:
+    with open_channel(balanced_target(address)) as channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=service), timeout=timeout_s
