@@ -47,6 +47,7 @@ def main() -> None:
         fresh_jobs_enqueued=report.fresh_jobs_enqueued,
         bm25_top10_identical=report.top10_identical("bm25"),
         hybrid_top10_identical=report.top10_identical("hybrid"),
+        max_score_delta=report.max_score_delta(),
         differences=report.differences(),
     )
 

@@ -126,7 +126,7 @@ class FaultReport:
                 }
             if set(dump.chunks) != set(dump.vectors):
                 out[f"{name}_chunks_without_vectors"] = sorted(set(dump.chunks) - set(dump.vectors))[:20]
-        ranked = [k for k in a.top10 if a.top10[k] != b.top10.get(k)]
+        ranked = [k for k in a.top10 if not same_ranking(a.top10[k], b.top10.get(k, []))]
         if ranked:
             out["top10"] = {f"{m}:{q}": (a.top10[(m, q)], b.top10.get((m, q))) for m, q in ranked}
         if self.jobs_dead:
@@ -137,7 +137,28 @@ class FaultReport:
 
     def top10_identical(self, mode: str) -> tuple[int, int]:
         keys = [k for k in self.faulted.top10 if k[0] == mode]
-        return sum(self.faulted.top10[k] == self.fresh.top10.get(k) for k in keys), len(keys)
+        return sum(same_ranking(self.faulted.top10[k], self.fresh.top10.get(k, [])) for k in keys), len(keys)
+
+    def max_score_delta(self) -> float:
+        """The largest difference of one hit's score between the two indexes (same rankings)."""
+        deltas = [
+            abs(x[1] - y[1])
+            for k, hits in self.faulted.top10.items()
+            for x, y in zip(hits, self.fresh.top10.get(k, []), strict=False)
+        ]
+        return round(max(deltas, default=0.0), 6)
+
+
+SCORE_TOLERANCE = 0.002  # BM25 statistics still count documents an edit replaced until tantivy
+# merges their segment (live edits; the retriever rebuilds BM25 when it starts): fused scores
+# can move in the fourth decimal without changing any rank
+
+
+def same_ranking(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool:
+    """Same notes in the same order, scores equal within SCORE_TOLERANCE."""
+    return [p for p, _ in a] == [p for p, _ in b] and all(
+        abs(x - y) <= SCORE_TOLERANCE for (_, x), (_, y) in zip(a, b, strict=True)
+    )
 
 
 def index_status(client: StackClient) -> retriever_pb2.IndexStatusResponse:
