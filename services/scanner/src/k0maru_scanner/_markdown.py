@@ -21,7 +21,11 @@ import yaml
 
 from ._chunker import Section, chunk_sections
 
-PARSER_VERSION = "2026-12-01.1"  # bump when parse_note or chunk_sections change their output
+PARSER_VERSION = "2026-12-01.2"  # bump when parse_note or chunk_sections change their output
+# libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
+# dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
+# some invalid-YAML messages are worded differently, hence .2 above
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
@@ -107,7 +111,7 @@ def parse_note(path: str, text: str) -> ParsedNote:
     frontmatter: dict[str, Any] = {}
     if fm_text is not None:
         try:
-            loaded = yaml.safe_load(fm_text)
+            loaded = yaml.load(fm_text, Loader=_YAML_LOADER)  # a safe loader
         except yaml.YAMLError as exc:
             problems.append(f"frontmatter is not valid YAML: {str(exc).splitlines()[0]}")
         else:
