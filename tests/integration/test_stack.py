@@ -190,6 +190,21 @@ def test_status_json_reports_every_worker(stack):
     assert set(report["queue"]) == {"pending", "dead_letter"}
     assert set(report["index"]) >= {"documents", "chunks", "chunks_with_vectors"}
 
+    # the job stream's consumers, as the retriever reads them: the launcher's embedder, live
+    # (a worker joins the group with its first read of the stream)
+    def workers() -> list[dict]:
+        again = subprocess.run(
+            [K0MARU, "status", "--vault", str(vault), "--data-dir", str(launcher.data_dir), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        return list(json.loads(again.stdout)["workers"])
+
+    listed = wait_for(workers, 30, "the embedder on the job stream")
+    pid = report["embedders"][0]["pid"]
+    assert [w["name"] for w in listed if not w["gone"]] == [w["name"] for w in listed if w["name"].endswith(f"-{pid}")]
+
 
 def test_moving_a_note_after_a_restart_embeds_nothing(tmp_path: Path):
     from k0maru.v1 import embedder_pb2, embedder_pb2_grpc

@@ -46,6 +46,48 @@ class FusionParams:
     gap_scale: float = 0.12  # vector pool cosine spread at which the vector weight is unchanged
 
 
+HEDGE_S = 10.0
+RETRYABLE = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
+
+
+class PendingEmbedding:
+    """One query's Embed attempts in flight; the first successful answer wins."""
+
+    def __init__(self, text: str, futures: list[grpc.Future]) -> None:
+        self.text = text
+        self._futures = futures
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._left = len(futures)
+        for f in futures:
+            f.add_done_callback(self._finished)
+
+    def _finished(self, future: grpc.Future) -> None:
+        ok = not future.cancelled() and future.exception() is None
+        with self._lock:
+            self._left -= 1
+            if self._left == 0 or ok:
+                self._done.set()
+
+    def first_answer(self) -> tuple[embedder_pb2.EmbedResponse | None, list[grpc.StatusCode]]:
+        """(the first successful reply or None, the status codes of the attempts that failed)."""
+        self._done.wait()  # every attempt carries its own deadline
+        codes: list[grpc.StatusCode] = []
+        reply = None
+        for f in self._futures:
+            if not f.done():
+                continue
+            error = f.exception()
+            if error is None:
+                reply = reply or f.result()
+            else:
+                codes.append(error.code())
+        if reply is not None:
+            for f in self._futures:
+                f.cancel()
+        return reply, codes
+
+
 class QueryEmbedder:
     """Query vectors from the embedder workers, round-robin over every address in the target."""
 
@@ -58,6 +100,7 @@ class QueryEmbedder:
         self.scripts: tuple[str, ...] = ()  # empty: unknown, assume it reads everything
         self._recent: OrderedDict[str, np.ndarray] = OrderedDict()  # agents repeat their queries
         self._recent_lock = threading.Lock()
+        self._hedge_until = 0.0  # monotonic time until which queries go to two workers
 
     def cached(self, text: str) -> np.ndarray | None:
         with self._recent_lock:
@@ -93,36 +136,40 @@ class QueryEmbedder:
                     raise
                 time.sleep(0.2)
 
-    def start(self, text: str) -> grpc.Future:
-        """Ask for the query vector without waiting, so BM25 runs meanwhile (half the budget:
-        `result` may try a second worker with the other half)."""
+    def _call(self, text: str) -> grpc.Future:
         return self._stub.Embed.future(
             embedder_pb2.EmbedRequest(texts=[text[:2000]], is_query=True), timeout=self._timeout / 2
         )
 
-    def result(self, pending: grpc.Future, text: str | None = None) -> np.ndarray | None:
-        """The vector, or None. A first attempt that timed out or found its worker gone is tried
-        once more (round robin picks the next worker): a worker whose process hangs while its
-        host still accepts connections looks ready to gRPC, and would otherwise fail every other
-        query for as long as it hangs."""
-        try:
-            reply = pending.result()
-        except grpc.RpcError as exc:
-            retry = exc.code() in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
-            if text is None or not retry:
-                log.warning("query embedding failed (%s); answering from BM25", exc.code())
-                return None
-            try:
-                reply = self._stub.Embed(
-                    embedder_pb2.EmbedRequest(texts=[text[:2000]], is_query=True), timeout=self._timeout / 2
-                )
-            except grpc.RpcError as again:
-                log.warning("query embedding failed twice (%s, %s); answering from BM25", exc.code(), again.code())
-                return None
+    def start(self, text: str) -> PendingEmbedding:
+        """Ask for the query vector without waiting, so BM25 runs meanwhile. Each attempt has
+        half the budget. Shortly after an attempt failed, every query goes to two workers at once
+        (round robin gives them consecutive picks) and the first answer wins."""
+        hedged = time.monotonic() < self._hedge_until
+        return PendingEmbedding(text, [self._call(text) for _ in range(2 if hedged else 1)])
+
+    def result(self, pending: PendingEmbedding) -> np.ndarray | None:
+        """The vector, or None (the search answers from BM25).
+
+        A worker whose process hangs while its host still accepts connections looks ready to
+        gRPC after every keepalive reconnect: round robin would hand it every other query. So a
+        failed attempt (deadline, worker gone) is tried once more on the next worker, and for
+        HEDGE_S after it queries are sent to two workers at once.
+        """
+        reply, codes = pending.first_answer()
+        if codes:
+            self._hedge_until = time.monotonic() + HEDGE_S
+        if reply is None and codes and all(c in RETRYABLE for c in codes):
+            retry = PendingEmbedding(pending.text, [self._call(pending.text)])
+            reply, again = retry.first_answer()
+            codes += again
+        if reply is None:
+            log.warning("query embedding failed (%s); answering from BM25", ", ".join(str(c) for c in codes))
+            return None
         return np.asarray(reply.vectors[0].values, dtype=np.float32)
 
     def embed(self, text: str) -> np.ndarray | None:
-        return self.result(self.start(text), text)
+        return self.result(self.start(text))
 
     def close(self) -> None:
         self._channel.close()
@@ -189,7 +236,7 @@ class HybridSearcher:
             bm25 = self._pool(lambda n: self._index.bm25.search(query, n, scope), pool, scope)
             response.channels.append(retriever_pb2.ChannelReport(channel="bm25", ran=True))
         if pending is not None and embedder is not None:
-            qv = embedder.result(pending, query)
+            qv = embedder.result(pending)
             if qv is not None:
                 embedder.remember(query, qv)
             else:
