@@ -9,6 +9,10 @@ Run: .venv/bin/python bench/tagmemo_bench.py [--workdir DIR --queries QUERIES.js
   - through gRPC on an eval index built by `k0maru eval beir` (--workdir, optional): hybrid
     search p50/p99 with TagMemo off, on (raw+fused, fused) and on + dedup, in blocks
     alternated over 3 rounds so the shared machine's load drift hits all alike
+  - --synth DIR [--notes 10000 --tags 1000]: writes a tagged vault of small generated notes into
+    DIR/vault (text from the tags' vocabularies in --vocab, a tagged BEIR corpus), builds its index
+    through the stack (real embedding) and measures it through gRPC as above; --grpc-only skips
+    the in-process rows
 """
 
 from __future__ import annotations
