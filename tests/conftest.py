@@ -21,15 +21,17 @@ def write_notes(root: Path, notes: dict[str, str]) -> Path:
     return root
 
 
-def wait_for(predicate, timeout_s: float = 60.0, what: str = "condition"):  # type: ignore[no-untyped-def]
-    """Poll `predicate` until it returns something truthy (returned), or fail after `timeout_s`."""
+def wait_for(predicate, timeout_s: float = 60.0, what: str = "condition", interval_s: float = 0.1):  # type: ignore[no-untyped-def]
+    """Poll `predicate` until it returns something truthy (returned), or fail after `timeout_s`
+    with its last value."""
     deadline = time.monotonic() + timeout_s
+    value = None
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(interval_s)
+    raise AssertionError(f"timed out waiting for {what}: {value!r}")
 
 
 @pytest.fixture

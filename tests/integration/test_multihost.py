@@ -35,6 +35,7 @@ import yaml
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from tests.conftest import wait_for
 from tests.integration.netns import Host, Network, can_make_namespaces
 
 pytestmark = [pytest.mark.integration, pytest.mark.multihost]
@@ -241,18 +242,6 @@ def save(report: dict[str, object]) -> None:
     print(json.dumps(report))
 
 
-def _until(check, what: str, timeout_s: float = 120.0):  # type: ignore[no-untyped-def]
-    """Poll `check` until it returns something truthy; fail with its last value."""
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(1.0)
-    raise AssertionError(f"timed out waiting for {what}: {last!r}")
-
-
 def test_team_topology_on_nine_hosts(network: Network, tmp_path: Path):
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     net = network
@@ -320,7 +309,7 @@ def test_team_topology_on_nine_hosts(network: Network, tmp_path: Path):
         w: dict[str, bool] = _status(net, client, token, first_target)["workers"]
         return w if len(w) == 2 else None
 
-    workers = _until(two_workers, "two workers")
+    workers = wait_for(two_workers, 120.0, "two workers", 1.0)
     assert not any(workers.values()), workers
     pids = {h.namespace: h.procs[0].pid for h in embedders}
     assert all(any(n.endswith(f"-{pid}") for n in workers) for pid in pids.values()), (workers, pids)
@@ -367,9 +356,11 @@ def test_team_topology_on_nine_hosts(network: Network, tmp_path: Path):
     net.start(third, [PY, "-m", "k0maru_embedder"], env_of("embedder"), third.namespace)
     _wait_healthy(net, third, "embedder")
     third_name = f"-{third.procs[0].pid}"
-    _until(
+    wait_for(
         lambda: any(n.endswith(third_name) for n in _status(net, client, token, first_target)["workers"]),
+        120.0,
         "the third worker",
+        1.0,
     )
     report["rate_3_workers"] = round(_rate(net, client, token, 15.0, first_target), 1)
     removed, cut_off = f"-{embedders[0].procs[0].pid}", f"-{embedders[1].procs[0].pid}"
@@ -387,7 +378,7 @@ def test_team_topology_on_nine_hosts(network: Network, tmp_path: Path):
         third_live = any(n.endswith(third_name) and not gone for n, gone in w.items())
         return w if removed_left and cut_gone and third_live else None
 
-    seen = _until(after_cut, "the stopped worker removed and the cut-off one gone")
+    seen = wait_for(after_cut, 120.0, "the stopped worker removed and the cut-off one gone", 1.0)
     report["workers_after_cut"] = seen
     net.link(embedders[1], up=True)
     recovered = next(
@@ -413,7 +404,7 @@ def test_team_topology_on_nine_hosts(network: Network, tmp_path: Path):
         r: dict = _status(net, client, token, f"{reader.address}:50053")
         return r if r["vectors"] == r["chunks"] else None
 
-    second = _until(reader_complete, "the second retriever's vectors", 300)
+    second = wait_for(reader_complete, 300, "the second retriever's vectors", 1.0)
     first = _status(net, client, token, first_target)
     assert second["instance"] and not first["instance"] and second["chunks"] == first["chunks"], (first, second)
     env = {"K0_GRPC_TOKEN": token}

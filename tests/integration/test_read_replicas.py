@@ -22,28 +22,19 @@ from k0maru_common import (
     results_stream,
     wait_until_serving,
 )
-from k0maru_retriever._analysis import BM25Analyzer
-from k0maru_retriever._bm25 import Bm25Index
 from k0maru_retriever._index import NoteIndex
 from k0maru_retriever._pipeline import EmbeddingPipeline
-from k0maru_retriever._state import IndexState
-from k0maru_retriever._vectors import EdgeVectorStore
 from tests.conftest import wait_for
 from tests.integration.test_embedder import Worker
 from tests.unit.test_index_consistency import doc
+from tests.unit.test_index_consistency import open_index as consistency_index
 
 pytestmark = pytest.mark.integration
 DIM = 384
 
 
 def open_index(root: Path) -> NoteIndex:
-    return NoteIndex(
-        Bm25Index(root / "bm25", BM25Analyzer()),
-        EdgeVectorStore(root / "vectors", DIM),
-        IndexState(root / "state.sqlite"),
-        DIM,
-        "minilm-l6-int8",
-    )
+    return consistency_index(root, DIM, "minilm-l6-int8")
 
 
 def ready(worker: Worker) -> None:

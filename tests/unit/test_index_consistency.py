@@ -19,13 +19,13 @@ from k0maru_retriever._vectors import EdgeVectorStore
 DIM = 8
 
 
-def open_index(root: Path) -> NoteIndex:
+def open_index(root: Path, dim: int = DIM, model_id: str = "m") -> NoteIndex:
     return NoteIndex(
         Bm25Index(root / "bm25", BM25Analyzer()),
-        EdgeVectorStore(root / "vectors", DIM),
+        EdgeVectorStore(root / "vectors", dim),
         IndexState(root / "state.sqlite"),
-        DIM,
-        "m",
+        dim,
+        model_id,
     )
 
 
