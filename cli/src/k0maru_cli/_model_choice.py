@@ -71,14 +71,17 @@ def script_mix(vault: Path) -> tuple[int, int, int]:
 def choose_model(vault: Path, data_dir: Path, requested: str = "") -> ModelChoice:
     """The model for this vault: `requested` if given, else the kept choice, else one from the script mix."""
     record = data_dir / CHOICE_FILE
+    try:
+        kept = str(json.loads(record.read_text())["model"])
+    except (OSError, ValueError, KeyError, TypeError):
+        kept = ""  # none yet (or unreadable): choose now
     if requested:
         choice = ModelChoice(requested, "given explicitly")
+        if requested == kept:
+            return choice
+    elif kept:
+        return ModelChoice(kept, f"kept from the first start ({record})")
     else:
-        try:
-            kept = json.loads(record.read_text())
-            return ModelChoice(str(kept["model"]), f"kept from the first start ({record})")
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # none yet (or unreadable): choose now
         han, latin, read = script_mix(vault)
         share = han / (han + latin) if han + latin else 0.0
         model = MULTILINGUAL_MODEL if share >= HAN_SHARE_FOR_MULTILINGUAL else DEFAULT_MODEL

@@ -40,11 +40,6 @@ KEEPALIVE_CLIENT_OPTIONS = [
     ("grpc.keepalive_timeout_ms", 1000),
     ("grpc.keepalive_permit_without_calls", 1),
     ("grpc.http2.max_pings_without_data", 0),
-    # a service restarted by the supervisor is back within seconds: reconnect within ~1 s of it
-    # instead of gRPC's default backoff (1 s growing to 120 s), during which calls fail at once
-    ("grpc.initial_reconnect_backoff_ms", 200),
-    ("grpc.min_reconnect_backoff_ms", 200),
-    ("grpc.max_reconnect_backoff_ms", 1000),
 ]
 ROUND_ROBIN_CONFIG = '{"loadBalancingConfig":[{"round_robin":{}}]}'
 """gRPC service config that spreads calls over every address of a target (embedder workers)."""

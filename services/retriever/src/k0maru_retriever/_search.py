@@ -17,7 +17,7 @@ from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
 from k0maru_common import KEEPALIVE_CLIENT_OPTIONS, ROUND_ROBIN_CONFIG, open_channel
 
 from ._bm25 import Scope
-from ._fusion import FusedHit, confident_weights, convex_fuse, rrf_fuse, single_channel, snippet
+from ._fusion import DEFAULT_GAP_SCALE, FusedHit, confident_weights, convex_fuse, rrf_fuse, single_channel, snippet
 from ._index import NoteIndex, split_chunk_id
 from ._shaping import QueryShaper
 from ._tags import normalise_tag
@@ -43,7 +43,7 @@ class FusionParams:
     w_vector: float = 0.5
     adaptive: float = 3.0  # per-query vector weight × (vector pool spread / gap_scale) ** adaptive (0: fixed)
     graph_boost: float = 0.1  # rank bonus: share of the distance to the top a connected note closes
-    gap_scale: float = 0.12  # vector pool cosine spread at which the vector weight is unchanged
+    gap_scale: float = DEFAULT_GAP_SCALE  # vector pool cosine spread at which the vector weight is unchanged (per model: model_gap_scale)
 
 
 HEDGE_S = 10.0
