@@ -104,6 +104,63 @@ def test_console_health_search_and_errors(vault: Path, tmp_path: Path):
         launcher.stop()
 
 
+def test_search_and_scan_through_a_running_stacks_console(vault: Path, tmp_path: Path):
+    """`k0maru search` / `scan` with a stack up call its console (JSON over HTTP, no gRPC in the
+    CLI), with the token the console was started with, read from stack.json."""
+    write_notes(
+        vault,
+        {
+            "ops/lighthouse.md": "# Lighthouse\n\nThe lighthouse keeper logs every storm.\n",
+            "misc/drain.md": "# Drain\n\nA storm drain by the road.\n",
+        },
+    )
+    launcher = Launcher(vault, tmp_path / "data", embedders=0, http_port=0, extra_env={"K0_CONSOLE_TOKEN": "c t"})
+    state = launcher.start()
+    where = ("--vault", str(vault), "--data-dir", str(tmp_path / "data"))
+    try:
+        assert state.console_token == "c t"
+        out = run("search", "lighthouse keeper", *where, "--explain")
+        assert out.returncode == 0, out.stderr
+        lines = out.stdout.splitlines()
+        assert lines[0].startswith(" 1. Lighthouse  [ops/lighthouse.md:1]  score ")
+        assert "lighthouse keeper logs every storm" in lines[1].lower()
+        assert lines[2].strip().startswith("bm25 #1 (") and "vector -" in lines[2]
+        assert "(vector left out: " in out.stderr  # hybrid asked for vectors; this stack has none
+        bm25 = json.loads(run("search", "storm", *where, "--mode", "bm25", "--json").stdout)
+        assert bm25["vault"] == str(vault) and bm25["channels"] == [{"channel": "bm25", "ran": True, "reason": ""}]
+        assert {h["path"] for h in bm25["hits"]} == {"ops/lighthouse.md", "misc/drain.md"}
+        assert set(bm25["hits"][0]) == {"path", "title", "snippet", "score", "diary", "tags", "lines"}
+        none = run("search", "zeppelin", *where, "--mode", "bm25")
+        assert none.returncode == 0 and none.stdout.startswith("no notes match 'zeppelin'")
+        bad = run("search", "storm", *where, "--limit", "0")  # the console's own check and message
+        assert bad.returncode == 1 and "k0maru: limit must be between 1 and 100" in bad.stderr
+
+        (vault / "ops" / "fresh.md").write_text("# Fresh\n\nA zeppelin over the lighthouse.\n")
+        stats = json.loads(run("scan", *where).stdout.strip().splitlines()[-1])
+        assert stats["added"] == 1 and stats["unchanged"] == 2 and set(stats) == {
+            "added", "modified", "deleted", "renamed", "unchanged", "skipped", "ms"
+        }  # fmt: skip
+        full = json.loads(run("scan", *where, "--full").stdout)
+        assert full["modified"] == 3 and full["added"] == 0  # --full re-reads and re-hashes every note
+        wait_for(lambda: "fresh.md" in run("search", "zeppelin", *where, "--mode", "bm25").stdout, 30, "the new note")
+
+        base = state.console_url.rstrip("/")
+        for headers, code in (
+            ({"Content-Type": "application/json"}, 401),  # no token
+            ({"Content-Type": "application/x-www-form-urlencoded", "Authorization": "Bearer c t"}, 400),  # a form
+            ({"Content-Type": "application/json", "Authorization": "Bearer c t"}, 400),  # full is no boolean
+        ):
+            request = urllib.request.Request(f"{base}/api/scan", b'{"full": 1}', headers, method="POST")
+            with pytest.raises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(request, timeout=30)
+            assert err.value.code == code and "error" in json.loads(err.value.read())
+            err.value.close()
+    finally:
+        launcher.stop()
+    gone = run("search", "storm", *where)
+    assert gone.returncode == 1 and "no stack is running" in gone.stderr
+
+
 def test_console_off_loopback_requires_token(vault: Path):
     env = {"K0_VAULT": str(vault), "K0_HTTP_HOST": "0.0.0.0"}
     out = subprocess.run(

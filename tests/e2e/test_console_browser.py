@@ -389,6 +389,26 @@ def test_every_endpoint_answers_as_its_openapi_description_says(stack: Stack):
     check(f"/api/logs/{node}?around_error=1", 200, "LogSlice")
     check(f"/api/logs/{node}?grep=KeyError&context=1", 200, "LogSlice")
     check("/api/status", 200, "Status")
+    assert stack.launcher.state is not None
+    stack_token = f"Bearer {stack.launcher.state.grpc_token}"  # a console without a token: the stack's, to scan
+    for body, content_type, auth, code, schema in (
+        (b"{}", "application/json", stack_token, 200, "ScanStats"),
+        (b'{"full": true}', "application/json", stack_token, 200, "ScanStats"),
+        (b"{}", "application/json", "", 401, "Error"),  # reading needs no token here; reindexing does
+        (b'{"full": "yes"}', "application/json", stack_token, 400, "Error"),
+        (b"full=1", "application/x-www-form-urlencoded", stack_token, 400, "Error"),  # no cross-site forms
+    ):
+        headers = {"Content-Type": content_type, **({"Authorization": auth} if auth else {})}
+        request = urllib.request.Request(stack.base + "/api/scan", body, headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=60) as r:
+                got, answer = r.status, json.loads(r.read())
+        except urllib.error.HTTPError as err:
+            got, answer = err.code, json.loads(err.read())
+            err.close()
+        assert got == code, (body, answer)
+        ref = {"$ref": f"#/components/schemas/{schema}", "components": spec["components"]}
+        jsonschema.validate(answer, ref, cls=jsonschema.Draft202012Validator)
     for url, code in (
         ("/api/search", 400),
         ("/api/search?q=x&mode=nope", 400),
@@ -422,6 +442,7 @@ def test_every_endpoint_answers_as_its_openapi_description_says(stack: Stack):
     assert documented == {
         "/healthz",
         "/api/search",
+        "/api/scan",
         "/api/note",
         "/api/graph",
         "/api/logs",

@@ -245,6 +245,7 @@ class Launcher:
             {n: p.pid for n, p in self.procs},
             process_start_time(os.getpid()) or 0,
             token,
+            base.get("K0_CONSOLE_TOKEN", ""),  # `k0maru search` / `scan` call the console with it
         )
         self.state.write()
         return self.state

@@ -1,5 +1,6 @@
 """The state file that finds a vault's running stack (`<data dir>/stack.json`), kept light:
-every CLI command reads it, and `k0maru search` is a whole process per call."""
+every CLI command reads it, and `k0maru search` is a whole process per call (nothing here loads
+grpcio or protobuf until a gRPC client is asked for)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from k0maru_common import StackClient, default_data_dir, health_name, health_state
+from k0maru_common import default_data_dir
+
+if TYPE_CHECKING:
+    from k0maru_common import StackClient
 
 STATE_FILE = "stack.json"
 LOCK_FILE = "stack.lock"
@@ -46,6 +51,7 @@ class StackState:
     pids: dict[str, int] = field(default_factory=dict)
     launcher_started: int = 0  # process_start_time(launcher_pid) when the file was written
     grpc_token: str = ""  # the stack's shared gRPC token (the file is readable by its owner only)
+    console_token: str = ""  # K0_CONSOLE_TOKEN the console was started with ("" = none)
 
     @classmethod
     def load(cls, data_dir: Path) -> StackState | None:
@@ -72,9 +78,13 @@ class StackState:
 
     def client(self) -> StackClient:
         """gRPC stubs for this stack, carrying its token."""
+        from k0maru_common import StackClient
+
         return StackClient(self.vault, self.addresses, self.grpc_token)
 
     def health(self) -> dict[str, str]:
+        from k0maru_common import health_name, health_state
+
         return {name: health_state(addr, health_name(name)) for name, addr in self.addresses.items() if name != "redis"}
 
 

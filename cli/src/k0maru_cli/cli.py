@@ -1,4 +1,4 @@
-"""`k0maru`: the launcher and thin gRPC clients for a vault's stack.
+"""`k0maru`: the launcher and thin clients for a vault's stack.
 
 k0maru up      --vault DIR [--embedders N] [--port P]   start the stack, print the console URL
 k0maru ui      --vault DIR [--open]                      the console of the vault's stack (started if needed)
@@ -8,6 +8,10 @@ k0maru search  QUERY --vault DIR [--mode M] [--explain]  print hits
 k0maru scan    --vault DIR                               one scan; last line is JSON stats
 k0maru offload [--vault DIR] [--task-id ID] -- CMD       run CMD, offload long output
 k0maru inspect NODE_ID [--vault DIR] [--lines A:B] [--grep RE] [--around-error]
+
+`search` and `scan` call the running stack's console (JSON over HTTP, standard library only);
+the other commands speak gRPC. Everything heavier than the standard library is imported inside
+the command that needs it: `k0maru search` is a whole process per call.
 """
 
 from __future__ import annotations
@@ -16,17 +20,13 @@ import argparse
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-import grpc
-
-from k0maru.v1 import offload_pb2, retriever_pb2, scanner_pb2
-from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, configure_logging, open_channel
+from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES, K0Error
 
 from ._state import StackState, resolve_data_dir
 
@@ -62,11 +62,11 @@ def _running(args: argparse.Namespace) -> tuple[Path, StackState | None]:
     return vault, StackState.load(resolve_data_dir(vault, args.data_dir))
 
 
-def _require_stack(args: argparse.Namespace) -> StackClient:
+def _require_stack(args: argparse.Namespace) -> StackState:
     vault, state = _running(args)
     if state is None:
         raise SystemExit(f"k0maru: no stack is running for {vault}; start one with: k0maru up --vault {vault}")
-    return state.client()
+    return state
 
 
 def _launcher(args: argparse.Namespace, vault: Path, http_port: int) -> Launcher:
@@ -157,6 +157,7 @@ def _remote_stack(args: argparse.Namespace) -> StackState | None:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
+    from k0maru_common import configure_logging
     from k0maru_gateway import serve_mcp_stdio
 
     from ._mcp_stack import DeferredStackClient, StackThread
@@ -185,7 +186,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def _embedder_report(state: StackState, services: dict[str, str]) -> list[dict[str, object]]:
+    import grpc
+
     from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
+    from k0maru_common import open_channel
 
     report: list[dict[str, object]] = []
     for name, addr in sorted(state.addresses.items()):
@@ -214,6 +218,8 @@ def _embedder_report(state: StackState, services: dict[str, str]) -> list[dict[s
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from k0maru.v1 import retriever_pb2, scanner_pb2
+
     vault, state = _running(args)
     if state is None:
         if args.json:
@@ -294,64 +300,63 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    client = _require_stack(args)
+    from ._console_api import ConsoleError, call_console
+
+    state = _require_stack(args)
+    params: dict[str, str | int] = {
+        "q": args.query,
+        "limit": args.limit,
+        "mode": args.mode,
+        "explain": int(args.explain),
+    }
     try:
-        reply = client.call(
-            client.retriever.Search,
-            retriever_pb2.SearchRequest(
-                query=args.query, limit=args.limit, mode=SEARCH_MODES[args.mode], explain=args.explain
-            ),
-        )
-    except K0Error as exc:
+        answer = call_console(state, "GET", "/api/search", params)
+    except ConsoleError as exc:
         print(f"k0maru: {exc}", file=sys.stderr)
         return 1
-    finally:
-        client.close()
+    reported = [c for c in answer["channels"] if c["asked"]]  # what the retriever said about each channel
+    hits = answer["hits"]
     if args.json:
-        from k0maru_gateway import hit_json
-
-        print(
-            json.dumps(
-                {
-                    "vault": reply.vault,
-                    "channels": [{"channel": c.channel, "ran": c.ran, "reason": c.reason} for c in reply.channels],
-                    "hits": [hit_json(h, args.explain) for h in reply.hits],
-                },
-                ensure_ascii=False,
-            )
-        )
+        channels = [{"channel": c["name"], "ran": c["ran"], "reason": c["why"]} for c in reported]
+        print(json.dumps({"vault": answer["vault"], "channels": channels, "hits": hits}, ensure_ascii=False))
         return 0
-    for c in reply.channels:
-        if not c.ran:
-            print(f"({c.channel} left out: {c.reason})", file=sys.stderr)
-    if not reply.hits:
-        print(f"no notes match {args.query!r} in {reply.vault}")
-    for i, h in enumerate(reply.hits, start=1):
-        print(f"{i:>2}. {h.title}  [{h.path}:{h.start_line}]  score {h.score:.4f}")
-        print(f"    {h.snippet}")
+    for c in reported:
+        if not c["ran"]:
+            print(f"({c['name']} left out: {c['why']})", file=sys.stderr)
+    if not hits:
+        print(f"no notes match {args.query!r} in {answer['vault']}")
+    for i, h in enumerate(hits, start=1):
+        print(f"{i:>2}. {h['title']}  [{h['path']}:{h['lines'][0]}]  score {h['score']:.4f}")
+        print(f"    {h['snippet']}")
         if args.explain:
-            e = h.explain
-            b = f"bm25 #{e.bm25.rank} ({e.bm25.score:.2f})" if e.bm25.present else "bm25 -"
-            v = f"vector #{e.vector.rank} ({e.vector.score:.3f})" if e.vector.present else "vector -"
-            print(f"    {b}  {v}  graph +{e.graph_boost:.4f}")
+            e = h["explain"]
+            b = f"bm25 #{e['bm25']['rank']} ({e['bm25']['score']:.2f})" if e["bm25"] else "bm25 -"
+            v = f"vector #{e['vector']['rank']} ({e['vector']['score']:.3f})" if e["vector"] else "vector -"
+            print(f"    {b}  {v}  graph +{e['graph_boost']:.4f}")
     return 0
+
+
+SCAN_FIELDS = ("added", "modified", "deleted", "renamed", "unchanged", "skipped")
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
     vault, state = _running(args)
-    if state is not None:
-        client = state.client()
+    if state is not None:  # the stack's scanner, through its console
+        from ._console_api import ConsoleError, call_console
+
         try:
-            stats = client.call(client.scanner.Scan, scanner_pb2.ScanRequest(force_full=args.full), 600.0)
-        finally:
-            client.close()
+            answer = call_console(state, "POST", "/api/scan", body={"full": args.full}, timeout=660.0)
+        except ConsoleError as exc:
+            print(f"k0maru: {exc}", file=sys.stderr)
+            return 1
+        counts, ms = {f: answer[f] for f in SCAN_FIELDS}, float(answer["ms"])
     else:  # no stack: the scanner's library scans against its manifest directly
         from k0maru_scanner import ScannerSettings, scan_once
 
         settings = ScannerSettings(vault=vault, data_dir=resolve_data_dir(vault, args.data_dir), watch=False)
         stats = scan_once(settings, force_full=args.full)
-    fields = ("added", "modified", "deleted", "renamed", "unchanged", "skipped")
-    print(json.dumps({**{f: getattr(stats, f) for f in fields}, "ms": round(stats.ms, 3)}))
+        counts, ms = {f: getattr(stats, f) for f in SCAN_FIELDS}, stats.ms
+    print(json.dumps({**counts, "ms": round(ms, 3)}))
     return 0
 
 
@@ -366,6 +371,10 @@ def _find_vault(args: argparse.Namespace) -> Path:
 
 
 def cmd_offload(args: argparse.Namespace) -> int:
+    import subprocess
+
+    from k0maru.v1 import offload_pb2
+
     vault = _find_vault(args)
     command = [c for c in args.command if c != "--"]
     exit_code: int | None = None
@@ -532,7 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_vault(sub.add_parser("search", help="search the vault"))
     p.add_argument("query")
     p.add_argument("--limit", type=int, default=10)
-    p.add_argument("--mode", choices=sorted(SEARCH_MODES), default="hybrid")
+    p.add_argument("--mode", choices=sorted(SEARCH_MODE_NAMES), default="hybrid")
     p.add_argument("--explain", action="store_true")
     p.add_argument("--json", action="store_true")
     p = with_vault(sub.add_parser("scan", help="scan the vault once"))
@@ -554,7 +563,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--queries", type=Path, help="vault: JSONL of {_id, text}")
     p.add_argument("--qrels", type=Path, help="vault: TSV of query id, vault-relative note path, grade")
-    p.add_argument("--mode", choices=sorted(SEARCH_MODES), default="hybrid")
+    p.add_argument("--mode", choices=sorted(SEARCH_MODE_NAMES), default="hybrid")
     p.add_argument("--split", default="test")
     p.add_argument("--embedders", type=int, default=2)
     p.add_argument(

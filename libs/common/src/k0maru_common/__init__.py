@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         error_from_rpc,
     )
     from ._events import TOPIC, ChangePublisher, ChangeSubscriber
-    from ._limits import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES
+    from ._limits import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES
     from ._logging import configure_logging
     from ._process import orphan_guard
     from ._server import (
@@ -88,6 +88,7 @@ _WHERE = {
     "RESULTS_GROUP": "._streams",
     "RESULTS_STREAM": "._streams",
     "ROUND_ROBIN_CONFIG": "._server",
+    "SEARCH_MODE_NAMES": "._limits",
     "SEARCH_MODES": "._client",
     "StackClient": "._client",
     "TOKEN_LEDGER": "._streams",
@@ -134,6 +135,7 @@ __all__ = [
     "RESULTS_STREAM",
     "ROUND_ROBIN_CONFIG",
     "SEARCH_MODES",
+    "SEARCH_MODE_NAMES",
     "TOKEN_LEDGER",
     "TOKEN_PATTERN",
     "TOPIC",

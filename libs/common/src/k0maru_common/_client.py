@@ -24,13 +24,12 @@ from k0maru.v1 import (
 
 from ._auth import open_channel
 from ._errors import error_from_rpc
+from ._limits import SEARCH_MODE_NAMES
 from ._server import HEALTH_NAMES, KEEPALIVE_CLIENT_OPTIONS, ROUND_ROBIN_CONFIG, balanced_target, embedder_target
 
 T = TypeVar("T")
-SEARCH_MODES = {
-    "hybrid": retriever_pb2.SEARCH_MODE_HYBRID,
-    "bm25": retriever_pb2.SEARCH_MODE_BM25,
-    "vector": retriever_pb2.SEARCH_MODE_VECTOR,
+SEARCH_MODES: dict[str, retriever_pb2.SearchMode] = {
+    name: getattr(retriever_pb2, f"SEARCH_MODE_{name.upper()}") for name in SEARCH_MODE_NAMES
 }
 
 

@@ -11,21 +11,26 @@
 
 Servers raise these; `ErrorMappingInterceptor` turns them into statuses with the message
 intact. Anything else becomes INTERNAL with a generic message (and a logged traceback).
+Codes are named by `grpc.StatusCode` member name, so importing the tree (every CLI command does)
+does not load grpcio.
 """
 
 from __future__ import annotations
 
-import grpc
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import grpc
 
 
 class K0Error(Exception):
     """Base of every error k0maru reports to a caller."""
 
-    code: grpc.StatusCode = grpc.StatusCode.INTERNAL
+    code: str = "INTERNAL"  # a grpc.StatusCode member name
 
 
 class InvalidInput(K0Error):
-    code = grpc.StatusCode.INVALID_ARGUMENT
+    code = "INVALID_ARGUMENT"
 
 
 class OutsideVault(InvalidInput):
@@ -33,36 +38,38 @@ class OutsideVault(InvalidInput):
 
 
 class NotFound(K0Error):
-    code = grpc.StatusCode.NOT_FOUND
+    code = "NOT_FOUND"
 
 
 class TooLarge(K0Error):
-    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    code = "RESOURCE_EXHAUSTED"
 
 
 class JournalTruncated(K0Error):
-    code = grpc.StatusCode.OUT_OF_RANGE
+    code = "OUT_OF_RANGE"
 
 
 class NotReady(K0Error):
-    code = grpc.StatusCode.UNAVAILABLE
+    code = "UNAVAILABLE"
 
 
 class DependencyFailed(K0Error):
-    code = grpc.StatusCode.UNAVAILABLE
+    code = "UNAVAILABLE"
 
 
-_CODE_TO_ERROR: dict[grpc.StatusCode, type[K0Error]] = {
-    grpc.StatusCode.INVALID_ARGUMENT: InvalidInput,
-    grpc.StatusCode.NOT_FOUND: NotFound,
-    grpc.StatusCode.RESOURCE_EXHAUSTED: TooLarge,
-    grpc.StatusCode.OUT_OF_RANGE: JournalTruncated,
-    grpc.StatusCode.UNAVAILABLE: DependencyFailed,
+_CODE_TO_ERROR: dict[str, type[K0Error]] = {
+    "INVALID_ARGUMENT": InvalidInput,
+    "NOT_FOUND": NotFound,
+    "RESOURCE_EXHAUSTED": TooLarge,
+    "OUT_OF_RANGE": JournalTruncated,
+    "UNAVAILABLE": DependencyFailed,
 }
 
 
 def error_from_rpc(exc: grpc.RpcError) -> K0Error:
     """Turn a failed client call back into the matching K0Error (clients' side of the map)."""
+    import grpc
+
     code = exc.code() if isinstance(exc, grpc.Call) else grpc.StatusCode.UNKNOWN
     details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
-    return _CODE_TO_ERROR.get(code, DependencyFailed)(details or str(code))
+    return _CODE_TO_ERROR.get(code.name, DependencyFailed)(details or str(code))

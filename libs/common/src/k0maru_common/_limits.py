@@ -7,3 +7,7 @@ OFFLOAD_THRESHOLD_LINES = 50
 
 MAX_LOG_BYTES = 64 * 1024 * 1024
 """The largest log the offload engine accepts (also gRPC's message limit)."""
+
+SEARCH_MODE_NAMES = ("hybrid", "bm25", "vector")
+"""Search modes by name; `SEARCH_MODES` maps them to the proto enum (named here so a command line
+can offer them without loading protobuf)."""

@@ -91,7 +91,7 @@ class ErrorMappingInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
             details = str(exc)
             if len(details) > MAX_DETAILS_CHARS:
                 details = details[:MAX_DETAILS_CHARS] + f"… ({len(details)} characters)"
-            context.abort(exc.code, details)
+            context.abort(grpc.StatusCode[exc.code], details)
         log.exception("%s %s failed", self._service, method)
         context.abort(grpc.StatusCode.INTERNAL, f"internal error in {self._service} {method}")
 

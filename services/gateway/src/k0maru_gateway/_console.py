@@ -174,15 +174,16 @@ def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
 
 
 def channels(requested: str, reports: Iterable[retriever_pb2.ChannelReport]) -> list[dict[str, Any]]:
-    """Which channels ran for a search, and why one was left out (as the retriever says)."""
+    """Which channels ran for a search, and why one was left out (as the retriever says; `asked`
+    is false for a channel the mode did not ask for)."""
     said = {r.channel: r for r in reports}
     out = []
     for name in ("bm25", "vector"):
         r = said.get(name)
         if r is None:
-            out.append({"name": name, "ran": False, "why": f"not asked for (mode {requested})"})
+            out.append({"name": name, "ran": False, "why": f"not asked for (mode {requested})", "asked": False})
         else:
-            out.append({"name": name, "ran": r.ran, "why": r.reason})
+            out.append({"name": name, "ran": r.ran, "why": r.reason, "asked": True})
     return out
 
 
@@ -398,13 +399,23 @@ def build_console(
     sampler = StatusSampler(client, prices or Prices())
     spec = openapi_spec()
 
+    def given_token(request: Request) -> str:
+        return request.headers.get("authorization", "").removeprefix("Bearer ").strip() or request.query_params.get(
+            "token", ""
+        )
+
     def authorized(request: Request) -> bool:
         if not token:
             return True
-        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip() or request.query_params.get(
-            "token", ""
-        )
-        return hmac.compare_digest(given.encode(), token.encode())
+        return hmac.compare_digest(given_token(request).encode(), token.encode())
+
+    def may_change(request: Request) -> bool:
+        """Changing the index (a scan) takes the console token, or on a console without one (a
+        local stack's, on loopback) the stack's gRPC token: another local user who can read that
+        console still cannot make it reindex the vault."""
+        if token or not client.token:
+            return authorized(request)
+        return hmac.compare_digest(given_token(request).encode(), client.token.encode())
 
     async def guarded(request: Request, handler: Callable[[Request], Awaitable[Response]]) -> Response:
         if not authorized(request):
@@ -484,6 +495,24 @@ def build_console(
                 ),
             }
         )
+
+    async def scan(req: Request) -> Response:
+        if not may_change(req):
+            return JSONResponse({"error": "missing or wrong token"}, status_code=401)
+        # a JSON body only: a cross-site form cannot send one, and a cross-site script's JSON
+        # POST needs a CORS preflight this console never grants (no request forgery)
+        if req.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+            raise InvalidInput("send a JSON body (content-type application/json)")
+        try:
+            body = json.loads(await req.body() or b"{}")
+        except ValueError as exc:
+            raise InvalidInput("the body is not JSON") from exc
+        full = body.get("full", False) if isinstance(body, dict) else None
+        if not isinstance(full, bool):
+            raise InvalidInput("the body must be a JSON object with an optional boolean full")
+        stats = await call(client.scanner.Scan, scanner_pb2.ScanRequest(force_full=full), 600.0)
+        fields = ("added", "modified", "deleted", "renamed", "unchanged", "skipped", "last_seq")
+        return JSONResponse({**{f: getattr(stats, f) for f in fields}, "ms": stats.ms})
 
     async def note(req: Request) -> Response:
         path = _path_param(req)
@@ -658,6 +687,7 @@ def build_console(
             Route("/healthz", healthz),
             Route("/api/openapi.json", openapi),
             Route("/api/search", api(search)),
+            Route("/api/scan", api(scan), methods=["POST"]),
             Route("/api/note", api(note)),
             Route("/api/graph", api(graph)),
             Route("/api/logs", api(logs)),

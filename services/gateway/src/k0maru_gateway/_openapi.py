@@ -37,7 +37,20 @@ def _query(name: str, schema: dict[str, Any], description: str, required: bool =
 
 SCHEMAS: dict[str, Any] = {
     "Error": _obj({"error": _STR}),
-    "Channel": _obj({"name": {"enum": ["bm25", "vector"]}, "ran": _BOOL, "why": _STR}),
+    "Channel": _obj({"name": {"enum": ["bm25", "vector"]}, "ran": _BOOL, "why": _STR, "asked": _BOOL}),
+    "ScanRequest": _obj({"full": {**_BOOL, "default": False, "description": "re-read and re-hash every file"}}, []),
+    "ScanStats": _obj(
+        {
+            "added": _INT,
+            "modified": _INT,
+            "deleted": _INT,
+            "renamed": _INT,
+            "unchanged": _INT,
+            "skipped": _INT,
+            "last_seq": _INT,
+            "ms": _NUM,
+        }
+    ),
     "ChannelScore": _nullable(_obj({"rank": {"type": "integer", "minimum": 1}, "score": _NUM})),
     "Explain": _obj(
         {
@@ -258,6 +271,18 @@ def openapi_spec() -> dict[str, Any]:
                         _query("dedup", {"enum": ["0", "1"]}, "SVD-residual deduplication of the hits"),
                     ],
                     "responses": _answers("SearchResult", (400, 401, 413, 502, 503)),
+                }
+            },
+            "/api/scan": {
+                "post": {
+                    "summary": "scan the vault once (what `k0maru scan` calls); a JSON body is required",
+                    "description": "Takes the console token; a console without one takes the stack's gRPC token "
+                    "(K0_GRPC_TOKEN) here, so reading the vault does not let anyone reindex it.",
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": _ref("ScanRequest")}},
+                    },
+                    "responses": _answers("ScanStats"),
                 }
             },
             "/api/note": {
