@@ -11,10 +11,12 @@ Cache:   k0:emb:<model_id>:<xxh3 of the normalised text> → vector bytes
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import redis
+
+if TYPE_CHECKING:
+    import numpy as np
 
 JOBS_STREAM = "k0:embed:jobs"
 RESULTS_STREAM = "k0:embed:results"
@@ -50,8 +52,12 @@ def cache_key(model_id: str, text_hash: str) -> str:
 
 
 def vector_to_bytes(vector: np.ndarray) -> bytes:
+    import numpy as np  # here: the offload service reads the token ledger's name and needs no numpy
+
     return np.asarray(vector, dtype="<f4").tobytes()
 
 
 def vector_from_bytes(data: bytes) -> np.ndarray:
+    import numpy as np
+
     return np.frombuffer(data, dtype="<f4")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 from dataclasses import dataclass
 
 import grpc
@@ -14,7 +15,6 @@ import redis
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
 from k0maru_common import HEALTH_NAMES, DependencyFailed, GrpcService, InvalidInput, K0Error, NotReady, TooLarge
 
-from ._http import HttpEmbedder, HttpSettings
 from ._model import OnnxEmbedder, TextEmbedder
 from ._presets import ModelPreset, resolve_preset
 from ._worker import StreamWorker, ThroughputMeter
@@ -106,6 +106,8 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServicer):  # type: ignore[misc
 
 def load_embedder(settings: EmbedderSettings, threads: int) -> TextEmbedder:
     if settings.model == "http":
+        from ._http import HttpEmbedder, HttpSettings  # httpx only for an HTTP endpoint
+
         return HttpEmbedder(
             HttpSettings(
                 settings.http_base_url,
@@ -132,19 +134,15 @@ class EmbedderApp:
 
     def load(self) -> None:
         """Load the model (health stays NOT_SERVING meanwhile), probe it until it answers, then
-        connect the stream worker."""
+        connect the stream worker. Queries are answered by this session too until
+        `load_query_session` brings their own."""
         settings = self.settings
         try:
             embedder = load_embedder(settings, settings.threads)
-            queries = (
-                embedder
-                if settings.model == "http" or settings.query_threads == settings.threads
-                else load_embedder(settings, settings.query_threads)
-            )
         except K0Error as exc:
             log.error("cannot start: %s", exc)
             raise SystemExit(f"embedder: {exc}") from exc
-        self.servicer.loaded(queries)  # Info names the model from now on; health waits for the probe
+        self.servicer.loaded(embedder)  # Info names the model from now on; health waits for the probe
         backoff = 0.5
         while not self.service.stopping:
             try:
@@ -169,6 +167,21 @@ class EmbedderApp:
         )
         self.servicer.worker = self.worker
         self.servicer.problem = ""
+
+    def load_query_session(self) -> None:
+        """The second session that answers Embed (`query_threads`), loaded after the service is
+        SERVING: a second model load is not on the start-up path. Until it is there, and if it
+        cannot load, the stream session answers queries."""
+        settings = self.settings
+        if settings.model == "http" or settings.query_threads == settings.threads:
+            return
+        try:
+            queries = load_embedder(settings, settings.query_threads)
+        except K0Error as exc:
+            log.warning("query session not loaded (%s); the stream session answers queries", exc)
+            return
+        if not self.service.stopping:
+            self.servicer.loaded(queries)
 
     def close(self) -> None:
         if self.worker is not None:
@@ -199,6 +212,7 @@ def run(settings: EmbedderSettings) -> None:
             if app.worker is not None:  # None when stopped while probing
                 app.worker.start()
                 app.service.set_serving(True)
+                threading.Thread(target=app.load_query_session, name="query-session", daemon=True).start()
                 with contextlib.suppress(KeyboardInterrupt):
                     app.service.wait_for_termination()
     finally:
