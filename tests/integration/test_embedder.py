@@ -95,6 +95,36 @@ def test_kill_9_mid_batch_loses_nothing(valkey_url: str, workers: list[Worker], 
     assert len(applied) == n and client.xlen(DEAD_STREAM) == 0
 
 
+def thread_nice(pid: int) -> dict[int, int]:
+    """Niceness of every thread of a process (Linux: /proc/<pid>/task/<tid>/stat, field 19)."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            out[int(task.name)] = int((task / "stat").read_text().rsplit(")", 1)[1].split()[16])
+        except (OSError, ValueError):  # a thread that ended meanwhile
+            continue
+    return out
+
+
+def test_only_the_background_threads_are_niced(valkey_url: str, workers: list[Worker], tmp_path: Path):
+    """K0_WORKER_NICE lowers the stream worker's thread and the query session's, not the process:
+    its start-up and gRPC handlers keep their priority; and the query session arrives after SERVING."""
+    base = os.getpriority(os.PRIO_PROCESS, 0)  # what the worker inherits from this test
+    if base >= 10:
+        pytest.skip("this test runs at nice >= 10 already")
+    w = Worker(valkey_url, tmp_path / "w.log", K0_WORKER_NICE="10")
+    workers.append(w)
+    w.wait_ready()
+    niced = wait_for(lambda: [t for t, n in thread_nice(w.proc.pid).items() if n == 10], 30, "a niced thread")
+    assert w.proc.pid not in niced and thread_nice(w.proc.pid)[w.proc.pid] == base
+    wait_for(lambda: w.log.read_text().count("loaded minilm-l6-int8") == 2, 60, "the query session")
+    with grpc.insecure_channel(w.address) as channel:
+        reply = embedder_pb2_grpc.EmbedderStub(channel).Embed(
+            embedder_pb2.EmbedRequest(texts=["a query"], is_query=True), timeout=30
+        )
+    assert reply.dimension == 384 and len(reply.vectors[0].values) == 384
+
+
 def test_poison_job_goes_to_dead_letter_and_others_go_on(valkey_url: str, workers: list[Worker], tmp_path: Path):
     client = redis.Redis.from_url(valkey_url)
     w = Worker(valkey_url, tmp_path / "w.log")

@@ -230,8 +230,12 @@ class Launcher:
         }
         py = sys.executable
         self._spawn("scanner", [py, "-m", "k0maru_scanner"], {**base, "K0_GRPC_ADDR": addresses["scanner"]})
-        for i, addr in enumerate(embedders):  # background work: niced so indexing and search stay responsive
-            self._spawn(f"embedder-{i + 1}", [py, "-m", "k0maru_embedder"], {**base, "K0_GRPC_ADDR": addr}, nice=10)
+        for i, addr in enumerate(embedders):
+            # bulk embedding is background work: niced (its threads only, K0_WORKER_NICE) so indexing
+            # and search stay responsive; the start-up itself is not niced, or on a busy machine the
+            # embedder's model load would be the last thing every `up` waits for
+            env = {**base, "K0_GRPC_ADDR": addr, "K0_WORKER_NICE": "10"}
+            self._spawn(f"embedder-{i + 1}", [py, "-m", "k0maru_embedder"], env)
         self._spawn("offload", [py, "-m", "k0maru_offload"], {**base, "K0_GRPC_ADDR": addresses["offload"]})
         # no wait for the scanner: the retriever reconciles only once the scanner is SERVING
         self._spawn("retriever", [py, "-m", "k0maru_retriever"], {**base, "K0_GRPC_ADDR": addresses["retriever"]})

@@ -71,6 +71,19 @@ class ThroughputMeter:
         return sum(n for _, n in recent) / span
 
 
+def lower_this_thread(nice: int) -> None:
+    """Raise the calling thread's niceness to at least `nice`. Linux schedules threads, so bulk
+    embedding yields to the rest of the machine while the process's start-up and its gRPC
+    handlers keep their priority; threads this one starts (an onnxruntime pool) inherit it."""
+    if nice <= 0:
+        return
+    tid = threading.get_native_id()
+    try:
+        os.setpriority(os.PRIO_PROCESS, tid, max(os.getpriority(os.PRIO_PROCESS, tid), nice))
+    except OSError as exc:
+        log.info("could not lower the priority of %s: %s", threading.current_thread().name, exc)
+
+
 class StreamWorker:
     def __init__(
         self,
@@ -81,6 +94,7 @@ class StreamWorker:
         claim_idle_ms: int,
         max_attempts: int,
         on_give_up: Callable[[str], None] | None = None,
+        nice: int = 0,
     ) -> None:
         self._redis: Any = client  # bytes replies; redis-py's unions do not narrow
         self._embedder = embedder
@@ -88,6 +102,7 @@ class StreamWorker:
         self._batch = batch_size
         self._claim_idle_ms = claim_idle_ms
         self._max_attempts = max_attempts
+        self._nice = nice
         self.consumer = f"embedder-{socket.gethostname()}-{os.getpid()}"
         self._worker = BackgroundWorker("stream worker", self._run, on_give_up)
 
@@ -122,6 +137,7 @@ class StreamWorker:
         return self._worker.health()
 
     def _run(self, stop: threading.Event) -> None:
+        lower_this_thread(self._nice)
         last_claim = 0.0
         grouped = False
         while not stop.is_set():

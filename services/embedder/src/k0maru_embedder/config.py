@@ -21,6 +21,12 @@ class EmbedderSettings(K0Settings):
     query_threads: int = Field(
         2, description="intra-op threads of a second session that answers Embed (queries): lower latency"
     )
+    worker_nice: int = Field(
+        0,
+        ge=0,
+        le=19,
+        description="niceness of the background threads (stream worker, query-session load); the local launcher sets 10",
+    )
     batch_size: int = Field(32, description="texts per ONNX run and per stream read")
     redis_url: str = Field("redis://127.0.0.1:6379/0", description="Redis/Valkey for jobs and the cache")
     claim_idle_ms: int = Field(15_000, description="reclaim jobs pending longer than this")

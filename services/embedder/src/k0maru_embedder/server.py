@@ -17,7 +17,7 @@ from k0maru_common import HEALTH_NAMES, DependencyFailed, GrpcService, InvalidIn
 
 from ._model import OnnxEmbedder, TextEmbedder
 from ._presets import ModelPreset, resolve_preset
-from ._worker import StreamWorker, ThroughputMeter
+from ._worker import StreamWorker, ThroughputMeter, lower_this_thread
 from .config import EmbedderSettings
 
 log = logging.getLogger(__name__)
@@ -164,6 +164,7 @@ class EmbedderApp:
             settings.claim_idle_ms,
             settings.max_attempts,
             on_give_up=self.service.fail,
+            nice=settings.worker_nice,
         )
         self.servicer.worker = self.worker
         self.servicer.problem = ""
@@ -175,6 +176,7 @@ class EmbedderApp:
         settings = self.settings
         if settings.model == "http" or settings.query_threads == settings.threads:
             return
+        lower_this_thread(settings.worker_nice)  # background work, like the stream worker
         try:
             queries = load_embedder(settings, settings.query_threads)
         except K0Error as exc:
