@@ -8,10 +8,9 @@ launcher's dependencies.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from k0maru_common import lazy_exports
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a whole-process CLI path); mypy knows the name
 if TYPE_CHECKING:
     from ._stack import Launcher, StackBusy, StartupError, free_port, valkey_argv, wait_for_redis
     from ._state import StackState, resolve_data_dir

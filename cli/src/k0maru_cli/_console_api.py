@@ -11,10 +11,13 @@ then requires), and its Host check (a console bound to a wildcard address is rea
 from __future__ import annotations
 
 import json
-from typing import Any
 from urllib.parse import urlencode
 
 from ._state import StackState
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a whole-process CLI path); mypy knows the name
+if TYPE_CHECKING:
+    from typing import Any
 
 WILDCARDS = frozenset({"", "0.0.0.0", "::"})
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from k0maru_common import default_data_dir
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a whole-process CLI path); mypy knows the name
 if TYPE_CHECKING:
     from k0maru_common import StackClient
 
@@ -41,17 +40,34 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-@dataclass
 class StackState:
-    vault: str
-    data_dir: str
-    launcher_pid: int
-    addresses: dict[str, str]
-    console_url: str
-    pids: dict[str, int] = field(default_factory=dict)
-    launcher_started: int = 0  # process_start_time(launcher_pid) when the file was written
-    grpc_token: str = ""  # the stack's shared gRPC token (the file is readable by its owner only)
-    console_token: str = ""  # K0_CONSOLE_TOKEN the console was started with ("" = none)
+    """What `stack.json` holds (its keys are these attributes). A plain class, not a dataclass:
+    importing dataclasses (with inspect and ast) was a tenth of `k0maru search`."""
+
+    def __init__(
+        self,
+        vault: str,
+        data_dir: str,
+        launcher_pid: int,
+        addresses: dict[str, str],
+        console_url: str,
+        pids: dict[str, int] | None = None,
+        launcher_started: int = 0,
+        grpc_token: str = "",
+        console_token: str = "",
+    ) -> None:
+        self.vault = vault
+        self.data_dir = data_dir
+        self.launcher_pid = launcher_pid
+        self.addresses = addresses
+        self.console_url = console_url
+        self.pids = pids if pids is not None else {}
+        self.launcher_started = launcher_started  # process_start_time(launcher_pid) when the file was written
+        self.grpc_token = grpc_token  # the stack's shared gRPC token (the file is readable by its owner only)
+        self.console_token = console_token  # K0_CONSOLE_TOKEN the console was started with ("" = none)
+
+    def __repr__(self) -> str:
+        return f"StackState(vault={self.vault!r}, launcher_pid={self.launcher_pid}, console_url={self.console_url!r})"
 
     @classmethod
     def load(cls, data_dir: Path) -> StackState | None:

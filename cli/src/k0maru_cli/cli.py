@@ -24,12 +24,12 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
 
 from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES, K0Error
 
 from ._state import StackState, resolve_data_dir
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a whole-process CLI path); mypy knows the name
 if TYPE_CHECKING:
     from ._stack import Launcher
 

@@ -3,10 +3,11 @@ vault paths, the token estimate and the limits more than one package relies on."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ._lazy import lazy_exports
 
+TYPE_CHECKING = (
+    False  # typing.TYPE_CHECKING without importing typing (`k0maru search` is a whole process); mypy knows the name
+)
 if TYPE_CHECKING:
     from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address, open_channel
     from ._client import SEARCH_MODES, StackClient, mode_name

@@ -17,8 +17,7 @@ does not load grpcio.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; mypy knows the name
 if TYPE_CHECKING:
     import grpc
 

@@ -4,8 +4,11 @@ module on first use, so a command needing one piece does not pay for every depen
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; mypy knows the name
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 
 def lazy_exports(package: str, where: dict[str, str], namespace: dict[str, Any]) -> Callable[[str], Any]:
