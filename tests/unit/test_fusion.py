@@ -149,17 +149,40 @@ def test_convex_fusion_uses_scores_and_its_boost_keeps_its_reach():
     assert boosted["a"].boost == 0.0 and boosted["b"].boost > 0 and boosted["c"].boost > 0
 
 
-def test_confident_weights_follow_the_spread_of_the_vector_pool():
+def test_confident_weights_follow_the_gap_of_the_vector_pool():
     bm25 = [("a", 10.0), ("b", 1.0)]
-    spread = [("c", 0.70), ("d", 0.60), ("e", 0.50)]  # 0.2: twice the scale
+    gap = [("c", 0.70), ("d", 0.60), ("e", 0.50)]  # best - last (fewer than 10): 0.2, twice the scale
     flat = [("c", 0.55), ("d", 0.53), ("e", 0.50)]  # 0.05: half of it
-    assert confident_weights(bm25, spread, 0.5, 0.5, 2.0, 0.1) == pytest.approx((0.5, 2.0))
-    assert confident_weights(bm25, flat, 0.5, 0.5, 2.0, 0.1) == pytest.approx((0.5, 0.125))
-    assert confident_weights(bm25, flat, 0.5, 0.5, 0.0) == (0.5, 0.5)  # fixed weights
-    assert confident_weights([], flat, 0.5, 0.5, 2.0) == (0.5, 0.5)  # one channel: nothing to weigh
+    assert confident_weights(bm25, gap, 0.5, 0.5, vector_power=2.0, gap_scale=0.1) == pytest.approx((0.5, 2.0))
+    assert confident_weights(bm25, flat, 0.5, 0.5, vector_power=2.0, gap_scale=0.1) == pytest.approx((0.5, 0.125))
+    assert confident_weights(bm25, flat, 0.5, 0.5, vector_power=0.0) == (0.5, 0.5)  # fixed weights
+    assert confident_weights([], flat, 0.5, 0.5, vector_power=2.0) == (0.5, 0.5)  # one channel: nothing to weigh
     # Weights then decide the convex order: a (BM25's best) vs c (the vector channel's best).
-    assert convex_fuse(bm25, spread, w_bm25=0.5, w_vector=2.0, boost=0.0)[0].path == "c"
+    assert convex_fuse(bm25, gap, w_bm25=0.5, w_vector=2.0, boost=0.0)[0].path == "c"
     assert convex_fuse(bm25, flat, w_bm25=0.5, w_vector=0.125, boost=0.0)[0].path == "a"
+
+
+def test_vector_gap_is_read_at_the_tenth_note_whatever_the_pool_depth():
+    bm25 = [("a", 1.0)]
+    vector = [(f"n{i}", 0.9 - 0.01 * i) for i in range(40)]  # 10th note: 0.81; 40th: 0.51
+    short = confident_weights(bm25, vector[:10], 0.5, 0.5, vector_power=1.0, gap_scale=0.09)
+    deep = confident_weights(bm25, vector, 0.5, 0.5, vector_power=1.0, gap_scale=0.09)
+    assert short == deep == pytest.approx((0.5, 0.5))
+
+
+def test_a_bm25_pool_whose_best_stands_out_keeps_the_lead():
+    vector = [(f"v{i}", 0.8 - 0.01 * i) for i in range(30)]  # gap 0.09
+    steep = [(f"b{i}", 20.0 - 0.5 * i) for i in range(30)]  # 30th: 5.5, spread (20 - 5.5) / 20 = 0.725
+    flat = [(f"b{i}", 10.0 - 0.1 * i) for i in range(30)]  # 30th: 7.1, spread 0.29
+    kw = {"vector_power": 1.0, "gap_scale": 0.09, "bm25_power": 2.0, "bm25_scale": 0.5}
+    _, wv_steep = confident_weights(steep, vector, 0.5, 0.5, **kw)
+    _, wv_flat = confident_weights(flat, vector, 0.5, 0.5, **kw)
+    assert wv_steep == pytest.approx(0.5 * (0.5 / 0.725) ** 2)
+    assert wv_flat == pytest.approx(0.5 * (0.5 / 0.29) ** 2)
+    assert wv_steep < 0.5 < wv_flat
+    # a pool of one note (or of equal scores) is floored, not infinitely unsure
+    _, wv_one = confident_weights([("b", 3.0)], vector, 0.5, 0.5, **kw)
+    assert wv_one == pytest.approx(0.5 * (0.5 / 0.05) ** 2)
 
 
 def test_boost_outside_its_range_is_refused():
@@ -182,6 +205,6 @@ def test_snippet_window_on_characters_not_bytes():
 def test_each_model_has_its_own_gap_scale_and_others_get_the_default():
     from k0maru_retriever._fusion import DEFAULT_GAP_SCALE, model_gap_scale
 
-    assert model_gap_scale("minilm-l6-int8-384") == 0.12
+    assert model_gap_scale("minilm-l6-int8-384") == 0.075
     assert model_gap_scale("use-multilingual-q-512") > model_gap_scale("minilm-l6-int8-384")  # wider cosines
     assert model_gap_scale("custom-e5-768") == DEFAULT_GAP_SCALE == model_gap_scale("")

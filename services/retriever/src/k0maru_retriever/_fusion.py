@@ -105,32 +105,52 @@ def rrf_fuse(
     return _score_all(_collect(bm25, vector), score, boost, connected)
 
 
+# Ranks at which each channel's confidence is read (fixed, so the weights do not depend on `limit`)
+VECTOR_GAP_RANK = 10
+BM25_SPREAD_RANK = 30
+MIN_BM25_SPREAD = 0.05  # a pool of one note, or of equal scores, is not infinitely unsure
+
+
 def confident_weights(
     bm25: list[tuple[str, float]],
     vector: list[tuple[str, float]],
     w_bm25: float,
     w_vector: float,
-    power: float,
-    gap_scale: float = 0.12,
+    *,
+    vector_power: float,
+    gap_scale: float = 0.075,
+    bm25_power: float = 0.0,
+    bm25_scale: float = 0.5,
 ) -> tuple[float, float]:
-    """Per-query weights: the vector weight times (spread of the vector pool / gap_scale) ** power.
+    """Per-query weights from how far each channel's best note stands above the rest of its pool.
 
-    The spread is the cosine of the vector channel's best note minus that of its last pooled note.
-    Where the embedding model separates a few notes from the rest (code search: 0.19 on average),
-    the vector channel leads; where every candidate looks alike to it (chat turns: 0.10), BM25
-    does. Measured on the dev sets with the default model (bench/README.md); the scale is the
-    model's own, so another model may want another `gap_scale`.
+    w_vector × (vector gap / gap_scale) ** vector_power × (bm25_scale / bm25 spread) ** bm25_power,
+    w_bm25 unchanged. The vector gap is the cosine of the best note minus that of the 10th (the
+    last when fewer); the BM25 spread is (best − 30th) / best, a relative figure because BM25
+    scores have no fixed scale. Where BM25's best note stands far above its pool (long notes that
+    share the query's names: conversation sessions, 0.66 on average) BM25 leads; where its pool is
+    flat and the embedding model separates a few notes (code search, duplicate questions: 0.39–0.46)
+    the vector channel does. Chosen on six development sets at once (bench/README.md, issue 10);
+    each model has its own cosine scale, so `gap_scale` is per model (`model_gap_scale`).
     """
-    if power <= 0 or not bm25 or not vector:
+    if not bm25 or not vector:
         return w_bm25, w_vector
-    spread = max(0.0, vector[0][1] - vector[-1][1])
-    return w_bm25, w_vector * (spread / gap_scale) ** power
+    factor = 1.0
+    if vector_power > 0:
+        gap = max(0.0, vector[0][1] - vector[min(VECTOR_GAP_RANK, len(vector)) - 1][1])
+        factor *= (gap / gap_scale) ** vector_power
+    if bm25_power > 0:
+        best, last = bm25[0][1], bm25[min(BM25_SPREAD_RANK, len(bm25)) - 1][1]
+        spread = max(MIN_BM25_SPREAD, (best - last) / best) if best > 0 else 1.0
+        factor *= (bm25_scale / spread) ** bm25_power
+    return w_bm25, w_vector * factor
 
 
-# The vector pool's cosine spread at which the vector weight is unchanged, per model: each model has
-# its own cosine scale. Measured on the dev sets (bench/README.md, issue 10); other models get the default.
-MODEL_GAP_SCALES = {"minilm-l6-int8": 0.12, "use-multilingual-q": 0.4}
-DEFAULT_GAP_SCALE = 0.12
+# The vector gap at which the vector weight is unchanged, per model: each model has its own cosine
+# scale (USE's gaps are wider). Measured on the dev sets (bench/README.md, issue 10); others get the default.
+MODEL_GAP_SCALES = {"minilm-l6-int8": 0.075, "use-multilingual-q": 0.25}
+DEFAULT_GAP_SCALE = 0.075
+DEFAULT_BM25_SPREAD_SCALE = 0.5
 
 
 def model_gap_scale(model_id: str) -> float:
