@@ -11,7 +11,7 @@ from k0maru_retriever._search import FusionParams
 
 Ranking = list[tuple[str, float]]
 POOL = 30  # max(3 * limit, 30) at limit 10
-K = 10
+K = 20  # the sweep leaves out notes graded -1 (known-item sources), then scores the top 10
 
 
 def top(ranked: list[str]) -> list[str]:

@@ -29,6 +29,7 @@ from k0maru_cli._eval import (
     recall_at_k,
     stack_for,
     wait_indexed,
+    without_ignored,
     write_vault,
 )
 
@@ -112,7 +113,7 @@ def main() -> None:
 def evaluate(rows: list[dict], method: Callable[[Ranking, Ranking], list[str]]) -> tuple[float, float]:  # type: ignore[type-arg]
     ndcg = recall = 0.0
     for row in rows:
-        ranked = method([tuple(x) for x in row["bm25"]], [tuple(x) for x in row["vector"]])
+        ranked = without_ignored(method([tuple(x) for x in row["bm25"]], [tuple(x) for x in row["vector"]]), row["rel"])
         ndcg += ndcg_at_k(ranked, row["rel"])
         recall += recall_at_k(ranked, row["rel"])
     n = max(len(rows), 1)
