@@ -10,7 +10,7 @@ from k0maru_retriever._graph import LinkGraph
 from k0maru_retriever._search import FusionParams
 
 Ranking = list[tuple[str, float]]
-POOL = 30  # max(3 * limit, 30) at limit 10
+POOL = 30  # max(3 * limit, 20) at limit 10
 K = 20  # the sweep leaves out notes graded -1 (known-item sources), then scores the top 10
 
 
@@ -26,28 +26,22 @@ def rrf(k: int = 60, wb: float = 0.5) -> Callable[[Ranking, Ranking], list[str]]
 
 
 def convex(
-    wb: float, power: float = 0.0, bm25_power: float = 0.0, **scales: float
+    wb: float, power: float = 0.0, scale: float = FusionParams().gap_scale
 ) -> Callable[[Ranking, Ranking], list[str]]:
     """The shipped convex fusion (k0maru_retriever._fusion), fixed or per-query weights."""
 
     def run(b: Ranking, v: Ranking) -> list[str]:
         b, v = b[:POOL], v[:POOL]
-        w1, w2 = confident_weights(b, v, wb, 1 - wb, vector_power=power, bm25_power=bm25_power, **scales)
+        w1, w2 = confident_weights(b, v, wb, 1 - wb, power, scale)
         return top([h.path for h in convex_fuse(b, v, w_bm25=w1, w_vector=w2, boost=0.0)])
 
     return run
 
 
-def shipped() -> Callable[[Ranking, Ranking], list[str]]:
-    """The default hybrid fusion (FusionParams' defaults, MiniLM's gap scale)."""
-    p = FusionParams()
-    return convex(p.w_bm25, p.adaptive, p.bm25_adaptive, gap_scale=p.gap_scale, bm25_scale=p.bm25_scale)
-
-
 def adaptive_rrf(k: int = 60, power: float = 1.0) -> Callable[[Ranking, Ranking], list[str]]:
     def run(b: Ranking, v: Ranking) -> list[str]:
         b, v = b[:POOL], v[:POOL]
-        w1, w2 = confident_weights(b, v, 0.5, 0.5, vector_power=power, gap_scale=0.12)
+        w1, w2 = confident_weights(b, v, 0.5, 0.5, power)
         return top([h.path for h in rrf_fuse(b, v, k=k, w_bm25=w1, w_vector=w2, boost=0.0)])
 
     return run
@@ -63,11 +57,10 @@ METHODS: dict[str, Callable[[Ranking, Ranking], list[str]]] = {
     **{f"convex {w}": convex(w) for w in (0.3, 0.4, 0.5, 0.6, 0.7)},
     "adaptive rrf p1": adaptive_rrf(),
     "adaptive rrf p2": adaptive_rrf(power=2),
-    **{f"adaptive convex {w} p{p}": convex(w, p, gap_scale=0.12) for w in (0.4, 0.5, 0.6) for p in (1, 2, 3)},
-    "vector gap only p3 (wave 3)": convex(0.5, 3.0, gap_scale=0.12),
-    **{f"both p1.5/3 g{g}": convex(0.5, 1.5, 3.0, gap_scale=g) for g in (0.068, 0.075, 0.085)},
+    **{f"adaptive convex {w} p{p}": convex(w, p) for w in (0.4, 0.5, 0.6) for p in (1, 1.25, 2)},
+    **{f"adaptive convex 0.5 p1.25 s{s}": convex(0.5, 1.25, s) for s in (0.17, 0.21)},
 }
-METHODS["default"] = shipped()
+METHODS["default"] = convex(0.5, FusionParams().adaptive)
 
 
 def vault_graph(vault: Path) -> LinkGraph:
@@ -85,17 +78,7 @@ def vault_graph(vault: Path) -> LinkGraph:
 def boosted(graph: LinkGraph, boost: float, method: str = "convex") -> Callable[[Ranking, Ranking], list[str]]:
     def run(b: Ranking, v: Ranking) -> list[str]:
         b, v = b[:POOL], v[:POOL]
-        p = FusionParams()
-        w1, w2 = confident_weights(
-            b,
-            v,
-            0.5,
-            0.5,
-            vector_power=p.adaptive,
-            gap_scale=p.gap_scale,
-            bm25_power=p.bm25_adaptive,
-            bm25_scale=p.bm25_scale,
-        )
+        w1, w2 = confident_weights(b, v, 0.5, 0.5, FusionParams().adaptive, FusionParams().gap_scale)
         if method == "rrf":
             hits = rrf_fuse(b, v, boost=boost, connected=graph.connected_among)
         else:
@@ -110,7 +93,7 @@ def neighbour_boost(graph: LinkGraph, boost: float) -> Callable[[Ranking, Rankin
 
     def run(b: Ranking, v: Ranking) -> list[str]:
         b, v = b[:POOL], v[:POOL]
-        w1, w2 = confident_weights(b, v, 0.5, 0.5, vector_power=2.0, gap_scale=0.12)
+        w1, w2 = confident_weights(b, v, 0.5, 0.5, 2.0)
         hits = convex_fuse(b, v, w_bm25=w1, w_vector=w2, boost=0.0)
         best = hits[0].score or 1.0
         score = {h.path: h.score / best for h in hits}

@@ -75,12 +75,7 @@ def test_fusion_knobs_override_the_settings_and_a_boost_of_one_is_refused() -> N
 
     class Fixed:
         def current(self) -> RagParams:
-            return RagParams.model_validate(
-                {"Retriever": {"fusion": "rrf", "fusionAdaptive": 0, "fusionBm25Adaptive": 1, "bm25SpreadScale": 0.4}}
-            )
+            return RagParams.model_validate({"Retriever": {"fusion": "rrf", "fusionAdaptive": 0}})
 
     shaped = QueryShaper(None, Fixed()).fusion(FusionParams())  # type: ignore[arg-type]
     assert (shaped.method, shaped.adaptive, shaped.k, shaped.graph_boost) == ("rrf", 0, 60, 0.1)
-    assert (shaped.bm25_adaptive, shaped.bm25_scale, shaped.gap_scale) == (1, 0.4, FusionParams().gap_scale)
-    with pytest.raises(ValidationError):
-        RagParams.model_validate({"Retriever": {"bm25SpreadScale": 0}})

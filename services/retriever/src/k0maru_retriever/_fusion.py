@@ -105,10 +105,8 @@ def rrf_fuse(
     return _score_all(_collect(bm25, vector), score, boost, connected)
 
 
-# Ranks at which each channel's confidence is read (fixed, so the weights do not depend on `limit`)
-VECTOR_GAP_RANK = 10
-BM25_SPREAD_RANK = 30
-MIN_BM25_SPREAD = 0.05  # a pool of one note, or of equal scores, is not infinitely unsure
+CONFIDENCE_RANK = 10  # each channel's confidence: how far its best note stands above its 10th
+MIN_BM25_SPREAD = 0.05  # BM25 scores all equal to the 10th: unsure, not infinitely so
 
 
 def confident_weights(
@@ -116,41 +114,34 @@ def confident_weights(
     vector: list[tuple[str, float]],
     w_bm25: float,
     w_vector: float,
-    *,
-    vector_power: float,
-    gap_scale: float = 0.075,
-    bm25_power: float = 0.0,
-    bm25_scale: float = 0.5,
+    power: float,
+    gap_scale: float = 0.19,
 ) -> tuple[float, float]:
-    """Per-query weights from how far each channel's best note stands above the rest of its pool.
+    """Per-query weights: w_vector × (vector gap / (gap_scale × BM25 spread)) ** power, w_bm25 as given.
 
-    w_vector × (vector gap / gap_scale) ** vector_power × (bm25_scale / bm25 spread) ** bm25_power,
-    w_bm25 unchanged. The vector gap is the cosine of the best note minus that of the 10th (the
-    last when fewer); the BM25 spread is (best − 30th) / best, a relative figure because BM25
-    scores have no fixed scale. Where BM25's best note stands far above its pool (long notes that
-    share the query's names: conversation sessions, 0.66 on average) BM25 leads; where its pool is
-    flat and the embedding model separates a few notes (code search, duplicate questions: 0.39–0.46)
-    the vector channel does. Chosen on six development sets at once (bench/README.md, issue 10);
-    each model has its own cosine scale, so `gap_scale` is per model (`model_gap_scale`).
+    Each channel's confidence is how far its best note stands above its 10th: for the vector
+    channel the cosine gap (best − 10th; the last when fewer), for BM25 the relative drop
+    (best − 10th) / best (BM25 scores have no fixed scale; a note BM25 did not return scores 0,
+    so a query matching few notes is a confident one). Where BM25's best note stands far above
+    the rest (conversation sessions: long notes sharing the query's names) BM25 leads; where its
+    scores are flat and the embedding model separates a few notes (code search, duplicate
+    questions, a vault's notes described in other words) the vector channel does. Chosen on six
+    development sets and two linked vaults at once (bench/README.md, issue 10); `gap_scale` is the
+    model's own (`model_gap_scale`): each model has its own cosine scale.
     """
-    if not bm25 or not vector:
+    if power <= 0 or not bm25 or not vector:
         return w_bm25, w_vector
-    factor = 1.0
-    if vector_power > 0:
-        gap = max(0.0, vector[0][1] - vector[min(VECTOR_GAP_RANK, len(vector)) - 1][1])
-        factor *= (gap / gap_scale) ** vector_power
-    if bm25_power > 0:
-        best, last = bm25[0][1], bm25[min(BM25_SPREAD_RANK, len(bm25)) - 1][1]
-        spread = max(MIN_BM25_SPREAD, (best - last) / best) if best > 0 else 1.0
-        factor *= (bm25_scale / spread) ** bm25_power
-    return w_bm25, w_vector * factor
+    gap = max(0.0, vector[0][1] - vector[min(CONFIDENCE_RANK, len(vector)) - 1][1])
+    best = bm25[0][1]
+    tenth = bm25[CONFIDENCE_RANK - 1][1] if len(bm25) >= CONFIDENCE_RANK else 0.0
+    spread = max(MIN_BM25_SPREAD, (best - tenth) / best) if best > 0 else 1.0
+    return w_bm25, w_vector * (gap / (gap_scale * spread)) ** power
 
 
-# The vector gap at which the vector weight is unchanged, per model: each model has its own cosine
-# scale (USE's gaps are wider). Measured on the dev sets (bench/README.md, issue 10); others get the default.
-MODEL_GAP_SCALES = {"minilm-l6-int8": 0.075, "use-multilingual-q": 0.25}
-DEFAULT_GAP_SCALE = 0.075
-DEFAULT_BM25_SPREAD_SCALE = 0.5
+# The ratio scale per model: each model has its own cosine scale (USE's gaps are wider). Measured
+# on the dev sets (bench/README.md, issue 10); other models get the default.
+MODEL_GAP_SCALES = {"minilm-l6-int8": 0.19, "use-multilingual-q": 0.63}
+DEFAULT_GAP_SCALE = 0.19
 
 
 def model_gap_scale(model_id: str) -> float:

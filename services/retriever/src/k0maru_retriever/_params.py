@@ -81,8 +81,6 @@ class RetrieverParams(_Section):
     weight_vector: float | None = Field(None, ge=0, alias="weightVector")
     fusion_adaptive: float | None = Field(None, ge=0, alias="fusionAdaptive")
     vector_gap_scale: float | None = Field(None, gt=0, alias="vectorGapScale")
-    fusion_bm25_adaptive: float | None = Field(None, ge=0, alias="fusionBm25Adaptive")
-    bm25_spread_scale: float | None = Field(None, gt=0, alias="bm25SpreadScale")
     graph_boost: float | None = Field(None, ge=0, lt=1, alias="graphBoost")
     tagmemo_beta: float | None = Field(
         None, ge=0, le=1, alias="tagMemoBeta"

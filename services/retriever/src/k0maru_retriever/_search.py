@@ -17,17 +17,7 @@ from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
 from k0maru_common import KEEPALIVE_CLIENT_OPTIONS, ROUND_ROBIN_CONFIG, open_channel
 
 from ._bm25 import Scope
-from ._fusion import (
-    BM25_SPREAD_RANK,
-    DEFAULT_BM25_SPREAD_SCALE,
-    DEFAULT_GAP_SCALE,
-    FusedHit,
-    confident_weights,
-    convex_fuse,
-    rrf_fuse,
-    single_channel,
-    snippet,
-)
+from ._fusion import DEFAULT_GAP_SCALE, FusedHit, confident_weights, convex_fuse, rrf_fuse, single_channel, snippet
 from ._index import NoteIndex, split_chunk_id
 from ._shaping import QueryShaper
 from ._tags import normalise_tag
@@ -51,13 +41,9 @@ class FusionParams:
     k: int = 60  # RRF constant
     w_bm25: float = 0.5
     w_vector: float = 0.5
-    # per-query vector weight × (vector gap / gap_scale) ** adaptive × (bm25_scale / BM25 spread) ** bm25_adaptive
-    # (confident_weights; 0 and 0: fixed weights)
-    adaptive: float = 1.5
-    gap_scale: float = DEFAULT_GAP_SCALE  # per model: model_gap_scale
-    bm25_adaptive: float = 3.0
-    bm25_scale: float = DEFAULT_BM25_SPREAD_SCALE
+    adaptive: float = 1.25  # per-query vector weight × (vector gap / (gap_scale × BM25 spread)) ** adaptive (0: fixed)
     graph_boost: float = 0.1  # rank bonus: share of the distance to the top a connected note closes
+    gap_scale: float = DEFAULT_GAP_SCALE  # the ratio at which the weights are unchanged (per model: model_gap_scale)
 
 
 HEDGE_S = 10.0
@@ -239,7 +225,7 @@ class HybridSearcher:
         if not query:
             response.took_ms = (time.perf_counter() - started) * 1000
             return response
-        pool = max(3 * limit, BM25_SPREAD_RANK)  # deep enough for the confidence read at a fixed rank
+        pool = max(3 * limit, 20)
         bm25: list[tuple[str, float, str]] = []
         vector: list[tuple[str, float, str]] = []
         skipped = self._vector_left_out(mode, query, chunks, with_vectors) if mode in (VECTOR, HYBRID) else ""
@@ -269,16 +255,7 @@ class HybridSearcher:
             if not vector:
                 response.mode_used = BM25
             b, v = [(a, s) for a, s, _ in bm25], [(a, s) for a, s, _ in vector]
-            wb, wv = confident_weights(
-                b,
-                v,
-                p.w_bm25,
-                p.w_vector,
-                vector_power=p.adaptive,
-                gap_scale=p.gap_scale,
-                bm25_power=p.bm25_adaptive,
-                bm25_scale=p.bm25_scale,
-            )
+            wb, wv = confident_weights(b, v, p.w_bm25, p.w_vector, p.adaptive, p.gap_scale)
             with self._index.lock:
                 connected = self._index.graph.connected_among
                 if p.method == "rrf":

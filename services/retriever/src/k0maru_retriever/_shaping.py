@@ -51,8 +51,6 @@ class QueryShaper:
             w_vector=r.weight_vector if r.weight_vector is not None else base.w_vector,
             adaptive=r.fusion_adaptive if r.fusion_adaptive is not None else base.adaptive,
             gap_scale=r.vector_gap_scale if r.vector_gap_scale is not None else base.gap_scale,
-            bm25_adaptive=r.fusion_bm25_adaptive if r.fusion_bm25_adaptive is not None else base.bm25_adaptive,
-            bm25_scale=r.bm25_spread_scale if r.bm25_spread_scale is not None else base.bm25_scale,
             graph_boost=r.graph_boost if r.graph_boost is not None else base.graph_boost,
         )
 

@@ -31,24 +31,14 @@ class RetrieverSettings(K0Settings):
     weight_bm25: float = Field(0.5, ge=0.0, description="fusion weight of the BM25 channel")
     weight_vector: float = Field(0.5, ge=0.0, description="fusion weight of the vector channel")
     fusion_adaptive: float = Field(
-        1.5,
+        1.25,
         ge=0.0,
-        description="per-query weights: the vector weight times (best minus 10th cosine of the vector pool / K0_VECTOR_GAP_SCALE) to this power (0 and K0_FUSION_BM25_ADAPTIVE 0 = fixed weights)",
+        description="per-query weights: the vector weight times (vector gap / (K0_VECTOR_GAP_SCALE x BM25 spread)) to this power, each channel's best note against its 10th (0 = fixed weights)",
     )
     vector_gap_scale: float = Field(
         0.0,
         ge=0.0,
-        description="the vector channel's best-minus-10th cosine at which its weight is unchanged (0 = the model's own, measured per model)",
-    )
-    fusion_bm25_adaptive: float = Field(
-        3.0,
-        ge=0.0,
-        description="per-query weights: the vector weight also times (K0_BM25_SPREAD_SCALE / BM25's relative spread, best minus 30th over best) to this power",
-    )
-    bm25_spread_scale: float = Field(
-        0.5,
-        gt=0.0,
-        description="BM25's relative spread (best minus 30th score, over best) at which the weights are unchanged",
+        description="the ratio of the vector channel's cosine gap to BM25's relative spread at which the weights are unchanged (0 = the model's own, measured per model)",
     )
     graph_boost: float = Field(
         0.1,

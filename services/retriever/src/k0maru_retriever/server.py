@@ -227,8 +227,6 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         adaptive=settings.fusion_adaptive,
         graph_boost=settings.graph_boost,
         gap_scale=settings.vector_gap_scale or model_gap_scale(model_id),
-        bm25_adaptive=settings.fusion_bm25_adaptive,
-        bm25_scale=settings.bm25_spread_scale,
     )
     rag_params = ParamsFile(settings.data_dir / FILE_NAME)
     tag_maintainer = TagMaintainer(
