@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from k0maru_retriever._fusion import confident_weights, convex_fuse, rrf_fuse
+from k0maru_retriever._fusion import confident_weights, convex_fuse, model_gap_scale, rrf_fuse
 from k0maru_retriever._graph import LinkGraph
 from k0maru_retriever._search import FusionParams
 
@@ -25,14 +25,20 @@ def rrf(k: int = 60, wb: float = 0.5) -> Callable[[Ranking, Ranking], list[str]]
     return run
 
 
-def convex(
-    wb: float, power: float = 0.0, scale: float = FusionParams().gap_scale
-) -> Callable[[Ranking, Ranking], list[str]]:
-    """The shipped convex fusion (k0maru_retriever._fusion), fixed or per-query weights."""
+MODEL_SCALE = {"gap": FusionParams().gap_scale}  # the dumped set's model's own scale (set_model)
+
+
+def set_model(model_id: str) -> None:
+    """Methods without a scale of their own use this model's (a dump names its model; older ones don't)."""
+    MODEL_SCALE["gap"] = model_gap_scale(model_id) if model_id else FusionParams().gap_scale
+
+
+def convex(wb: float, power: float = 0.0, scale: float = 0.0) -> Callable[[Ranking, Ranking], list[str]]:
+    """The shipped convex fusion (k0maru_retriever._fusion), fixed or per-query weights; scale 0: the model's."""
 
     def run(b: Ranking, v: Ranking) -> list[str]:
         b, v = b[:POOL], v[:POOL]
-        w1, w2 = confident_weights(b, v, wb, 1 - wb, power, scale)
+        w1, w2 = confident_weights(b, v, wb, 1 - wb, power, scale or MODEL_SCALE["gap"])
         return top([h.path for h in convex_fuse(b, v, w_bm25=w1, w_vector=w2, boost=0.0)])
 
     return run
@@ -58,7 +64,7 @@ METHODS: dict[str, Callable[[Ranking, Ranking], list[str]]] = {
     "adaptive rrf p1": adaptive_rrf(),
     "adaptive rrf p2": adaptive_rrf(power=2),
     **{f"adaptive convex {w} p{p}": convex(w, p) for w in (0.4, 0.5, 0.6) for p in (1, 1.25, 2)},
-    **{f"adaptive convex 0.5 p1.25 s{s}": convex(0.5, 1.25, s) for s in (0.17, 0.21)},
+    **{f"adaptive convex 0.5 p1.25 s×{f}": convex(0.5, 1.25, f * FusionParams().gap_scale) for f in (0.9, 1.1)},
 }
 METHODS["default"] = convex(0.5, FusionParams().adaptive)
 
@@ -78,7 +84,7 @@ def vault_graph(vault: Path) -> LinkGraph:
 def boosted(graph: LinkGraph, boost: float, method: str = "convex") -> Callable[[Ranking, Ranking], list[str]]:
     def run(b: Ranking, v: Ranking) -> list[str]:
         b, v = b[:POOL], v[:POOL]
-        w1, w2 = confident_weights(b, v, 0.5, 0.5, FusionParams().adaptive, FusionParams().gap_scale)
+        w1, w2 = confident_weights(b, v, 0.5, 0.5, FusionParams().adaptive, MODEL_SCALE["gap"])
         if method == "rrf":
             hits = rrf_fuse(b, v, boost=boost, connected=graph.connected_among)
         else:
