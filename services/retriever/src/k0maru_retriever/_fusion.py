@@ -131,11 +131,18 @@ def confident_weights(
     """
     if power <= 0 or not bm25 or not vector:
         return w_bm25, w_vector
-    gap = max(0.0, vector[0][1] - vector[min(CONFIDENCE_RANK, len(vector)) - 1][1])
+    spread, gap = channel_confidence(bm25, vector)
+    return w_bm25, w_vector * (gap / (gap_scale * spread)) ** power
+
+
+def channel_confidence(bm25: list[tuple[str, float]], vector: list[tuple[str, float]]) -> tuple[float, float]:
+    """(BM25 spread, vector gap): how far each channel's best note stands above its 10th (0 if it ran dry)."""
+    gap = max(0.0, vector[0][1] - vector[min(CONFIDENCE_RANK, len(vector)) - 1][1]) if vector else 0.0
+    if not bm25:
+        return 0.0, gap
     best = bm25[0][1]
     tenth = bm25[CONFIDENCE_RANK - 1][1] if len(bm25) >= CONFIDENCE_RANK else 0.0
-    spread = max(MIN_BM25_SPREAD, (best - tenth) / best) if best > 0 else 1.0
-    return w_bm25, w_vector * (gap / (gap_scale * spread)) ** power
+    return (max(MIN_BM25_SPREAD, (best - tenth) / best) if best > 0 else 1.0), gap
 
 
 # The ratio scale per model: each model has its own cosine scale (USE's gaps are wider). Measured
