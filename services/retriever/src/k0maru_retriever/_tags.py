@@ -94,8 +94,8 @@ class TagIndex:
         self.blacklist: frozenset[str] = frozenset()
         self.epa: EpaBasis | None = None
         self.epa_error = ""
-        self._version = 0
-        self._space: tuple[int, TagSpace | None] = (-1, None)
+        self._version = 0  # bumped when the set of tag vectors changes (not when only notes do)
+        self._space: tuple[int, EpaBasis | None, TagSpace | None] = (-1, None, None)
         self._drift = 0  # embedded tags added or removed since the basis was built
         self._db = sqlite3.connect(path or ":memory:", check_same_thread=False, isolation_level=None)
         self._db.execute("CREATE TABLE IF NOT EXISTS tags (name TEXT PRIMARY KEY, key TEXT NOT NULL, vector BLOB)")
@@ -123,7 +123,6 @@ class TagIndex:
                 self.cooc.add(new)
                 for t in new:
                     self.note_count[t] = self.note_count.get(t, 0) + 1
-            self._version += 1
             return [t for t in new if t not in self.vectors]
 
     def drop_note(self, path: str) -> None:
@@ -131,7 +130,6 @@ class TagIndex:
             old = self.notes.get(path, ())
             if old:
                 self._forget(path, old)
-                self._version += 1
 
     def _forget(self, path: str, old: tuple[str, ...]) -> None:
         self.notes.pop(path, None)
@@ -145,6 +143,7 @@ class TagIndex:
                 self.note_count.pop(t, None)
                 if self.vectors.pop(t, None) is not None:
                     self._drift += 1
+                    self._version += 1
                 gone.append((t,))
         if gone:
             self._db.executemany("DELETE FROM tags WHERE name = ?", gone)
@@ -201,7 +200,6 @@ class TagIndex:
             self.notes.clear()
             self.note_count.clear()
             self.cooc = CoOccurrence()
-            self._version += 1
 
     def clear(self) -> None:
         with self.lock:
@@ -223,16 +221,19 @@ class TagIndex:
             return self.cooc.neighbours(tag, n)
 
     def space(self) -> TagSpace | None:
-        """An immutable view of the embedded tags (rebuilt only after a change), or None without any."""
+        """An immutable view of the embedded tags, or None without any. Rebuilt only when the tag
+        vectors or the EPA basis change: a note's tags changing alone keeps it (its neighbours are
+        read live), and with it the per-tag work cached in it (near-duplicate sets)."""
         with self.lock:
-            if self._space[0] == self._version:
-                return self._space[1]
+            version, epa, space = self._space
+            if version == self._version and epa is self.epa:
+                return space
             names = sorted(self.vectors)
             space = None
             if names:
                 matrix = np.stack([self.vectors[n] for n in names])
                 space = TagSpace(names, matrix, self.epa, self.neighbours)
-            self._space = (self._version, space)
+            self._space = (self._version, self.epa, space)
             return space
 
     def digest(self) -> str:
