@@ -187,6 +187,7 @@ class TagMemo:
         c0, c1 = kb.core_boost_range
         self.gamma = c0 + core_metric * (c1 - c0)
         self._base: list[tuple[int, float, float]] | None = None
+        self._pulled: dict[str, list[str]] = {}
 
     def base_weight(self) -> float:
         return dynamic_base_weight(self.q, self.ep, self.space.epa is not None, self.params)
@@ -200,7 +201,9 @@ class TagMemo:
             matched = matched[: max(CORE_SENSE_KEEP, math.ceil(len(matched) * ratio))]
         return matched
 
-    def reshape(self, beta0: float, core_tags: Sequence[str]) -> Reshaped:
+    def reshape(self, beta0: float, core_tags: Sequence[str], details: bool = True) -> Reshaped:
+        """The fused vector; `details` False leaves the info's matched and core tags empty (only
+        an explanation reads them)."""
         if beta0 <= 0:
             return Reshaped(self.q, None)
         core = frozenset(t.lower() for t in core_tags)
@@ -223,8 +226,10 @@ class TagMemo:
         names = self.space.names
         f = self.pyramid.features
         info = TagMemoInfo(
-            matched=tuple(WeightedTag(names[e.row], e.weight, e.core) for e in self._matched(accepted)),
-            core=tuple(names[e.row] for e in accepted if e.core),
+            matched=tuple(WeightedTag(names[e.row], e.weight, e.core) for e in self._matched(accepted))
+            if details
+            else (),
+            core=tuple(names[e.row] for e in accepted if e.core) if details else (),
             beta=beta,
             logic_depth=self.ep.logic_depth,
             entropy=self.ep.entropy,
@@ -259,22 +264,27 @@ class TagMemo:
     def _collect(self, core: frozenset[str]) -> list[_Entry]:
         space = self.space
         names, lower = space.names, space.lower
-        entries: list[_Entry] = []
         gamma = self.gamma
-        for row, weight, similarity in self._pyramid_tags():
-            if lower[row] in core:
-                entries.append(_Entry(row, weight * (gamma * (0.95 + 0.1 * (similarity or 0.5))), True))
-            else:
-                entries.append(_Entry(row, weight * 1.0, False))
+        if core:
+            entries = [
+                _Entry(row, weight * (gamma * (0.95 + 0.1 * (similarity or 0.5))), True)
+                if lower[row] in core
+                else _Entry(row, weight, False)
+                for row, weight, similarity in self._pyramid_tags()
+            ]
+        else:  # the sensing pass
+            entries = [_Entry(row, weight, False) for row, weight, _similarity in self._pyramid_tags()]
         seen = {e.row for e in entries}
         if entries:
             parents = sorted(entries, key=lambda e: -e.weight)[:PULLBACK_PARENTS]
             for parent in parents:
-                for neighbour in space.neighbours(names[parent.row], PULLBACK_NEIGHBOURS):
+                for neighbour in self._neighbours(names[parent.row]):
                     pulled = space.row_of.get(neighbour)
                     if pulled is not None and pulled not in seen:
                         seen.add(pulled)
                         entries.append(_Entry(pulled, PULLBACK_SHARE * parent.weight, neighbour.lower() in core))
+        if not core:
+            return entries
         present = {lower[e.row] for e in entries}
         missing = [t for t in sorted(core) if t not in present]
         if missing:
@@ -287,6 +297,13 @@ class TagMemo:
                     seen.add(found)
                     entries.append(_Entry(found, base * gamma, True))
         return entries
+
+    def _neighbours(self, name: str) -> list[str]:
+        """The pull-back tags of one parent, asked once per query (both passes often share parents)."""
+        found = self._pulled.get(name)
+        if found is None:
+            found = self._pulled[name] = self.space.neighbours(name, PULLBACK_NEIGHBOURS)
+        return found
 
     def _accepted(self, core: frozenset[str]) -> list[_Entry]:
         """Collected tags, heaviest first, with near-duplicates (cosine > threshold) merged into the heavier:

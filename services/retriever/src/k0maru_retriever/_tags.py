@@ -111,18 +111,19 @@ class TagIndex:
         return tuple(dict.fromkeys(t for t in out if t and t not in self.blacklist))
 
     def set_note(self, path: str, tags: Iterable[str]) -> list[str]:
-        """Record a note's tags; return the tags that now need a vector."""
+        """Record a note's tags; return the tags that now need a vector. A tag the note keeps
+        keeps its vector even when no other note carries it."""
         new = self.clean(tags)
         with self.lock:
             old = self.notes.get(path, ())
-            if old == new:
-                return [t for t in new if t not in self.vectors]
-            self._forget(path, old)
-            if new:
-                self.notes[path] = new
-                self.cooc.add(new)
-                for t in new:
-                    self.note_count[t] = self.note_count.get(t, 0) + 1
+            if old != new:
+                self._forget(path, old, keep=frozenset(new))
+                if new:
+                    self.notes[path] = new
+                    self.cooc.add(new)
+                    for t in new:
+                        if t not in old:
+                            self.note_count[t] = self.note_count.get(t, 0) + 1
             return [t for t in new if t not in self.vectors]
 
     def drop_note(self, path: str) -> None:
@@ -131,11 +132,14 @@ class TagIndex:
             if old:
                 self._forget(path, old)
 
-    def _forget(self, path: str, old: tuple[str, ...]) -> None:
+    def _forget(self, path: str, old: tuple[str, ...], keep: frozenset[str] = frozenset()) -> None:
+        """Take a note's tags out (those in `keep` stay counted: the note still carries them)."""
         self.notes.pop(path, None)
         self.cooc.add(old, sign=-1)
         gone = []
         for t in old:
+            if t in keep:
+                continue
             left = self.note_count.get(t, 0) - 1
             if left > 0:
                 self.note_count[t] = left
