@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -280,3 +281,36 @@ def test_pyramid_projection_falls_back_to_gram_schmidt_on_dependent_tags() -> No
         sorted([0.0, 1 / math.sqrt(30), 2 / math.sqrt(30), 3 / math.sqrt(30)])
     )
     assert level.residual_ratio == pytest.approx(16 / 30, rel=1e-5)
+
+
+def test_tag_maintainer_fills_near_duplicate_sets_once_the_space_settles(tmp_path: Path) -> None:
+    from k0maru_retriever._analysis import BM25Analyzer
+    from k0maru_retriever._bm25 import Bm25Index
+    from k0maru_retriever._index import NoteIndex
+    from k0maru_retriever._params import ParamsFile
+    from k0maru_retriever._state import IndexState
+    from k0maru_retriever._tags import TagMaintainer
+    from k0maru_retriever._vectors import EdgeVectorStore
+
+    tags = TagIndex(None, "m", D)
+    index = NoteIndex(
+        Bm25Index(tmp_path / "bm25", BM25Analyzer()),
+        EdgeVectorStore(tmp_path / "vectors", D),
+        IndexState(tmp_path / "state.sqlite"),
+        D,
+        "m",
+        tags,
+    )
+    names = ["a", "a2", "b"]
+    tags.set_note("1.md", names)
+    near = (e(0) + 0.2 * e(1)) / np.linalg.norm(e(0) + 0.2 * e(1))
+    tags.apply_vectors([(n, tag_key(n, "m"), v) for n, v in zip(names, [e(0), near, e(5)], strict=True)])
+    maintainer = TagMaintainer(index, ParamsFile(tmp_path / "rag_params.json"), lambda _jobs: None, None)
+    maintainer.step()  # builds the space; tags may still be arriving: nothing computed yet
+    space = tags.space()
+    assert space is not None and space.near_duplicates([], 0.88) == {}
+    maintainer.step()  # the same space a round later: every tag's set computed
+    assert tags.space() is space
+    assert space.near_duplicates([], 0.88) == {0: {1}, 1: {0}, 2: frozenset()}
+    assert space.fill_near_duplicates(0.88) == 0  # nothing left to compute
+    index.close()

@@ -89,6 +89,16 @@ class TagSpace:
                 cache[row] = frozenset(np.flatnonzero(hits).tolist()) - {row}
         return cache
 
+    def fill_near_duplicates(self, threshold: float, block: int = 256) -> int:
+        """Compute the near-duplicate sets of every tag not yet done, `block` rows per product
+        (the tag maintainer's thread does this once a tag space has settled, so queries only look
+        them up). Returns how many rows it computed."""
+        done = self._duplicates.get(threshold, {})
+        missing = [r for r in range(len(self.names)) if r not in done]
+        for start in range(0, len(missing), block):
+            self.near_duplicates(missing[start : start + block], threshold)
+        return len(missing)
+
 
 @dataclass(frozen=True)
 class WeightedTag:

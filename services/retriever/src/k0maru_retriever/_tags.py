@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 TAG_PREFIX = "\x00tag:"  # cannot start a vault path, so never collides with a chunk id
 _SPACES = re.compile(r"\s+")
+FILL_MAX_TAGS = (
+    5000  # near-duplicate sets computed ahead for every tag up to this many (≈ 1–2 s of products on one core)
+)
 
 
 def normalise_tag(tag: str) -> str:
@@ -293,6 +296,7 @@ class TagMaintainer:
         self._path = epa_path
         self._interval = interval_s
         self._stop = threading.Event()
+        self._last_space: TagSpace | None = None
         self._thread = threading.Thread(target=self._run, name="tags", daemon=True)
         if epa_path is not None and epa_path.exists():
             self._tags.epa = EpaBasis.load(epa_path)
@@ -309,9 +313,11 @@ class TagMaintainer:
 
     def step(self) -> bool:
         """One round; True when a new EPA basis was installed."""
-        params = self._params.current().retriever
+        current = self._params.current()
+        params = current.retriever
         if self._tags.set_blacklist(params.tag_blacklist):
             self._enqueue(self._index.retag())
+        self._prepare_space(current.knowledge_base.deduplication_threshold)
         if not self._tags.needs_epa(params.epa_rebuild_share):
             return False
         basis = self._tags.rebuild_epa()
@@ -319,6 +325,15 @@ class TagMaintainer:
             basis.save(self._path)
         log.info("EPA basis rebuilt: %d axes over %d tags", basis.dimension if basis else 0, len(self._tags.vectors))
         return basis is not None
+
+    def _prepare_space(self, threshold: float) -> None:
+        """Build the tag space here rather than in the next query, and once it has stayed the same
+        for a round (tags are not arriving), every tag's near-duplicate set (at most
+        FILL_MAX_TAGS tags: n² products; above, queries fill them as tags come up)."""
+        space = self._tags.space()
+        if space is not None and space is self._last_space and len(space.names) <= FILL_MAX_TAGS:
+            space.fill_near_duplicates(threshold)
+        self._last_space = space
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
