@@ -13,6 +13,10 @@ Run: .venv/bin/python bench/tagmemo_bench.py [--workdir DIR --queries QUERIES.js
     DIR/vault (text from the tags' vocabularies in --vocab, a tagged BEIR corpus), builds its index
     through the stack (real embedding) and measures it through gRPC as above; --grpc-only skips
     the in-process rows
+  - --paired REPS (with --workdir/--queries or --synth): instead of blocks, every query runs off /
+    on / on + dedup back to back in a random order, REPS times; reports the p50 of the per-query
+    differences (client wall, server took_ms, retriever CPU of all its threads), which a shared
+    machine's load drift does not move
 """
 
 from __future__ import annotations
