@@ -11,6 +11,9 @@
 - EPA: rebuilt in a background thread when the set of embedded tags has drifted by
   `epaRebuildShare` since the last build (or there was none and there are now ≥ 8 tags);
   saved to `epa-<model>.npz` with the digest of the tag set it came from.
+- The TagSpace a query reads is rebuilt only when the tag vectors or the EPA basis change; the
+  same background thread builds it, and once it has not changed for a round, every tag's
+  near-duplicate set for the semantic merge (so queries only look them up).
 """
 
 from __future__ import annotations
@@ -38,9 +41,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 TAG_PREFIX = "\x00tag:"  # cannot start a vault path, so never collides with a chunk id
 _SPACES = re.compile(r"\s+")
-FILL_MAX_TAGS = (
-    5000  # near-duplicate sets computed ahead for every tag up to this many (≈ 1–2 s of products on one core)
-)
+# near-duplicate sets computed ahead for every tag up to this many tags (n² products: ≈ 1–2 s on one core)
+FILL_MAX_TAGS = 5000
 
 
 def normalise_tag(tag: str) -> str:
