@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from k0maru_retriever._fusion import confident_weights, convex_fuse, rrf_fuse
+from k0maru_retriever._fusion import confident_weights, convex_fuse, model_gap_scale, rrf_fuse
 from k0maru_retriever._graph import LinkGraph
+from k0maru_retriever._search import FusionParams
 
 Ranking = list[tuple[str, float]]
 POOL = 30  # max(3 * limit, 20) at limit 10
-K = 10
+K = 20  # the sweep leaves out notes graded -1 (known-item sources), then scores the top 10
 
 
 def top(ranked: list[str]) -> list[str]:
@@ -24,12 +25,20 @@ def rrf(k: int = 60, wb: float = 0.5) -> Callable[[Ranking, Ranking], list[str]]
     return run
 
 
-def convex(wb: float, power: float = 0.0) -> Callable[[Ranking, Ranking], list[str]]:
-    """The shipped convex fusion (k0maru_retriever._fusion), fixed or per-query weights."""
+MODEL_SCALE = {"gap": FusionParams().gap_scale}  # the dumped set's model's own scale (set_model)
+
+
+def set_model(model_id: str) -> None:
+    """Methods without a scale of their own use this model's (a dump names its model; older ones don't)."""
+    MODEL_SCALE["gap"] = model_gap_scale(model_id) if model_id else FusionParams().gap_scale
+
+
+def convex(wb: float, power: float = 0.0, scale: float = 0.0) -> Callable[[Ranking, Ranking], list[str]]:
+    """The shipped convex fusion (k0maru_retriever._fusion), fixed or per-query weights; scale 0: the model's."""
 
     def run(b: Ranking, v: Ranking) -> list[str]:
         b, v = b[:POOL], v[:POOL]
-        w1, w2 = confident_weights(b, v, wb, 1 - wb, power)
+        w1, w2 = confident_weights(b, v, wb, 1 - wb, power, scale or MODEL_SCALE["gap"])
         return top([h.path for h in convex_fuse(b, v, w_bm25=w1, w_vector=w2, boost=0.0)])
 
     return run
@@ -54,9 +63,10 @@ METHODS: dict[str, Callable[[Ranking, Ranking], list[str]]] = {
     **{f"convex {w}": convex(w) for w in (0.3, 0.4, 0.5, 0.6, 0.7)},
     "adaptive rrf p1": adaptive_rrf(),
     "adaptive rrf p2": adaptive_rrf(power=2),
-    **{f"adaptive convex {w} p{p}": convex(w, p) for w in (0.4, 0.5, 0.6) for p in (1, 2, 3)},
+    **{f"adaptive convex {w} p{p}": convex(w, p) for w in (0.4, 0.5, 0.6) for p in (1, 1.25, 2)},
+    **{f"adaptive convex 0.5 p1.25 s×{f}": convex(0.5, 1.25, f * FusionParams().gap_scale) for f in (0.9, 1.1)},
 }
-METHODS["default"] = convex(0.5, 3.0)
+METHODS["default"] = convex(0.5, FusionParams().adaptive)
 
 
 def vault_graph(vault: Path) -> LinkGraph:
@@ -74,7 +84,7 @@ def vault_graph(vault: Path) -> LinkGraph:
 def boosted(graph: LinkGraph, boost: float, method: str = "convex") -> Callable[[Ranking, Ranking], list[str]]:
     def run(b: Ranking, v: Ranking) -> list[str]:
         b, v = b[:POOL], v[:POOL]
-        w1, w2 = confident_weights(b, v, 0.5, 0.5, 3.0)
+        w1, w2 = confident_weights(b, v, 0.5, 0.5, FusionParams().adaptive, MODEL_SCALE["gap"])
         if method == "rrf":
             hits = rrf_fuse(b, v, boost=boost, connected=graph.connected_among)
         else:

@@ -29,6 +29,7 @@ from k0maru_cli._eval import (
     recall_at_k,
     stack_for,
     wait_indexed,
+    without_ignored,
     write_vault,
 )
 
@@ -49,9 +50,10 @@ def dump(dataset: Path, split: str, workdir: Path, out: Path, max_queries: int, 
     modes = {"bm25": retriever_pb2.SEARCH_MODE_BM25, "vector": retriever_pb2.SEARCH_MODE_VECTOR}
     with stack_for(vault, workdir / "data", 1) as client, out.open("w") as f:
         wait_indexed(client, need_vectors=True)
+        model = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 30).embedding_model
         started = time.perf_counter()
         for qid, text in queries.items():
-            row: dict[str, object] = {"qid": qid, "rel": qrels[qid]}
+            row: dict[str, object] = {"qid": qid, "rel": qrels[qid], "model": model}
             for name, mode in modes.items():
                 reply = client.call(
                     client.retriever.Search,
@@ -87,7 +89,7 @@ def main() -> None:
     if args.cmd == "dump":
         dump(args.dataset.resolve(), args.split, args.workdir.resolve(), args.out, args.max_queries, args.vault_set)
         return
-    from fusion_methods import METHODS, boosted, neighbour_boost, vault_graph
+    from fusion_methods import METHODS, boosted, neighbour_boost, set_model, vault_graph
 
     if args.vault:
         graph = vault_graph(args.vault)
@@ -102,6 +104,7 @@ def main() -> None:
     for name, method in METHODS.items():
         cells, gaps = [], []
         for rows in sets.values():
+            set_model(str(rows[0].get("model", "")) if rows else "")
             ndcg, recall = evaluate(rows, method)
             best = max(evaluate(rows, METHODS["bm25"])[0], evaluate(rows, METHODS["vector"])[0])
             cells.append(f"{ndcg:.4f}/{recall:.3f}".rjust(18))
@@ -112,7 +115,7 @@ def main() -> None:
 def evaluate(rows: list[dict], method: Callable[[Ranking, Ranking], list[str]]) -> tuple[float, float]:  # type: ignore[type-arg]
     ndcg = recall = 0.0
     for row in rows:
-        ranked = method([tuple(x) for x in row["bm25"]], [tuple(x) for x in row["vector"]])
+        ranked = without_ignored(method([tuple(x) for x in row["bm25"]], [tuple(x) for x in row["vector"]]), row["rel"])
         ndcg += ndcg_at_k(ranked, row["rel"])
         recall += recall_at_k(ranked, row["rel"])
     n = max(len(rows), 1)

@@ -13,6 +13,10 @@ Run: .venv/bin/python bench/tagmemo_bench.py [--workdir DIR --queries QUERIES.js
     DIR/vault (text from the tags' vocabularies in --vocab, a tagged BEIR corpus), builds its index
     through the stack (real embedding) and measures it through gRPC as above; --grpc-only skips
     the in-process rows
+  - --paired REPS (with --workdir/--queries or --synth): instead of blocks, every query runs off /
+    on / on + dedup back to back in a random order, REPS times; reports the p50 of the per-query
+    differences (client wall, server took_ms, retriever CPU of all its threads), which a shared
+    machine's load drift does not move
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ import numpy as np
 from _common import SHARED, emit, summary
 
 from k0maru.v1 import common_pb2, retriever_pb2
-from k0maru_cli._eval import load_jsonl, stack_for, wait_indexed
+from k0maru_cli._eval import load_jsonl, percentile, stack_for, wait_indexed
+from k0maru_cli._state import StackState
 from k0maru_retriever._analysis import BM25Analyzer
 from k0maru_retriever._bm25 import Bm25Index
 from k0maru_retriever._dedup import deduplicate
@@ -196,6 +201,85 @@ def through_grpc(workdir: Path, queries: list[str], limit: int = 300, rounds: in
         )
 
 
+def process_cpu_ns(pid: int) -> int:
+    """CPU time so far of every thread of a process (ns; /proc/PID/task/*/schedstat), threads that
+    ended excepted: the retriever's gRPC handler and Qdrant Edge's search threads alike."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended meanwhile
+    return total
+
+
+def paired_grpc(workdir: Path, queries: list[str], reps: int, limit: int = 300, seed: int = 1) -> None:
+    """TagMemo's added latency, robust to a shared machine: for every query the settings run back
+    to back in a random order (off, on, on + dedup; `vectorQuery` as configured), against the same
+    stack, `reps` times over. The added time is the p50 of the per-query paired differences
+    (on − off), so load drifts that last longer than one query cancel out; measured as client wall
+    time, the server's own took_ms, and the retriever process's CPU (all threads). The first
+    repetition is also reported alone: the first time a tag takes part in a query costs one
+    product over the tag vectors (its near-duplicate set), later queries look it up."""
+    queries = queries[:limit]
+    on = retriever_pb2.TagMemoOptions(enabled=True)
+    settings: dict[str, dict[str, object]] = {
+        "off": {},
+        "on": {"tagmemo": on},
+        "on+dedup": {"tagmemo": on, "dedup": True},
+    }
+    rng = np.random.default_rng(seed)
+    with stack_for(workdir / "vault", workdir / "data", embedders=1) as client:
+        wait_indexed(client, need_vectors=True)
+        state = StackState.load(workdir / "data")
+        pid = state.pids.get("retriever", 0) if state is not None else 0
+        status = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest())
+        for q in queries:  # the query vectors into the retriever's cache: every setting then pays the same
+            client.call(client.retriever.Search, retriever_pb2.SearchRequest(query=q, limit=10))
+        names = list(settings)
+        wall: dict[str, list[list[float]]] = {n: [] for n in names}  # [rep][query]
+        took: dict[str, list[list[float]]] = {n: [] for n in names}
+        cpu: dict[str, list[list[float]]] = {n: [] for n in names}
+        for _rep in range(reps):
+            for n in names:
+                for measure in (wall, took, cpu):
+                    measure[n].append([])
+            for q in queries:
+                for i in rng.permutation(len(names)).tolist():
+                    request = retriever_pb2.SearchRequest(query=q, limit=10, **settings[names[i]])  # type: ignore[arg-type]
+                    c0 = process_cpu_ns(pid) if pid else 0
+                    t0 = time.perf_counter()
+                    reply = client.call(client.retriever.Search, request)
+                    wall[names[i]][-1].append((time.perf_counter() - t0) * 1000)
+                    cpu[names[i]][-1].append((process_cpu_ns(pid) - c0) / 1e6 if pid else 0.0)
+                    took[names[i]][-1].append(reply.took_ms)
+
+    def flat(rows: list[list[float]]) -> list[float]:
+        return [x for row in rows for x in row]
+
+    def diff(name: str, measure: dict[str, list[list[float]]], reps_: slice = slice(None)) -> list[float]:
+        return [a - b for a, b in zip(flat(measure[name][reps_]), flat(measure["off"][reps_]), strict=True)]
+
+    def p50(values: list[float]) -> float:
+        return round(percentile(values, 0.5), 2)
+
+    emit(
+        "tagmemo_hybrid_grpc_paired",
+        chunks=status.chunks,
+        tags=status.tags_with_vectors,
+        epa_axes=status.epa_axes,
+        queries=len(queries),
+        reps=reps,
+        wall_p50={n: p50(flat(wall[n])) for n in names},
+        added_wall_p50={n: p50(diff(n, wall)) for n in names[1:]},
+        added_took_p50={n: p50(diff(n, took)) for n in names[1:]},
+        added_cpu_p50={n: p50(diff(n, cpu)) for n in names[1:]},
+        cpu_p50={n: p50(flat(cpu[n])) for n in names},
+        added_wall_p50_first_rep={n: p50(diff(n, wall, slice(0, 1))) for n in names[1:]},
+        added_wall_p50_later_reps={n: p50(diff(n, wall, slice(1, None))) for n in names[1:]},
+    )
+
+
 _WORD = re.compile(r"[a-z][a-z'-]{2,}")
 _STOP = frozenset(
     [
@@ -299,7 +383,9 @@ def synth_tagged_vault(root: Path, corpus: Path, n_notes: int, n_tags: int, seed
     return queries
 
 
-def synth_grpc(workdir: Path, corpus: Path, n_notes: int, n_tags: int, embedders: int, rounds: int) -> None:
+def synth_grpc(
+    workdir: Path, corpus: Path, n_notes: int, n_tags: int, embedders: int, rounds: int, paired: int
+) -> None:
     """Build (or reuse) a synthetic tagged eval index and measure it through gRPC."""
     queries = synth_tagged_vault(workdir / "vault", corpus, n_notes, n_tags)
     t0 = time.perf_counter()
@@ -319,7 +405,10 @@ def synth_grpc(workdir: Path, corpus: Path, n_notes: int, n_tags: int, embedders
             embedders=embedders,
             ready_s=round(time.perf_counter() - t0, 1),
         )
-    through_grpc(workdir, queries, rounds=rounds)
+    if paired:
+        paired_grpc(workdir, queries, paired)
+    else:
+        through_grpc(workdir, queries, rounds=rounds)
 
 
 def main() -> None:
@@ -333,15 +422,26 @@ def main() -> None:
     parser.add_argument("--embedders", type=int, default=2, help="embedder workers while building --synth")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--grpc-only", action="store_true", help="skip the in-process measurements")
+    parser.add_argument(
+        "--paired",
+        type=int,
+        default=0,
+        metavar="REPS",
+        help="through gRPC: settings interleaved per query in random order, REPS repetitions, p50 of paired differences",
+    )
     args = parser.parse_args()
     if not args.grpc_only:
         in_process(args.tags)
         with tempfile.TemporaryDirectory() as d:
             searcher_10k(Path(d))
     if args.workdir and args.queries:
-        through_grpc(args.workdir, [q["text"] for q in load_jsonl(args.queries)], rounds=args.rounds)
+        texts = [q["text"] for q in load_jsonl(args.queries)]
+        if args.paired:
+            paired_grpc(args.workdir, texts, args.paired)
+        else:
+            through_grpc(args.workdir, texts, rounds=args.rounds)
     if args.synth:
-        synth_grpc(args.synth, args.vocab, args.notes, args.tags, args.embedders, args.rounds)
+        synth_grpc(args.synth, args.vocab, args.notes, args.tags, args.embedders, args.rounds, args.paired)
     print(json.dumps({"done": True}))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -181,6 +182,16 @@ def test_search_debugger_explains_hits_and_opens_the_note(page: Any, stack: Stac
     assert page.locator(".fm").inner_text().count("keeper") == 1
     assert page.locator(".side .tags a").all_inner_texts() == ["#ops", "#coast"]
     assert page.locator("#note-body .unresolved").inner_text() == "missing note"
+
+
+def test_terms_are_highlighted_at_word_starts_and_the_boost_is_rounded(page: Any, stack: Stack):
+    open_page(page, stack, "search?q=ghthouse%20keep%20storm&mode=hybrid")
+    page.wait_for_selector(".hit .snippet mark")
+    marked = {m.lower() for m in page.locator(".snippet mark").all_inner_texts()}
+    assert "keep" in marked and "storm" in marked  # "keep" at the start of "keeper" counts
+    assert "ghthouse" not in marked  # never inside "lighthouse"
+    chips = [t for t in page.locator(".hit .score").all_inner_texts() if t.startswith("graph")]
+    assert chips and all(re.fullmatch(r"graph \+\d\.\d{4}", t) for t in chips), chips
 
 
 def test_scope_and_mode_controls(page: Any, stack: Stack):

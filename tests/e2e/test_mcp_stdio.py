@@ -131,6 +131,9 @@ def test_recall_add_and_clean_exit(vault: Path, tmp_path: Path):
                     )
                 )
                 assert shaped["tagmemo"] is not None and shaped["hits"][0]["path"] == "db/sqlite busy.md"
+                weights = shaped["channel_weights"]  # hybrid with explain: each channel's share for this query
+                assert "bm25" in weights and sum(weights.values()) == pytest.approx(1.0, abs=1e-3)
+                assert data["channel_weights"] is None  # only with explain
                 assert (await session.call_tool("recall_memory", {"query": "x", "tag_weight": 3})).is_error
 
                 write_notes(

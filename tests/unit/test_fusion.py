@@ -149,17 +149,35 @@ def test_convex_fusion_uses_scores_and_its_boost_keeps_its_reach():
     assert boosted["a"].boost == 0.0 and boosted["b"].boost > 0 and boosted["c"].boost > 0
 
 
-def test_confident_weights_follow_the_spread_of_the_vector_pool():
-    bm25 = [("a", 10.0), ("b", 1.0)]
-    spread = [("c", 0.70), ("d", 0.60), ("e", 0.50)]  # 0.2: twice the scale
-    flat = [("c", 0.55), ("d", 0.53), ("e", 0.50)]  # 0.05: half of it
-    assert confident_weights(bm25, spread, 0.5, 0.5, 2.0, 0.1) == pytest.approx((0.5, 2.0))
-    assert confident_weights(bm25, flat, 0.5, 0.5, 2.0, 0.1) == pytest.approx((0.5, 0.125))
-    assert confident_weights(bm25, flat, 0.5, 0.5, 0.0) == (0.5, 0.5)  # fixed weights
-    assert confident_weights([], flat, 0.5, 0.5, 2.0) == (0.5, 0.5)  # one channel: nothing to weigh
-    # Weights then decide the convex order: a (BM25's best) vs c (the vector channel's best).
-    assert convex_fuse(bm25, spread, w_bm25=0.5, w_vector=2.0, boost=0.0)[0].path == "c"
-    assert convex_fuse(bm25, flat, w_bm25=0.5, w_vector=0.125, boost=0.0)[0].path == "a"
+def test_confident_weights_weigh_the_vector_gap_against_the_bm25_spread():
+    bm25 = [(f"b{i}", 10.0 - 0.5 * i) for i in range(12)]  # 10th: 5.5, relative spread 0.45
+    wide = [(f"v{i}", 0.80 - 0.02 * i) for i in range(12)]  # 10th: 0.62, gap 0.18
+    narrow = [(f"v{i}", 0.80 - 0.005 * i) for i in range(12)]  # gap 0.045
+    # ratio gap / (scale x spread): 0.18 / (0.2 x 0.45) = 2 -> vector weight x 4 at power 2
+    assert confident_weights(bm25, wide, 0.5, 0.5, 2.0, 0.2) == pytest.approx((0.5, 2.0))
+    assert confident_weights(bm25, narrow, 0.5, 0.5, 2.0, 0.2) == pytest.approx((0.5, 0.125))
+    assert confident_weights(bm25, narrow, 0.5, 0.5, 0.0) == (0.5, 0.5)  # fixed weights
+    assert confident_weights([], narrow, 0.5, 0.5, 2.0) == (0.5, 0.5)  # one channel: nothing to weigh
+    # Weights then decide the convex order: b0 (BM25's best) vs v0 (the vector channel's best).
+    assert convex_fuse(bm25, wide, w_bm25=0.5, w_vector=2.0, boost=0.0)[0].path == "v0"
+    assert convex_fuse(bm25, narrow, w_bm25=0.5, w_vector=0.125, boost=0.0)[0].path == "b0"
+
+
+def test_a_steep_bm25_pool_keeps_the_lead_and_few_bm25_matches_are_confident():
+    vector = [(f"v{i}", 0.80 - 0.01 * i) for i in range(12)]  # gap 0.09
+    steep = [(f"b{i}", 20.0 - 1.5 * i) for i in range(12)]  # 10th: 6.5, spread 0.675
+    flat = [(f"b{i}", 10.0 - 0.1 * i) for i in range(12)]  # 10th: 9.1, spread 0.09
+    _, wv_steep = confident_weights(steep, vector, 0.5, 0.5, 1.0, 0.2)
+    _, wv_flat = confident_weights(flat, vector, 0.5, 0.5, 1.0, 0.2)
+    assert wv_steep == pytest.approx(0.5 * 0.09 / (0.2 * 0.675))
+    assert wv_flat == pytest.approx(0.5 * 0.09 / (0.2 * 0.09))
+    assert wv_steep < 0.5 < wv_flat
+    # three matching notes: the notes BM25 did not return score 0, so its spread is 1 (confident)
+    _, wv_few = confident_weights(steep[:3], vector, 0.5, 0.5, 1.0, 0.2)
+    assert wv_few == pytest.approx(0.5 * 0.09 / 0.2)
+    # the gap is read at the 10th note whatever the pool's depth
+    deep = vector + [(f"w{i}", 0.3) for i in range(30)]
+    assert confident_weights(steep, deep, 0.5, 0.5, 1.0, 0.2) == confident_weights(steep, vector, 0.5, 0.5, 1.0, 0.2)
 
 
 def test_boost_outside_its_range_is_refused():
@@ -182,6 +200,6 @@ def test_snippet_window_on_characters_not_bytes():
 def test_each_model_has_its_own_gap_scale_and_others_get_the_default():
     from k0maru_retriever._fusion import DEFAULT_GAP_SCALE, model_gap_scale
 
-    assert model_gap_scale("minilm-l6-int8-384") == 0.12
+    assert model_gap_scale("minilm-l6-int8-384") == 0.19
     assert model_gap_scale("use-multilingual-q-512") > model_gap_scale("minilm-l6-int8-384")  # wider cosines
     assert model_gap_scale("custom-e5-768") == DEFAULT_GAP_SCALE == model_gap_scale("")

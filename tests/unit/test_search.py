@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from k0maru.v1 import common_pb2, retriever_pb2
 from k0maru_retriever._analysis import BM25Analyzer
 from k0maru_retriever._bm25 import Bm25Index
-from k0maru_retriever._index import NoteIndex
+from k0maru_retriever._index import NoteIndex, split_chunk_id, vector_key
 from k0maru_retriever._search import FusionParams, HybridSearcher, QueryEmbedder
 from k0maru_retriever._state import IndexState
 from k0maru_retriever._vectors import EdgeVectorStore
@@ -74,5 +75,35 @@ def test_vector_channel_says_why_it_did_not_run(index: NoteIndex):
         assert [h.path for h in hybrid.hits] == ["a.md"]
         assert hybrid.mode_used == retriever_pb2.SEARCH_MODE_BM25
         assert [(c.channel, c.ran) for c in hybrid.channels] == [("bm25", True), ("vector", False)]
+    finally:
+        embedder.close()
+
+
+def test_hybrid_reports_each_channels_weight_and_confidence(index: NoteIndex):
+    # BM25: one note says "alpha" three times, twelve say it once; vector: "v00" is nearest the query.
+    index.apply(note("strong.md", "alpha alpha alpha"))
+    for n in range(12):
+        index.apply(note(f"v{n:02}.md", f"alpha filler words {n}"))
+    index.commit()
+    results = []
+    for path, doc in index.state.docs.items():
+        for chunk in doc.chunks:
+            cid = f"{path}#{chunk.index}"
+            assert split_chunk_id(cid) == (path, chunk.index)
+            i = int(path[1:3]) if path.startswith("v") else 20
+            vec = np.array([1.0, 0.05 * i, 0.0, 0.0], dtype=np.float32)
+            results.append((cid, vector_key(doc, chunk, index.model_id), vec / np.linalg.norm(vec)))
+    assert index.apply_vectors(results) == 13
+    embedder = QueryEmbedder("127.0.0.1:9")  # never called: the query's vector is already known
+    try:
+        embedder.remember("alpha", np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32))
+        searcher = HybridSearcher(index, embedder, FusionParams(), "v")
+        reply = searcher.search(retriever_pb2.SearchRequest(query="alpha", limit=5))
+        bm25, vector = reply.channels
+        assert (bm25.channel, vector.channel) == ("bm25", "vector") and bm25.ran and vector.ran
+        assert bm25.weight + vector.weight == pytest.approx(1.0) and 0 < bm25.weight < 1
+        assert 0 < bm25.confidence <= 1 and vector.confidence > 0
+        only_bm25 = searcher.search(retriever_pb2.SearchRequest(query="alpha", mode=retriever_pb2.SEARCH_MODE_BM25))
+        assert [(c.channel, c.weight) for c in only_bm25.channels] == [("bm25", 0.0)]  # weights are hybrid's
     finally:
         embedder.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -228,3 +229,88 @@ def test_tag_index_normalises_and_forgets_a_tag_with_its_last_note() -> None:
     assert "android" in index.vectors
     index.drop_note("2.md")
     assert index.vectors == {} and index.space() is None
+
+
+# -- What is cached per tag space, not per query ---------------------------------------------------
+
+
+def test_near_duplicate_sets_match_the_gram_matrix() -> None:
+    rng = np.random.default_rng(4)
+    base = rng.standard_normal((6, D))
+    vectors = np.concatenate([base, base + 0.05 * rng.standard_normal((6, D)), rng.standard_normal((8, D))])
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    space = space_of([f"t{i}" for i in range(len(vectors))], vectors)
+    gram = vectors @ vectors.T
+    asked = [3, 9, 0, 3, 15]
+    found = space.near_duplicates(asked, 0.88)
+    for row in asked:
+        expected = {j for j in range(len(vectors)) if j != row and gram[row, j] > 0.88}
+        assert found[row] == expected
+    assert found[3] == {9} and found[15] == frozenset()  # a base vector and its noisy copy; a loner
+    assert space.near_duplicates([3], 0.5)[3] >= found[3]  # another threshold: its own sets
+
+
+def test_tag_space_is_kept_across_note_edits_and_rebuilt_when_vectors_change() -> None:
+    index = TagIndex(None, "m", D)
+    index.set_note("1.md", ["a", "b"])
+    index.apply_vectors([(t, tag_key(t, "m"), e(i)) for i, t in enumerate(["a", "b"])])
+    space = index.space()
+    assert space is not None and space.names == ["a", "b"]
+    index.set_note("2.md", ["a"])  # tags already embedded: same vectors, same space
+    assert index.set_note("1.md", ["a", "b", "c"]) == ["c"]  # "b" (on no other note) keeps its vector
+    assert index.space() is space
+    assert index.neighbours("a", 4) == ["b", "c"]  # co-occurrence is read live, not from the space
+    index.apply_vectors([("c", tag_key("c", "m"), e(2))])
+    rebuilt = index.space()
+    assert rebuilt is not space and rebuilt is not None and rebuilt.names == ["a", "b", "c"]
+    index.epa = injected_basis()  # a new EPA basis: a new space
+    assert index.space() is not rebuilt
+    index.set_note("1.md", ["a"])  # "b" and "c" lose their last note: their vectors go
+    smaller = index.space()
+    assert smaller is not None and smaller.names == ["a"]
+
+
+def test_pyramid_projection_falls_back_to_gram_schmidt_on_dependent_tags() -> None:
+    rows = np.stack([e(0), e(1), e(0), e(2)]).astype(np.float32)  # the third adds no direction
+    q = (e(0) + 2 * e(1) + 3 * e(2) + 4 * e(3)) / math.sqrt(30)
+    with np.errstate(all="raise"):
+        level = ResidualPyramid(rows).analyze(q).levels[0]
+    by_row = dict(zip(level.ids, level.contributions, strict=True))
+    assert by_row[2] == 0.0 or by_row[0] == 0.0  # whichever of the two copies comes second adds nothing
+    assert sorted(by_row.values()) == pytest.approx(
+        sorted([0.0, 1 / math.sqrt(30), 2 / math.sqrt(30), 3 / math.sqrt(30)])
+    )
+    assert level.residual_ratio == pytest.approx(16 / 30, rel=1e-5)
+
+
+def test_tag_maintainer_fills_near_duplicate_sets_once_the_space_settles(tmp_path: Path) -> None:
+    from k0maru_retriever._analysis import BM25Analyzer
+    from k0maru_retriever._bm25 import Bm25Index
+    from k0maru_retriever._index import NoteIndex
+    from k0maru_retriever._params import ParamsFile
+    from k0maru_retriever._state import IndexState
+    from k0maru_retriever._tags import TagMaintainer
+    from k0maru_retriever._vectors import EdgeVectorStore
+
+    tags = TagIndex(None, "m", D)
+    index = NoteIndex(
+        Bm25Index(tmp_path / "bm25", BM25Analyzer()),
+        EdgeVectorStore(tmp_path / "vectors", D),
+        IndexState(tmp_path / "state.sqlite"),
+        D,
+        "m",
+        tags,
+    )
+    names = ["a", "a2", "b"]
+    tags.set_note("1.md", names)
+    near = (e(0) + 0.2 * e(1)) / np.linalg.norm(e(0) + 0.2 * e(1))
+    tags.apply_vectors([(n, tag_key(n, "m"), v) for n, v in zip(names, [e(0), near, e(5)], strict=True)])
+    maintainer = TagMaintainer(index, ParamsFile(tmp_path / "rag_params.json"), lambda _jobs: None, None)
+    maintainer.step()  # builds the space; tags may still be arriving: nothing computed yet
+    space = tags.space()
+    assert space is not None and space.near_duplicates([], 0.88) == {}
+    maintainer.step()  # the same space a round later: every tag's set computed
+    assert tags.space() is space
+    assert space.near_duplicates([], 0.88) == {0: {1}, 1: {0}, 2: frozenset()}
+    assert space.fill_near_duplicates(0.88) == 0  # nothing left to compute
+    index.close()

@@ -75,9 +75,15 @@ def write_vault(dataset: Path, vault: Path) -> dict[str, str]:
     return mapping
 
 
+def without_ignored(ranked: list[str], relevant: dict[str, int]) -> list[str]:
+    """The ranking without the notes graded below 0 for this query (the note a known-item query was
+    taken from: it quotes the query verbatim), as BEIR leaves a query's own document out."""
+    return [d for d in ranked if relevant.get(d, 0) >= 0]
+
+
 def ndcg_at_k(ranked: list[str], relevant: dict[str, int], k: int = K) -> float:
-    dcg = sum(relevant.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
-    ideal = sorted(relevant.values(), reverse=True)[:k]
+    dcg = sum(max(relevant.get(d, 0), 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
+    ideal = sorted((r for r in relevant.values() if r > 0), reverse=True)[:k]
     idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
     return dcg / idcg if idcg else 0.0
 
@@ -142,12 +148,12 @@ class Missed:
 
 
 def search_request(
-    text: str, mode: str, tagmemo: float | None = None, dedup: bool = False, explain: bool = False
+    text: str, mode: str, tagmemo: float | None = None, dedup: bool = False, explain: bool = False, extra: int = 0
 ) -> retriever_pb2.SearchRequest:
-    """The top-K request an evaluation sends (tagmemo: None = off, 0 = on with the configured β₀)."""
+    """The top-K (+ extra) request an evaluation sends (tagmemo: None = off, 0 = on with the configured β₀)."""
     return retriever_pb2.SearchRequest(
         query=text,
-        limit=K,
+        limit=K + extra,
         mode=SEARCH_MODES[mode],
         explain=explain,
         tagmemo=retriever_pb2.TagMemoOptions(enabled=tagmemo is not None, beta=tagmemo or 0.0),
@@ -172,12 +178,13 @@ def measure(
     latencies: list[float] = []
     vector_left_out = 0
     for qid, text in queries.items():
+        relevant = qrels[qid]
+        extra = sum(r < 0 for r in relevant.values())
         t0 = time.perf_counter()
-        reply = client.call(client.retriever.Search, search_request(text, mode, tagmemo, dedup), 30)
+        reply = client.call(client.retriever.Search, search_request(text, mode, tagmemo, dedup, extra=extra), 30)
         latencies.append((time.perf_counter() - t0) * 1000)
         vector_left_out += any(c.channel == "vector" and not c.ran for c in reply.channels)
-        ranked = [to_doc(h.path) for h in reply.hits]
-        relevant = qrels[qid]
+        ranked = without_ignored([to_doc(h.path) for h in reply.hits], relevant)[:K]
         totals["ndcg"] += ndcg_at_k(ranked, relevant)
         totals["recall"] += recall_at_k(ranked, relevant)
         totals["mrr"] += mrr_at_k(ranked, relevant)

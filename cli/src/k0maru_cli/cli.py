@@ -562,7 +562,11 @@ def build_parser() -> argparse.ArgumentParser:
         "dataset", help="beir: folder with corpus.jsonl, queries.jsonl and qrels/<split>.tsv; vault: the vault"
     )
     p.add_argument("--queries", type=Path, help="vault: JSONL of {_id, text}")
-    p.add_argument("--qrels", type=Path, help="vault: TSV of query id, vault-relative note path, grade")
+    p.add_argument(
+        "--qrels",
+        type=Path,
+        help="vault: TSV of query id, vault-relative note path, grade (-1: leave that note out of the query's ranking)",
+    )
     p.add_argument("--mode", choices=sorted(SEARCH_MODE_NAMES), default="hybrid")
     p.add_argument("--split", default="test")
     p.add_argument("--embedders", type=int, default=2)

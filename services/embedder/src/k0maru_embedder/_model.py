@@ -65,6 +65,9 @@ class OnnxEmbedder:
             self._tokenizer.enable_truncation(preset.max_tokens)
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # No memory arena: it keeps the peak of the largest batch for the process's life (+150 MB per
+        # session after 256-token batches: 404 vs 252 MB); without it embedding costs ~5 % more CPU.
+        options.enable_cpu_mem_arena = False
         # Idle pool threads would spin and steal the CPU from other workers on the same machine.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         started = time.perf_counter()

@@ -80,6 +80,8 @@ class RecallResult(BaseModel):
     mode_used: str
     vector_coverage: float
     left_out: list[str]  # "channel: why" for each channel asked for that did not run
+    # explain, hybrid: each channel's share of the fused score for this query (per-query fusion weights)
+    channel_weights: dict[str, float] | None = None
     hits: list[Hit]
     tagmemo: TagMemoExplain | None = None
 
@@ -234,6 +236,9 @@ def build_mcp(client: StackClient) -> MCPServer:
             mode_used=mode_name(reply.mode_used),
             vector_coverage=round(reply.vector_coverage, 4),
             left_out=[f"{c.channel}: {c.reason}" for c in reply.channels if not c.ran],
+            channel_weights={c.channel: round(c.weight, 4) for c in reply.channels if c.weight > 0} or None
+            if explain
+            else None,
             hits=hits,
             tagmemo=TagMemoExplain(
                 applied=tm.applied,

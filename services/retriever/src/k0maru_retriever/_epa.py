@@ -19,6 +19,7 @@ Below MIN_TAGS tags there is no basis: `project` returns the uninitialised resul
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,6 +119,8 @@ class EpaBasis:
         self.energies = energies.astype(np.float64)
         self.labels = labels
         self.version = version  # a digest of the tag set it was built from
+        k = self.dimension
+        self._max_entropy = float(np.log2(k)) if k > 1 else 0.0  # per basis, not per query
 
     @property
     def dimension(self) -> int:
@@ -168,22 +171,21 @@ class EpaBasis:
         return cls(basis, mean, np.asarray(energies[:k]), labels, version)
 
     def project(self, v: np.ndarray) -> Projection:
-        p = self.basis @ (v.astype(np.float32) - self.mean)
+        p = self.basis @ (np.asarray(v, dtype=np.float32) - self.mean)
         energy = float(p @ p)
         if energy < 1e-12:
             return UNINITIALISED
         pi = (p.astype(np.float64) ** 2) / energy
         nz = pi[pi > 1e-9]
         h = float(-(nz * np.log2(nz)).sum())
-        k = len(pi)
-        entropy = h / float(np.log2(k)) if k > 1 else 0.0
+        entropy = h / self._max_entropy if self._max_entropy else 0.0
         shares, coords = pi.tolist(), p.tolist()
         order = [i for i in np.argsort(-pi, kind="stable").tolist() if shares[i] > DOMINANT_SHARE]
         axes = tuple(Axis(i, self.labels[i], shares[i], coords[i]) for i in order)
         resonance = 0.0
         if len(axes) >= 2:
             for axis in axes[1:]:
-                strength = float(np.sqrt(axes[0].energy * axis.energy))
+                strength = math.sqrt(axes[0].energy * axis.energy)
                 if strength > BRIDGE_STRENGTH:
                     resonance += strength
         return Projection(entropy=entropy, logic_depth=1.0 - entropy, axes=axes, resonance=resonance)

@@ -105,32 +105,50 @@ def rrf_fuse(
     return _score_all(_collect(bm25, vector), score, boost, connected)
 
 
+CONFIDENCE_RANK = 10  # each channel's confidence: how far its best note stands above its 10th
+MIN_BM25_SPREAD = 0.05  # BM25 scores all equal to the 10th: unsure, not infinitely so
+
+
 def confident_weights(
     bm25: list[tuple[str, float]],
     vector: list[tuple[str, float]],
     w_bm25: float,
     w_vector: float,
     power: float,
-    gap_scale: float = 0.12,
+    gap_scale: float = 0.19,
 ) -> tuple[float, float]:
-    """Per-query weights: the vector weight times (spread of the vector pool / gap_scale) ** power.
+    """Per-query weights: w_vector × (vector gap / (gap_scale × BM25 spread)) ** power, w_bm25 as given.
 
-    The spread is the cosine of the vector channel's best note minus that of its last pooled note.
-    Where the embedding model separates a few notes from the rest (code search: 0.19 on average),
-    the vector channel leads; where every candidate looks alike to it (chat turns: 0.10), BM25
-    does. Measured on the dev sets with the default model (bench/README.md); the scale is the
-    model's own, so another model may want another `gap_scale`.
+    Each channel's confidence is how far its best note stands above its 10th: for the vector
+    channel the cosine gap (best − 10th; the last when fewer), for BM25 the relative drop
+    (best − 10th) / best (BM25 scores have no fixed scale; a note BM25 did not return scores 0,
+    so a query matching few notes is a confident one). Where BM25's best note stands far above
+    the rest (conversation sessions: long notes sharing the query's names) BM25 leads; where its
+    scores are flat and the embedding model separates a few notes (code search, duplicate
+    questions, a vault's notes described in other words) the vector channel does. Chosen on six
+    development sets and two linked vaults at once (bench/README.md, issue 10); `gap_scale` is the
+    model's own (`model_gap_scale`): each model has its own cosine scale.
     """
     if power <= 0 or not bm25 or not vector:
         return w_bm25, w_vector
-    spread = max(0.0, vector[0][1] - vector[-1][1])
-    return w_bm25, w_vector * (spread / gap_scale) ** power
+    spread, gap = channel_confidence(bm25, vector)
+    return w_bm25, w_vector * (gap / (gap_scale * spread)) ** power
 
 
-# The vector pool's cosine spread at which the vector weight is unchanged, per model: each model has
-# its own cosine scale. Measured on the dev sets (bench/README.md, issue 10); other models get the default.
-MODEL_GAP_SCALES = {"minilm-l6-int8": 0.12, "use-multilingual-q": 0.4}
-DEFAULT_GAP_SCALE = 0.12
+def channel_confidence(bm25: list[tuple[str, float]], vector: list[tuple[str, float]]) -> tuple[float, float]:
+    """(BM25 spread, vector gap): how far each channel's best note stands above its 10th (0 if it ran dry)."""
+    gap = max(0.0, vector[0][1] - vector[min(CONFIDENCE_RANK, len(vector)) - 1][1]) if vector else 0.0
+    if not bm25:
+        return 0.0, gap
+    best = bm25[0][1]
+    tenth = bm25[CONFIDENCE_RANK - 1][1] if len(bm25) >= CONFIDENCE_RANK else 0.0
+    return (max(MIN_BM25_SPREAD, (best - tenth) / best) if best > 0 else 1.0), gap
+
+
+# The ratio scale per model: each model has its own cosine scale (USE's gaps are wider). Measured
+# on the dev sets (bench/README.md, issue 10); other models get the default.
+MODEL_GAP_SCALES = {"minilm-l6-int8": 0.19, "use-multilingual-q": 0.63}
+DEFAULT_GAP_SCALE = 0.19
 
 
 def model_gap_scale(model_id: str) -> float:

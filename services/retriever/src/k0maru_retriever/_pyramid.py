@@ -13,7 +13,9 @@ those of deeper levels (which nothing reads) and the per-tag records are only bu
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -128,6 +130,27 @@ def _handshake(delta: np.ndarray, magnitude: np.ndarray) -> Handshake:
 _PAIRS = np.triu_indices(5, k=1)
 
 
+def _public_cholesky(a: np.ndarray) -> np.ndarray:
+    try:
+        return np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        return np.full_like(a, np.nan)
+
+
+# NumPy's own float64 kernels behind np.linalg.cholesky / solve, without their per-call checks and
+# error-state wrappers (≈ 10 µs a call; a pyramid makes 9 on 10×10 matrices): same LAPACK routines, same
+# results. The public functions where a NumPy version does not have them.
+_cholesky: Callable[[np.ndarray], np.ndarray]
+_solve: Callable[[np.ndarray, np.ndarray], np.ndarray]
+try:
+    from numpy.linalg import _umath_linalg
+
+    _cholesky = functools.partial(_umath_linalg.cholesky_lo, signature="d->d")
+    _solve = functools.partial(_umath_linalg.solve1, signature="dd->d")
+except (ImportError, AttributeError):  # pragma: no cover - other NumPy layouts
+    _cholesky, _solve = _public_cholesky, np.linalg.solve
+
+
 def project_onto_rows(rows: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     contributions, residual, _gram, _dots = _project(rows, r)
     return contributions, residual
@@ -143,14 +166,12 @@ def _project(rows: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     """
     gram = rows @ rows.T
     dots = rows @ r
-    try:
-        lower = np.linalg.cholesky(gram)
+    with np.errstate(invalid="ignore"):  # a Gram matrix that is not positive definite gives NaNs: MGS below
+        lower = _cholesky(gram)
         if bool((lower.diagonal() > 1e-6).all()):
-            coefficients = np.linalg.solve(lower, dots)
-            residual = r - np.linalg.solve(lower.T, coefficients) @ rows
+            coefficients = _solve(lower, dots)
+            residual = r - _solve(lower.T, coefficients) @ rows
             return np.abs(coefficients), residual, gram, dots
-    except np.linalg.LinAlgError:
-        pass
     contributions = np.zeros(len(rows))
     residual = r.copy()
     basis: list[np.ndarray] = []
@@ -172,10 +193,10 @@ class ResidualPyramid:
     """Over a matrix of unit tag vectors (one row per tag)."""
 
     def __init__(self, tag_vectors: np.ndarray) -> None:
-        self._tags = tag_vectors.astype(np.float32)
+        self._tags = np.ascontiguousarray(tag_vectors, dtype=np.float32)  # shared with the caller's when it is so
 
     def analyze(self, q: np.ndarray) -> Pyramid:
-        q = q.astype(np.float32)
+        q = np.asarray(q, dtype=np.float32)
         e0 = float(q @ q)
         if e0 < 1e-12 or not len(self._tags):
             return Pyramid()
@@ -189,7 +210,7 @@ class ResidualPyramid:
             near = scores[top]
             order = np.argsort(-near, kind="stable")
             top, near = top[order], near[order]
-            r_norm = float(np.linalg.norm(r))
+            r_norm = math.sqrt(float(r @ r))  # = float32 norm once `near /` rounds it to float32
             rows = self._tags[top].astype(np.float64)
             rd = r.astype(np.float64)
             contributions, r_next, gram, dots = _project(rows, rd)  # against the current residual

@@ -17,7 +17,17 @@ from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
 from k0maru_common import KEEPALIVE_CLIENT_OPTIONS, ROUND_ROBIN_CONFIG, open_channel
 
 from ._bm25 import Scope
-from ._fusion import DEFAULT_GAP_SCALE, FusedHit, confident_weights, convex_fuse, rrf_fuse, single_channel, snippet
+from ._fusion import (
+    DEFAULT_GAP_SCALE,
+    FusedHit,
+    channel_confidence,
+    channel_weights,
+    confident_weights,
+    convex_fuse,
+    rrf_fuse,
+    single_channel,
+    snippet,
+)
 from ._index import NoteIndex, split_chunk_id
 from ._shaping import QueryShaper
 from ._tags import normalise_tag
@@ -41,9 +51,9 @@ class FusionParams:
     k: int = 60  # RRF constant
     w_bm25: float = 0.5
     w_vector: float = 0.5
-    adaptive: float = 3.0  # per-query vector weight × (vector pool spread / gap_scale) ** adaptive (0: fixed)
+    adaptive: float = 1.25  # per-query vector weight × (vector gap / (gap_scale × BM25 spread)) ** adaptive (0: fixed)
     graph_boost: float = 0.1  # rank bonus: share of the distance to the top a connected note closes
-    gap_scale: float = DEFAULT_GAP_SCALE  # vector pool cosine spread at which the vector weight is unchanged (per model: model_gap_scale)
+    gap_scale: float = DEFAULT_GAP_SCALE  # the ratio at which the weights are unchanged (per model: model_gap_scale)
 
 
 HEDGE_S = 10.0
@@ -187,6 +197,16 @@ def _best_per_chunk(rankings: list[list[tuple[str, float]]]) -> list[tuple[str, 
     return sorted(best.items(), key=lambda kv: -kv[1])
 
 
+def _report_weights(
+    response: retriever_pb2.SearchResponse, weights: tuple[float, float], confidence: tuple[float, float]
+) -> None:
+    """Each channel's share of the fused score and the confidence it was weighed by (hybrid)."""
+    for report in response.channels:
+        i = 0 if report.channel == "bm25" else 1
+        if report.ran:
+            report.weight, report.confidence = weights[i], confidence[i]
+
+
 def _explain_hit_tags(response: retriever_pb2.SearchResponse) -> None:
     """Per hit: the TagMemo tags it carries, with their weights."""
     weights = {t.tag: t.weight for t in response.tagmemo.matched_tags}
@@ -256,6 +276,7 @@ class HybridSearcher:
                 response.mode_used = BM25
             b, v = [(a, s) for a, s, _ in bm25], [(a, s) for a, s, _ in vector]
             wb, wv = confident_weights(b, v, p.w_bm25, p.w_vector, p.adaptive, p.gap_scale)
+            _report_weights(response, channel_weights(wb, wv, bool(b), bool(v)), channel_confidence(b, v))
             with self._index.lock:
                 connected = self._index.graph.connected_among
                 if p.method == "rrf":

@@ -70,7 +70,7 @@ class QueryShaper:
         core = list(dict.fromkeys(n for n in (normalise_tag(t) for t in request.tagmemo.core_tags) if n))
         if params.retriever.sense_core_tags:
             core = list(dict.fromkeys([*core, *memo.sense_core()]))
-        shaped = memo.reshape(beta0, core)
+        shaped = memo.reshape(beta0, core, details=request.explain)
         info = shaped.info
         if info is None:
             return [q], retriever_pb2.TagMemoExplanation(applied=False, base_beta=beta0)

@@ -55,6 +55,8 @@ class TagSpace:
     ascii: list[bool] = field(init=False)  # ASCII tag: the tech threshold of A.9 step 11
     tech: list[bool] = field(init=False)  # ASCII and longer than 3: the language penalty of A.9 step 4
     row_of_lower: dict[str, int] = field(init=False)  # lower-case name → its first row
+    # threshold → row → the other rows with cosine above it; filled lazily, a row at its first query
+    _duplicates: dict[float, dict[int, frozenset[int]]] = field(init=False)
 
     def __post_init__(self) -> None:
         if not self.row_of:
@@ -69,6 +71,33 @@ class TagSpace:
         object.__setattr__(self, "ascii", ascii_)
         object.__setattr__(self, "tech", [a and len(n) > 3 for a, n in zip(ascii_, self.names, strict=True)])
         object.__setattr__(self, "row_of_lower", row_of_lower)
+        object.__setattr__(self, "_duplicates", {})
+
+    def near_duplicates(self, rows: Sequence[int], threshold: float) -> dict[int, frozenset[int]]:
+        """For each of `rows` (and any row seen before), the other tags with cosine > threshold.
+
+        Computed once per row and tag space (one (new rows × tags) product), then looked up: the
+        semantic merge asks about the same few hundred tags query after query, and a tag space
+        lives until the tag vectors change. Concurrent queries may compute a row twice (same value)."""
+        cache = self._duplicates.get(threshold)
+        if cache is None:
+            cache = self._duplicates.setdefault(threshold, {})
+        new = [r for r in dict.fromkeys(rows) if r not in cache]
+        if new:
+            above = (self.vectors[new] @ self.vectors.T) > threshold
+            for row, hits in zip(new, above, strict=True):
+                cache[row] = frozenset(np.flatnonzero(hits).tolist()) - {row}
+        return cache
+
+    def fill_near_duplicates(self, threshold: float, block: int = 256) -> int:
+        """Compute the near-duplicate sets of every tag not yet done, `block` rows per product
+        (the tag maintainer's thread does this once a tag space has settled, so queries only look
+        them up). Returns how many rows it computed."""
+        done = self._duplicates.get(threshold, {})
+        missing = [r for r in range(len(self.names)) if r not in done]
+        for start in range(0, len(missing), block):
+            self.near_duplicates(missing[start : start + block], threshold)
+        return len(missing)
 
 
 @dataclass(frozen=True)
@@ -98,7 +127,7 @@ class Reshaped:
     info: TagMemoInfo | None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Entry:
     row: int
     weight: float
@@ -168,8 +197,7 @@ class TagMemo:
         c0, c1 = kb.core_boost_range
         self.gamma = c0 + core_metric * (c1 - c0)
         self._base: list[tuple[int, float, float]] | None = None
-        self._gram_rows: dict[int, int] = {}
-        self._gram = np.zeros((0, 0), dtype=bool)
+        self._pulled: dict[str, list[str]] = {}
 
     def base_weight(self) -> float:
         return dynamic_base_weight(self.q, self.ep, self.space.epa is not None, self.params)
@@ -183,7 +211,9 @@ class TagMemo:
             matched = matched[: max(CORE_SENSE_KEEP, math.ceil(len(matched) * ratio))]
         return matched
 
-    def reshape(self, beta0: float, core_tags: Sequence[str]) -> Reshaped:
+    def reshape(self, beta0: float, core_tags: Sequence[str], details: bool = True) -> Reshaped:
+        """The fused vector; `details` False leaves the info's matched and core tags empty (only
+        an explanation reads them)."""
         if beta0 <= 0:
             return Reshaped(self.q, None)
         core = frozenset(t.lower() for t in core_tags)
@@ -206,8 +236,10 @@ class TagMemo:
         names = self.space.names
         f = self.pyramid.features
         info = TagMemoInfo(
-            matched=tuple(WeightedTag(names[e.row], e.weight, e.core) for e in self._matched(accepted)),
-            core=tuple(names[e.row] for e in accepted if e.core),
+            matched=tuple(WeightedTag(names[e.row], e.weight, e.core) for e in self._matched(accepted))
+            if details
+            else (),
+            core=tuple(names[e.row] for e in accepted if e.core) if details else (),
             beta=beta,
             logic_depth=self.ep.logic_depth,
             entropy=self.ep.entropy,
@@ -242,22 +274,27 @@ class TagMemo:
     def _collect(self, core: frozenset[str]) -> list[_Entry]:
         space = self.space
         names, lower = space.names, space.lower
-        entries: list[_Entry] = []
         gamma = self.gamma
-        for row, weight, similarity in self._pyramid_tags():
-            if lower[row] in core:
-                entries.append(_Entry(row, weight * (gamma * (0.95 + 0.1 * (similarity or 0.5))), True))
-            else:
-                entries.append(_Entry(row, weight * 1.0, False))
+        if core:
+            entries = [
+                _Entry(row, weight * (gamma * (0.95 + 0.1 * (similarity or 0.5))), True)
+                if lower[row] in core
+                else _Entry(row, weight, False)
+                for row, weight, similarity in self._pyramid_tags()
+            ]
+        else:  # the sensing pass
+            entries = [_Entry(row, weight, False) for row, weight, _similarity in self._pyramid_tags()]
         seen = {e.row for e in entries}
         if entries:
             parents = sorted(entries, key=lambda e: -e.weight)[:PULLBACK_PARENTS]
             for parent in parents:
-                for neighbour in space.neighbours(names[parent.row], PULLBACK_NEIGHBOURS):
+                for neighbour in self._neighbours(names[parent.row]):
                     pulled = space.row_of.get(neighbour)
                     if pulled is not None and pulled not in seen:
                         seen.add(pulled)
                         entries.append(_Entry(pulled, PULLBACK_SHARE * parent.weight, neighbour.lower() in core))
+        if not core:
+            return entries
         present = {lower[e.row] for e in entries}
         missing = [t for t in sorted(core) if t not in present]
         if missing:
@@ -271,40 +308,34 @@ class TagMemo:
                     entries.append(_Entry(found, base * gamma, True))
         return entries
 
-    def _over(self, rows: list[int]) -> np.ndarray:
-        """(len(rows))² booleans: cosine above the merge threshold. One Gram matrix serves both passes:
-        it is kept over the rows seen so far and only recomputed when a pass brings new rows."""
-        known = self._gram_rows
-        if any(r not in known for r in rows):
-            union = list(known) + [r for r in dict.fromkeys(rows) if r not in known]
-            block = self.space.vectors[union]
-            self._gram = (block @ block.T) > self.params.knowledge_base.deduplication_threshold
-            self._gram_rows = known = {r: i for i, r in enumerate(union)}
-        at = [known[r] for r in rows]
-        return self._gram[np.ix_(at, at)]
+    def _neighbours(self, name: str) -> list[str]:
+        """The pull-back tags of one parent, asked once per query (both passes often share parents)."""
+        found = self._pulled.get(name)
+        if found is None:
+            found = self._pulled[name] = self.space.neighbours(name, PULLBACK_NEIGHBOURS)
+        return found
 
     def _accepted(self, core: frozenset[str]) -> list[_Entry]:
-        """Collected tags, heaviest first, with near-duplicates (cosine > threshold) merged into the heavier."""
+        """Collected tags, heaviest first, with near-duplicates (cosine > threshold) merged into the heavier:
+        a tag whose earlier (heavier) near-duplicates include an accepted one adds MERGE_SHARE of its
+        weight to the first such; the others are accepted."""
         ordered = sorted(self._collect(core), key=lambda e: -e.weight)
         if not ordered:
             return []
-        over = self._over([e.row for e in ordered])
-        earlier_dup = np.asarray(np.tril(over, k=-1).any(axis=1))  # rows that may merge into an earlier one
-        is_accepted: np.ndarray = ~earlier_dup  # no earlier duplicate: accepted whatever happens before them
-        into: dict[int, int] = {}  # position merged → position (in `ordered`) of the tag it merged into
-        for i in np.flatnonzero(earlier_dup).tolist():  # in order: whether i merges depends on the earlier ones
-            earlier = np.flatnonzero(over[i, :i] & is_accepted[:i])
-            if len(earlier):  # the first accepted tag (heaviest) it duplicates takes its weight
-                into[i] = int(earlier[0])
-            else:
-                is_accepted[i] = True
-        accepted = {
-            i: _Entry(ordered[i].row, ordered[i].weight, ordered[i].core) for i in np.flatnonzero(is_accepted).tolist()
-        }
-        for i, j in into.items():  # ascending i: the same order of additions as one pass in order
-            target = accepted[j]
-            target.weight += MERGE_SHARE * ordered[i].weight
-            target.core = target.core or ordered[i].core
+        threshold = self.params.knowledge_base.deduplication_threshold
+        duplicates = self.space.near_duplicates([e.row for e in ordered], threshold)
+        position = {e.row: i for i, e in enumerate(ordered)}
+        accepted: dict[int, _Entry] = {}  # position in `ordered` → entry, in order
+        for i, entry in enumerate(ordered):
+            near = duplicates[entry.row]
+            if near:
+                earlier = [j for j in (position.get(r, i) for r in near) if j < i and j in accepted]
+                if earlier:  # the first accepted tag (heaviest) it duplicates takes its weight
+                    target = accepted[min(earlier)]
+                    target.weight += MERGE_SHARE * entry.weight
+                    target.core = target.core or entry.core
+                    continue
+            accepted[i] = _Entry(entry.row, entry.weight, entry.core)
         return list(accepted.values())
 
     def _matched(self, accepted: list[_Entry]) -> list[_Entry]:

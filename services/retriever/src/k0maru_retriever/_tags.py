@@ -11,6 +11,9 @@
 - EPA: rebuilt in a background thread when the set of embedded tags has drifted by
   `epaRebuildShare` since the last build (or there was none and there are now ≥ 8 tags);
   saved to `epa-<model>.npz` with the digest of the tag set it came from.
+- The TagSpace a query reads is rebuilt only when the tag vectors or the EPA basis change; the
+  same background thread builds it, and once it has not changed for a round, every tag's
+  near-duplicate set for the semantic merge (so queries only look them up).
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 TAG_PREFIX = "\x00tag:"  # cannot start a vault path, so never collides with a chunk id
 _SPACES = re.compile(r"\s+")
+# near-duplicate sets computed ahead for every tag up to this many tags (n² products: ≈ 1–2 s on one core)
+FILL_MAX_TAGS = 5000
 
 
 def normalise_tag(tag: str) -> str:
@@ -94,8 +99,8 @@ class TagIndex:
         self.blacklist: frozenset[str] = frozenset()
         self.epa: EpaBasis | None = None
         self.epa_error = ""
-        self._version = 0
-        self._space: tuple[int, TagSpace | None] = (-1, None)
+        self._version = 0  # bumped when the set of tag vectors changes (not when only notes do)
+        self._space: tuple[int, EpaBasis | None, TagSpace | None] = (-1, None, None)
         self._drift = 0  # embedded tags added or removed since the basis was built
         self._db = sqlite3.connect(path or ":memory:", check_same_thread=False, isolation_level=None)
         self._db.execute("CREATE TABLE IF NOT EXISTS tags (name TEXT PRIMARY KEY, key TEXT NOT NULL, vector BLOB)")
@@ -111,19 +116,19 @@ class TagIndex:
         return tuple(dict.fromkeys(t for t in out if t and t not in self.blacklist))
 
     def set_note(self, path: str, tags: Iterable[str]) -> list[str]:
-        """Record a note's tags; return the tags that now need a vector."""
+        """Record a note's tags; return the tags that now need a vector. A tag the note keeps
+        keeps its vector even when no other note carries it."""
         new = self.clean(tags)
         with self.lock:
             old = self.notes.get(path, ())
-            if old == new:
-                return [t for t in new if t not in self.vectors]
-            self._forget(path, old)
-            if new:
-                self.notes[path] = new
-                self.cooc.add(new)
-                for t in new:
-                    self.note_count[t] = self.note_count.get(t, 0) + 1
-            self._version += 1
+            if old != new:
+                self._forget(path, old, keep=frozenset(new))
+                if new:
+                    self.notes[path] = new
+                    self.cooc.add(new)
+                    for t in new:
+                        if t not in old:
+                            self.note_count[t] = self.note_count.get(t, 0) + 1
             return [t for t in new if t not in self.vectors]
 
     def drop_note(self, path: str) -> None:
@@ -131,13 +136,15 @@ class TagIndex:
             old = self.notes.get(path, ())
             if old:
                 self._forget(path, old)
-                self._version += 1
 
-    def _forget(self, path: str, old: tuple[str, ...]) -> None:
+    def _forget(self, path: str, old: tuple[str, ...], keep: frozenset[str] = frozenset()) -> None:
+        """Take a note's tags out (those in `keep` stay counted: the note still carries them)."""
         self.notes.pop(path, None)
         self.cooc.add(old, sign=-1)
         gone = []
         for t in old:
+            if t in keep:
+                continue
             left = self.note_count.get(t, 0) - 1
             if left > 0:
                 self.note_count[t] = left
@@ -145,6 +152,7 @@ class TagIndex:
                 self.note_count.pop(t, None)
                 if self.vectors.pop(t, None) is not None:
                     self._drift += 1
+                    self._version += 1
                 gone.append((t,))
         if gone:
             self._db.executemany("DELETE FROM tags WHERE name = ?", gone)
@@ -201,7 +209,6 @@ class TagIndex:
             self.notes.clear()
             self.note_count.clear()
             self.cooc = CoOccurrence()
-            self._version += 1
 
     def clear(self) -> None:
         with self.lock:
@@ -223,16 +230,19 @@ class TagIndex:
             return self.cooc.neighbours(tag, n)
 
     def space(self) -> TagSpace | None:
-        """An immutable view of the embedded tags (rebuilt only after a change), or None without any."""
+        """An immutable view of the embedded tags, or None without any. Rebuilt only when the tag
+        vectors or the EPA basis change: a note's tags changing alone keeps it (its neighbours are
+        read live), and with it the per-tag work cached in it (near-duplicate sets)."""
         with self.lock:
-            if self._space[0] == self._version:
-                return self._space[1]
+            version, epa, space = self._space
+            if version == self._version and epa is self.epa:
+                return space
             names = sorted(self.vectors)
             space = None
             if names:
                 matrix = np.stack([self.vectors[n] for n in names])
                 space = TagSpace(names, matrix, self.epa, self.neighbours)
-            self._space = (self._version, space)
+            self._space = (self._version, self.epa, space)
             return space
 
     def digest(self) -> str:
@@ -288,6 +298,7 @@ class TagMaintainer:
         self._path = epa_path
         self._interval = interval_s
         self._stop = threading.Event()
+        self._last_space: TagSpace | None = None
         self._thread = threading.Thread(target=self._run, name="tags", daemon=True)
         if epa_path is not None and epa_path.exists():
             self._tags.epa = EpaBasis.load(epa_path)
@@ -304,9 +315,11 @@ class TagMaintainer:
 
     def step(self) -> bool:
         """One round; True when a new EPA basis was installed."""
-        params = self._params.current().retriever
+        current = self._params.current()
+        params = current.retriever
         if self._tags.set_blacklist(params.tag_blacklist):
             self._enqueue(self._index.retag())
+        self._prepare_space(current.knowledge_base.deduplication_threshold)
         if not self._tags.needs_epa(params.epa_rebuild_share):
             return False
         basis = self._tags.rebuild_epa()
@@ -314,6 +327,15 @@ class TagMaintainer:
             basis.save(self._path)
         log.info("EPA basis rebuilt: %d axes over %d tags", basis.dimension if basis else 0, len(self._tags.vectors))
         return basis is not None
+
+    def _prepare_space(self, threshold: float) -> None:
+        """Build the tag space here rather than in the next query, and once it has stayed the same
+        for a round (tags are not arriving), every tag's near-duplicate set (at most
+        FILL_MAX_TAGS tags: n² products; above, queries fill them as tags come up)."""
+        space = self._tags.space()
+        if space is not None and space is self._last_space and len(space.names) <= FILL_MAX_TAGS:
+            space.fill_near_duplicates(threshold)
+        self._last_space = space
 
     def _run(self) -> None:
         while not self._stop.wait(self._interval):

@@ -6,6 +6,7 @@ its chunk's hash, path, diary, tags and folders (payload-indexed for scoped sear
 
 from __future__ import annotations
 
+import logging
 import shutil
 import threading
 import warnings
@@ -19,6 +20,8 @@ import xxhash
 from ._bm25 import Scope, folders_of
 
 PAYLOAD_KEYS = ("path", "diary", "tags", "folders")
+
+log = logging.getLogger(__name__)
 
 
 def point_id(chunk_id: str) -> int:
@@ -69,9 +72,17 @@ class EdgeVectorStore:
 
     def _open(self) -> Any:
         qe = self._qe
-        config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=self._dim, distance=qe.Distance.Cosine))
+        # One search thread: a vault's shard is one or a few segments, and handing a query to Edge's
+        # pool cost more than it saved (12k points: p50 4.9 -> 4.1 ms wall, 5.2 -> 4.1 ms CPU)
+        config = qe.EdgeConfig(
+            vectors=qe.EdgeVectorParams(size=self._dim, distance=qe.Distance.Cosine), max_search_threads=1
+        )
         if self._dir.exists() and any(self._dir.iterdir()):
-            shard = qe.EdgeShard.load(str(self._dir))
+            try:
+                shard = qe.EdgeShard.load(str(self._dir), config)  # older shards take the setting too
+            except Exception as exc:  # another dimension: loaded as it is, as before (the index rebuilds it)
+                log.warning("vector shard %s kept its own configuration: %s", self._dir, exc)
+                shard = qe.EdgeShard.load(str(self._dir))
         else:
             self._dir.mkdir(parents=True, exist_ok=True)
             shard = qe.EdgeShard.create(str(self._dir), config)

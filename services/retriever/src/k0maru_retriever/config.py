@@ -31,14 +31,14 @@ class RetrieverSettings(K0Settings):
     weight_bm25: float = Field(0.5, ge=0.0, description="fusion weight of the BM25 channel")
     weight_vector: float = Field(0.5, ge=0.0, description="fusion weight of the vector channel")
     fusion_adaptive: float = Field(
-        3.0,
+        1.25,
         ge=0.0,
-        description="per-query weights: the vector weight times (best minus last cosine of the vector pool / K0_VECTOR_GAP_SCALE) to this power (0 = fixed weights)",
+        description="per-query weights: the vector weight times (vector gap / (K0_VECTOR_GAP_SCALE x BM25 spread)) to this power, each channel's best note against its 10th (0 = fixed weights)",
     )
     vector_gap_scale: float = Field(
         0.0,
         ge=0.0,
-        description="the vector pool's cosine spread at which the vector weight is unchanged (0 = the model's own, measured per model)",
+        description="the ratio of the vector channel's cosine gap to BM25's relative spread at which the weights are unchanged (0 = the model's own, measured per model)",
     )
     graph_boost: float = Field(
         0.1,

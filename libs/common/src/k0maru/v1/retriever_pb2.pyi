@@ -118,14 +118,18 @@ class SearchHit(_message.Message):
     def __init__(self, path: _Optional[str] = ..., title: _Optional[str] = ..., snippet: _Optional[str] = ..., score: _Optional[float] = ..., diary: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., chunk_index: _Optional[int] = ..., start_line: _Optional[int] = ..., end_line: _Optional[int] = ..., explain: _Optional[_Union[Explanation, _Mapping]] = ...) -> None: ...
 
 class ChannelReport(_message.Message):
-    __slots__ = ("channel", "ran", "reason")
+    __slots__ = ("channel", "ran", "reason", "weight", "confidence")
     CHANNEL_FIELD_NUMBER: _ClassVar[int]
     RAN_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     channel: str
     ran: bool
     reason: str
-    def __init__(self, channel: _Optional[str] = ..., ran: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
+    weight: float
+    confidence: float
+    def __init__(self, channel: _Optional[str] = ..., ran: _Optional[bool] = ..., reason: _Optional[str] = ..., weight: _Optional[float] = ..., confidence: _Optional[float] = ...) -> None: ...
 
 class TagMemoExplanation(_message.Message):
     __slots__ = ("applied", "matched_tags", "core_tags", "beta", "base_beta", "logic_depth", "entropy", "resonance", "coverage", "novelty", "dominant_axis", "pyramid_levels", "dedup_dropped")

@@ -124,7 +124,10 @@ function queryTerms(q) {
 
 function markTerms(root, terms) {
   if (!terms.length) return;
-  const re = new RegExp("(" + terms.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|") + ")", "gi");
+  // Latin terms match at a word start only ("no" marks "notes" but not "nothing"'s middle, nor "piano");
+  // Han terms anywhere (no spaces between words)
+  const pattern = (t) => (/^[\u3400-\u9fff]/.test(t) ? "" : "(?<![\\p{L}\\p{N}_])") + t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const re = new RegExp("(" + terms.map(pattern).join("|") + ")", "giu");
   const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
   const nodes = [];
   while (walker.nextNode()) nodes.push(walker.currentNode);
@@ -192,13 +195,13 @@ async function searchView(_arg, params) {
     const extra = Object.entries(x.extra || {}).map(([k, v]) => `<span class="score">${esc(k)} <b>${esc(typeof v === "number" ? +v.toFixed(4) : JSON.stringify(v))}</b></span>`).join("");
     el.innerHTML = `<div class="head"><a class="title" href="${noteHref(h.path)}">${esc(h.title || h.path)}</a>
       <span class="path">${esc(h.path)}:${h.lines[0]}–${h.lines[1]}</span>
-      ${x.graph_boost > 0 ? `<span class="badge graph" title="linked to another hit: +${x.graph_boost}">+Graph Boost</span>` : ""}${tagmemo}</div>
+      ${x.graph_boost > 0 ? `<span class="badge graph" title="linked to another hit: +${x.graph_boost.toFixed(4)}">+Graph Boost</span>` : ""}${tagmemo}</div>
       ${heading ? `<div class="crumbs">${esc(heading)}</div>` : ""}
       <div class="snippet"></div>
       <div class="scores">
         <span class="score">BM25 ${x.bm25 ? `<b>#${x.bm25.rank}</b> · ${x.bm25.score.toFixed(3)}` : "<b>—</b>"}</span>
         <span class="score">vector ${x.vector ? `<b>#${x.vector.rank}</b> · cos ${x.vector.score.toFixed(3)}` : "<b>—</b>"}</span>
-        ${x.graph_boost > 0 ? `<span class="score">graph <b>+${x.graph_boost}</b></span>` : ""}
+        ${x.graph_boost > 0 ? `<span class="score">graph <b>+${x.graph_boost.toFixed(4)}</b></span>` : ""}
         <span class="score">fused <b>${(x.fused_score ?? h.score).toFixed(5)}</b></span>${extra}
         ${h.tags.length ? `<span class="tags">${h.tags.map((t) => `<span class="tagchip">#${esc(t)}</span>`).join("")}</span>` : ""}
       </div>`;
