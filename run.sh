@@ -24,10 +24,14 @@ MEMBERS=(libs/common services/scanner services/embedder services/retriever servi
 setup() {
   # .venv from the committed locks (versions + hashes), then the workspace packages, editable.
   [ -x .venv/bin/python ] || uv_cmd venv --quiet --python python3.11 .venv
-  uv_cmd pip sync --quiet --python .venv/bin/python --require-hashes requirements.lock requirements-dev.lock
+  # --compile-bytecode: uv installs no .pyc files, and where PYTHONDONTWRITEBYTECODE is set Python
+  # never writes them, so every process (each service, every `k0maru search`) would compile redis,
+  # pydantic, grpc… from source at each start (import redis: 0.95 s → 0.30 s with them)
+  uv_cmd pip sync --quiet --compile-bytecode --python .venv/bin/python --require-hashes requirements.lock requirements-dev.lock
   local editables=()
   for m in "${MEMBERS[@]}"; do editables+=(-e "$m"); done
   uv_cmd pip install --quiet --python .venv/bin/python --no-deps --no-build-isolation "${editables[@]}"
+  .venv/bin/python -m compileall -q "${MEMBERS[@]}" >/dev/null  # the workspace's own sources, likewise
 }
 
 case "${1:-}" in
