@@ -170,6 +170,9 @@ def test_search_debugger_explains_hits_and_opens_the_note(page: Any, stack: Stac
     assert "BM25 #" in first.inner_text() and "vector #" in first.inner_text() and "fused" in first.inner_text()
     assert first.locator(".snippet mark").count() >= 1
     assert page.locator(".chan.ran").count() == 2  # hybrid: both channels ran
+    shares = [float(t.rsplit("weight ", 1)[1]) for t in page.locator(".chan.ran").all_inner_texts()]
+    assert sum(shares) == pytest.approx(1.0, abs=0.011)  # each channel's per-query fusion weight
+    assert sum(c["weight"] for c in api["channels"]) == pytest.approx(1.0, abs=1e-3)
     assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(15, 23, 42)"
     assert "JetBrains Mono" in page.evaluate("getComputedStyle(document.body).fontFamily")
     page.evaluate("document.fonts.ready")

@@ -175,15 +175,26 @@ def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
 
 def channels(requested: str, reports: Iterable[retriever_pb2.ChannelReport]) -> list[dict[str, Any]]:
     """Which channels ran for a search, and why one was left out (as the retriever says; `asked`
-    is false for a channel the mode did not ask for)."""
+    is false for a channel the mode did not ask for); in hybrid, each one's per-query fusion weight
+    and the confidence it was weighed by (0 otherwise)."""
     said = {r.channel: r for r in reports}
     out = []
     for name in ("bm25", "vector"):
         r = said.get(name)
         if r is None:
-            out.append({"name": name, "ran": False, "why": f"not asked for (mode {requested})", "asked": False})
+            why = f"not asked for (mode {requested})"
+            out.append({"name": name, "ran": False, "why": why, "asked": False, "weight": 0.0, "confidence": 0.0})
         else:
-            out.append({"name": name, "ran": r.ran, "why": r.reason, "asked": True})
+            out.append(
+                {
+                    "name": name,
+                    "ran": r.ran,
+                    "why": r.reason,
+                    "asked": True,
+                    "weight": round(r.weight, 4),
+                    "confidence": round(r.confidence, 4),
+                }
+            )
     return out
 
 

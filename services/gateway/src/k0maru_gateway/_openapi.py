@@ -37,7 +37,16 @@ def _query(name: str, schema: dict[str, Any], description: str, required: bool =
 
 SCHEMAS: dict[str, Any] = {
     "Error": _obj({"error": _STR}),
-    "Channel": _obj({"name": {"enum": ["bm25", "vector"]}, "ran": _BOOL, "why": _STR, "asked": _BOOL}),
+    "Channel": _obj(
+        {
+            "name": {"enum": ["bm25", "vector"]},
+            "ran": _BOOL,
+            "why": _STR,
+            "asked": _BOOL,
+            "weight": {**_NUM, "minimum": 0, "maximum": 1, "description": "hybrid: share of the fused score"},
+            "confidence": {**_NUM, "minimum": 0, "description": "hybrid: best note against the 10th"},
+        }
+    ),
     "ScanRequest": _obj({"full": {**_BOOL, "default": False, "description": "re-read and re-hash every file"}}, []),
     "ScanStats": _obj(
         {
