@@ -55,3 +55,14 @@ def valkey_url(tmp_path: Path) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+# The six MCP tools the gateway serves (tests that list or call every one of them)
+MCP_TOOLS = (
+    "recall_memory",
+    "offload_log",
+    "inspect_log_node",
+    "flush_session",
+    "distill_session_skill",
+    "get_project_loadout",
+)

@@ -16,7 +16,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.conftest import write_notes
+from tests.conftest import MCP_TOOLS, write_notes
 
 pytestmark = pytest.mark.e2e
 K0MARU = str(Path(sys.executable).parent / "k0maru")
@@ -110,14 +110,7 @@ def test_recall_add_and_clean_exit(vault: Path, tmp_path: Path):
             async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
                 await session.initialize()
                 tools = {t.name for t in (await session.list_tools()).tools}
-                assert {
-                    "recall_memory",
-                    "offload_log",
-                    "inspect_log_node",
-                    "flush_session",
-                    "distill_session_skill",
-                    "get_project_loadout",
-                } <= tools
+                assert set(MCP_TOOLS) <= tools
                 data = structured(await session.call_tool("recall_memory", {"query": "SQLITE_BUSY locked"}))
                 state = json.loads((data_dir / "stack.json").read_text())  # the first tool waited for it
                 pids.extend(state["pids"].values())

@@ -28,7 +28,7 @@ from mcp import Client
 
 from k0maru_cli import Launcher, StackState
 from k0maru_gateway._mcp import build_mcp
-from tests.conftest import write_notes
+from tests.conftest import MCP_TOOLS, write_notes
 
 pytestmark = pytest.mark.integration
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
@@ -140,17 +140,7 @@ def clear(message: str) -> bool:
     return bool(message.strip()) and not any(b in message for b in bad) and len(message) < 5000
 
 
-TOOLS = [
-    "recall_memory",
-    "offload_log",
-    "inspect_log_node",
-    "flush_session",
-    "distill_session_skill",
-    "get_project_loadout",
-]
-
-
-@pytest.mark.parametrize("tool", TOOLS)
+@pytest.mark.parametrize("tool", MCP_TOOLS)
 def test_mcp_tool_arguments(stack: Stack, tool: str):
     server = build_mcp(stack.state.client())
 

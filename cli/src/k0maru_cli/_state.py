@@ -99,12 +99,11 @@ class StackState:
         return StackClient(self.vault, self.addresses, self.grpc_token)
 
     def health(self) -> dict[str, str]:
-        """Each service's health state. 3 s each, as the container probes: a service that is fine on
-        a machine at load ≈ 18 missed a 1 s answer and was reported UNREACHABLE."""
-        from k0maru_common import health_name, health_state
+        """Each service's health state, given as long as a container probe gives it."""
+        from k0maru_common import PROBE_TIMEOUT_S, health_name, health_state
 
         return {
-            name: health_state(addr, health_name(name), timeout_s=3.0)
+            name: health_state(addr, health_name(name), timeout_s=PROBE_TIMEOUT_S)
             for name, addr in self.addresses.items()
             if name != "redis"
         }

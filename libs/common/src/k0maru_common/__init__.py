@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ._server import (
         HEALTH_NAMES,
         KEEPALIVE_CLIENT_OPTIONS,
+        PROBE_TIMEOUT_S,
         ROUND_ROBIN_CONFIG,
         ErrorMappingInterceptor,
         GrpcService,
@@ -107,6 +108,7 @@ _WHERE = {
     "results_stream": "._streams",
     "error_from_rpc": "._errors",
     "estimate_tokens": "._tokens",
+    "PROBE_TIMEOUT_S": "._server",
     "health_name": "._server",
     "health_state": "._server",
     "mode_name": "._client",
@@ -132,6 +134,7 @@ __all__ = [
     "KEEPALIVE_CLIENT_OPTIONS",
     "MAX_LOG_BYTES",
     "OFFLOAD_THRESHOLD_LINES",
+    "PROBE_TIMEOUT_S",
     "RESULTS_GROUP",
     "RESULTS_STREAM",
     "ROUND_ROBIN_CONFIG",

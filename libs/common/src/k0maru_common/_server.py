@@ -240,6 +240,11 @@ def wait_until_serving(address: str, service: str, timeout_s: float) -> bool:
     return False
 
 
+# How long a probe (a container's health check, `k0maru status`) gives a service to answer: a busy but
+# healthy service missed a 1 s answer at load ≈ 18
+PROBE_TIMEOUT_S = 3.0
+
+
 def health_state(address: str, service: str, timeout_s: float = 1.0) -> str:
     """SERVING, NOT_SERVING, UNKNOWN, or UNREACHABLE (of the first that answers, for a comma list)."""
     with open_channel(balanced_target(address)) as channel:

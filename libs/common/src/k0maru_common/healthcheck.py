@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import sys
 
-from ._server import health_state
+from ._server import PROBE_TIMEOUT_S, health_state
 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: python -m k0maru_common.healthcheck ADDRESS SERVICE", file=sys.stderr)
         return 2
-    state = health_state(argv[0], argv[1], timeout_s=3.0)
+    state = health_state(argv[0], argv[1], timeout_s=PROBE_TIMEOUT_S)
     print(state)
     return 0 if state == "SERVING" else 1
 
