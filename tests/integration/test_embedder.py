@@ -108,11 +108,12 @@ def thread_nice(pid: int) -> dict[int, int]:
 
 def test_only_the_background_threads_are_niced(valkey_url: str, workers: list[Worker], tmp_path: Path):
     """K0_WORKER_NICE lowers the stream worker's thread and the query session's, not the process:
-    its start-up and gRPC handlers keep their priority; and the query session arrives after SERVING."""
+    its start-up and gRPC handlers keep their priority; and a second query session (asked for by
+    K0_QUERY_THREADS) arrives after SERVING."""
     base = os.getpriority(os.PRIO_PROCESS, 0)  # what the worker inherits from this test
     if base >= 10:
         pytest.skip("this test runs at nice >= 10 already")
-    w = Worker(valkey_url, tmp_path / "w.log", K0_WORKER_NICE="10")
+    w = Worker(valkey_url, tmp_path / "w.log", K0_WORKER_NICE="10", K0_QUERY_THREADS="2")
     workers.append(w)
     w.wait_ready()
     niced = wait_for(lambda: [t for t, n in thread_nice(w.proc.pid).items() if n == 10], 30, "a niced thread")

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ._events import TOPIC, ChangePublisher, ChangeSubscriber
     from ._limits import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES
     from ._logging import configure_logging
-    from ._process import orphan_guard
+    from ._process import orphan_guard, release_free_heap
     from ._server import (
         HEALTH_NAMES,
         KEEPALIVE_CLIENT_OPTIONS,
@@ -113,6 +113,7 @@ _WHERE = {
     "health_state": "._server",
     "mode_name": "._client",
     "orphan_guard": "._process",
+    "release_free_heap": "._process",
     "relative_posix": "._vault",
     "vault_id": "._vault",
     "vector_from_bytes": "._streams",
@@ -178,6 +179,7 @@ __all__ = [
     "open_channel",
     "orphan_guard",
     "relative_posix",
+    "release_free_heap",
     "reply_stream",
     "results_stream",
     "vault_id",

@@ -30,3 +30,19 @@ def orphan_guard(argv: list[str], nice: int = 0, sig: int = signal.SIGTERM) -> l
     `argv[0]` must be a path to an executable (as `sys.executable` or a binary path is).
     """
     return [sys.executable, "-S", "-c", _TRAMPOLINE, str(os.getpid()), str(int(sig)), str(nice), *argv]
+
+
+def release_free_heap() -> None:
+    """Hand the C heap's free pages back to the system (glibc `malloc_trim`; nothing elsewhere).
+
+    Loading a model or opening an index frees large temporaries (an onnxruntime session's
+    constant folding: 64 of its 167 MB) that glibc otherwise keeps mapped for the process's life.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # musl or another libc without malloc_trim
+        return

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from k0maru_common import InvalidInput, NotReady
+from k0maru_common import InvalidInput, NotReady, release_free_heap
 
 from ._presets import ModelPreset
 
@@ -76,6 +76,7 @@ class OnnxEmbedder:
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf types
             raise NotReady(f"model {preset.model_path} cannot be loaded: {exc}") from exc
         self._input_names = {i.name for i in self._session.get_inputs()}
+        release_free_heap()  # constant folding's temporaries: 167 → 103 MB for the default model
         log.info("loaded %s in %.2f s", preset.name, time.perf_counter() - started)
         check = self.embed(["k0maru"])
         if check.shape != (1, preset.dimension) or not np.isfinite(check).all():

@@ -134,8 +134,8 @@ class EmbedderApp:
 
     def load(self) -> None:
         """Load the model (health stays NOT_SERVING meanwhile), probe it until it answers, then
-        connect the stream worker. Queries are answered by this session too until
-        `load_query_session` brings their own."""
+        connect the stream worker. Queries are answered by this session too (unless
+        `K0_QUERY_THREADS` asks `load_query_session` for a second one)."""
         settings = self.settings
         try:
             embedder = load_embedder(settings, settings.threads)

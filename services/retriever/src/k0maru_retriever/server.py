@@ -12,7 +12,7 @@ from pathlib import Path
 import grpc
 
 from k0maru.v1 import retriever_pb2, retriever_pb2_grpc
-from k0maru_common import HEALTH_NAMES, GrpcService, NotFound, NotReady, confine
+from k0maru_common import HEALTH_NAMES, GrpcService, NotFound, NotReady, confine, release_free_heap
 
 from ._analysis import BM25Analyzer, warm_up_han
 from ._bm25 import Bm25Index
@@ -255,6 +255,7 @@ def run(settings: RetrieverSettings) -> None:
                 if app.service.stopping:
                     break
             app.service.set_serving(True)
+            release_free_heap()  # the catch-up's temporaries (documents fetched, BM25 batches)
             # jieba's dictionary loads on first Han text; load it now, off the health path,
             # so the first Chinese query does not wait for it
             threading.Thread(target=warm_up_han, name="jieba-warm-up", daemon=True).start()
