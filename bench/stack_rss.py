@@ -1,8 +1,13 @@
-"""Resident memory of a running stack: `k0maru up` on a vault, all healthy, idle; VmRSS per process.
+"""Resident memory of a running stack: `k0maru up` on a vault, all healthy, idle; per process.
+
+VmRSS counts every page a process has mapped, so pages shared between the stack's processes
+(the same libpython, grpcio and onnxruntime files, Qdrant Edge's memory-mapped segment files)
+count once per process; PSS (`/proc/PID/smaps_rollup`) splits each shared page between its
+users, so its sum is what the stack costs the machine. Anonymous = private heap, no files.
 
 Run: .venv/bin/python bench/stack_rss.py VAULT --data-dir DIR [--embedders 2] [--settle 20]
 (an eval workdir's `vault` and `data` reuse its index and vectors: W/scifact/vault, W/scifact/data).
-Prints one JSON line: each process of the launcher's tree with its RSS in MB, and the total.
+Prints two JSON lines: each process of the launcher's tree with its RSS, then its PSS, in MB, and the totals.
 """
 
 from __future__ import annotations
@@ -18,11 +23,15 @@ from pathlib import Path
 from _common import emit
 
 
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+def memory_mb(pid: int) -> dict[str, float]:
+    """Rss, Pss and Anonymous of a process, in MB."""
+    wanted = {"Rss:": "rss", "Pss:": "pss", "Anonymous:": "anon"}
+    out = dict.fromkeys(wanted.values(), 0.0)
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        key = line.split(maxsplit=1)[0] if line else ""
+        if key in wanted:
+            out[wanted[key]] = round(int(line.split()[1]) / 1024, 1)
+    return out
 
 
 def tree(pid: int) -> list[int]:
@@ -69,8 +78,10 @@ def main() -> None:
         else:
             raise SystemExit("the stack did not start")
         time.sleep(args.settle)
-        procs = [(name_of(p), round(rss_mb(p), 1)) for p in tree(up.pid) if p != os.getpid()]
-        emit("stack_rss", embedders=args.embedders, processes=procs, total_mb=round(sum(r for _n, r in procs)))
+        procs = [(name_of(p), memory_mb(p)) for p in tree(up.pid) if p != os.getpid()]
+        totals = {f"total_{k}_mb": round(sum(m[k] for _n, m in procs)) for k in ("rss", "pss", "anon")}
+        emit("stack_rss", embedders=args.embedders, processes=[(n, m["rss"]) for n, m in procs], **totals)
+        emit("stack_pss", processes=[(n, m["pss"]) for n, m in procs])
     finally:
         up.send_signal(signal.SIGTERM)
         up.wait(60)
