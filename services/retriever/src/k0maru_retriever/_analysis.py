@@ -13,10 +13,11 @@ identifiers and the jieba words, a small share of the terms, are handed over pre
 
 from __future__ import annotations
 
-import logging
 import re
 
 import tantivy
+
+from ._han import HanSegmenter
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 # an identifier: a run of letters/digits joined to more runs by `_ . : -` (runs like E0502 stay
@@ -27,13 +28,12 @@ MAX_QUERY_TERMS = 64
 LATIN_TOKENIZER = "k0_latin"
 
 
-def _segment(run: str) -> list[str]:
-    """jieba's search-mode words of a Han run. jieba is imported, and its dictionary loaded
-    (about 0.5 s), on the first Han text, not at start-up."""
-    import jieba
+_HAN_SEGMENTER = HanSegmenter()
 
-    jieba.setLogLevel(logging.WARNING)
-    return [w for w in jieba.lcut_for_search(run) if w.strip()]
+
+def _segment(run: str) -> list[str]:
+    """jieba's search-mode words of a Han run; jieba's dictionary loads by character (`_han`)."""
+    return _HAN_SEGMENTER.segment(run)
 
 
 def _identifiers(text: str) -> list[str]:
@@ -41,7 +41,8 @@ def _identifiers(text: str) -> list[str]:
 
 
 def warm_up_han() -> None:
-    """Load jieba's dictionary now (the retriever does it in the background once serving)."""
+    """Open jieba's dictionary now (the retriever does it in the background once serving): the
+    first start on a machine builds the per-character cache."""
     _segment("中文")
 
 

@@ -1,0 +1,54 @@
+"""Han segmentation with jieba's dictionary loaded per character: the same words as jieba's own."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import jieba
+
+from k0maru_retriever._han import HanSegmenter
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "vault"
+HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+EXTRA = [
+    "借用检查器报错的处理方法",
+    "中华人民共和国成立于一九四九年",
+    "小明硕士毕业于中国科学院计算所后在日本京都大学深造",  # jieba's own README example (HMM words)
+    "他来到了网易杭研大厦",  # 杭研: a word only the HMM fallback finds
+    "㐀㐁䶵豈更",  # extension A and compatibility ideographs: not in the dictionary
+    "的",
+]
+
+
+def reference(run: str) -> list[str]:
+    jieba.setLogLevel(logging.WARNING)
+    return [w for w in jieba.lcut_for_search(run) if w.strip()]
+
+
+def han_runs() -> list[str]:
+    texts = [p.read_text(encoding="utf-8") for p in sorted(EXAMPLES.rglob("*.md"))] + EXTRA
+    return [run for text in texts for run in HAN.findall(text)]
+
+
+def test_same_words_as_jieba_and_a_reused_cache(tmp_path: Path) -> None:
+    runs = han_runs()
+    assert len(runs) > 50  # the example vault's Chinese notes are there
+    first = HanSegmenter(tmp_path / "cache")
+    assert [first.segment(r) for r in runs] == [reference(r) for r in runs]
+    (cache,) = (tmp_path / "cache").iterdir()
+    second = HanSegmenter(tmp_path / "cache")  # reads the cache the first one wrote
+    assert [second.segment(r) for r in runs] == [reference(r) for r in runs]
+    assert list((tmp_path / "cache").iterdir()) == [cache]
+
+
+def test_an_unusable_cache_only_costs_a_rebuild(tmp_path: Path) -> None:
+    blocked = tmp_path / "not-a-dir"
+    blocked.write_text("a file where the cache folder would go")
+    assert HanSegmenter(blocked / "cache").segment("借用检查器报错") == reference("借用检查器报错")
+    corrupt = tmp_path / "corrupt"
+    HanSegmenter(corrupt).segment("中文")
+    (cache,) = corrupt.iterdir()
+    cache.write_bytes(b"\x00 not marshal")
+    assert HanSegmenter(corrupt).segment("中文笔记") == reference("中文笔记")
