@@ -35,6 +35,7 @@ from k0maru_common import (
     WorkerHealth,
     cache_key,
     ensure_group,
+    release_free_heap,
     reply_stream,
     vector_to_bytes,
 )
@@ -140,6 +141,7 @@ class StreamWorker:
         lower_this_thread(self._nice)
         last_claim = 0.0
         grouped = False
+        busy = False  # batches run since the queue was last empty
         while not stop.is_set():
             try:
                 if not grouped:
@@ -153,6 +155,12 @@ class StreamWorker:
                 )
                 for _stream, messages in reply or []:
                     self.process(messages)
+                    busy = True
+                if not reply and busy:
+                    # the queue ran dry: a long batch's activations (hundreds of MB of attention at
+                    # 256 tokens) stay mapped by the C heap unless handed back
+                    release_free_heap()
+                    busy = False
             except redis.ConnectionError:
                 log.warning("Redis unavailable; retrying")
                 stop.wait(1.0)
