@@ -110,7 +110,9 @@ def main() -> None:
         bm25_only = stack_run(vault, tmp / "data-bm25", 0, need_vectors=False)
         texts = embedded_texts(tmp / "data-bm25")
         bare_before = bare_parallel(texts, args.embedders)
+        emit("embed_vault_bare_before", texts=len(texts), seconds=round(bare_before, 2))
         stack = stack_run(vault, tmp / "data", args.embedders, need_vectors=True)
+        emit("embed_vault_stack", **{k: round(v, 2) for k, v in stack.items()})
         bare_after = bare_parallel(texts, args.embedders)
         bare = (bare_before + bare_after) / 2
         bare_rate = len(texts) / bare
