@@ -32,4 +32,4 @@ def beir_vault(dataset: Path, root: Path) -> Path:
 
 
 def emit(name: str, **values: object) -> None:
-    print(json.dumps({"bench": name, **values}))
+    print(json.dumps({"bench": name, **values}), flush=True)  # a killed run keeps what it printed
