@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
+import numpy as np
 import pytest
 import redis
 
@@ -142,6 +143,30 @@ def test_poison_job_goes_to_dead_letter_and_others_go_on(valkey_url: str, worker
     assert dead[b"id"] == b"poison#0" and b"empty" in dead[b"reason"]
     assert {r[0] for r in results(client)} == {"a#0", "b#0", "c#0"}
     assert w.proc.poll() is None
+
+
+def test_a_backlog_is_read_in_windows_and_answered_once(valkey_url: str, workers: list[Worker], tmp_path: Path):
+    """160 jobs queued before two workers start (batches of 8: windows of 32 once 128 wait): every
+    job answered exactly once, with the vector the Embed RPC gives for the same text."""
+    client = redis.Redis.from_url(valkey_url)
+    texts = {f"n{i}.md#0": " ".join(f"word{j} topic{i % 7}" for j in range(1 + (i * 37) % 90)) for i in range(160)}
+    for cid, text in texts.items():
+        client.xadd(JOBS_STREAM, {"id": cid, "hash": "h", "text": text})
+    pair = [Worker(valkey_url, tmp_path / f"w{k}.log", claim_idle_ms=30_000) for k in range(2)]
+    workers.extend(pair)
+    for w in pair:
+        w.wait_ready()
+    wait_for(lambda: client.xlen(RESULTS_STREAM) >= len(texts), 120, "every result")
+    got = results(client)
+    assert sorted(cid for cid, _h, _v in got) == sorted(texts)  # each once: no job done twice
+    assert client.xlen(DEAD_STREAM) == 0 and client.xlen(JOBS_STREAM) == 0
+    sample = [got[0], got[len(got) // 2], got[-1]]
+    with grpc.insecure_channel(pair[0].address) as channel:
+        reply = embedder_pb2_grpc.EmbedderStub(channel).Embed(
+            embedder_pb2.EmbedRequest(texts=[texts[cid] for cid, _h, _v in sample]), timeout=60
+        )
+    for (_cid, _h, vector), expected in zip(sample, reply.vectors, strict=True):
+        assert np.allclose(vector_from_bytes(vector), np.array(expected.values, dtype=np.float32), atol=1e-5)
 
 
 def test_identical_text_is_embedded_once(valkey_url: str, workers: list[Worker], tmp_path: Path):

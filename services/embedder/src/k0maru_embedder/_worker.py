@@ -6,6 +6,13 @@ pending, to be reclaimed by another worker (XAUTOCLAIM) after `claim_idle_ms`. A
 delivered `max_attempts` times, or one that fails alone, goes to the dead-letter stream
 with its reason; the worker carries on.
 
+With a backlog, jobs are read a window of several batches at a time and embedded shortest
+first, a batch at a time: batches of similar lengths pad less (SciFact's chunks: 13 % more
+tokens than one sort of everything when each batch of 32 is sorted alone, 5 % for a window of
+128). Jobs still waiting in the window have their idle time reset before each batch (XCLAIM
+JUSTID), so other workers do not reclaim work this one is about to do; a worker that stops
+stops resetting it.
+
 The loop runs in a BackgroundWorker: Redis being away is waited for; any other failure
 restarts the loop with backoff, and a loop that keeps failing makes the embedder NOT_SERVING
 and exit (`on_give_up`).
@@ -43,6 +50,7 @@ from k0maru_common import (
 from ._model import TextEmbedder, normalise_text
 
 log = logging.getLogger(__name__)
+READ_WINDOW = 4  # batches read together when the backlog holds at least 4 windows
 Message = tuple[bytes, dict[bytes, bytes]]
 
 
@@ -150,11 +158,11 @@ class StreamWorker:
                 if time.monotonic() - last_claim > self._claim_idle_ms / 2000:
                     last_claim = time.monotonic()
                     self._reclaim()
-                reply = self._redis.xreadgroup(
-                    EMBED_GROUP, self.consumer, {JOBS_STREAM: ">"}, count=self._batch, block=500
-                )
+                window = self._batch * READ_WINDOW
+                count = window if self._redis.xlen(JOBS_STREAM) >= window * 4 else self._batch
+                reply = self._redis.xreadgroup(EMBED_GROUP, self.consumer, {JOBS_STREAM: ">"}, count=count, block=500)
                 for _stream, messages in reply or []:
-                    self.process(messages)
+                    self.process_window(messages)
                     busy = True
                 if not reply and busy:
                     # the queue ran dry: a long batch's activations (hundreds of MB of attention at
@@ -187,8 +195,20 @@ class StreamWorker:
             log.info("reclaimed %d jobs from dead or stuck workers", len(live))
             self.process(live)
 
-    def process(self, messages: list[Message]) -> None:
-        """Answer a batch of jobs: cached vectors first, then one ONNX run for the rest."""
+    def process_window(self, messages: list[Message]) -> None:
+        """Answer jobs read together: shortest first, `batch_size` at a time."""
+        ordered = sorted(messages, key=lambda m: len(m[1].get(b"text", b"")))
+        for start in range(0, len(ordered), self._batch):
+            if start:  # still ours: not idle, so not for XAUTOCLAIM
+                self._redis.xclaim(
+                    JOBS_STREAM, EMBED_GROUP, self.consumer, 0, [m for m, _f in ordered[start:]], justid=True
+                )
+            if not self.process(ordered[start : start + self._batch]):
+                return  # the backend is down: the rest stay pending too
+
+    def process(self, messages: list[Message]) -> bool:
+        """Answer a batch of jobs: cached vectors first, then one ONNX run for the rest. False when
+        the backend failed and the jobs were left pending."""
         model_id = self._embedder.preset.model_id
         jobs = [(msg_id, fields) for msg_id, fields in messages if fields]
         texts = [normalise_text(fields.get(b"text", b"").decode("utf-8", "replace")) for _, fields in jobs]
@@ -208,7 +228,7 @@ class StreamWorker:
                     vectors[i] = vector_to_bytes(row)
             except DependencyFailed as exc:  # the backend is down: leave the jobs pending for a retry
                 log.warning("embedding backend failed (%s); %d jobs stay pending", exc, len(jobs))
-                return
+                return False
             except K0Error:
                 for i in todo:  # one bad text must not fail its neighbours
                     try:
@@ -241,6 +261,7 @@ class StreamWorker:
             if not fields:  # deleted while pending
                 pipe.xack(JOBS_STREAM, EMBED_GROUP, msg_id)
         pipe.execute()
+        return True
 
     def _dead_letter(self, msg_id: bytes, fields: dict[bytes, bytes], reason: str) -> None:
         log.warning("job %s to dead letter: %s", fields.get(b"id", b"?").decode(errors="replace"), reason)
