@@ -173,6 +173,8 @@ class HnswBuilder:
                 ],
                 stdin=subprocess.DEVNULL,
             )
+            if self._closing:  # close() came while the copy was made
+                self._proc.kill()
             code = self._proc.wait()
             if self._closing:
                 return
