@@ -162,7 +162,14 @@ def phase(client, queries: list[str], until=None) -> dict:  # type: ignore[no-un
             errors += 1
             print(f"query failed: {exc}", flush=True)
         i += 1
-    return {"latency": {k: summary(v) for k, v in lat.items() if v}, "queries": i, "errors": errors, "tops": tops}
+    return {
+        "latency": {k: summary(v) for k, v in lat.items() if v},
+        "max_ms": round(max(max(v) for v in lat.values() if v), 1),
+        "queries": i,
+        "errors": errors,
+        "load_average_1m_at_end": round(os.getloadavg()[0], 1),
+        "tops": tops,
+    }
 
 
 def main() -> None:

@@ -6,8 +6,8 @@ process only. So the build runs on a copy:
 
 1. snapshot: under the store's lock, flush the live shard and copy its directory to
    `<live>.hnsw-build`; from then on every point id upserted or deleted is journaled;
-2. build: a child process (`python -m k0maru_retriever._hnsw DIR`, niced, killed with its
-   parent) opens the copy, runs `optimize()` and exits; the live shard keeps answering,
+2. build: a child process (`python -m k0maru_retriever._hnsw DIR DIM PARENT_PID`, niced, on half the cores,
+   killed with its parent) opens the copy, runs `optimize()` and exits; the live shard keeps answering,
    brute force;
 3. swap (here, the one owner of it), under the store's lock: the journaled points are read
    back from the live shard (present: their vector and payload; absent: deleted), a mark file
@@ -93,6 +93,7 @@ class HnswBuilder:
     def __init__(
         self,
         live: Path,
+        dimension: int,
         min_points: int,
         lock: threading.Lock,
         shard: Callable[[], Any],
@@ -103,6 +104,7 @@ class HnswBuilder:
 
         self._qe = qe
         self._live = live
+        self._dim = dimension
         self._min = min_points
         self._lock = lock
         self._shard = shard
@@ -169,6 +171,7 @@ class HnswBuilder:
                     "-m",
                     "k0maru_retriever._hnsw",
                     str(build),
+                    str(self._dim),
                     str(os.getpid()),
                 ],
                 stdin=subprocess.DEVNULL,
@@ -267,9 +270,14 @@ def main(argv: list[str]) -> int:
     import qdrant_edge as qe
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s hnsw-build %(levelname)s %(message)s")
-    path, parent = argv
+    path, dimension, parent = argv
     _die_with(int(parent))
-    shard = qe.EdgeShard.load(path)
+    # Qdrant's defaults, on half the cores: the other half keeps answering queries
+    hnsw = qe.HnswIndexConfig(
+        m=16, ef_construct=100, full_scan_threshold=10_000, max_indexing_threads=max(1, (os.cpu_count() or 2) // 2)
+    )
+    vectors = qe.EdgeVectorParams(size=int(dimension), distance=qe.Distance.Cosine)
+    shard = qe.EdgeShard.load(path, qe.EdgeConfig(vectors=vectors, hnsw_config=hnsw))
     try:
         shard.optimize()
         shard.flush()

@@ -75,7 +75,9 @@ class EdgeVectorStore:
         self._dim = dimension
         self._hnsw_min = hnsw_min_points
         self._lock = threading.Lock()
-        self._hnsw = HnswBuilder(directory, hnsw_min_points, self._lock, lambda: self._shard, self._reopen, self._load)
+        self._hnsw = HnswBuilder(
+            directory, dimension, hnsw_min_points, self._lock, lambda: self._shard, self._reopen, self._load
+        )
         with self._lock:
             self._shard = self._open()
 
