@@ -13,8 +13,8 @@ process only. So the build runs on a copy:
    back from the live shard (present: their vector and payload; absent: deleted), a mark file
    is put in the copy, the live shard is closed, `<live>` renamed to `<live>.hnsw-old` and the
    copy to `<live>`, which is opened (the only time the new shard is loaded in this process);
-   the journaled points are replayed into it and flushed, the mark removed, and
-   `<live>.hnsw-old` deleted.
+   the journaled points are replayed into it and flushed, and the mark removed; then, outside
+   the lock, `<live>.hnsw-old` is deleted.
 
 Crash safety (`recover()`, run before every open): `<live>.hnsw-old` present with `<live>`
 missing or still marked means a swap was cut short: the old shard (every write it
@@ -184,6 +184,7 @@ class HnswBuilder:
             if code != 0:
                 raise RuntimeError(f"the build process exited with {code}")
             replayed = self._swap(build)
+            shutil.rmtree(old_dir(self._live), ignore_errors=True)  # outside the lock
             self.builds += 1
             log.info(
                 "HNSW index swapped in after %.1f s (%d points written meanwhile replayed)",
@@ -205,6 +206,7 @@ class HnswBuilder:
     def _swap(self, build: Path) -> int:
         qe = self._qe
         with self._lock:
+            locked = time.monotonic()
             if self._closing or self._journal is None:
                 return 0
             ids = sorted(self._journal)
@@ -241,10 +243,10 @@ class HnswBuilder:
                     old.rename(self._live)
                 self._reopen()
                 raise
-            shutil.rmtree(old, ignore_errors=True)
             self._journal = None
             self.opened(shard)
             self._written = min(self._written, len(ids))
+            log.info("HNSW swap held the vector store for %.2f s", time.monotonic() - locked)
             return len(ids)
 
     def close(self) -> None:
