@@ -115,6 +115,24 @@ def test_swap_cut_between_its_renames_goes_back_to_the_old_shard(tmp_path: Path)
     again.close()
 
 
+def test_swap_cut_before_the_replay_was_flushed_goes_back_to_the_old_shard(tmp_path: Path):
+    live = tmp_path / "vectors"
+    s = EdgeVectorStore(live, DIM)
+    s.upsert([point(p, 0) for p in range(50)])
+    s.close()
+    shutil.copytree(live, tmp_path / "snapshot")
+    s = EdgeVectorStore(live, DIM)
+    s.upsert([point(p, 1) for p in range(5)])  # written during the "build": only in the old shard
+    s.close()
+    live.rename(_hnsw.old_dir(live))  # both renames done, the mark still in the new shard: the crash
+    (tmp_path / "snapshot").rename(live)
+    (live / _hnsw.PENDING_MARK).touch()
+    again = EdgeVectorStore(live, DIM)
+    assert_holds(again, {p: 1 if p < 5 else 0 for p in range(50)})
+    assert not _hnsw.old_dir(live).exists() and not (live / _hnsw.PENDING_MARK).exists()
+    again.close()
+
+
 def expected_from(log: Path) -> tuple[dict[int, int], dict[int, set[int | None]]]:
     """From the writer's log: id -> version surely stored, and ids whose last write may or may
     not have landed when the writer was killed (-> the versions allowed, None for absent)."""

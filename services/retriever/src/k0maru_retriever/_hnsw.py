@@ -184,6 +184,8 @@ class HnswBuilder:
             if code != 0:
                 raise RuntimeError(f"the build process exited with {code}")
             replayed = self._swap(build)
+            if self._closing:
+                return
             shutil.rmtree(old_dir(self._live), ignore_errors=True)  # outside the lock
             self.builds += 1
             log.info(
