@@ -18,6 +18,7 @@ import numpy as np
 import xxhash
 
 from ._bm25 import Scope, folders_of
+from ._hnsw import HnswBuilder, recover
 
 PAYLOAD_KEYS = ("path", "diary", "tags", "folders")
 
@@ -59,52 +60,109 @@ class VectorStore(Protocol):
 
 
 class EdgeVectorStore:
-    """Qdrant Edge: the Qdrant engine inside this process, one shard directory."""
+    """Qdrant Edge: the Qdrant engine inside this process, one shard directory.
 
-    def __init__(self, directory: Path, dimension: int) -> None:
+    With `hnsw_min_points` > 0, an HNSW index is built in a child process once that many points
+    were written without one, and swapped in under this store's lock (`_hnsw.HnswBuilder`);
+    until then queries are brute force. 0: never (brute force only).
+    """
+
+    def __init__(self, directory: Path, dimension: int, hnsw_min_points: int = 0) -> None:
         import qdrant_edge as qe
 
         self._qe = qe
         self._dir = directory
         self._dim = dimension
+        self._hnsw_min = hnsw_min_points
         self._lock = threading.Lock()
-        self._shard = self._open()
+        self._hnsw = HnswBuilder(
+            directory, dimension, hnsw_min_points, self._lock, lambda: self._shard, self._reopen, self._load
+        )
+        with self._lock:
+            self._shard = self._open()
+
+    def _config(self) -> Any:
+        qe = self._qe
+        # Edge indexes (in optimize()) only segments above its indexing threshold, in KB: half of
+        # what starts a build, so the segment that made a build start gets its HNSW index
+        optimizers = (
+            qe.EdgeOptimizersConfig(indexing_threshold=max(1, self._hnsw_min * self._dim * 4 // 2048))
+            if self._hnsw_min > 0
+            else None
+        )
+        # One search thread: a vault's shard is one or a few segments, and handing a query to Edge's
+        # pool cost more than it saved (12k points: p50 4.9 -> 4.1 ms wall, 5.2 -> 4.1 ms CPU)
+        return qe.EdgeConfig(
+            vectors=qe.EdgeVectorParams(size=self._dim, distance=qe.Distance.Cosine),
+            max_search_threads=1,
+            optimizers=optimizers,
+        )
+
+    def _load(self, directory: Path) -> Any:
+        try:
+            return self._qe.EdgeShard.load(str(directory), self._config())  # older shards take the settings too
+        except Exception as exc:  # another dimension: loaded as it is, as before (the index rebuilds it)
+            log.warning("vector shard %s kept its own configuration: %s", directory, exc)
+            return self._qe.EdgeShard.load(str(directory))
 
     def _open(self) -> Any:
         qe = self._qe
-        # One search thread: a vault's shard is one or a few segments, and handing a query to Edge's
-        # pool cost more than it saved (12k points: p50 4.9 -> 4.1 ms wall, 5.2 -> 4.1 ms CPU)
-        config = qe.EdgeConfig(
-            vectors=qe.EdgeVectorParams(size=self._dim, distance=qe.Distance.Cosine), max_search_threads=1
-        )
+        recover(self._dir)  # a build or swap cut short by a crash
         if self._dir.exists() and any(self._dir.iterdir()):
-            try:
-                shard = qe.EdgeShard.load(str(self._dir), config)  # older shards take the setting too
-            except Exception as exc:  # another dimension: loaded as it is, as before (the index rebuilds it)
-                log.warning("vector shard %s kept its own configuration: %s", self._dir, exc)
-                shard = qe.EdgeShard.load(str(self._dir))
+            shard = self._load(self._dir)
         else:
             self._dir.mkdir(parents=True, exist_ok=True)
-            shard = qe.EdgeShard.create(str(self._dir), config)
+            shard = qe.EdgeShard.create(str(self._dir), self._config())
             for key in PAYLOAD_KEYS:
                 shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
+        if self._hnsw_min > 0:
+            self._hnsw.opened(shard)
+            self._hnsw.maybe_start()
         return shard
+
+    def _reopen(self) -> Any:
+        """After an HNSW swap (lock held): the live directory now holds the indexed shard."""
+        self._shard = self._load(self._dir)
+        return self._shard
+
+    @property
+    def hnsw_building(self) -> bool:
+        """An HNSW build is under way in the background."""
+        return self._hnsw.building
+
+    @property
+    def hnsw_builds(self) -> int:
+        """HNSW indexes swapped in since this store was opened."""
+        return self._hnsw.builds
+
+    def indexed_points(self) -> tuple[int, int]:
+        """(points in HNSW segments, all points)."""
+        with self._lock:
+            info = self._shard.info()
+        return int(info.indexed_vectors_count), int(info.points_count)
 
     def upsert(self, points: list[VectorPoint]) -> None:
         if not points:
             return
         qe = self._qe
+        ids = [point_id(p.chunk_id) for p in points]
         with self._lock:
             self._shard.update(
                 qe.UpdateOperation.upsert_points(
-                    [qe.Point(id=point_id(p.chunk_id), vector=p.vector.tolist(), payload=p.payload()) for p in points]
+                    [
+                        qe.Point(id=i, vector=p.vector.tolist(), payload=p.payload())
+                        for i, p in zip(ids, points, strict=True)
+                    ]
                 )
             )
+            self._hnsw.written(ids, upserted=True)
 
     def delete(self, chunk_ids: list[str]) -> None:
         if chunk_ids:
+            ids = [point_id(c) for c in chunk_ids]
             with self._lock:
-                self._shard.update(self._qe.UpdateOperation.delete_points([point_id(c) for c in chunk_ids]))
+                self._shard.update(self._qe.UpdateOperation.delete_points([*ids]))
+                self._hnsw.written(ids, upserted=False)
 
     def search(self, vector: np.ndarray, limit: int, scope: Scope) -> list[tuple[str, float]]:
         qe = self._qe
@@ -139,12 +197,15 @@ class EdgeVectorStore:
             return int(self._shard.count(self._qe.CountRequest()))
 
     def clear(self) -> None:
+        self._hnsw.close()
         with self._lock:
             self._shard.close()
             shutil.rmtree(self._dir, ignore_errors=True)
+            self._hnsw.reset()
             self._shard = self._open()
 
     def close(self) -> None:
+        self._hnsw.close()
         with self._lock:
             self._shard.close()
 

@@ -169,7 +169,9 @@ def open_vector_store(settings: RetrieverSettings, model_id: str, dimension: int
     """One collection per model: vectors of different models never mix."""
     name = re.sub(r"[^A-Za-z0-9_-]", "_", model_id or "none")
     if settings.vector_backend == "edge":
-        return EdgeVectorStore(settings.data_dir / "retriever" / f"vectors-{name}", dimension)
+        return EdgeVectorStore(
+            settings.data_dir / "retriever" / f"vectors-{name}", dimension, hnsw_min_points=settings.hnsw_min_points
+        )
     suffix = f"_{settings.retriever_id}" if settings.retriever_id else ""  # a second retriever: its own
     return QdrantServerStore(settings.qdrant_url, f"k0_chunks_{name}{suffix}", dimension)
 
