@@ -6,8 +6,8 @@ process only. So the build runs on a copy:
 
 1. snapshot: under the store's lock, flush the live shard and copy its directory to
    `<live>.hnsw-build`; from then on every point id upserted or deleted is journaled;
-2. build: a child process (`python -m k0maru_retriever._hnsw DIR DIM PARENT_PID`, niced, on half the cores,
-   killed with its parent) opens the copy, runs `optimize()` and exits; the live shard keeps answering,
+2. build: a child process (`python -m k0maru_retriever._hnsw DIR DIM`, niced, on half the cores,
+   killed with its parent: `orphan_guard`) opens the copy, runs `optimize()` and exits; the live shard keeps answering,
    brute force;
 3. swap (here, the one owner of it), under the store's lock: the journaled points are read
    back from the live shard (present: their vector and payload; absent: deleted), a mark file
@@ -32,7 +32,6 @@ after `RETRY_AFTER_S`. `min_points == 0` turns background builds off.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import os
 import shutil
@@ -44,6 +43,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from k0maru_common import orphan_guard
 
 log = logging.getLogger(__name__)
 
@@ -73,14 +74,6 @@ def recover(live: Path) -> None:
     for leftover in (build, old):
         if leftover.exists():
             shutil.rmtree(leftover, ignore_errors=True)
-
-
-def _die_with(parent: int) -> None:
-    """In the child: be killed when the retriever dies, instead of building on, orphaned."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # it died before the line above
-        sys.exit(1)
 
 
 class HnswBuilder:
@@ -163,17 +156,11 @@ class HnswBuilder:
             log.info("HNSW build started in the background (%d points)", points)
             started = time.monotonic()
             self._proc = subprocess.Popen(
-                [
-                    "nice",
-                    "-n",
-                    str(CHILD_NICE),
-                    sys.executable,
-                    "-m",
-                    "k0maru_retriever._hnsw",
-                    str(build),
-                    str(self._dim),
-                    str(os.getpid()),
-                ],
+                orphan_guard(
+                    [sys.executable, "-m", "k0maru_retriever._hnsw", str(build), str(self._dim)],
+                    nice=CHILD_NICE,
+                    sig=signal.SIGKILL,  # killed with the retriever instead of building on, orphaned
+                ),
                 stdin=subprocess.DEVNULL,
             )
             if self._closing:  # close() came while the copy was made
@@ -274,8 +261,7 @@ def main(argv: list[str]) -> int:
     import qdrant_edge as qe
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s hnsw-build %(levelname)s %(message)s")
-    path, dimension, parent = argv
-    _die_with(int(parent))
+    path, dimension = argv
     # Qdrant's defaults, on half the cores: the other half keeps answering queries
     hnsw = qe.HnswIndexConfig(
         m=16, ef_construct=100, full_scan_threshold=10_000, max_indexing_threads=max(1, (os.cpu_count() or 2) // 2)
