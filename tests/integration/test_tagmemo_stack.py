@@ -84,6 +84,7 @@ def test_tagmemo_on_a_vault_without_tags_changes_nothing(stack):
             on = search(client, query, mode, tagmemo=True, beta=0.4)
             assert ranked(on) == ranked(off)
             assert not on.tagmemo.applied
+            assert on.tagmemo.reason == "the vault's tags have no vectors yet (or it has no tags)"
     with pytest.raises(InvalidInput, match=r"tagmemo\.beta"):  # INVALID_ARGUMENT, in every mode
         search(client, "cache", retriever_pb2.SEARCH_MODE_BM25, tagmemo=True, beta=1.5)
 

@@ -73,6 +73,14 @@ def test_vector_channel_says_why_it_did_not_run(index: NoteIndex):
         assert reply.channels[0].reason == "no vectors yet: 0 of 1 chunks embedded"
         hybrid = searcher.search(retriever_pb2.SearchRequest(query="alpha"))
         assert [h.path for h in hybrid.hits] == ["a.md"]
+        tagmemo = retriever_pb2.TagMemoOptions(enabled=True)
+        explained = searcher.search(retriever_pb2.SearchRequest(query="alpha", tagmemo=tagmemo, explain=True))
+        assert not explained.tagmemo.applied  # TagMemo reshapes a query vector, and there is none
+        assert explained.tagmemo.reason == "no vectors yet: 0 of 1 chunks embedded"
+        bm25_only = retriever_pb2.SearchRequest(
+            query="alpha", tagmemo=tagmemo, explain=True, mode=retriever_pb2.SEARCH_MODE_BM25
+        )
+        assert searcher.search(bm25_only).tagmemo.reason == "this mode has no vector channel"
         assert hybrid.mode_used == retriever_pb2.SEARCH_MODE_BM25
         assert [(c.channel, c.ran) for c in hybrid.channels] == [("bm25", True), ("vector", False)]
     finally:

@@ -267,6 +267,10 @@ class HybridSearcher:
             if tag_explain is not None and request.explain:
                 response.tagmemo.CopyFrom(tag_explain)
             vector = self._pool(lambda n: self._vector_search(shaped, n, scope), pool, scope)
+        elif request.tagmemo.enabled and request.explain:  # TagMemo reshapes the query vector: none here
+            response.tagmemo.CopyFrom(
+                retriever_pb2.TagMemoExplanation(applied=False, reason=skipped or "this mode has no vector channel")
+            )
         if mode in (VECTOR, HYBRID):
             response.channels.append(retriever_pb2.ChannelReport(channel="vector", ran=not skipped, reason=skipped))
         best_chunk = {p: c for p, _s, c in reversed(vector)} | {p: c for p, _s, c in reversed(bm25)}

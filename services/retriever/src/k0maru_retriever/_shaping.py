@@ -61,7 +61,9 @@ class QueryShaper:
             return [q], None
         space = self._index.tags.space()
         if space is None:
-            return [q], retriever_pb2.TagMemoExplanation(applied=False)
+            return [q], retriever_pb2.TagMemoExplanation(
+                applied=False, reason="the vault's tags have no vectors yet (or it has no tags)"
+            )
         params = self._params.current()
         memo = TagMemo(q, space, params)
         beta0 = request.tagmemo.beta or params.retriever.tagmemo_beta
@@ -73,7 +75,9 @@ class QueryShaper:
         shaped = memo.reshape(beta0, core, details=request.explain)
         info = shaped.info
         if info is None:
-            return [q], retriever_pb2.TagMemoExplanation(applied=False, base_beta=beta0)
+            return [q], retriever_pb2.TagMemoExplanation(
+                applied=False, base_beta=beta0, reason="no tag of the vault matched the query"
+            )
         vectors = [q, shaped.vector] if params.retriever.vector_query == "raw+fused" else [shaped.vector]
         if not request.explain:  # the explanation is only read with explain: skip building it
             return vectors, retriever_pb2.TagMemoExplanation(applied=True, beta=info.beta, base_beta=beta0)

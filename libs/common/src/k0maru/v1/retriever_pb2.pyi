@@ -132,7 +132,7 @@ class ChannelReport(_message.Message):
     def __init__(self, channel: _Optional[str] = ..., ran: _Optional[bool] = ..., reason: _Optional[str] = ..., weight: _Optional[float] = ..., confidence: _Optional[float] = ...) -> None: ...
 
 class TagMemoExplanation(_message.Message):
-    __slots__ = ("applied", "matched_tags", "core_tags", "beta", "base_beta", "logic_depth", "entropy", "resonance", "coverage", "novelty", "dominant_axis", "pyramid_levels", "dedup_dropped")
+    __slots__ = ("applied", "matched_tags", "core_tags", "beta", "base_beta", "logic_depth", "entropy", "resonance", "coverage", "novelty", "dominant_axis", "pyramid_levels", "dedup_dropped", "reason")
     APPLIED_FIELD_NUMBER: _ClassVar[int]
     MATCHED_TAGS_FIELD_NUMBER: _ClassVar[int]
     CORE_TAGS_FIELD_NUMBER: _ClassVar[int]
@@ -146,6 +146,7 @@ class TagMemoExplanation(_message.Message):
     DOMINANT_AXIS_FIELD_NUMBER: _ClassVar[int]
     PYRAMID_LEVELS_FIELD_NUMBER: _ClassVar[int]
     DEDUP_DROPPED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
     applied: bool
     matched_tags: _containers.RepeatedCompositeFieldContainer[TagFactor]
     core_tags: _containers.RepeatedScalarFieldContainer[str]
@@ -159,7 +160,8 @@ class TagMemoExplanation(_message.Message):
     dominant_axis: str
     pyramid_levels: _containers.RepeatedScalarFieldContainer[float]
     dedup_dropped: int
-    def __init__(self, applied: _Optional[bool] = ..., matched_tags: _Optional[_Iterable[_Union[TagFactor, _Mapping]]] = ..., core_tags: _Optional[_Iterable[str]] = ..., beta: _Optional[float] = ..., base_beta: _Optional[float] = ..., logic_depth: _Optional[float] = ..., entropy: _Optional[float] = ..., resonance: _Optional[float] = ..., coverage: _Optional[float] = ..., novelty: _Optional[float] = ..., dominant_axis: _Optional[str] = ..., pyramid_levels: _Optional[_Iterable[float]] = ..., dedup_dropped: _Optional[int] = ...) -> None: ...
+    reason: str
+    def __init__(self, applied: _Optional[bool] = ..., matched_tags: _Optional[_Iterable[_Union[TagFactor, _Mapping]]] = ..., core_tags: _Optional[_Iterable[str]] = ..., beta: _Optional[float] = ..., base_beta: _Optional[float] = ..., logic_depth: _Optional[float] = ..., entropy: _Optional[float] = ..., resonance: _Optional[float] = ..., coverage: _Optional[float] = ..., novelty: _Optional[float] = ..., dominant_axis: _Optional[str] = ..., pyramid_levels: _Optional[_Iterable[float]] = ..., dedup_dropped: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("hits", "vault", "mode_used", "vector_coverage", "took_ms", "channels", "tagmemo")
