@@ -31,6 +31,7 @@ from ._index import EmbedJob, NoteIndex
 log = logging.getLogger(__name__)
 FETCH_BATCH = 200
 CHANGES_PAGE = 5000
+SERVING_POLL_S = 0.05  # how often a starting retriever asks whether the scanner's first scan is done
 
 
 class EventFollower:
@@ -84,7 +85,7 @@ class EventFollower:
     def _run(self, stop: threading.Event) -> None:
         while not stop.is_set():
             if not self._scanner_serving():
-                stop.wait(0.2)
+                stop.wait(SERVING_POLL_S)
                 continue
             try:
                 if self.last_applied_seq:
@@ -162,9 +163,7 @@ class EventFollower:
 
     def reconcile(self) -> None:
         status = self._scanner.Status(scanner_pb2.ScannerStatusRequest(), timeout=10)
-        manifest = {
-            e.path: e.hash for e in self._scanner.ListDocuments(scanner_pb2.ListDocumentsRequest(), timeout=120)
-        }
+        manifest = self._manifest()
         indexed = {p: d.hash for p, d in self._index.state.docs.items()}
         if self._index.state.parser_version != status.parser_version:
             log.info(
@@ -181,6 +180,19 @@ class EventFollower:
         self._index.repair()  # the stores themselves, not only the bookkeeping, must agree
         self._enqueue(self._index.missing_vectors())
         log.info("reconciled: %d fetched, %d removed, %d documents in the index", len(stale), len(extra), len(manifest))
+
+    def _manifest(self) -> dict[str, str]:
+        """path → hash of every indexed note, in pages (one message per note before; a scanner
+        without ListDocumentPages still answers ListDocuments)."""
+        request = scanner_pb2.ListDocumentsRequest()
+        try:
+            return {
+                e.path: e.hash for page in self._scanner.ListDocumentPages(request, timeout=120) for e in page.entries
+            }
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.UNIMPLEMENTED:
+                raise
+        return {e.path: e.hash for e in self._scanner.ListDocuments(request, timeout=120)}
 
     def _sync_paths(self, refresh: Iterable[str], remove: Iterable[str], enqueue: bool = True) -> None:
         """Remove, then fetch and index in batches; the next batch is fetched (and parsed by the

@@ -28,6 +28,7 @@ from ._manifest import Batch, FileRecord, JournalEntry, Manifest
 log = logging.getLogger(__name__)
 
 EXTENSIONS = (".md", ".markdown", ".txt")
+FRESH_MAX_BYTES = 64 * 1024 * 1024  # notes read by a scan and kept for the fetches that follow it
 ADDED, MODIFIED, DELETED, RENAMED = (
     common_pb2.CHANGE_KIND_ADDED,
     common_pb2.CHANGE_KIND_MODIFIED,
@@ -130,6 +131,10 @@ class IncrementalScanner:
         self.max_file_bytes = max_file_bytes
         self._on_events = on_events
         self._lock = threading.Lock()
+        # bytes the last scan read (added or modified notes), until GetDocuments takes them:
+        # a cold start then reads each note once, not once to hash and again to parse
+        self._fresh: dict[str, tuple[int, int, bytes]] = {}
+        self._fresh_bytes = 0
 
     def walk(self) -> dict[str, tuple[os.stat_result, str]]:
         """Every candidate note under the vault: its stat, and why it cannot be indexed ("" when it can).
@@ -193,7 +198,16 @@ class IncrementalScanner:
 
     def scan(self, force_full: bool = False) -> ScanResult:
         with self._lock:
+            self._fresh, self._fresh_bytes = {}, 0  # only the latest scan's reads are kept
             return self._scan(force_full)
+
+    def take_fresh(self, rel: str, st: os.stat_result) -> bytes | None:
+        """The bytes the last scan read for `rel` (once), if the file still has that size and
+        mtime; None otherwise (read it from disk)."""
+        kept = self._fresh.pop(rel, None)
+        if kept is None or kept[0] != st.st_size or kept[1] != st.st_mtime_ns:
+            return None
+        return kept[2]
 
     def _scan(self, force_full: bool) -> ScanResult:
         started = time.perf_counter()
@@ -280,4 +294,7 @@ class IncrementalScanner:
             data, _text = read_note_text(path, self.max_file_bytes)
         except (ContentError, OSError, RuntimeError) as exc:
             return FileRecord(rel, st.st_size, st.st_mtime_ns, "", now_ms, str(exc) or type(exc).__name__)
+        if self._fresh_bytes + len(data) <= FRESH_MAX_BYTES and len(data) == st.st_size:
+            self._fresh[rel] = (st.st_size, st.st_mtime_ns, data)
+            self._fresh_bytes += len(data)
         return FileRecord(rel, st.st_size, st.st_mtime_ns, xxhash.xxh3_64_hexdigest(data), now_ms)
