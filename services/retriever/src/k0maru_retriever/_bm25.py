@@ -84,6 +84,7 @@ class Bm25Index:
         analyzer.register(self._index)
         self._writer = self._index.writer(heap_size=50_000_000, num_threads=1)
         self._dirty = False
+        self._folders: tuple[str, list[str]] = ("", [])  # the last path added and its folders
         self._searcher = self._index.searcher()  # reused until the next commit: its doc-store cache stays warm
 
     def delete_path(self, path: str) -> None:
@@ -98,7 +99,9 @@ class Bm25Index:
             doc.add_pre_tokenized_text("text", tantivy.PreTokenizedString("", tokens))
         for tag in row.tags:
             doc.add_text("tags", tag)
-        for folder in folders_of(row.path):
+        if row.path != self._folders[0]:  # a note's chunks come in a row
+            self._folders = (row.path, folders_of(row.path))
+        for folder in self._folders[1]:
             doc.add_text("folders", folder)
         self._writer.add_document(doc)
         self._dirty = True
