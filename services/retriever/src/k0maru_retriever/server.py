@@ -8,6 +8,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 
@@ -21,13 +22,15 @@ from ._fusion import model_gap_scale
 from ._graphview import graph_view
 from ._index import NoteIndex
 from ._params import FILE_NAME, ParamsFile
-from ._pipeline import EmbeddingPipeline
 from ._search import FusionParams, HybridSearcher, QueryEmbedder
 from ._shaping import QueryShaper
 from ._state import IndexState
 from ._tags import TagIndex, TagMaintainer
 from ._vectors import EdgeVectorStore, QdrantServerStore, VectorStore
 from .config import RetrieverSettings
+
+if TYPE_CHECKING:
+    from ._pipeline import EmbeddingPipeline
 
 log = logging.getLogger(__name__)
 
@@ -199,6 +202,8 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         TagIndex(root / f"tags-{model_name}.sqlite", model_id, dimension),
     )
     service = GrpcService(HEALTH_NAMES["retriever"], settings.grpc_addr, token=settings.grpc_token)
+    if settings.embedder_target:  # the Redis client (~0.2 s to import) only when there are embedders
+        from ._pipeline import EmbeddingPipeline
     pipeline = (
         EmbeddingPipeline(
             index,
