@@ -22,7 +22,7 @@ import xxhash
 
 from k0maru.v1 import common_pb2
 
-from ._bm25 import Bm25Index, ChunkRow
+from ._bm25 import Bm25Index
 from ._graph import LinkGraph
 from ._state import IndexState
 from ._tags import TAG_PREFIX, TagIndex, tag_key
@@ -126,17 +126,16 @@ class NoteIndex:
 
     def _add_bm25(self, doc: common_pb2.Document) -> None:
         prefix = "\n".join(filter(None, [doc.title, " ".join(doc.tags), " ".join(doc.aliases)]))
-        for chunk in doc.chunks:
-            heading = " ".join(chunk.heading_path)
-            self.bm25.add(
-                ChunkRow(
-                    chunk_id(doc.path, chunk.index),
-                    doc.path,
-                    doc.diary,
-                    list(doc.tags),
-                    f"{prefix}\n{heading}\n{chunk.text}",
-                )
-            )
+        path = doc.path
+        self.bm25.add_note(
+            path,
+            doc.diary,
+            list(doc.tags),
+            [
+                (chunk_id(path, chunk.index), f"{prefix}\n{' '.join(chunk.heading_path)}\n{chunk.text}")
+                for chunk in doc.chunks
+            ],
+        )
 
     def rebuild_bm25(self) -> None:
         """Rebuild BM25 from the stored documents (no scanner needed), in path order like a fresh build."""
