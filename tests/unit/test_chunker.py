@@ -50,8 +50,7 @@ def test_sentence_counts_equal_the_regex_count_per_sentence():
     whole text); each count must equal `estimate_tokens` of the sentence alone."""
     import random
 
-    from k0maru_common import estimate_tokens
-    from k0maru_common._tokens import estimate_tokens_of_parts
+    from k0maru_common import estimate_tokens_of_parts
     from k0maru_scanner._chunker import _SENTENCE
 
     rng = random.Random(7)

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 import xxhash
 
-from k0maru_common import TOKEN_PATTERN
-from k0maru_common._tokens import estimate_tokens_of_parts
+from k0maru_common import TOKEN_PATTERN, estimate_tokens_of_parts
 
 DEFAULT_BUDGET = 200
 _HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s")

@@ -28,7 +28,7 @@ from ._manifest import Batch, FileRecord, JournalEntry, Manifest
 log = logging.getLogger(__name__)
 
 EXTENSIONS = (".md", ".markdown", ".txt")
-FRESH_MAX_BYTES = 64 * 1024 * 1024  # notes read by scans and kept for the fetches that follow them
+FRESH_MAX_BYTES = 64 << 20  # notes read by scans and kept for the fetches that follow them
 FRESH_KEEP_S = 120.0
 ADDED, MODIFIED, DELETED, RENAMED = (
     common_pb2.CHANGE_KIND_ADDED,
