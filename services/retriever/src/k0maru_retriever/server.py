@@ -29,6 +29,8 @@ from ._tags import TagIndex, TagMaintainer
 from ._vectors import EdgeVectorStore, QdrantServerStore, VectorStore
 from .config import RetrieverSettings
 
+HAN_WARM_UP_DELAY_S = 10.0  # after SERVING, before jieba's dictionary is loaded in the background
+
 if TYPE_CHECKING:
     from ._pipeline import EmbeddingPipeline
 
@@ -260,9 +262,12 @@ def run(settings: RetrieverSettings) -> None:
                 if app.service.stopping:
                     break
             app.service.set_serving(True)
-            # jieba's dictionary loads on first Han text; load it now, off the health path,
-            # so the first Chinese query does not wait for it
-            threading.Thread(target=warm_up_han, name="jieba-warm-up", daemon=True).start()
+            # jieba's dictionary loads on first Han text; load it off the health path, so the
+            # first Chinese query does not wait for it, but not in the seconds right after start,
+            # where its ~1 s of CPU (holding the GIL) slowed the first searches and a quick stop
+            warm_up = threading.Timer(HAN_WARM_UP_DELAY_S, warm_up_han)
+            warm_up.name, warm_up.daemon = "jieba-warm-up", True
+            warm_up.start()
             with contextlib.suppress(KeyboardInterrupt):
                 app.service.wait_for_termination()
     finally:
