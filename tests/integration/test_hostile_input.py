@@ -139,7 +139,7 @@ def message_strategy(descriptor, depth: int = 0):  # type: ignore[no-untyped-def
     return st.fixed_dictionaries({}, optional=fields).map(lambda values: cls(**values))
 
 
-SCANNER_CALLS = ["Changes", "GetDocuments", "ListDocuments", "Status"]
+SCANNER_CALLS = ["Changes", "GetDocuments", "ListDocuments", "ListDocumentPages", "Status"]
 RETRIEVER_CALLS = ["Search", "GetNote", "Backlinks", "IndexStatus"]
 
 

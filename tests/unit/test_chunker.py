@@ -43,3 +43,21 @@ def test_editing_one_paragraph_changes_one_chunk_hash():
     after = [c.hash for c in chunks_of(edited)]
     assert len(before) == len(after) == 20
     assert sum(a != b for a, b in zip(before, after, strict=True)) == 1
+
+
+def test_sentence_counts_equal_the_regex_count_per_sentence():
+    """The chunker counts sentences through `estimate_tokens_of_parts` (C string methods on the
+    whole text); each count must equal `estimate_tokens` of the sentence alone."""
+    import random
+
+    from k0maru_common import estimate_tokens_of_parts
+    from k0maru_scanner._chunker import _SENTENCE
+
+    rng = random.Random(7)
+    alphabet = [chr(i) for i in range(128)] + list("aaaaaaaaaaZ111111.  \n") + list("é٣٤ ≥μ中文。！\u2003\udcff")
+    texts = ["", "x", "abcdefghijklmnopq 1234567890123 ..", "中文的句子。还有一句！", "p ≥ 0.05 and μ=٣٤٥"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 400))) for _ in range(3000)]
+    for text in texts:
+        sentences = _SENTENCE.findall(text)
+        assert "".join(sentences) == text
+        assert estimate_tokens_of_parts(text, sentences) == [estimate_tokens(s) for s in sentences], repr(text)

@@ -235,3 +235,59 @@ def test_confine_refuses_loops_and_huge_paths_with_clear_errors(vault: Path):
         confine(vault, "a/" * 500_000 + "x.md")
     assert len(str(caught.value)) < 400
     assert confine(vault, "a\\b.md") == vault.resolve() / "a\\b.md"
+
+
+def test_confine_follows_symlinks_inside_and_refuses_those_out(vault: Path, tmp_path: Path):
+    from k0maru_common import OutsideVault, confine
+
+    (vault / "real").mkdir()
+    (vault / "real" / "n.md").write_text("x")
+    (vault / "inside").symlink_to(vault / "real")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (vault / "out").symlink_to(outside)
+    root = vault.resolve()
+    assert confine(vault, "real/n.md") == root / "real" / "n.md"
+    assert confine(root, "real/missing/n.md", vault_resolved=True) == root / "real" / "missing" / "n.md"
+    assert confine(vault, "inside/n.md") == root / "real" / "n.md"  # resolved, not the link's own path
+    with pytest.raises(OutsideVault, match="escapes"):
+        confine(root, "out/n.md", vault_resolved=True)
+
+
+def test_pages_list_what_list_documents_lists(vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from k0maru.v1 import scanner_pb2
+    from k0maru_scanner import server
+
+    for i in range(7):
+        (vault / f"n{i}.md").write_text(f"note {i}")
+    (vault / "big.md").write_bytes(b"\x00binary")
+    scanner = make(vault, tmp_path)
+    scanner.scan()
+    monkeypatch.setattr(server, "MANIFEST_PAGE", 3)
+    servicer = server.ScannerServicer(scanner, "v", None)
+    for skipped in (False, True):
+        request = scanner_pb2.ListDocumentsRequest(include_skipped=skipped)
+        pages = list(servicer.ListDocumentPages(request, None))
+        assert [len(p.entries) for p in pages] == ([3, 3, 1] if not skipped else [3, 3, 2])
+        assert [e for p in pages for e in p.entries] == list(servicer.ListDocuments(request, None))
+
+
+def test_fetch_after_scan_serves_the_file_as_it_is_now(vault: Path, tmp_path: Path):
+    """The bytes a scan read are reused by GetDocuments only while size and mtime still match."""
+    from k0maru.v1 import scanner_pb2
+    from k0maru_scanner.server import ScannerServicer
+
+    (vault / "a.md").write_text("# A\n\nfirst version\n")
+    (vault / "b.md").write_text("# B\n\nfirst version\n")
+    scanner = make(vault, tmp_path)
+    scanner.scan()
+    st = (vault / "b.md").stat()
+    (vault / "b.md").write_text("# B\n\nsecond versio\n")  # same size, new mtime
+    os.utime(vault / "b.md", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    servicer = ScannerServicer(scanner, "v", None)
+    request = scanner_pb2.GetDocumentsRequest(paths=["a.md", "b.md"])
+    for _ in range(2):  # the second fetch reads the disk (the kept bytes are handed out once)
+        docs = {d.path: d for d in servicer.GetDocuments(request, None).documents}
+        assert "first version" in docs["a.md"].chunks[0].text
+        assert "second versio" in docs["b.md"].chunks[0].text
+        assert docs["a.md"].hash == scanner.manifest.files["a.md"].hash

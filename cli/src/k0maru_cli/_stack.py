@@ -34,6 +34,8 @@ from k0maru_common import embedder_target, health_name, orphan_guard, wait_until
 from ._model_choice import ModelChoice, choose_model
 from ._state import LOCK_FILE, STATE_FILE, StackState, process_start_time
 
+STAGGER_S = 3.0  # the longest the offload service and gateway wait for the scanner's first scan
+
 log = logging.getLogger(__name__)
 
 
@@ -236,9 +238,13 @@ class Launcher:
             # embedder's model load would be the last thing every `up` waits for
             env = {**base, "K0_GRPC_ADDR": addr, "K0_WORKER_NICE": "10"}
             self._spawn(f"embedder-{i + 1}", [py, "-m", "k0maru_embedder"], env)
-        self._spawn("offload", [py, "-m", "k0maru_offload"], {**base, "K0_GRPC_ADDR": addresses["offload"]})
         # no wait for the scanner: the retriever reconciles only once the scanner is SERVING
         self._spawn("retriever", [py, "-m", "k0maru_retriever"], {**base, "K0_GRPC_ADDR": addresses["retriever"]})
+        # the offload service and the gateway are not on the way to a searchable vault: they start
+        # once the scanner's first scan is done (or STAGGER_S has passed), so their imports do not
+        # take the two cores from the scanner's start-up and first scan
+        wait_until_serving(addresses["scanner"], health_name("scanner"), STAGGER_S)
+        self._spawn("offload", [py, "-m", "k0maru_offload"], {**base, "K0_GRPC_ADDR": addresses["offload"]})
         http_port = self.http_port if self.http_port else free_port(self.http_host)
         self._spawn(
             "gateway",

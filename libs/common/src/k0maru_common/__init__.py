@@ -53,7 +53,7 @@ if TYPE_CHECKING:
         vector_from_bytes,
         vector_to_bytes,
     )
-    from ._tokens import TOKEN_PATTERN, estimate_tokens
+    from ._tokens import TOKEN_PATTERN, estimate_tokens, estimate_tokens_of_parts
     from ._validation import check_request
     from ._vault import confine, default_data_dir, default_data_root, relative_posix, vault_id
     from ._workers import BackgroundWorker, WorkerHealth
@@ -108,6 +108,7 @@ _WHERE = {
     "results_stream": "._streams",
     "error_from_rpc": "._errors",
     "estimate_tokens": "._tokens",
+    "estimate_tokens_of_parts": "._tokens",
     "PROBE_TIMEOUT_S": "._server",
     "health_name": "._server",
     "health_state": "._server",
@@ -171,6 +172,7 @@ __all__ = [
     "ensure_group",
     "error_from_rpc",
     "estimate_tokens",
+    "estimate_tokens_of_parts",
     "health_name",
     "health_state",
     "is_loopback_address",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path, PurePosixPath
 
 import xxhash
@@ -29,12 +30,13 @@ def default_data_dir(vault: Path) -> Path:
     return default_data_root() / vault_id(vault)
 
 
-def confine(vault: Path, relative: str) -> Path:
+def confine(vault: Path, relative: str, *, vault_resolved: bool = False) -> Path:
     """Resolve a vault-relative path and refuse anything that lands outside the vault.
 
     Absolute paths, `..` segments and symlinks that point out are all refused with
     OutsideVault, and so is a path through a symlink loop. The returned path is absolute and
-    may not exist yet.
+    may not exist yet. `vault_resolved`: `vault` is already the resolved folder (the scanner
+    resolves it once), so it is not resolved again.
 
     Separators and escapes follow the platform, like the scanner that lists the vault: on
     POSIX only `/` separates folders, so `a\\b.md`, `C:notes.md` and `..\\x.md` are plain file
@@ -47,7 +49,9 @@ def confine(vault: Path, relative: str) -> Path:
     pure = PurePosixPath(relative.replace("\\", "/") if os.name == "nt" else relative)
     if pure.is_absolute() or ".." in pure.parts or (os.name == "nt" and re.match(r"^[A-Za-z]:", relative)):
         raise OutsideVault(f"path {_shown(relative)} escapes the vault")
-    root = vault.resolve()
+    root = vault if vault_resolved else vault.resolve()
+    if _no_symlink_below(root, pure.parts):  # the common case: one lstat per part, no realpath
+        return root / pure
     try:
         target = (root / pure).resolve()
     except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python 3.11)
@@ -58,6 +62,24 @@ def confine(vault: Path, relative: str) -> Path:
 
 
 MAX_PATH_BYTES = 4096  # PATH_MAX on Linux
+
+
+def _no_symlink_below(root: Path, parts: tuple[str, ...]) -> bool:
+    """True when no part of root/parts is a symlink (parts hold no `..`), so resolving it
+    would give root/parts itself; a missing part ends the check (nothing below it exists)."""
+    if os.name == "nt":
+        return False
+    path = str(root)
+    for part in parts:
+        path = f"{path}/{part}"
+        try:
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                return False
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+    return True
 
 
 def _shown(relative: str) -> str:

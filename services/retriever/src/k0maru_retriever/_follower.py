@@ -31,6 +31,7 @@ from ._index import EmbedJob, NoteIndex
 log = logging.getLogger(__name__)
 FETCH_BATCH = 200
 CHANGES_PAGE = 5000
+SERVING_POLL_S = 0.05  # how often a starting retriever asks whether the scanner's first scan is done
 
 
 class EventFollower:
@@ -84,17 +85,19 @@ class EventFollower:
     def _run(self, stop: threading.Event) -> None:
         while not stop.is_set():
             if not self._scanner_serving():
-                stop.wait(0.2)
+                stop.wait(SERVING_POLL_S)
                 continue
             try:
                 if self.last_applied_seq:
                     self.catch_up()  # exact and cheap while the journal still reaches back
-                self.reconcile()  # then fix anything a crash left behind
+                self.reconcile(enqueue_missing=False)  # then fix anything a crash left behind
                 break
             except grpc.RpcError as exc:
                 log.warning("scanner not reachable yet (%s); retrying", exc.code())
                 self._stop.wait(0.5)
-        self.ready.set()
+        self.ready.set()  # BM25 holds every note: searchable; the embedding jobs go out after
+        if not self._stop.is_set():
+            self._enqueue(self._index.missing_vectors())
         last_poll = time.monotonic()
         while not self._stop.is_set():
             try:
@@ -160,11 +163,11 @@ class EventFollower:
         )
         self._index.commit(events[-1].seq)
 
-    def reconcile(self) -> None:
+    def reconcile(self, enqueue_missing: bool = True) -> None:
+        """Make the index equal to the scanner's manifest. `enqueue_missing=False`: leave the
+        chunks without vectors for the caller to enqueue (start-up does it once serving)."""
         status = self._scanner.Status(scanner_pb2.ScannerStatusRequest(), timeout=10)
-        manifest = {
-            e.path: e.hash for e in self._scanner.ListDocuments(scanner_pb2.ListDocumentsRequest(), timeout=120)
-        }
+        manifest = self._manifest()
         indexed = {p: d.hash for p, d in self._index.state.docs.items()}
         if self._index.state.parser_version != status.parser_version:
             log.info(
@@ -179,8 +182,22 @@ class EventFollower:
         self._index.state.parser_version = status.parser_version
         self._index.commit(max(status.last_seq, self.last_applied_seq))
         self._index.repair()  # the stores themselves, not only the bookkeeping, must agree
-        self._enqueue(self._index.missing_vectors())
+        if enqueue_missing:
+            self._enqueue(self._index.missing_vectors())
         log.info("reconciled: %d fetched, %d removed, %d documents in the index", len(stale), len(extra), len(manifest))
+
+    def _manifest(self) -> dict[str, str]:
+        """path → hash of every indexed note, in pages (one message per note before; a scanner
+        without ListDocumentPages still answers ListDocuments)."""
+        request = scanner_pb2.ListDocumentsRequest()
+        try:
+            return {
+                e.path: e.hash for page in self._scanner.ListDocumentPages(request, timeout=120) for e in page.entries
+            }
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.UNIMPLEMENTED:
+                raise
+        return {e.path: e.hash for e in self._scanner.ListDocuments(request, timeout=120)}
 
     def _sync_paths(self, refresh: Iterable[str], remove: Iterable[str], enqueue: bool = True) -> None:
         """Remove, then fetch and index in batches; the next batch is fetched (and parsed by the
@@ -204,7 +221,7 @@ class EventFollower:
                 reply = upcoming.result()
                 upcoming = pool.submit(fetch, batches[i + 1]) if i + 1 < len(batches) else None
                 for doc in reply.documents:
-                    jobs.extend(self._index.apply(doc))
+                    jobs.extend(self._index.apply(doc, want_jobs=enqueue))
                 for path in reply.missing:
                     self._index.remove(path)
         if jobs and enqueue:

@@ -28,8 +28,15 @@ def _name(path_or_target: str) -> str:
     return _stem(path_or_target.strip()).lower()
 
 
+def _basename(path: str) -> str:
+    """PurePosixPath(path).name, without building a path for the common case (a cold start
+    asks for thousands)."""
+    name = path.rsplit("/", 1)[-1]
+    return name if name and name != "." else PurePosixPath(path).name
+
+
 def _stem(path: str) -> str:
-    name = PurePosixPath(path).name
+    name = _basename(path)
     for ext in (".md", ".markdown", ".txt"):
         if name.lower().endswith(ext):
             return name[: -len(ext)]
@@ -38,7 +45,7 @@ def _stem(path: str) -> str:
 
 def _note_keys(path: str, names: Iterable[str]) -> frozenset[str]:
     """What a link may say to mean this note: title, aliases, file stem, path (B.5(a))."""
-    bare = path.rsplit(".", 1)[0] if "." in PurePosixPath(path).name else path
+    bare = path.rsplit(".", 1)[0] if "." in _basename(path) else path
     keys = {n.strip().lower() for n in names if n.strip()}
     return frozenset(keys | {_stem(path).lower(), path.lower(), bare.lower()})
 

@@ -22,7 +22,7 @@ import xxhash
 
 from k0maru.v1 import common_pb2
 
-from ._bm25 import Bm25Index, ChunkRow
+from ._bm25 import Bm25Index
 from ._graph import LinkGraph
 from ._state import IndexState
 from ._tags import TAG_PREFIX, TagIndex, tag_key
@@ -126,17 +126,16 @@ class NoteIndex:
 
     def _add_bm25(self, doc: common_pb2.Document) -> None:
         prefix = "\n".join(filter(None, [doc.title, " ".join(doc.tags), " ".join(doc.aliases)]))
-        for chunk in doc.chunks:
-            heading = " ".join(chunk.heading_path)
-            self.bm25.add(
-                ChunkRow(
-                    chunk_id(doc.path, chunk.index),
-                    doc.path,
-                    doc.diary,
-                    list(doc.tags),
-                    f"{prefix}\n{heading}\n{chunk.text}",
-                )
-            )
+        path = doc.path
+        self.bm25.add_note(
+            path,
+            doc.diary,
+            list(doc.tags),
+            [
+                (chunk_id(path, chunk.index), f"{prefix}\n{' '.join(chunk.heading_path)}\n{chunk.text}")
+                for chunk in doc.chunks
+            ],
+        )
 
     def rebuild_bm25(self) -> None:
         """Rebuild BM25 from the stored documents (no scanner needed), in path order like a fresh build."""
@@ -178,28 +177,30 @@ class NoteIndex:
                 self.state.commit()
             return found
 
-    def apply(self, doc: common_pb2.Document) -> list[EmbedJob]:
-        """Index a document (replacing any older version); return the embedding jobs it needs."""
+    def apply(self, doc: common_pb2.Document, want_jobs: bool = True) -> list[EmbedJob]:
+        """Index a document (replacing any older version); return the embedding jobs it needs
+        (none when not `want_jobs`: a reconcile asks `missing_vectors()` once at the end)."""
         with self.lock:
             old = self.state.docs.get(doc.path)
             self.bm25.delete_path(doc.path)
             self._add_bm25(doc)
             self.graph.set_note(doc.path, [lk.target for lk in doc.links if lk.target], [doc.title, *doc.aliases])
-            keys = {chunk_id(doc.path, c.index): (vector_key(doc, c, self.model_id), c) for c in doc.chunks}
+            chunks = {chunk_id(doc.path, c.index): c for c in doc.chunks}
             if old is not None:
                 self._drop_vectors(
-                    [chunk_id(old.path, c.index) for c in old.chunks if chunk_id(old.path, c.index) not in keys]
+                    [chunk_id(old.path, c.index) for c in old.chunks if chunk_id(old.path, c.index) not in chunks]
                 )
-            stale = [
-                cid for cid, (key, _c) in keys.items() if cid in self.state.vectors and self.state.vectors[cid] != key
-            ]
-            self._drop_vectors(stale)
+            vectors = self.state.vectors
+            present = [cid for cid in chunks if cid in vectors]
+            keys = {cid: vector_key(doc, chunks[cid], self.model_id) for cid in (chunks if want_jobs else present)}
+            self._drop_vectors([cid for cid in present if vectors[cid] != keys[cid]])
             self.state.put_doc(doc)
+            tag_jobs = self._tag_jobs(self.tags.set_note(doc.path, doc.tags))
+            if not want_jobs:
+                return []
             return [
-                EmbedJob(cid, key, embed_text(doc, c))
-                for cid, (key, c) in keys.items()
-                if self.state.vectors.get(cid) != key
-            ] + self._tag_jobs(self.tags.set_note(doc.path, doc.tags))
+                EmbedJob(cid, key, embed_text(doc, chunks[cid])) for cid, key in keys.items() if vectors.get(cid) != key
+            ] + tag_jobs
 
     def remove(self, path: str) -> None:
         with self.lock:

@@ -8,6 +8,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 
@@ -21,13 +22,17 @@ from ._fusion import model_gap_scale
 from ._graphview import graph_view
 from ._index import NoteIndex
 from ._params import FILE_NAME, ParamsFile
-from ._pipeline import EmbeddingPipeline
 from ._search import FusionParams, HybridSearcher, QueryEmbedder
 from ._shaping import QueryShaper
 from ._state import IndexState
 from ._tags import TagIndex, TagMaintainer
 from ._vectors import EdgeVectorStore, QdrantServerStore, VectorStore
 from .config import RetrieverSettings
+
+HAN_WARM_UP_DELAY_S = 10.0  # after SERVING, before jieba's dictionary is loaded in the background
+
+if TYPE_CHECKING:
+    from ._pipeline import EmbeddingPipeline
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +206,8 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         TagIndex(root / f"tags-{model_name}.sqlite", model_id, dimension),
     )
     service = GrpcService(HEALTH_NAMES["retriever"], settings.grpc_addr, token=settings.grpc_token)
+    if settings.embedder_target:  # the Redis client (~0.2 s to import) only when there are embedders
+        from ._pipeline import EmbeddingPipeline
     pipeline = (
         EmbeddingPipeline(
             index,
@@ -258,9 +265,12 @@ def run(settings: RetrieverSettings) -> None:
                     break
             app.service.set_serving(True)
             release_free_heap()  # the catch-up's temporaries (documents fetched, BM25 batches)
-            # jieba's dictionary loads on first Han text; load it now, off the health path,
-            # so the first Chinese query does not wait for it
-            threading.Thread(target=warm_up_han, name="jieba-warm-up", daemon=True).start()
+            # jieba's dictionary (grouped by character, `_han`) opens on first Han text; open it off
+            # the health path, so the first Chinese query does not wait, but not in the seconds right
+            # after start: its first build on a machine takes ~1 s of CPU holding the GIL
+            warm_up = threading.Timer(HAN_WARM_UP_DELAY_S, warm_up_han)
+            warm_up.name, warm_up.daemon = "jieba-warm-up", True
+            warm_up.start()
             with contextlib.suppress(KeyboardInterrupt):
                 app.service.wait_for_termination()
     finally:

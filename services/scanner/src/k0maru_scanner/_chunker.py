@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import xxhash
 
-from k0maru_common import TOKEN_PATTERN, estimate_tokens
+from k0maru_common import TOKEN_PATTERN, estimate_tokens_of_parts
 
 DEFAULT_BUDGET = 200
 _HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s")
@@ -78,7 +78,7 @@ def _pieces(text: str, budget: int) -> list[tuple[int, int]]:
     # No token spans a sentence end (the marks are tokens of their own, or whitespace), so the
     # sentences' counts add up to the text's: each character is read by the token regex once.
     sentences = _SENTENCE.findall(text)
-    counts = [estimate_tokens(sentence) for sentence in sentences]
+    counts = estimate_tokens_of_parts(text, sentences)
     if sum(counts) <= budget:
         return [(0, len(text))]
     spans: list[tuple[int, int, int]] = []  # start, end, tokens

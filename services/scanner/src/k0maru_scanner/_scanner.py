@@ -28,6 +28,8 @@ from ._manifest import Batch, FileRecord, JournalEntry, Manifest
 log = logging.getLogger(__name__)
 
 EXTENSIONS = (".md", ".markdown", ".txt")
+FRESH_MAX_BYTES = 64 << 20  # notes read by scans and kept for the fetches that follow them
+FRESH_KEEP_S = 120.0
 ADDED, MODIFIED, DELETED, RENAMED = (
     common_pb2.CHANGE_KIND_ADDED,
     common_pb2.CHANGE_KIND_MODIFIED,
@@ -130,6 +132,13 @@ class IncrementalScanner:
         self.max_file_bytes = max_file_bytes
         self._on_events = on_events
         self._lock = threading.Lock()
+        # bytes recent scans read (added or modified notes), until GetDocuments takes them: a
+        # cold start then reads each note once, not once to hash and again to parse. Bounded in
+        # bytes, and dropped by the first scan FRESH_KEEP_S after they were read.
+        self._fresh: dict[str, tuple[int, int, bytes]] = {}
+        self._fresh_bytes = 0
+        self._fresh_since = 0.0
+        self._fresh_lock = threading.Lock()
 
     def walk(self) -> dict[str, tuple[os.stat_result, str]]:
         """Every candidate note under the vault: its stat, and why it cannot be indexed ("" when it can).
@@ -193,7 +202,32 @@ class IncrementalScanner:
 
     def scan(self, force_full: bool = False) -> ScanResult:
         with self._lock:
+            with self._fresh_lock:
+                if self._fresh and time.monotonic() - self._fresh_since > FRESH_KEEP_S:
+                    self._fresh, self._fresh_bytes = {}, 0
             return self._scan(force_full)
+
+    def _keep_fresh(self, rel: str, st: os.stat_result, data: bytes) -> None:
+        with self._fresh_lock:
+            old = self._fresh.pop(rel, None)
+            if old is not None:
+                self._fresh_bytes -= len(old[2])
+            if self._fresh_bytes + len(data) > FRESH_MAX_BYTES or len(data) != st.st_size:
+                return
+            if not self._fresh:
+                self._fresh_since = time.monotonic()
+            self._fresh[rel] = (st.st_size, st.st_mtime_ns, data)
+            self._fresh_bytes += len(data)
+
+    def take_fresh(self, rel: str, st: os.stat_result) -> bytes | None:
+        """The bytes the last scan read for `rel` (once), if the file still has that size and
+        mtime; None otherwise (read it from disk)."""
+        with self._fresh_lock:
+            kept = self._fresh.pop(rel, None)
+            if kept is None:
+                return None
+            self._fresh_bytes -= len(kept[2])
+        return kept[2] if kept[0] == st.st_size and kept[1] == st.st_mtime_ns else None
 
     def _scan(self, force_full: bool) -> ScanResult:
         started = time.perf_counter()
@@ -280,4 +314,5 @@ class IncrementalScanner:
             data, _text = read_note_text(path, self.max_file_bytes)
         except (ContentError, OSError, RuntimeError) as exc:
             return FileRecord(rel, st.st_size, st.st_mtime_ns, "", now_ms, str(exc) or type(exc).__name__)
+        self._keep_fresh(rel, st, data)
         return FileRecord(rel, st.st_size, st.st_mtime_ns, xxhash.xxh3_64_hexdigest(data), now_ms)

@@ -1,4 +1,4 @@
-"""Scanner gRPC service: Scan, Changes, GetDocuments, ListDocuments, Status."""
+"""Scanner gRPC service: Scan, Changes, GetDocuments, ListDocuments (and its paged form), Status."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from k0maru_common import (
 )
 
 from ._chunker import chunk_sections
-from ._manifest import JournalEntry, Manifest
+from ._manifest import FileRecord, JournalEntry, Manifest
 from ._markdown import PARSER_VERSION, parse_note
 from ._scanner import ContentError, IgnoreRules, IncrementalScanner, ScanResult, read_note_text
 from ._watcher import ChangeWatcher
@@ -32,6 +32,7 @@ from .config import ScannerSettings
 
 log = logging.getLogger(__name__)
 MAX_PATHS_PER_CALL = 1000
+MANIFEST_PAGE = 1000  # entries per ListDocumentPages message
 
 
 def to_event(entry: JournalEntry, vid: str) -> common_pb2.ChangeEvent:
@@ -64,10 +65,14 @@ def parse_document(scanner: IncrementalScanner, rel: str) -> common_pb2.Document
     record = scanner.manifest.files.get(rel)
     if record is None or not record.indexed:
         return None
-    path = confine(scanner.vault, rel)
+    path = confine(scanner.vault, rel, vault_resolved=True)
     try:
         st = path.stat()
-        data, text = read_note_text(path, scanner.max_file_bytes)
+        data = scanner.take_fresh(rel, st)
+        if data is not None:  # read by the last scan, checked there (size, NUL bytes, UTF-8)
+            text = data.decode("utf-8")
+        else:
+            data, text = read_note_text(path, scanner.max_file_bytes)
     except (ContentError, OSError):
         return None
     note = parse_note(rel, text)
@@ -106,6 +111,15 @@ def parse_document(scanner: IncrementalScanner, rel: str) -> common_pb2.Document
         mtime_ns=st.st_mtime_ns,
         problems=note.problems,
     )
+
+
+def _fill_entry(entry: scanner_pb2.ManifestEntry, record: FileRecord) -> None:
+    entry.path = record.path
+    entry.size = record.size
+    entry.mtime_ns = record.mtime_ns
+    entry.hash = record.hash
+    entry.parsed_at_unix_ms = record.parsed_at_ms
+    entry.skipped_reason = record.skipped_reason
 
 
 class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
@@ -147,19 +161,30 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
                 reply.documents.append(doc)
         return reply
 
+    def _listed(self, request: scanner_pb2.ListDocumentsRequest) -> Iterator[FileRecord]:
+        for record in sorted(self._scanner.manifest.files.values(), key=lambda r: r.path):
+            if record.indexed or request.include_skipped:
+                yield record
+
     def ListDocuments(
         self, request: scanner_pb2.ListDocumentsRequest, context: grpc.ServicerContext
     ) -> Iterator[scanner_pb2.ManifestEntry]:
-        for record in sorted(self._scanner.manifest.files.values(), key=lambda r: r.path):
-            if record.indexed or request.include_skipped:
-                yield scanner_pb2.ManifestEntry(
-                    path=record.path,
-                    size=record.size,
-                    mtime_ns=record.mtime_ns,
-                    hash=record.hash,
-                    parsed_at_unix_ms=record.parsed_at_ms,
-                    skipped_reason=record.skipped_reason,
-                )
+        for record in self._listed(request):
+            entry = scanner_pb2.ManifestEntry()
+            _fill_entry(entry, record)
+            yield entry
+
+    def ListDocumentPages(
+        self, request: scanner_pb2.ListDocumentsRequest, context: grpc.ServicerContext
+    ) -> Iterator[scanner_pb2.ManifestPage]:
+        page = scanner_pb2.ManifestPage()
+        for record in self._listed(request):
+            _fill_entry(page.entries.add(), record)
+            if len(page.entries) >= MANIFEST_PAGE:
+                yield page
+                page = scanner_pb2.ManifestPage()
+        if page.entries:
+            yield page
 
     def Status(
         self, request: scanner_pb2.ScannerStatusRequest, context: grpc.ServicerContext

@@ -79,6 +79,12 @@ class ManifestEntry(_message.Message):
     skipped_reason: str
     def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ..., mtime_ns: _Optional[int] = ..., hash: _Optional[str] = ..., parsed_at_unix_ms: _Optional[int] = ..., skipped_reason: _Optional[str] = ...) -> None: ...
 
+class ManifestPage(_message.Message):
+    __slots__ = ("entries",)
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[ManifestEntry]
+    def __init__(self, entries: _Optional[_Iterable[_Union[ManifestEntry, _Mapping]]] = ...) -> None: ...
+
 class ScannerStatusRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
