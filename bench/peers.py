@@ -93,7 +93,7 @@ class K0:
 
     def stop(self) -> None:
         if self.proc is not None:
-            self.proc.send_signal(signal.SIGTERM  # as Ctrl+C does; SIGINT is ignored by a background job)
+            self.proc.send_signal(signal.SIGTERM)  # the stop Ctrl+C makes; a background job ignores SIGINT
             self.proc.wait(timeout=60)
             assert self.proc.stdout is not None
             self.proc.stdout.close()
