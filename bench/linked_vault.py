@@ -31,7 +31,7 @@ def main() -> None:
     rows = [json.loads(line) for line in (SHARED / "data" / "beir" / "scifact" / "corpus.jsonl").open()]
     names = [f"area-{i % 40:02}/note {i:05}" for i in range(args.notes)]
     links = 0
-    for i, name in enumerate(names):
+    for name in names:
         picked = rng.sample(rows, args.sections)
         n_links = min(len(names) - 1, int(rng.expovariate(1 / args.links)))
         targets = rng.sample(names, n_links)
