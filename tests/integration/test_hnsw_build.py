@@ -195,3 +195,39 @@ def test_writer_killed_at_any_moment_loses_no_acknowledged_write(tmp_path: Path)
         assert len(sure) <= store.count() <= len(sure) + len(either)
         assert not _hnsw.build_dir(live).exists() and not _hnsw.old_dir(live).exists()
         store.close()
+
+
+def test_a_stack_reports_its_hnsw_index_in_index_status_and_k0maru_status(tmp_path: Path):
+    """A real stack with a low threshold: the background build is reported by IndexStatus
+    (`vectors_indexed`, `index_building`) and by `k0maru status`."""
+    from k0maru.v1 import retriever_pb2
+    from k0maru_cli import Launcher
+    from tests.conftest import write_notes
+
+    notes = {
+        f"n{i}.md": f"# Note {i}\n\n" + "\n\n".join(f"## Part {j}\n\ntopic {i} part {j}" for j in range(3))
+        for i in range(8)
+    }
+    vault = write_notes(tmp_path / "vault", notes)
+    launcher = Launcher(vault, tmp_path / "data", embedders=1, http_port=0, extra_env={"K0_HNSW_MIN_POINTS": "10"})
+    state = launcher.start()
+    client = state.client()
+    try:
+
+        def status() -> retriever_pb2.IndexStatusResponse:
+            reply: retriever_pb2.IndexStatusResponse = client.call(
+                client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest()
+            )
+            return reply
+
+        wait_for(lambda: status().vectors_indexed > 0 and not status().index_building, 120, "the HNSW swapped in")
+        assert status().chunks_with_vectors >= status().vectors_indexed
+        shown = subprocess.run(
+            [str(Path(sys.executable).with_name("k0maru")), "status", "--data-dir", str(tmp_path / "data"),
+             "--vault", str(vault)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert "in an HNSW index" in shown.stdout, shown.stdout + shown.stderr
+    finally:
+        client.close()
+        launcher.stop()

@@ -243,6 +243,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             "last_applied_seq": reply.last_applied_seq,
             "bm25_documents": reply.bm25_documents,
             "vector_points": reply.vector_points,
+            "vectors_indexed": reply.vectors_indexed,  # in an HNSW index; the rest brute force
+            "index_building": reply.index_building,
         }
         queue = {"pending": reply.embed_queue_pending, "dead_letter": reply.embed_dead_letter}
         workers = [
@@ -291,8 +293,11 @@ def cmd_status(args: argparse.Namespace) -> int:
             seen = "gone" if w["gone"] else "live"
             print(f"worker  {w['name']}: {seen}, {w['pending']} jobs held, idle {w['idle_ms']} ms")
         if index:
+            hnsw = f", {index['vectors_indexed']} in an HNSW index" if index["vectors_indexed"] else ""
+            building = ", an HNSW index building in the background" if index["index_building"] else ""
             print(
-                f"index   {index['documents']} notes, {index['chunks']} chunks, {index['chunks_with_vectors']} with vectors"
+                f"index   {index['documents']} notes, {index['chunks']} chunks, "
+                f"{index['chunks_with_vectors']} with vectors{hnsw}{building}"
             )
         for problem in problems:
             print(f"problem {problem}")

@@ -93,6 +93,10 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
         with tags.lock:
             tag_count, tag_vectors = len(tags.note_count), len(tags.vectors)
             epa_axes = tags.epa.dimension if tags.epa is not None else 0
+        store = app.index.vectors
+        indexed, building = (
+            (store.indexed_points()[0], store.hnsw_building) if isinstance(store, EdgeVectorStore) else (0, False)
+        )
         return retriever_pb2.IndexStatusResponse(
             vault=str(app.settings.vault),
             last_applied_seq=app.follower.last_applied_seq,
@@ -117,6 +121,8 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
                 for e in embedders
             ],
             instance=app.settings.retriever_id,
+            vectors_indexed=indexed,
+            index_building=building,
         )
 
     def Reindex(
