@@ -224,5 +224,5 @@ class EventFollower:
                     jobs.extend(self._index.apply(doc, want_jobs=enqueue))
                 for path in reply.missing:
                     self._index.remove(path)
-        if jobs and enqueue:
+        if jobs:  # empty when not `enqueue`
             self._enqueue(jobs)

@@ -55,6 +55,7 @@ class VectorStore(Protocol):
     def search(self, vector: np.ndarray, limit: int, scope: Scope) -> list[tuple[str, float]]: ...
     def vectors_of(self, chunk_ids: list[str]) -> dict[str, np.ndarray]: ...
     def count(self) -> int: ...
+    def index_state(self) -> tuple[int, bool]: ...  # (vectors in an HNSW index, a build running)
     def clear(self) -> None: ...
     def close(self) -> None: ...
 
@@ -140,6 +141,10 @@ class EdgeVectorStore:
         with self._lock:
             info = self._shard.info()
         return int(info.indexed_vectors_count), int(info.points_count)
+
+    def index_state(self) -> tuple[int, bool]:
+        """(vectors in an HNSW index, a background build running): what IndexStatus reports."""
+        return self.indexed_points()[0], self.hnsw_building
 
     def upsert(self, points: list[VectorPoint]) -> None:
         if not points:
@@ -282,6 +287,10 @@ class QdrantServerStore:
 
     def count(self) -> int:
         return int(self._client.count(self._collection, exact=True).count)
+
+    def index_state(self) -> tuple[int, bool]:
+        """The Qdrant server indexes on its own; IndexStatus reports 0 / false for it."""
+        return 0, False
 
     def clear(self) -> None:
         self._client.delete_collection(self._collection)

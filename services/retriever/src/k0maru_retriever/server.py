@@ -93,10 +93,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
         with tags.lock:
             tag_count, tag_vectors = len(tags.note_count), len(tags.vectors)
             epa_axes = tags.epa.dimension if tags.epa is not None else 0
-        store = app.index.vectors
-        indexed, building = (
-            (store.indexed_points()[0], store.hnsw_building) if isinstance(store, EdgeVectorStore) else (0, False)
-        )
+        indexed, building = app.index.vectors.index_state()
         return retriever_pb2.IndexStatusResponse(
             vault=str(app.settings.vault),
             last_applied_seq=app.follower.last_applied_seq,
