@@ -129,6 +129,7 @@ def test_recall_add_and_clean_exit(vault: Path, tmp_path: Path):
                     )
                 )
                 assert shaped["tagmemo"] is not None and shaped["hits"][0]["path"] == "db/sqlite busy.md"
+                assert shaped["tagmemo"]["applied"] or shaped["tagmemo"]["reason"]  # applied, or says why not
                 weights = shaped["channel_weights"]  # hybrid with explain: each channel's share for this query
                 assert "bm25" in weights and sum(weights.values()) == pytest.approx(1.0, abs=1e-3)
                 assert data["channel_weights"] is None  # only with explain

@@ -72,6 +72,7 @@ class TagMemoExplain(BaseModel):
     dominant_axis: str
     pyramid_levels: list[float]
     dedup_dropped: int
+    reason: str = ""  # when not applied: why (no tag vectors, no tag matched, no query vector)
 
 
 class RecallResult(BaseModel):
@@ -254,6 +255,7 @@ def build_mcp(client: StackClient) -> MCPServer:
                 dominant_axis=tm.dominant_axis,
                 pyramid_levels=[round(x, 4) for x in tm.pyramid_levels],
                 dedup_dropped=tm.dedup_dropped,
+                reason=tm.reason,
             )
             if explain and reply.HasField("tagmemo")
             else None,
