@@ -11,6 +11,7 @@ import pytest
 from k0maru_common import InvalidInput, NotReady
 from k0maru_embedder._model import OnnxEmbedder
 from k0maru_embedder._presets import ModelPreset, resolve_preset
+from k0maru_embedder._slim import slim_model
 
 REFERENCE = json.loads(
     (Path(__file__).parents[1] / "fixtures" / "embeddings" / "minilm_l6_fp32_reference.json").read_text()
@@ -49,3 +50,40 @@ def test_unknown_preset_and_incomplete_custom_are_refused(tmp_path: Path):
         resolve_preset("custom", tmp_path / "m.onnx")
     with pytest.raises(NotReady):
         OnnxEmbedder(ModelPreset("x", tmp_path / "missing.onnx", tmp_path / "tok.json", 384))
+
+
+def test_slim_model_keeps_embedding_tables_int8_with_identical_outputs():
+    """The rewrite gathers int8 rows before dequantizing: the same outputs, bit for bit, from a
+    graph whose float word-embedding table no longer exists (so the session cannot fold it)."""
+    import onnxruntime as ort
+
+    path = resolve_preset("minilm-l6-int8").model_path
+    slim = slim_model(path)
+    assert slim is not None
+    ids = np.array([[101, 7592, 2088, 102, 0], [101, 2023, 2003, 1037, 102]], dtype=np.int64)
+    feeds = {"input_ids": ids, "attention_mask": (ids > 0).astype(np.int64)}
+    original, rewritten = ort.InferenceSession(str(path)), ort.InferenceSession(slim)
+    if "token_type_ids" in {i.name for i in original.get_inputs()}:
+        feeds["token_type_ids"] = np.zeros_like(ids)
+    assert np.array_equal(original.run(None, feeds)[0], rewritten.run(None, feeds)[0])
+    before, after = _gather_tables(path.read_bytes()), _gather_tables(slim)
+    tables = {"inner.embeddings.word_embeddings.weight", "inner.embeddings.position_embeddings.weight"}
+    assert tables <= before and not tables & after  # the folded float tables fed Gather; now nothing reads them
+    assert {f"{name}_q" for name in tables} <= after  # the int8 ones are gathered instead
+
+
+def _gather_tables(model: bytes) -> set[str]:
+    from k0maru_embedder._slim import _model_class
+
+    parsed = _model_class()()
+    parsed.ParseFromString(model)
+    return {node.input[0] for node in parsed.graph.node if node.op_type == "Gather"}
+
+
+def test_slim_model_leaves_other_graphs_and_refuses_garbage(tmp_path: Path):
+    assert slim_model(resolve_preset("use-multilingual").model_path) is None  # no gathered int8 table
+    garbage = tmp_path / "m.onnx"
+    garbage.write_bytes(b"\xff" * 64)
+    tokenizer = resolve_preset("minilm-l6-int8").tokenizer_path
+    with pytest.raises(NotReady, match="cannot be loaded"):
+        OnnxEmbedder(ModelPreset("x", garbage, tokenizer, 384))

@@ -17,6 +17,7 @@ import numpy as np
 from k0maru_common import InvalidInput, NotReady, release_free_heap
 
 from ._presets import ModelPreset
+from ._slim import slim_model
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -72,7 +73,11 @@ class OnnxEmbedder:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         started = time.perf_counter()
         try:
-            self._session = ort.InferenceSession(str(preset.model_path), options, providers=["CPUExecutionProvider"])
+            model = slim_model(preset.model_path)  # int8 embedding tables stay int8 (−35 MB per process)
+            self._session = ort.InferenceSession(
+                str(preset.model_path) if model is None else model, options, providers=["CPUExecutionProvider"]
+            )
+            del model
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf types
             raise NotReady(f"model {preset.model_path} cannot be loaded: {exc}") from exc
         self._input_names = {i.name for i in self._session.get_inputs()}
