@@ -17,7 +17,7 @@ import numpy as np
 from k0maru_common import InvalidInput, NotReady, release_free_heap
 
 from ._presets import ModelPreset
-from ._slim import slim_model
+from ._slim import slim_model_file
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -73,11 +73,8 @@ class OnnxEmbedder:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         started = time.perf_counter()
         try:
-            model = slim_model(preset.model_path)  # int8 embedding tables stay int8 (−35 MB per process)
-            self._session = ort.InferenceSession(
-                str(preset.model_path) if model is None else model, options, providers=["CPUExecutionProvider"]
-            )
-            del model
+            with slim_model_file(preset.model_path) as model:  # int8 embedding tables stay int8: −34 MB
+                self._session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf types
             raise NotReady(f"model {preset.model_path} cannot be loaded: {exc}") from exc
         self._input_names = {i.name for i in self._session.get_inputs()}
