@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
 from starlette.testclient import TestClient
 
-from k0maru_common import K0Settings, StackClient, is_loopback_address
+from k0maru_common import K0Settings, SettingsError, StackClient, is_loopback_address
 from k0maru_gateway._console import allowed_hosts, build_console, host_of
 
 ADDRESSES = {"scanner": "127.0.0.1:9", "retriever": "127.0.0.1:9", "offload": "127.0.0.1:9"}
@@ -53,7 +52,7 @@ def test_healthz_hides_the_vault_path_without_the_token():
 
 def test_grpc_beyond_loopback_needs_a_token(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("K0_GRPC_TOKEN", raising=False)
-    with pytest.raises(ValidationError, match="K0_GRPC_TOKEN"):
+    with pytest.raises(SettingsError, match="K0_GRPC_TOKEN"):
         K0Settings(grpc_addr="0.0.0.0:50051")
     assert K0Settings(grpc_addr="0.0.0.0:50051", grpc_token="t").grpc_token == "t"
     assert K0Settings(grpc_addr="127.0.0.1:0").grpc_token == ""

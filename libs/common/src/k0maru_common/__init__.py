@@ -38,7 +38,7 @@ if TYPE_CHECKING:
         health_state,
         wait_until_serving,
     )
-    from ._settings import K0Settings
+    from ._settings import Field, K0Settings, SettingsError
     from ._streams import (
         DEAD_STREAM,
         EMBED_GROUP,
@@ -80,7 +80,9 @@ _WHERE = {
     "JOBS_STREAM": "._streams",
     "JournalTruncated": "._errors",
     "K0Error": "._errors",
+    "Field": "._settings",
     "K0Settings": "._settings",
+    "SettingsError": "._settings",
     "KEEPALIVE_CLIENT_OPTIONS": "._server",
     "MAX_LOG_BYTES": "._limits",
     "NotFound": "._errors",
@@ -150,6 +152,7 @@ __all__ = [
     "ChangeSubscriber",
     "DependencyFailed",
     "ErrorMappingInterceptor",
+    "Field",
     "GrpcService",
     "InvalidInput",
     "JournalTruncated",
@@ -158,6 +161,7 @@ __all__ = [
     "NotFound",
     "NotReady",
     "OutsideVault",
+    "SettingsError",
     "StackClient",
     "TokenAuthInterceptor",
     "TooLarge",

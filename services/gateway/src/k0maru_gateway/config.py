@@ -5,9 +5,7 @@ from __future__ import annotations
 import ipaddress
 from pathlib import Path
 
-from pydantic import Field, model_validator
-
-from k0maru_common import K0Settings
+from k0maru_common import Field, K0Settings, SettingsError
 
 
 class GatewaySettings(K0Settings):
@@ -30,12 +28,11 @@ class GatewaySettings(K0Settings):
     price_per_mtok: float = Field(3.0, ge=0, description="price of one million input tokens, for the scoreboard")
     price_currency: str = Field("USD", min_length=1, max_length=8, description="currency of price_per_mtok")
 
-    @model_validator(mode="after")
-    def _token_off_loopback(self) -> GatewaySettings:
+    def validate(self) -> None:
+        super().validate()
         try:
             loopback = self.http_host == "localhost" or ipaddress.ip_address(self.http_host).is_loopback
         except ValueError:
             loopback = False
         if not loopback and not self.console_token:
-            raise ValueError(f"K0_HTTP_HOST={self.http_host} is not loopback: set K0_CONSOLE_TOKEN")
-        return self
+            raise SettingsError(f"K0_HTTP_HOST={self.http_host} is not loopback: set K0_CONSOLE_TOKEN")

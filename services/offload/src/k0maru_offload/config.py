@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
-
-from k0maru_common import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES, K0Settings
+from k0maru_common import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES, Field, K0Settings
 
 
 class OffloadSettings(K0Settings):

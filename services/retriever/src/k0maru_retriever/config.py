@@ -5,9 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
-
-from k0maru_common import K0Settings
+from k0maru_common import Field, K0Settings
 
 
 class RetrieverSettings(K0Settings):

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
-
-from k0maru_common import K0Settings
+from k0maru_common import Field, K0Settings
 
 
 class ScannerSettings(K0Settings):
