@@ -75,12 +75,26 @@ class TagMemoExplain(BaseModel):
     reason: str = ""  # when not applied: why (no tag vectors, no tag matched, no query vector)
 
 
+def partial_channels(reply: retriever_pb2.SearchResponse) -> list[str]:
+    """The channels that ran over part of the vault: while a vault is still being embedded, the
+    vector channel searches only the chunks that have vectors, so a note may be missing from it."""
+    vector_ran = any(c.channel == "vector" and c.ran for c in reply.channels)
+    if not vector_ran or reply.vector_coverage >= 1.0:
+        return []
+    return [
+        f"vector: {int(reply.vector_coverage * 100)} % of the vault's chunks have vectors so far (embedding is under way);"
+        " notes not embedded yet can be found by BM25 only"
+    ]
+
+
 class RecallResult(BaseModel):
     vault: str
     query: str
     mode_used: str
     vector_coverage: float
     left_out: list[str]  # "channel: why" for each channel asked for that did not run
+    # "channel: how" for each channel that ran over part of the vault (vectors still being computed)
+    partial: list[str] = []
     # explain, hybrid: each channel's share of the fused score for this query (per-query fusion weights)
     channel_weights: dict[str, float] | None = None
     hits: list[Hit]
@@ -237,6 +251,7 @@ def build_mcp(client: StackClient) -> MCPServer:
             mode_used=mode_name(reply.mode_used),
             vector_coverage=round(reply.vector_coverage, 4),
             left_out=[f"{c.channel}: {c.reason}" for c in reply.channels if not c.ran],
+            partial=partial_channels(reply),
             channel_weights={c.channel: round(c.weight, 4) for c in reply.channels if c.weight > 0} or None
             if explain
             else None,
