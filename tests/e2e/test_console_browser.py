@@ -284,6 +284,10 @@ def test_offloaded_log_shows_its_diagram_as_svg_and_slices(page: Any, stack: Sta
 def test_scoreboard_moves_live_and_survives_a_reload(page: Any, stack: Stack):
     open_page(page, stack, "status")
     page.wait_for_selector("#tokens-saved")
+    # how vectors are searched: a small vault stays under the HNSW threshold (brute force)
+    page.wait_for_function("() => document.querySelector('#counts').textContent.includes('vector index')")
+    assert "vector indexbrute force" in page.inner_text("#counts").replace("\n", "")
+    assert get_json(f"{stack.base}/api/status")[1]["index"]["vectors_indexed"] == 0
     page.wait_for_function("() => document.querySelector('#money-saved .big').textContent.includes('USD')")
     before = page.inner_text("#tokens-saved .big")
     stack.offload("scoreboard-log")

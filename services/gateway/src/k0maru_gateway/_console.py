@@ -298,6 +298,8 @@ class StatusSampler:
                 "chunks": index.chunks,
                 "chunks_with_vectors": index.chunks_with_vectors,
                 "last_applied_seq": index.last_applied_seq,
+                "vectors_indexed": index.vectors_indexed,  # in an HNSW index (the rest: brute force)
+                "index_building": index.index_building,  # an HNSW build runs in the background
             }
             out["workers"] = [
                 {"name": w.name, "pending": w.pending, "idle_ms": w.idle_ms, "gone": w.gone} for w in index.embedders

@@ -186,7 +186,16 @@ SCHEMAS: dict[str, Any] = {
             "at_unix_ms": _INT,
             "services": {"type": "object", "additionalProperties": _STR},
             "index": _nullable(
-                _obj({"documents": _INT, "chunks": _INT, "chunks_with_vectors": _INT, "last_applied_seq": _INT})
+                _obj(
+                    {
+                        "documents": _INT,
+                        "chunks": _INT,
+                        "chunks_with_vectors": _INT,
+                        "last_applied_seq": _INT,
+                        "vectors_indexed": _INT,
+                        "index_building": _BOOL,
+                    }
+                )
             ),
             "scanner": _nullable(_obj({"last_seq": _INT, "documents": _INT, "skipped": _INT, "watching": _BOOL})),
             "workers": {

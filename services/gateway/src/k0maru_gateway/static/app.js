@@ -6,6 +6,11 @@ const $ = (sel, root = document) => root.querySelector(sel);
 const view = () => $("#view");
 const esc = (s) => String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 const fmt = (n) => (n == null ? "—" : Number(n).toLocaleString("en-US"));
+// how vectors are searched: brute force, an HNSW index (plus brute force over newer vectors), a build under way
+const vectorIndex = (i) => {
+  const kind = !i.vectors_indexed ? "brute force" : i.vectors_indexed >= i.chunks_with_vectors ? "HNSW" : `HNSW ${fmt(i.vectors_indexed)} + brute force`;
+  return i.index_building ? `${kind} · building HNSW` : kind;
+};
 const noteHref = (p) => "#/note/" + encodeURIComponent(p);
 
 // ---------- token mode ----------
@@ -555,8 +560,8 @@ async function statusView() {
     const q = s.queue, i = s.index;
     $("#big-bar > div").style.width = q ? (100 * q.progress).toFixed(1) + "%" : "0";
     $("#queue").innerHTML = q ? `<span>${q.indexing ? "indexing" : "up to date"}</span><span class="dim">queue ${fmt(q.pending_chunks)} chunks · ${q.rate_per_s}/s · ETA ${q.eta_s != null ? eta(q.eta_s) : "—"} · ${fmt(q.events_behind)} events behind</span>` : `<span class="err">retriever unreachable</span>`;
-    $("#counts").innerHTML = i ? [["notes", i.documents], ["chunks", i.chunks], ["chunks with vectors", i.chunks_with_vectors], ["applied seq", i.last_applied_seq], ["scanner seq", s.scanner ? s.scanner.last_seq : null], ["skipped files", s.scanner ? s.scanner.skipped : null]]
-      .map(([k, v]) => `<div class="card"><div class="dim">${k}</div><div class="big">${fmt(v)}</div></div>`).join("") : "";
+    $("#counts").innerHTML = i ? [["notes", i.documents], ["chunks", i.chunks], ["chunks with vectors", i.chunks_with_vectors], ["vector index", vectorIndex(i)], ["applied seq", i.last_applied_seq], ["scanner seq", s.scanner ? s.scanner.last_seq : null], ["skipped files", s.scanner ? s.scanner.skipped : null]]
+      .map(([k, v]) => `<div class="card"><div class="dim">${k}</div><div class="big">${typeof v === "string" ? esc(v) : fmt(v)}</div></div>`).join("") : "";
     $("#services").innerHTML = Object.entries(s.services).map(([n, st]) => `<div class="card"><span class="dot ${healthClass(st)}"></span>${esc(n)}<div class="dim">${esc(st)}</div></div>`).join("");
     const w = s.workers || [];
     $("#workers").innerHTML = w.length ? w.map((x) => `<div class="card worker"><span class="dot ${x.gone ? "warn" : "ok"}"></span>${esc(x.name)}<div class="dim">${x.gone ? "gone" : "live"} · ${fmt(x.pending)} jobs held · idle ${(x.idle_ms / 1000).toFixed(1)} s</div></div>`).join("")
