@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 _HAN = re.compile(r"[\u3400-\u9fff]")
 
@@ -211,15 +212,23 @@ def single_channel(ranked: list[tuple[str, float]], *, k: int = 60, vector: bool
     return out
 
 
+@lru_cache(maxsize=64)
+def _needles(query: str) -> tuple[str, ...]:
+    """What a snippet looks for, in order: the whole query, its words, its Han bigrams (found
+    once per query, not once per hit)."""
+    needles = [query.strip().lower(), *[t.lower() for t in query.split() if len(t) > 1]]
+    if _HAN.search(query):
+        needles += [query[i : i + 2] for i in range(len(query) - 1) if _HAN.match(query[i])]
+    return tuple(n for n in needles if n)
+
+
 def snippet(body: str, query: str, width: int = 200) -> str:
     """A window of `width` characters around the first match of the query or one of its terms."""
     flat = " ".join(body.split())
     if len(flat) <= width:
         return flat
     lowered = flat.lower()
-    needles = [query.strip().lower(), *[t.lower() for t in query.split() if len(t) > 1]]
-    needles += [query[i : i + 2] for i in range(len(query) - 1) if _HAN.match(query[i])]
-    pos = next((p for n in needles if n and (p := lowered.find(n)) >= 0), -1)
+    pos = next((p for n in _needles(query) if (p := lowered.find(n)) >= 0), -1)
     if pos < 0:
         return flat[:width] + "..."
     start = max(0, min(pos - width // 2, len(flat) - width))
