@@ -30,6 +30,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 _FLOAT = 1  # onnx TensorProto.FLOAT
 _ATTR_INT = 2  # onnx AttributeProto.INT
 _EXTERNAL = 1  # onnx TensorProto.DataLocation.EXTERNAL
+MAX_SLIM_BYTES = 256 * 1024 * 1024
 
 
 @cache
@@ -75,7 +76,11 @@ def _key(node: Any) -> str:
 
 
 def slim_model(path: Path) -> bytes | None:
-    """The model at `path` with its gathered int8 tables kept int8, or None if it has none."""
+    """The model at `path` with its gathered int8 tables kept int8, or None if it has none (or is
+    larger than `MAX_SLIM_BYTES`: parsing holds it in memory twice, for a gain that matters
+    only to small models)."""
+    if path.stat().st_size > MAX_SLIM_BYTES:
+        return None
     model = _model_class()()
     model.ParseFromString(path.read_bytes())
     graph = model.graph
