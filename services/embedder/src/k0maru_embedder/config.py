@@ -20,7 +20,7 @@ class EmbedderSettings(K0Settings):
         1,
         ge=1,
         description="intra-op threads for Embed (queries); a value other than `threads` loads a second"
-        " session (≈ 100 MB more) for lower latency on an idle machine with cores to spare",
+        " session (≈ 70 MB more) for lower latency on an idle machine with cores to spare",
     )
     worker_nice: int = Field(
         0,
