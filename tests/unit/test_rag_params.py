@@ -63,19 +63,18 @@ def test_a_change_applies_without_restart_and_a_bad_file_keeps_the_previous_valu
 
 
 def test_fusion_knobs_override_the_settings_and_a_boost_of_one_is_refused() -> None:
-    from pydantic import ValidationError
-
+    from k0maru_common import SettingsError
     from k0maru_retriever._search import FusionParams
     from k0maru_retriever._shaping import QueryShaper
 
-    r = RagParams.model_validate({"Retriever": {"fusion": "rrf", "graphBoost": 0.2, "vectorGapScale": 0.2}}).retriever
+    r = RagParams.parse({"Retriever": {"fusion": "rrf", "graphBoost": 0.2, "vectorGapScale": 0.2}}).retriever
     assert (r.fusion, r.graph_boost, r.vector_gap_scale, r.rrf_k) == ("rrf", 0.2, 0.2, None)
-    with pytest.raises(ValidationError):
-        RagParams.model_validate({"Retriever": {"graphBoost": 1.0}})  # would lift a linked note past rank 1
+    with pytest.raises(SettingsError, match="graphBoost"):
+        RagParams.parse({"Retriever": {"graphBoost": 1.0}})  # would lift a linked note past rank 1
 
     class Fixed:
         def current(self) -> RagParams:
-            return RagParams.model_validate({"Retriever": {"fusion": "rrf", "fusionAdaptive": 0}})
+            return RagParams.parse({"Retriever": {"fusion": "rrf", "fusionAdaptive": 0}})
 
     shaped = QueryShaper(None, Fixed()).fusion(FusionParams())  # type: ignore[arg-type]
     assert (shaped.method, shaped.adaptive, shaped.k, shaped.graph_boost) == ("rrf", 0, 60, 0.1)

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
         health_state,
         wait_until_serving,
     )
-    from ._settings import Field, K0Settings, SettingsError
+    from ._settings import Field, K0Settings, SettingsError, TypedFields
     from ._streams import (
         DEAD_STREAM,
         EMBED_GROUP,
@@ -83,6 +83,7 @@ _WHERE = {
     "Field": "._settings",
     "K0Settings": "._settings",
     "SettingsError": "._settings",
+    "TypedFields": "._settings",
     "KEEPALIVE_CLIENT_OPTIONS": "._server",
     "MAX_LOG_BYTES": "._limits",
     "NotFound": "._errors",
@@ -165,6 +166,7 @@ __all__ = [
     "StackClient",
     "TokenAuthInterceptor",
     "TooLarge",
+    "TypedFields",
     "WorkerHealth",
     "cache_key",
     "check_request",

@@ -15,22 +15,18 @@ import threading
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from k0maru_common import Field, SettingsError, TypedFields
 
 log = logging.getLogger(__name__)
 FILE_NAME = "rag_params.json"
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
-
-
 def _ordered(pair: tuple[float, float], name: str) -> None:
     if pair[0] > pair[1]:
-        raise ValueError(f"{name}: low end {pair[0]} exceeds high end {pair[1]}")
+        raise SettingsError(f"{name}: low end {pair[0]} exceeds high end {pair[1]}")
 
 
-class RagDiaryParams(_Section):
+class RagDiaryParams(TypedFields):
     """How the plugin level turns the query into a base tag weight and a core-tag cut (A.6.2)."""
 
     noise_penalty: float = Field(0.05, ge=0)
@@ -38,21 +34,19 @@ class RagDiaryParams(_Section):
     tag_truncation_base: float = Field(0.6, alias="tagTruncationBase")
     tag_truncation_range: tuple[float, float] = Field((0.5, 0.9), alias="tagTruncationRange")
 
-    @model_validator(mode="after")
-    def _ranges(self) -> RagDiaryParams:
+    def validate(self) -> None:
         _ordered(self.tag_weight_range, "tagWeightRange")
         _ordered(self.tag_truncation_range, "tagTruncationRange")
         if not (self.tag_weight_range[0] >= 0 and self.tag_weight_range[1] <= 1):
-            raise ValueError("tagWeightRange must lie within [0, 1]")
-        return self
+            raise SettingsError("tagWeightRange must lie within [0, 1]")
 
 
-class LanguageCompensator(_Section):
+class LanguageCompensator(TypedFields):
     penalty_unknown: float = Field(0.05, ge=0, le=1, alias="penaltyUnknown")
     penalty_cross_domain: float = Field(0.1, ge=0, le=1, alias="penaltyCrossDomain")
 
 
-class KnowledgeBaseParams(_Section):
+class KnowledgeBaseParams(TypedFields):
     """TagMemo V3.7 reshaping (A.9)."""
 
     activation_multiplier: tuple[float, float] = Field((0.5, 1.5), alias="activationMultiplier")
@@ -64,14 +58,16 @@ class KnowledgeBaseParams(_Section):
     language_compensator: LanguageCompensator = Field(default_factory=LanguageCompensator, alias="languageCompensator")
     lang_confidence_enabled: bool = Field(True, alias="langConfidenceEnabled")
 
-    @model_validator(mode="after")
-    def _ranges(self) -> KnowledgeBaseParams:
-        for name in ("activation_multiplier", "dynamic_boost_range", "core_boost_range"):
-            _ordered(getattr(self, name), name)
-        return self
+    def validate(self) -> None:
+        for name, key in (
+            ("activation_multiplier", "activationMultiplier"),
+            ("dynamic_boost_range", "dynamicBoostRange"),
+            ("core_boost_range", "coreBoostRange"),
+        ):
+            _ordered(getattr(self, name), key)
 
 
-class RetrieverParams(_Section):
+class RetrieverParams(TypedFields):
     """Our own knobs: fusion, the TagMemo defaults and what the vector channel searches with."""
 
     # None everywhere: the K0_* setting of the same name stays in force
@@ -94,10 +90,19 @@ class RetrieverParams(_Section):
     epa_rebuild_share: float = Field(0.05, gt=0, le=1, alias="epaRebuildShare")
 
 
-class RagParams(_Section):
+class RagParams(TypedFields):
     rag_diary: RagDiaryParams = Field(default_factory=RagDiaryParams, alias="RAGDiaryPlugin")
     knowledge_base: KnowledgeBaseParams = Field(default_factory=KnowledgeBaseParams, alias="KnowledgeBaseManager")
     retriever: RetrieverParams = Field(default_factory=RetrieverParams, alias="Retriever")
+
+    @classmethod
+    def parse(cls, raw: object) -> RagParams:
+        """The parameters of a decoded rag_params.json (SettingsError when it is not valid)."""
+        if not isinstance(raw, dict):
+            raise SettingsError("the file must hold a JSON object")
+        params = cls.from_json(raw)
+        assert isinstance(params, RagParams)
+        return params
 
 
 class ParamsFile:
@@ -129,8 +134,8 @@ class ParamsFile:
             return
         try:
             raw = json.loads(self.path.read_text(encoding="utf-8") or "{}")
-            params = RagParams.model_validate(raw)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
+            params = RagParams.parse(raw)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, SettingsError) as exc:
             detail = str(exc).replace("\n", "; ")
             self.error = f"{self.path}: rejected, previous values stay in force: {detail}"
             log.error("%s", self.error)
