@@ -183,7 +183,7 @@ class EdgeVectorStore:
         request = qe.QueryRequest(
             limit=limit,
             query=qe.Query.Nearest(vector.tolist()),
-            with_payload=True,
+            with_payload=["chunk_id"],  # the only key read: all of it (folders, tags…) cost 1.4 of 5.5 ms
             filter=qe.Filter(must=must) if must else None,
         )
         with self._lock:
