@@ -102,17 +102,15 @@ class Bm25Index:
         if path != self._folders[0]:
             self._folders = (path, folders_of(path))
         folders = self._folders[1]
+        split, writer, token = self._analyzer.split, self._writer, tantivy.Token
         for cid, text in chunks:
-            latin, extra = self._analyzer.split(text)
-            doc = tantivy.Document(id=cid, path=path, diary=diary, text=latin, live="1")
+            latin, extra = split(text)
+            # lists of values in one call (tags, folders): fewer calls into the extension per chunk
+            doc = tantivy.Document(id=cid, path=path, diary=diary, text=latin, live="1", tags=tags, folders=folders)
             if extra:  # one more value of the same field: its terms count in the same length and frequencies
-                tokens = [tantivy.Token(term, i, 0, 0) for i, term in enumerate(extra)]
+                tokens = [token(term, i, 0, 0) for i, term in enumerate(extra)]
                 doc.add_pre_tokenized_text("text", tantivy.PreTokenizedString("", tokens))
-            for tag in tags:
-                doc.add_text("tags", tag)
-            for folder in folders:
-                doc.add_text("folders", folder)
-            self._writer.add_document(doc)
+            writer.add_document(doc)
         self._dirty = True
 
     def commit(self) -> None:

@@ -95,6 +95,9 @@ class NoteIndex:
         self.dimension = dimension
         self.lock = threading.RLock()
         self._counted: tuple[tuple[int, int], int] = ((-1, -1), 0)
+        # path → (link targets, names) applied with `link_later`: filed into the graph at the next
+        # commit, all at once (when BM25 shows the notes too)
+        self._links_pending: dict[str, tuple[list[str], list[str]]] = {}
         self.graph.load(
             {doc.path: [lk.target for lk in doc.links if lk.target] for doc in state.docs.values()},
             {doc.path: [doc.title, *doc.aliases] for doc in state.docs.values()},
@@ -177,14 +180,22 @@ class NoteIndex:
                 self.state.commit()
             return found
 
-    def apply(self, doc: common_pb2.Document, want_jobs: bool = True) -> list[EmbedJob]:
+    def apply(self, doc: common_pb2.Document, want_jobs: bool = True, link_later: bool = False) -> list[EmbedJob]:
         """Index a document (replacing any older version); return the embedding jobs it needs
-        (none when not `want_jobs`: a reconcile asks `missing_vectors()` once at the end)."""
+        (none when not `want_jobs`: a reconcile asks `missing_vectors()` once at the end).
+        `link_later`: its links go into the graph at the next `commit`, with every other note
+        applied so, each link resolved once (a cold start's links mostly name notes not indexed
+        yet, each re-resolved when its note came: twice the graph's work)."""
         with self.lock:
             old = self.state.docs.get(doc.path)
             self.bm25.delete_path(doc.path)
             self._add_bm25(doc)
-            self.graph.set_note(doc.path, [lk.target for lk in doc.links if lk.target], [doc.title, *doc.aliases])
+            links = ([lk.target for lk in doc.links if lk.target], [doc.title, *doc.aliases])
+            if link_later:
+                self._links_pending[doc.path] = links
+            else:
+                self._links_pending.pop(doc.path, None)
+                self.graph.set_note(doc.path, *links)
             chunks = {chunk_id(doc.path, c.index): c for c in doc.chunks}
             if old is not None:
                 self._drop_vectors(
@@ -206,6 +217,7 @@ class NoteIndex:
         with self.lock:
             old = self.state.docs.get(path)
             self.bm25.delete_path(path)
+            self._links_pending.pop(path, None)
             self.graph.remove_note(path)
             self.tags.drop_note(path)
             if old is not None:
@@ -253,8 +265,16 @@ class NoteIndex:
                         jobs.append(EmbedJob(cid, key, embed_text(doc, c)))
             return jobs + self._tag_jobs(self.tags.missing())
 
+    def link_pending(self) -> None:
+        """File the links of the notes applied with `link_later` into the graph."""
+        with self.lock:
+            if self._links_pending:
+                pending, self._links_pending = self._links_pending, {}
+                self.graph.set_notes((path, targets, names) for path, (targets, names) in pending.items())
+
     def commit(self, last_applied_seq: int | None = None) -> None:
         with self.lock:
+            self.link_pending()
             self.bm25.commit()
             self.state.commit(last_applied_seq)
 
@@ -267,6 +287,7 @@ class NoteIndex:
             self.tags.clear()
             self.state.generation = self.bm25.generation
             self.graph = LinkGraph()
+            self._links_pending.clear()
 
     def close(self) -> None:
         with self.lock:
