@@ -155,3 +155,23 @@ def test_links_applied_later_reach_the_graph_at_the_commit(tmp_path: Path):
     assert reopened.graph.outgoing("a.md") == {"b.md", "c.md"}
     assert reopened.graph.backlinks("b.md") == {"a.md", "c.md"}
     reopened.close()
+
+
+def test_staged_bookkeeping_is_durable_only_once_committed(tmp_path: Path):
+    state = IndexState(tmp_path / "state.sqlite")
+    state.put_doc(doc("a.md", "one"))
+    state.put_vector("a.md#0", "h0")
+    state.stage()  # written into the open transaction: another connection does not see it
+    assert IndexState(tmp_path / "state.sqlite").docs == {}
+    state.rollback()  # dropped from the database, pending again
+    state.put_doc(doc("b.md", "two"))
+    state.stage()
+    state.commit(7)
+    reopened = IndexState(tmp_path / "state.sqlite")
+    assert sorted(reopened.docs) == ["a.md", "b.md"]
+    assert reopened.vectors == {"a.md#0": "h0"}
+    assert reopened.last_applied_seq == 7
+    state.drop_doc("a.md")
+    state.stage()
+    state.close()  # closed with a staged change: rolled back, nothing half-written
+    assert sorted(IndexState(tmp_path / "state.sqlite").docs) == ["a.md", "b.md"]

@@ -113,6 +113,11 @@ class Bm25Index:
             writer.add_document(doc)
         self._dirty = True
 
+    @property
+    def dirty(self) -> bool:
+        """Changes since the last commit."""
+        return self._dirty
+
     def commit(self) -> None:
         if self._dirty:
             self._writer.commit()

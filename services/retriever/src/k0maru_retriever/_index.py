@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -273,9 +274,25 @@ class NoteIndex:
                 self.graph.set_notes((path, targets, names) for path, (targets, names) in pending.items())
 
     def commit(self, last_applied_seq: int | None = None) -> None:
+        """BM25 first, then the bookkeeping that says what it holds (a crash between the two
+        leaves BM25 ahead, which the follower's replay fixes). tantivy commits without the GIL,
+        so the links and the bookkeeping's rows are written meanwhile: the rows go into an open
+        transaction that is committed only once BM25's commit has succeeded."""
         with self.lock:
-            self.link_pending()
-            self.bm25.commit()
+            if not self.bm25.dirty:
+                self.link_pending()
+                self.state.commit(last_applied_seq)
+                return
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bm25-commit") as pool:
+                bm25 = pool.submit(self.bm25.commit)
+                try:
+                    self.link_pending()
+                    self.state.stage()
+                finally:
+                    failed = bm25.exception()
+                if failed is not None:
+                    self.state.rollback()
+                    raise failed
             self.state.commit(last_applied_seq)
 
     def clear(self) -> None:
