@@ -50,3 +50,34 @@ def test_incremental_updates_equal_a_fresh_build():
     for path in notes:
         assert live.outgoing(path) == fresh.outgoing(path), path
         assert live.backlinks(path) == fresh.backlinks(path), path
+
+
+def test_notes_set_in_batches_equal_one_at_a_time():
+    """`set_notes` (batches that replace notes, add notes their links name, and repeat a path)
+    and removals between batches leave the graph a note-by-note build leaves."""
+    import random
+
+    rng = random.Random(11)
+    names = [f"n{i}" for i in range(30)]
+    folders = ["", "a/", "a/b/", "c/"]
+    one_by_one, batched = LinkGraph(), LinkGraph()
+    live: set[str] = set()
+    for _ in range(40):
+        batch = []
+        for _ in range(rng.randrange(1, 12)):
+            path = f"{rng.choice(folders)}{rng.choice(names)}.md"
+            targets = [rng.choice(names + [f"a/{n}" for n in names[:5]]) for _ in range(rng.randrange(4))]
+            batch.append((path, targets, [f"title {path}"]))
+        for path, targets, titles in batch:
+            one_by_one.set_note(path, targets, titles)
+        batched.set_notes(batch)
+        live |= {path for path, _, _ in batch}
+        for gone in rng.sample(sorted(live), k=min(len(live), rng.randrange(3))):
+            one_by_one.remove_note(gone)
+            batched.remove_note(gone)
+            live.discard(gone)
+    assert live
+    for path in live:
+        assert batched.outgoing(path) == one_by_one.outgoing(path), path
+        assert batched.backlinks(path) == one_by_one.backlinks(path), path
+    assert batched.connected_among(live) == one_by_one.connected_among(live)

@@ -128,3 +128,50 @@ def test_equal_scores_rank_in_path_order_whatever_the_indexing_order(tmp_path: P
     assert [c for c, _ in backwards.bm25.search("lighthouse", 10, Scope())] == expected
     forwards.close()
     backwards.close()
+
+
+def test_links_applied_later_reach_the_graph_at_the_commit(tmp_path: Path):
+    def linking(path: str, *targets: str) -> common_pb2.Document:
+        d = doc(path, f"text of {path}")
+        d.links.extend(common_pb2.Link(target=t) for t in targets)
+        return d
+
+    index = open_index(tmp_path)
+    index.apply(linking("a.md", "b", "c"), link_later=True)
+    index.apply(linking("b.md", "a"), link_later=True)
+    index.apply(linking("c.md", "a"), link_later=True)
+    index.remove("c.md")  # removed before its links were filed: it never enters the graph
+    assert index.graph.outgoing("a.md") == set()
+    index.commit(1)
+    assert index.graph.outgoing("a.md") == {"b.md"}
+    assert index.graph.backlinks("a.md") == {"b.md"}
+    index.apply(linking("c.md"), link_later=True)
+    index.apply(linking("c.md", "b"))  # applied at once: replaces the pending version
+    index.commit(2)
+    assert index.graph.outgoing("c.md") == {"b.md"}
+    assert index.graph.outgoing("a.md") == {"b.md", "c.md"}
+    index.close()
+    reopened = open_index(tmp_path)  # the graph is rebuilt from the stored documents
+    assert reopened.graph.outgoing("a.md") == {"b.md", "c.md"}
+    assert reopened.graph.backlinks("b.md") == {"a.md", "c.md"}
+    reopened.close()
+
+
+def test_staged_bookkeeping_is_durable_only_once_committed(tmp_path: Path):
+    state = IndexState(tmp_path / "state.sqlite")
+    state.put_doc(doc("a.md", "one"))
+    state.put_vector("a.md#0", "h0")
+    state.stage()  # written into the open transaction: another connection does not see it
+    assert IndexState(tmp_path / "state.sqlite").docs == {}
+    state.rollback()  # dropped from the database, pending again
+    state.put_doc(doc("b.md", "two"))
+    state.stage()
+    state.commit(7)
+    reopened = IndexState(tmp_path / "state.sqlite")
+    assert sorted(reopened.docs) == ["a.md", "b.md"]
+    assert reopened.vectors == {"a.md#0": "h0"}
+    assert reopened.last_applied_seq == 7
+    state.drop_doc("a.md")
+    state.stage()
+    state.close()  # closed with a staged change: rolled back, nothing half-written
+    assert sorted(IndexState(tmp_path / "state.sqlite").docs) == ["a.md", "b.md"]

@@ -68,6 +68,23 @@ def test_links_of_every_form():
     assert all("x.y" not in lk.target for lk in links)
 
 
+def test_embed_marks_at_line_start_and_beside_links():
+    text = "![[A]][[B]]![[C]] [[[D]] x![[E]]\n![img](pics/F.md) [![x](G.md) [h](H.md)![i](I.md)"
+    links = parse_note("s.md", text).links
+    seen = [(lk.target, lk.embed, lk.markdown, lk.alias) for lk in links]
+    assert seen == [
+        ("A", True, False, ""),
+        ("B", False, False, ""),
+        ("C", True, False, ""),
+        ("D", False, False, ""),
+        ("E", True, False, ""),
+        ("pics/F", True, True, "img"),
+        ("G", False, True, "![x"),
+        ("H", False, True, "h"),
+        ("I", True, True, "i"),
+    ]
+
+
 def test_diary_is_first_folder_or_root():
     assert parse_note("top.md", "x").diary == "Root"
     assert parse_note("work/deep/n.md", "x").diary == "work"

@@ -220,8 +220,8 @@ class EventFollower:
                 assert upcoming is not None
                 reply = upcoming.result()
                 upcoming = pool.submit(fetch, batches[i + 1]) if i + 1 < len(batches) else None
-                for doc in reply.documents:
-                    jobs.extend(self._index.apply(doc, want_jobs=enqueue))
+                for doc in reply.documents:  # links filed at the commit that follows, all at once
+                    jobs.extend(self._index.apply(doc, want_jobs=enqueue, link_later=True))
                 for path in reply.missing:
                     self._index.remove(path)
         if jobs:  # empty when not `enqueue`

@@ -18,7 +18,7 @@ the other note's title, one of its aliases, its file stem or its path (without e
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from pathlib import PurePosixPath
 from urllib.parse import unquote
 
@@ -33,6 +33,15 @@ def _basename(path: str) -> str:
     asks for thousands)."""
     name = path.rsplit("/", 1)[-1]
     return name if name and name != "." else PurePosixPath(path).name
+
+
+def _parent(path: str) -> str:
+    """str(PurePosixPath(path).parent), without building a path when `path` is already in normal
+    form (the scanner's paths are)."""
+    folder, _, name = path.rpartition("/")
+    if folder and name and name != "." and "//" not in path and "/./" not in path and not folder.startswith("./"):
+        return folder
+    return str(PurePosixPath(path).parent)
 
 
 def _stem(path: str) -> str:
@@ -79,11 +88,24 @@ class LinkGraph:
 
     def set_note(self, path: str, targets: list[str], names: Iterable[str] = ()) -> None:
         """Add or replace a note: its raw link targets and its other names (title, aliases)."""
-        self._set_keys(path, targets, names)
-        self._forget_targets(path)
-        if self._register(path, targets):
-            self._reresolve_mentions_of(path)
-        self._resolve_source(path)
+        self.set_notes([(path, targets, names)])
+
+    def set_notes(self, notes: Iterable[tuple[str, list[str], Iterable[str]]]) -> None:
+        """`set_note` for several notes (path, targets, names) with the same result: all are filed
+        first, then each source is resolved once, instead of once more for every new note of the
+        batch that its links name (a cold start adds notes before the notes they link to)."""
+        batch: dict[str, None] = {}
+        new_names: dict[str, None] = {}
+        for path, targets, names in notes:
+            self._set_keys(path, targets, names)
+            self._forget_targets(path)
+            if self._register(path, targets):
+                new_names[_name(path)] = None
+            batch[path] = None
+        for name in new_names:
+            self._reresolve_mentions_of(name, skip=batch)
+        for path in batch:
+            self._resolve_source(path)
 
     def _register(self, path: str, targets: list[str]) -> bool:
         """File the note and the names its targets mention; True if the note is new."""
@@ -108,7 +130,7 @@ class LinkGraph:
         if path in self._paths:
             self._paths.discard(path)
             self._by_name[_name(path)].remove(path)
-            self._reresolve_mentions_of(path)
+            self._reresolve_mentions_of(_name(path))
 
     def _forget_targets(self, path: str) -> None:
         for target in self._targets.get(path, []):
@@ -117,10 +139,12 @@ class LinkGraph:
             self._back[out].discard(path)
         self._resolved.pop(path, None)
 
-    def _reresolve_mentions_of(self, path: str) -> None:
-        """Only targets naming this file can change: re-resolve just those."""
-        name = _name(path)
+    def _reresolve_mentions_of(self, name: str, skip: Container[str] = ()) -> None:
+        """Only targets naming this file name can change: re-resolve just those (not in the
+        sources of `skip`, which the caller resolves in full)."""
         for source in list(self._mentions.get(name, ())):
+            if source in skip:
+                continue
             before = self.outgoing(source)
             resolved = self._resolved.setdefault(source, {})
             for target in self._targets.get(source, []):
@@ -153,7 +177,7 @@ class LinkGraph:
             if candidate in self._paths:
                 return candidate
         if source and "/" in source:
-            folder = str(PurePosixPath(source).parent)
+            folder = _parent(source)
             for candidate in (f"{folder}/{clean}", f"{folder}/{clean}.md"):
                 if candidate in self._paths:
                     return candidate

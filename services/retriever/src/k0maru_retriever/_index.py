@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,6 +96,9 @@ class NoteIndex:
         self.dimension = dimension
         self.lock = threading.RLock()
         self._counted: tuple[tuple[int, int], int] = ((-1, -1), 0)
+        # path → (link targets, names) applied with `link_later`: filed into the graph at the next
+        # commit, all at once (when BM25 shows the notes too)
+        self._links_pending: dict[str, tuple[list[str], list[str]]] = {}
         self.graph.load(
             {doc.path: [lk.target for lk in doc.links if lk.target] for doc in state.docs.values()},
             {doc.path: [doc.title, *doc.aliases] for doc in state.docs.values()},
@@ -177,14 +181,22 @@ class NoteIndex:
                 self.state.commit()
             return found
 
-    def apply(self, doc: common_pb2.Document, want_jobs: bool = True) -> list[EmbedJob]:
+    def apply(self, doc: common_pb2.Document, want_jobs: bool = True, link_later: bool = False) -> list[EmbedJob]:
         """Index a document (replacing any older version); return the embedding jobs it needs
-        (none when not `want_jobs`: a reconcile asks `missing_vectors()` once at the end)."""
+        (none when not `want_jobs`: a reconcile asks `missing_vectors()` once at the end).
+        `link_later`: its links go into the graph at the next `commit`, with every other note
+        applied so, each link resolved once (a cold start's links mostly name notes not indexed
+        yet, each re-resolved when its note came: twice the graph's work)."""
         with self.lock:
             old = self.state.docs.get(doc.path)
             self.bm25.delete_path(doc.path)
             self._add_bm25(doc)
-            self.graph.set_note(doc.path, [lk.target for lk in doc.links if lk.target], [doc.title, *doc.aliases])
+            links = ([lk.target for lk in doc.links if lk.target], [doc.title, *doc.aliases])
+            if link_later:
+                self._links_pending[doc.path] = links
+            else:
+                self._links_pending.pop(doc.path, None)
+                self.graph.set_note(doc.path, *links)
             chunks = {chunk_id(doc.path, c.index): c for c in doc.chunks}
             if old is not None:
                 self._drop_vectors(
@@ -206,6 +218,7 @@ class NoteIndex:
         with self.lock:
             old = self.state.docs.get(path)
             self.bm25.delete_path(path)
+            self._links_pending.pop(path, None)
             self.graph.remove_note(path)
             self.tags.drop_note(path)
             if old is not None:
@@ -253,9 +266,33 @@ class NoteIndex:
                         jobs.append(EmbedJob(cid, key, embed_text(doc, c)))
             return jobs + self._tag_jobs(self.tags.missing())
 
-    def commit(self, last_applied_seq: int | None = None) -> None:
+    def link_pending(self) -> None:
+        """File the links of the notes applied with `link_later` into the graph."""
         with self.lock:
-            self.bm25.commit()
+            if self._links_pending:
+                pending, self._links_pending = self._links_pending, {}
+                self.graph.set_notes((path, targets, names) for path, (targets, names) in pending.items())
+
+    def commit(self, last_applied_seq: int | None = None) -> None:
+        """BM25 first, then the bookkeeping that says what it holds (a crash between the two
+        leaves BM25 ahead, which the follower's replay fixes). tantivy commits without the GIL,
+        so the links and the bookkeeping's rows are written meanwhile: the rows go into an open
+        transaction that is committed only once BM25's commit has succeeded."""
+        with self.lock:
+            if not self.bm25.dirty:
+                self.link_pending()
+                self.state.commit(last_applied_seq)
+                return
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bm25-commit") as pool:
+                bm25 = pool.submit(self.bm25.commit)
+                try:
+                    self.link_pending()
+                    self.state.stage()
+                finally:
+                    failed = bm25.exception()
+                if failed is not None:
+                    self.state.rollback()
+                    raise failed
             self.state.commit(last_applied_seq)
 
     def clear(self) -> None:
@@ -267,6 +304,7 @@ class NoteIndex:
             self.tags.clear()
             self.state.generation = self.bm25.generation
             self.graph = LinkGraph()
+            self._links_pending.clear()
 
     def close(self) -> None:
         with self.lock:

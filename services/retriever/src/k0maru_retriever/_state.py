@@ -3,7 +3,9 @@
 docs: path → the Document it indexed (hash included); vectors: chunk id → hash of the text
 its stored vector was computed from; meta: last_applied_seq, parser_version and the
 generation of the BM25 index this bookkeeping describes. Kept in memory, written
-through in one transaction per batch.
+through in one transaction per batch. `stage` writes a batch's rows into that transaction
+ahead of `commit` (the retriever does it while tantivy commits: SQLite works without the GIL);
+nothing staged is visible to another connection, or durable, before `commit`.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class IndexState:
         self._pending_docs: dict[str, common_pb2.Document | None] = {}
         self.version = 0  # bumped on every document change (cheap cache invalidation)
         self._pending_vectors: dict[str, str | None] = {}
+        # written into the open transaction by `stage`, not committed yet (None: no transaction)
+        self._staged: tuple[dict[str, common_pb2.Document | None], dict[str, str | None]] | None = None
 
     def put_doc(self, doc: common_pb2.Document) -> None:
         self.version += 1
@@ -61,38 +65,71 @@ class IndexState:
         self.vectors.pop(chunk_id, None)
         self._pending_vectors[chunk_id] = None
 
+    def stage(self) -> None:
+        """Write the pending changes into the open transaction (opened here if none is)."""
+        with self._lock:
+            self._stage()
+
+    def _stage(self) -> None:
+        docs, self._pending_docs = self._pending_docs, {}
+        vectors, self._pending_vectors = self._pending_vectors, {}
+        if self._staged is None:
+            self._db.execute("BEGIN")
+            self._staged = ({}, {})
+        self._staged[0].update(docs)
+        self._staged[1].update(vectors)
+        try:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO docs VALUES (?, ?, ?)",
+                [(p, d.hash, d.SerializeToString()) for p, d in docs.items() if d is not None],
+            )
+            self._db.executemany("DELETE FROM docs WHERE path = ?", [(p,) for p, d in docs.items() if d is None])
+            self._db.executemany(
+                "INSERT OR REPLACE INTO vectors VALUES (?, ?)", [(c, h) for c, h in vectors.items() if h is not None]
+            )
+            self._db.executemany(
+                "DELETE FROM vectors WHERE chunk_id = ?", [(c,) for c, h in vectors.items() if h is None]
+            )
+        except BaseException:
+            self._rollback()
+            raise
+
+    def rollback(self) -> None:
+        """Drop what `stage` wrote: it is pending again (written by the next commit)."""
+        with self._lock:
+            self._rollback()
+
+    def _rollback(self) -> None:
+        if self._staged is not None:
+            self._db.execute("ROLLBACK")
+            docs, vectors = self._staged
+            self._staged = None
+            self._pending_docs = {**docs, **self._pending_docs}
+            self._pending_vectors = {**vectors, **self._pending_vectors}
+
     def commit(self, last_applied_seq: int | None = None) -> None:
         with self._lock:
-            docs, self._pending_docs = self._pending_docs, {}
-            vectors, self._pending_vectors = self._pending_vectors, {}
-            self._db.execute("BEGIN")
+            self._stage()
             try:
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO docs VALUES (?, ?, ?)",
-                    [(p, d.hash, d.SerializeToString()) for p, d in docs.items() if d is not None],
-                )
-                self._db.executemany("DELETE FROM docs WHERE path = ?", [(p,) for p, d in docs.items() if d is None])
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO vectors VALUES (?, ?)",
-                    [(c, h) for c, h in vectors.items() if h is not None],
-                )
-                self._db.executemany(
-                    "DELETE FROM vectors WHERE chunk_id = ?", [(c,) for c, h in vectors.items() if h is None]
-                )
                 self._db.execute("INSERT OR REPLACE INTO meta VALUES ('parser_version', ?)", (self.parser_version,))
                 self._db.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (self.generation,))
                 if last_applied_seq is not None:
-                    self.last_applied_seq = last_applied_seq
                     self._db.execute(
                         "INSERT OR REPLACE INTO meta VALUES ('last_applied_seq', ?)", (str(last_applied_seq),)
                     )
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._rollback()
                 raise
+            self._staged = None
+            if last_applied_seq is not None:
+                self.last_applied_seq = last_applied_seq
 
     def clear(self) -> None:
         with self._lock:
+            self._rollback()
+            self._pending_docs.clear()
+            self._pending_vectors.clear()
             self._db.executescript("DELETE FROM docs; DELETE FROM vectors; DELETE FROM meta;")
         self.docs.clear()
         self.vectors.clear()
@@ -104,9 +141,13 @@ class IndexState:
     def clear_vectors(self) -> None:
         """Forget every stored vector (the vector store lost or gained points behind our back)."""
         with self._lock:
+            self._rollback()
+            self._pending_vectors.clear()
             self._db.execute("DELETE FROM vectors")
         self.vectors.clear()
         self._pending_vectors.clear()
 
     def close(self) -> None:
+        with self._lock:
+            self._rollback()
         self._db.close()

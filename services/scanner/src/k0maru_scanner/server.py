@@ -76,41 +76,40 @@ def parse_document(scanner: IncrementalScanner, rel: str) -> common_pb2.Document
     except (ContentError, OSError):
         return None
     note = parse_note(rel, text)
-    return common_pb2.Document(
+    doc = common_pb2.Document(
         path=rel,
         title=note.title,
         diary=note.diary,
         frontmatter_json=note.frontmatter_json,
         tags=note.tags,
         aliases=note.aliases,
-        links=[
-            common_pb2.Link(
-                target=lk.target,
-                alias=lk.alias,
-                heading=lk.heading,
-                block=lk.block,
-                embed=lk.embed,
-                markdown=lk.markdown,
-                line=lk.line,
-            )
-            for lk in note.links
-        ],
-        chunks=[
-            common_pb2.Chunk(
-                index=c.index,
-                text=c.text,
-                heading_path=list(c.heading_path),
-                start_line=c.start_line,
-                end_line=c.end_line,
-                hash=c.hash,
-            )
-            for c in chunk_sections(note.sections)
-        ],
         hash=xxhash.xxh3_64_hexdigest(data),
         size=len(data),
         mtime_ns=st.st_mtime_ns,
         problems=note.problems,
     )
+    add_link = doc.links.add  # built in place: a list of messages would be copied into the field
+    for lk in note.links:
+        add_link(
+            target=lk.target,
+            alias=lk.alias,
+            heading=lk.heading,
+            block=lk.block,
+            embed=lk.embed,
+            markdown=lk.markdown,
+            line=lk.line,
+        )
+    add_chunk = doc.chunks.add
+    for c in chunk_sections(note.sections):
+        add_chunk(
+            index=c.index,
+            text=c.text,
+            heading_path=c.heading_path,
+            start_line=c.start_line,
+            end_line=c.end_line,
+            hash=c.hash,
+        )
+    return doc
 
 
 def _fill_entry(entry: scanner_pb2.ManifestEntry, record: FileRecord) -> None:
