@@ -78,10 +78,10 @@ def test_follower_survives_an_unexpected_error(vault: Path, tmp_path: Path):
         original = index.apply
         failures = ["the first apply fails"]
 
-        def flaky_apply(doc, want_jobs=True):  # a bug or a store error outside gRPC: the loop used to die silently
+        def flaky_apply(doc, **options):  # a bug or a store error outside gRPC: the loop used to die silently
             if failures:
                 raise RuntimeError(failures.pop())
-            return original(doc, want_jobs=want_jobs)
+            return original(doc, **options)
 
         index.apply = flaky_apply  # type: ignore[method-assign]
         follower = EventFollower(index, scanner.service.address, events, lambda jobs: None, 0.2)
