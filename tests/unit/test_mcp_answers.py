@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from k0maru.v1 import retriever_pb2
-from k0maru_gateway._mcp import partial_channels
+from k0maru_gateway._answers import partial_channels
 
 
 def _reply(coverage: float, vector_ran: bool) -> retriever_pb2.SearchResponse:

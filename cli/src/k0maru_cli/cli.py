@@ -328,6 +328,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     for c in reported:
         if not c["ran"]:
             print(f"({c['name']} left out: {c['why']})", file=sys.stderr)
+    for note in answer.get("partial", []):
+        print(f"({note})", file=sys.stderr)
     if not hits:
         print(f"no notes match {args.query!r} in {answer['vault']}")
     for i, h in enumerate(hits, start=1):

@@ -53,6 +53,7 @@ from k0maru_common import (
     mode_name,
 )
 
+from ._answers import partial_channels
 from ._mermaid import render_svg
 from ._openapi import openapi_spec
 
@@ -499,6 +500,7 @@ def build_console(
                 "vector_coverage": reply.vector_coverage,
                 "took_ms": reply.took_ms,
                 "channels": channels(mode, reply.channels),
+                "partial": partial_channels(reply),  # channels that ran over part of the vault
                 "hits": [hit_json(h, explain) for h in reply.hits],
                 "tagmemo": json_format.MessageToDict(reply.tagmemo, preserving_proto_field_name=True)
                 if reply.HasField("tagmemo")

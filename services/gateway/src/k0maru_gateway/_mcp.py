@@ -19,6 +19,8 @@ from pydantic import BaseModel, Field
 from k0maru.v1 import offload_pb2, retriever_pb2
 from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, mode_name
 
+from ._answers import partial_channels
+
 T = TypeVar("T")
 
 # When to call which tool (the seed's intent table, §3): what the user says → the tool.
@@ -73,18 +75,6 @@ class TagMemoExplain(BaseModel):
     pyramid_levels: list[float]
     dedup_dropped: int
     reason: str = ""  # when not applied: why (no tag vectors, no tag matched, no query vector)
-
-
-def partial_channels(reply: retriever_pb2.SearchResponse) -> list[str]:
-    """The channels that ran over part of the vault: while a vault is still being embedded, the
-    vector channel searches only the chunks that have vectors, so a note may be missing from it."""
-    vector_ran = any(c.channel == "vector" and c.ran for c in reply.channels)
-    if not vector_ran or reply.vector_coverage >= 1.0:
-        return []
-    return [
-        f"vector: {int(reply.vector_coverage * 100)} % of the vault's chunks have vectors so far (embedding is under way);"
-        " notes not embedded yet can be found by BM25 only"
-    ]
 
 
 class RecallResult(BaseModel):

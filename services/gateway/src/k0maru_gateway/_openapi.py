@@ -94,6 +94,11 @@ SCHEMAS: dict[str, Any] = {
             "vector_coverage": {"type": "number", "minimum": 0, "maximum": 1},
             "took_ms": _NUM,
             "channels": {"type": "array", "items": _ref("Channel")},
+            "partial": {
+                "type": "array",
+                "items": _STR,
+                "description": "channels that ran over part of the vault (the vector channel while embedding)",
+            },
             "hits": {"type": "array", "items": _ref("Hit")},
             "tagmemo": {"type": ["object", "null"], "description": "how TagMemo reshaped the query (explain on)"},
             "extra": {"type": "object"},
