@@ -71,10 +71,6 @@ def _int_attr(node: Any, name: str, default: int) -> int:
     return default
 
 
-def _key(node: Any) -> str:
-    return str(node.name) + "\0" + ",".join(node.output)
-
-
 def slim_model(path: Path) -> bytes | None:
     """The model at `path` with its gathered int8 tables kept int8, or None if it has none (or is
     larger than `MAX_SLIM_BYTES`: parsing holds it in memory twice, for a gain that matters
@@ -86,26 +82,28 @@ def slim_model(path: Path) -> bytes | None:
     graph = model.graph
     if any(tensor.data_location == _EXTERNAL for tensor in graph.initializer):
         return None  # its data files are found relative to the model's path: load it from there
+    nodes = list(graph.node)
+    if not nodes:
+        return None
     dims = {tensor.name: list(tensor.dims) for tensor in graph.initializer}
-    consumers: dict[str, list[Any]] = defaultdict(list)
-    producer: dict[str, Any] = {}
-    for node in graph.node:
+    consumers: dict[str, list[int]] = defaultdict(list)  # tensor name → indexes of the nodes reading it
+    producer: dict[str, int] = {}
+    for i, node in enumerate(nodes):
         for name in node.input:
-            consumers[name].append(node)
+            consumers[name].append(i)
         for name in node.output:
-            producer[name] = node
-    node_class: Any = type(graph.node[0]) if len(graph.node) else None
-    position = {_key(node): i for i, node in enumerate(graph.node)}
+            producer[name] = i
+    node_class = type(nodes[0])
     dropped: set[int] = set()
     stand_ins: dict[int, list[Any]] = {}  # index of a Gather → the nodes that take its place
-    for mul in graph.node:
-        if mul.op_type != "Mul" or mul.domain or len(mul.input) != 2:
+    for m, mul in enumerate(nodes):
+        if mul.op_type != "Mul" or mul.domain or len(mul.input) != 2 or mul.input[0] not in producer:
             continue
-        cast = producer.get(mul.input[0])
-        quantized, scale = (cast.input[0] if cast is not None and cast.input else ""), mul.input[1]
+        c = producer[mul.input[0]]
+        cast = nodes[c]
+        quantized, scale = (cast.input[0] if cast.input else ""), mul.input[1]
         if (
-            cast is None
-            or cast.op_type != "Cast"
+            cast.op_type != "Cast"
             or _int_attr(cast, "to", 0) != _FLOAT
             or len(consumers[cast.output[0]]) != 1
             or len(dims.get(quantized, [])) != 2
@@ -114,28 +112,31 @@ def slim_model(path: Path) -> bytes | None:
             continue
         gathers = consumers[mul.output[0]]
         if not gathers or any(
-            g.op_type != "Gather" or g.domain or g.input[0] != mul.output[0] or _int_attr(g, "axis", 0) != 0
+            nodes[g].op_type != "Gather"
+            or nodes[g].domain
+            or nodes[g].input[0] != mul.output[0]
+            or _int_attr(nodes[g], "axis", 0) != 0
             for g in gathers
         ):
             continue
-        dropped |= {position[_key(cast)], position[_key(mul)]}
-        for gather in gathers:
-            rows, out = gather.input[1], gather.output[0]
-            nodes = []
-            for op, inputs, output in (
-                ("Gather", [quantized, rows], f"{out}/k0_q"),
-                ("Gather", [scale, rows], f"{out}/k0_s"),
-                ("Cast", [f"{out}/k0_q"], f"{out}/k0_f"),
-                ("Mul", [f"{out}/k0_f", f"{out}/k0_s"], out),
-            ):
-                node = node_class(op_type=op, name=f"{output}/k0_{op.lower()}", input=inputs, output=[output])
-                nodes.append(node)
-            nodes[2].attribute.add(name="to", i=_FLOAT, type=_ATTR_INT)
-            stand_ins[position[_key(gather)]] = nodes
+        dropped |= {c, m}
+        for g in gathers:
+            rows, out = nodes[g].input[1], nodes[g].output[0]
+            replacement = [
+                node_class(op_type=op, name=f"{output}/k0_{op.lower()}", input=inputs, output=[output])
+                for op, inputs, output in (
+                    ("Gather", [quantized, rows], f"{out}/k0_q"),
+                    ("Gather", [scale, rows], f"{out}/k0_s"),
+                    ("Cast", [f"{out}/k0_q"], f"{out}/k0_f"),
+                    ("Mul", [f"{out}/k0_f", f"{out}/k0_s"], out),
+                )
+            ]
+            replacement[2].attribute.add(name="to", i=_FLOAT, type=_ATTR_INT)
+            stand_ins[g] = replacement
     if not stand_ins:
         return None
     ordered = []
-    for i, node in enumerate(graph.node):  # topological order kept: stand-ins sit where their Gather was
+    for i, node in enumerate(nodes):  # topological order kept: stand-ins sit where their Gather was
         if i in stand_ins:
             ordered.extend(stand_ins[i])
         elif i not in dropped:
