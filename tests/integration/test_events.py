@@ -144,10 +144,10 @@ def test_new_parser_version_refetches_every_note(vault: Path, tmp_path: Path, mo
         refreshed: list[str] = []
         original = EventFollower._sync_paths
 
-        def recording(self: EventFollower, refresh, remove, enqueue=True):  # type: ignore[no-untyped-def]
+        def recording(self: EventFollower, refresh, remove, **options):  # type: ignore[no-untyped-def]
             refresh = list(refresh)
             refreshed.extend(refresh)
-            original(self, refresh, remove, enqueue)
+            original(self, refresh, remove, **options)
 
         monkeypatch.setattr(EventFollower, "_sync_paths", recording)
         index = open_index(tmp_path / "retriever")

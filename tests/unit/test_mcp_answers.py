@@ -28,3 +28,14 @@ def test_a_whole_or_absent_vector_channel_is_not_partial():
     assert partial_channels(_reply(1.0, vector_ran=True)) == []
     assert partial_channels(_reply(0.0, vector_ran=False)) == []  # did not run: that is left_out, not partial
     assert partial_channels(retriever_pb2.SearchResponse(vector_coverage=0.5)) == []  # BM25 mode: no vector channel
+
+
+def test_an_index_still_being_built_is_reported_partial_for_bm25():
+    reply = _reply(0.0, vector_ran=False)
+    reply.index_progress.notes_indexed, reply.index_progress.notes_total = 2400, 6571
+    (note,) = partial_channels(reply)
+    assert note == (
+        "bm25: the index is being built (2,400 of 6,571 notes so far); notes not indexed yet cannot be found"
+    )
+    reply.index_progress.notes_indexed = 0  # set, even at nothing yet: the build is under way
+    assert partial_channels(reply)[0].startswith("bm25: the index is being built (0 of 6,571")

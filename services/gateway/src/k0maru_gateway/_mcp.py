@@ -83,7 +83,8 @@ class RecallResult(BaseModel):
     mode_used: str
     vector_coverage: float
     left_out: list[str]  # "channel: why" for each channel asked for that did not run
-    # "channel: how" for each channel that ran over part of the vault (vectors still being computed)
+    # "channel: how" for each channel that ran over part of the vault (the index still being built,
+    # vectors still being computed)
     partial: list[str] = []
     # explain, hybrid: each channel's share of the fused score for this query (per-query fusion weights)
     channel_weights: dict[str, float] | None = None

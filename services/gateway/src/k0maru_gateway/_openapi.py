@@ -97,7 +97,7 @@ SCHEMAS: dict[str, Any] = {
             "partial": {
                 "type": "array",
                 "items": _STR,
-                "description": "channels that ran over part of the vault (the vector channel while embedding)",
+                "description": "channels that ran over part of the vault (BM25 while the index is being built, the vector channel while embedding)",
             },
             "hits": {"type": "array", "items": _ref("Hit")},
             "tagmemo": {"type": ["object", "null"], "description": "how TagMemo reshaped the query (explain on)"},

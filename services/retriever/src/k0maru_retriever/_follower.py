@@ -2,7 +2,12 @@
 
 Start: catch up through the journal from last_applied_seq (when there is one), then
 reconcile (the scanner's manifest against the indexed hashes: missing, stale and extra
-documents all fixed), then follow ZeroMQ events in `seq` order. A gap, a quiet
+documents all fixed), then follow ZeroMQ events in `seq` order.
+
+A reconcile that fetches many notes (a first build, a restart after many edits, a reindex)
+commits along the way, one second after it starts and then at doubling intervals: BM25
+answers from the notes indexed so far (`searchable`, `progress`) long before the whole vault
+is in, and a retriever killed mid-build resumes after its last commit instead of starting over. A gap, a quiet
 period or a restart triggers catch-up through Scanner.Changes; a journal that no longer
 reaches back far enough (OUT_OF_RANGE) triggers a reconcile. Every step is idempotent.
 
@@ -44,6 +49,7 @@ class EventFollower:
         catchup_interval_s: float,
         on_give_up: Callable[[str], None] | None = None,
         token: str = "",
+        first_commit_s: float = 1.0,
     ) -> None:
         self._index = index
         self._channel = open_channel(scanner_addr, token)
@@ -53,9 +59,18 @@ class EventFollower:
         self._subscriber = ChangeSubscriber(self._context, events_addr)
         self._enqueue = enqueue
         self._interval = catchup_interval_s
-        self.ready = threading.Event()
+        self.ready = threading.Event()  # the index holds the whole vault as the scanner saw it
+        self.searchable = threading.Event()  # BM25 holds notes: set before `ready` during a build
+        self._progress: tuple[int, int] | None = None
+        self._first_commit_s = first_commit_s
         self._worker = BackgroundWorker("follower", self._run, on_give_up)
         self._stop = self._worker.stop_event
+
+    @property
+    def progress(self) -> tuple[int, int] | None:
+        """(notes BM25 holds in their current version, notes in the vault) while a reconcile is
+        under way; None otherwise."""
+        return self._progress
 
     @property
     def last_applied_seq(self) -> int:
@@ -95,7 +110,8 @@ class EventFollower:
             except grpc.RpcError as exc:
                 log.warning("scanner not reachable yet (%s); retrying", exc.code())
                 self._stop.wait(0.5)
-        self.ready.set()  # BM25 holds every note: searchable; the embedding jobs go out after
+        self.ready.set()  # BM25 holds every note; the embedding jobs go out after
+        self.searchable.set()
         if not self._stop.is_set():
             self._enqueue(self._index.missing_vectors())
         last_poll = time.monotonic()
@@ -178,9 +194,19 @@ class EventFollower:
             indexed = {}
         extra = [p for p in self._index.state.docs if p not in manifest]
         stale = [p for p, h in manifest.items() if indexed.get(p) != h]
-        self._sync_paths(stale, extra, enqueue=False)  # missing_vectors() below enqueues once
-        self._index.state.parser_version = status.parser_version
-        self._index.commit(max(status.last_seq, self.last_applied_seq))
+        if not self._index.state.docs:  # no note parsed by another parser: the commits along the
+            self._index.state.parser_version = status.parser_version  # way record this one (resumable)
+        current = len(manifest) - len(stale)
+        self._progress = (current, len(manifest))
+        if self._index.state.docs:  # what the last run indexed answers meanwhile
+            self.searchable.set()
+        try:
+            checkpoint = self._checkpoint(current, len(manifest))
+            self._sync_paths(stale, extra, enqueue=False, checkpoint=checkpoint)  # missing_vectors() enqueues
+            self._index.state.parser_version = status.parser_version
+            self._index.commit(max(status.last_seq, self.last_applied_seq))
+        finally:
+            self._progress = None
         self._index.repair()  # the stores themselves, not only the bookkeeping, must agree
         if enqueue_missing:
             self._enqueue(self._index.missing_vectors())
@@ -199,14 +225,39 @@ class EventFollower:
                 raise
         return {e.path: e.hash for e in self._scanner.ListDocuments(request, timeout=120)}
 
-    def _sync_paths(self, refresh: Iterable[str], remove: Iterable[str], enqueue: bool = True) -> None:
+    def _checkpoint(self, current: int, total: int) -> Callable[[int], None]:
+        """What a reconcile calls after each fetched batch (with the notes fetched so far): a
+        commit when the interval is up (BM25 and the bookkeeping; last_applied_seq moves only at
+        the end), after which those notes are searchable and a restart does not fetch them again."""
+        last, interval = time.monotonic(), self._first_commit_s
+
+        def after_batch(fetched: int) -> None:
+            nonlocal last, interval
+            if time.monotonic() - last < interval:
+                return
+            self._index.commit()
+            self._progress = (current + fetched, total)
+            self.searchable.set()
+            last, interval = time.monotonic(), interval * 2
+
+        return after_batch
+
+    def _sync_paths(
+        self,
+        refresh: Iterable[str],
+        remove: Iterable[str],
+        enqueue: bool = True,
+        checkpoint: Callable[[int], None] | None = None,
+    ) -> None:
         """Remove, then fetch and index in batches; the next batch is fetched (and parsed by the
-        scanner) while this process indexes the current one."""
+        scanner) while this process indexes the current one. `checkpoint(fetched)` runs after
+        each batch."""
         for path in remove:
             self._index.remove(path)
         paths = list(refresh)
         batches = [paths[s : s + FETCH_BATCH] for s in range(0, len(paths), FETCH_BATCH)]
         jobs: list[EmbedJob] = []
+        fetched = 0
 
         def fetch(batch: list[str]) -> scanner_pb2.GetDocumentsResponse:
             reply: scanner_pb2.GetDocumentsResponse = self._scanner.GetDocuments(
@@ -224,5 +275,8 @@ class EventFollower:
                     jobs.extend(self._index.apply(doc, want_jobs=enqueue, link_later=True))
                 for path in reply.missing:
                     self._index.remove(path)
+                fetched += len(batches[i])
+                if checkpoint is not None:
+                    checkpoint(fetched)
         if jobs:  # empty when not `enqueue`
             self._enqueue(jobs)

@@ -58,3 +58,8 @@ class RetrieverSettings(K0Settings):
         30.0, gt=0.0, description="an embedder silent on the job stream this long is listed as gone by status"
     )
     catchup_interval_s: float = Field(2.0, description="poll the journal this often even without events")
+    build_commit_s: float = Field(
+        1.0,
+        ge=0.0,
+        description="an index build (first start, re-sync, reindex) commits this long after it starts, then at doubling intervals: searchable meanwhile, resumed after a crash (0 = after every 200 notes)",
+    )

@@ -49,7 +49,16 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
     def Search(
         self, request: retriever_pb2.SearchRequest, context: grpc.ServicerContext
     ) -> retriever_pb2.SearchResponse:
-        return self._ready().searcher.search(request)
+        """Answered as soon as BM25 holds notes; while a build is under way the answer says how far
+        it has come (`index_progress`)."""
+        follower = self._app.follower
+        if not follower.searchable.is_set():
+            raise NotReady("the retriever is still building its index (no note is searchable yet)")
+        progress = follower.progress
+        response = self._app.searcher.search(request)
+        if progress is not None:
+            response.index_progress.notes_indexed, response.index_progress.notes_total = progress
+        return response
 
     def GetNote(self, request: retriever_pb2.GetNoteRequest, context: grpc.ServicerContext) -> retriever_pb2.Note:
         app = self._ready()
@@ -230,6 +239,7 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         settings.catchup_interval_s,
         on_give_up=service.fail,
         token=settings.grpc_token,
+        first_commit_s=settings.build_commit_s,
     )
     params = FusionParams(
         method=settings.fusion,

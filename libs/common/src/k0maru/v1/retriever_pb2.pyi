@@ -164,7 +164,7 @@ class TagMemoExplanation(_message.Message):
     def __init__(self, applied: _Optional[bool] = ..., matched_tags: _Optional[_Iterable[_Union[TagFactor, _Mapping]]] = ..., core_tags: _Optional[_Iterable[str]] = ..., beta: _Optional[float] = ..., base_beta: _Optional[float] = ..., logic_depth: _Optional[float] = ..., entropy: _Optional[float] = ..., resonance: _Optional[float] = ..., coverage: _Optional[float] = ..., novelty: _Optional[float] = ..., dominant_axis: _Optional[str] = ..., pyramid_levels: _Optional[_Iterable[float]] = ..., dedup_dropped: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
-    __slots__ = ("hits", "vault", "mode_used", "vector_coverage", "took_ms", "channels", "tagmemo")
+    __slots__ = ("hits", "vault", "mode_used", "vector_coverage", "took_ms", "channels", "tagmemo", "index_progress")
     HITS_FIELD_NUMBER: _ClassVar[int]
     VAULT_FIELD_NUMBER: _ClassVar[int]
     MODE_USED_FIELD_NUMBER: _ClassVar[int]
@@ -172,6 +172,7 @@ class SearchResponse(_message.Message):
     TOOK_MS_FIELD_NUMBER: _ClassVar[int]
     CHANNELS_FIELD_NUMBER: _ClassVar[int]
     TAGMEMO_FIELD_NUMBER: _ClassVar[int]
+    INDEX_PROGRESS_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
     vault: str
     mode_used: SearchMode
@@ -179,7 +180,16 @@ class SearchResponse(_message.Message):
     took_ms: float
     channels: _containers.RepeatedCompositeFieldContainer[ChannelReport]
     tagmemo: TagMemoExplanation
-    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., vault: _Optional[str] = ..., mode_used: _Optional[_Union[SearchMode, str]] = ..., vector_coverage: _Optional[float] = ..., took_ms: _Optional[float] = ..., channels: _Optional[_Iterable[_Union[ChannelReport, _Mapping]]] = ..., tagmemo: _Optional[_Union[TagMemoExplanation, _Mapping]] = ...) -> None: ...
+    index_progress: IndexProgress
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., vault: _Optional[str] = ..., mode_used: _Optional[_Union[SearchMode, str]] = ..., vector_coverage: _Optional[float] = ..., took_ms: _Optional[float] = ..., channels: _Optional[_Iterable[_Union[ChannelReport, _Mapping]]] = ..., tagmemo: _Optional[_Union[TagMemoExplanation, _Mapping]] = ..., index_progress: _Optional[_Union[IndexProgress, _Mapping]] = ...) -> None: ...
+
+class IndexProgress(_message.Message):
+    __slots__ = ("notes_indexed", "notes_total")
+    NOTES_INDEXED_FIELD_NUMBER: _ClassVar[int]
+    NOTES_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    notes_indexed: int
+    notes_total: int
+    def __init__(self, notes_indexed: _Optional[int] = ..., notes_total: _Optional[int] = ...) -> None: ...
 
 class GetNoteRequest(_message.Message):
     __slots__ = ("path",)
