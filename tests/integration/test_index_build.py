@@ -8,13 +8,15 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
 import pytest
 
 from k0maru.v1 import retriever_pb2, retriever_pb2_grpc
-from k0maru_cli import free_port
+from k0maru_cli import Launcher, free_port
 from k0maru_retriever._bm25 import Scope
 from k0maru_retriever._follower import EventFollower
 from tests.integration.test_events import open_index, running_scanner
@@ -72,63 +74,96 @@ def _search(stub: retriever_pb2_grpc.RetrieverStub, query: str) -> retriever_pb2
         return None
 
 
-def test_a_retriever_killed_mid_build_resumes_after_its_last_commit(vault: Path, tmp_path: Path):
-    notes = 4000
-    write_notes(vault, notes)
-    data, log = tmp_path / "retriever", tmp_path / "retriever.log"
+@contextmanager
+def retriever_processes(vault: Path, tmp_path: Path) -> Iterator[tuple[Callable[[], subprocess.Popen[bytes]], str]]:
+    """A real scanner (in-process) and a way to start real retriever processes following it,
+    committing their builds after every batch of 200 notes; their stderr goes to retriever.log."""
     with running_scanner(vault, tmp_path / "scanner", watch=False) as (scanner, events):
         address = f"127.0.0.1:{free_port()}"
         env = {
             **os.environ,
             "K0_VAULT": str(vault),
-            "K0_DATA_DIR": str(data),
+            "K0_DATA_DIR": str(tmp_path / "retriever"),
             "K0_SCANNER_ADDR": scanner.service.address,
             "K0_EVENTS_ADDR": events,
             "K0_GRPC_ADDR": address,
             "K0_EMBEDDER_TARGET": "",
             "K0_BUILD_COMMIT_S": "0",
         }
+        started: list[subprocess.Popen[bytes]] = []
 
         def start() -> subprocess.Popen[bytes]:
-            with open(log, "ab") as out:
-                return subprocess.Popen([sys.executable, "-m", "k0maru_retriever"], env=env, stderr=out)
+            with open(tmp_path / "retriever.log", "ab") as out:
+                started.append(subprocess.Popen([sys.executable, "-m", "k0maru_retriever"], env=env, stderr=out))
+            return started[-1]
 
-        channel = grpc.insecure_channel(address)
+        try:
+            yield start, address
+        finally:
+            for proc in started:
+                if proc.poll() is None:
+                    proc.terminate()
+                    proc.wait(30)
+
+
+def first_answer_mid_build(stub: retriever_pb2_grpc.RetrieverStub) -> retriever_pb2.SearchResponse:
+    deadline = time.monotonic() + 120
+    while (reply := _search(stub, "uniq0000")) is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert reply is not None, "the build never answered"
+    assert reply.HasField("index_progress"), "the build had finished before the first answer"
+    return reply
+
+
+def test_a_retriever_killed_mid_build_resumes_after_its_last_commit(vault: Path, tmp_path: Path):
+    notes = 4000
+    write_notes(vault, notes)
+    with retriever_processes(vault, tmp_path) as (start, address), grpc.insecure_channel(address) as channel:
         stub = retriever_pb2_grpc.RetrieverStub(channel)
         first = start()
-        try:
-            deadline = time.monotonic() + 120
-            while (reply := _search(stub, "uniq0000")) is None and time.monotonic() < deadline:
-                time.sleep(0.005)
-            assert reply is not None, "the first build never answered"
-            first.kill()  # SIGKILL: no shutdown, no final commit
-            first.wait()
-            # answered mid-build, from the notes committed so far, saying how far it had come
-            assert reply.HasField("index_progress"), "the build had finished before the kill"
-            indexed = reply.index_progress.notes_indexed
-            assert 0 < indexed < notes and reply.index_progress.notes_total == notes
-            assert [h.path for h in reply.hits] == ["n0000.md"]
+        reply = first_answer_mid_build(stub)
+        status = stub.IndexStatus(retriever_pb2.IndexStatusRequest(), timeout=10)
+        first.kill()  # SIGKILL: no shutdown, no final commit
+        first.wait()
+        # answered mid-build, from the notes committed so far, saying how far it had come
+        indexed = reply.index_progress.notes_indexed
+        assert 0 < indexed < notes and reply.index_progress.notes_total == notes
+        assert [h.path for h in reply.hits] == ["n0000.md"]
+        assert status.HasField("build") and status.build.notes_total == notes  # as the launcher sees it
+        assert status.consistent, status.problem  # mid-build BM25 lags the bookkeeping: not a problem
 
-            second = start()
-            try:
-                deadline = time.monotonic() + 120
-                while time.monotonic() < deadline:
-                    last = _search(stub, "uniq3999")
-                    if last is not None and not last.HasField("index_progress"):
-                        break
-                    time.sleep(0.05)
-                else:
-                    pytest.fail("the second run never finished its build")
-                assert [h.path for h in last.hits] == ["n3999.md"]
-                status = stub.IndexStatus(retriever_pb2.IndexStatusRequest(), timeout=10)
-                assert status.documents == notes and status.consistent, status.problem
-            finally:
-                second.terminate()
-                second.wait(30)
-        finally:
-            if first.poll() is None:
-                first.kill()
-            channel.close()
-    fetched = [int(n) for n in re.findall(r"reconciled: (\d+) fetched", log.read_text())]
+        start()
+        deadline = time.monotonic() + 120
+        while (last := _search(stub, "uniq3999")) is None or last.HasField("index_progress"):
+            assert time.monotonic() < deadline, "the second run never finished its build"
+            time.sleep(0.05)
+        assert [h.path for h in last.hits] == ["n3999.md"]
+        status = stub.IndexStatus(retriever_pb2.IndexStatusRequest(), timeout=10)
+        assert status.documents == notes and status.consistent and not status.HasField("build"), status.problem
+    fetched = [int(n) for n in re.findall(r"reconciled: (\d+) fetched", (tmp_path / "retriever.log").read_text())]
     assert len(fetched) == 1, "only the second run finished a reconcile"
     assert fetched[0] <= notes - indexed  # what the first run had committed was not fetched again
+
+
+def test_a_launcher_waits_for_a_build_that_keeps_moving_and_reports_each_step(vault: Path, tmp_path: Path):
+    notes = 4000
+    write_notes(vault, notes)
+    steps: list[str] = []
+    launcher = Launcher(vault, tmp_path / "stack", embedders=0, startup_timeout_s=10, on_progress=steps.append)
+    with retriever_processes(vault, tmp_path) as (start, address), grpc.insecure_channel(address) as channel:
+        stub = retriever_pb2_grpc.RetrieverStub(channel)
+        start()
+        first_answer_mid_build(stub)
+        # a start-up begun an hour ago: without the build's steps its timeout would be long past
+        launcher._wait("retriever", address, time.monotonic() - 3600, "")
+        reply = _search(stub, "uniq3999")
+        assert reply is not None and not reply.HasField("index_progress")  # waited for SERVING: all in
+        assert [h.path for h in reply.hits] == ["n3999.md"]
+    assert steps, "no step of the build was reported"
+    step = re.compile(
+        r"retriever: (?:indexing 4,000 notes|([\d,]+) of 4,000 notes indexed so far"
+        r" \(searches answer from these meanwhile\))"
+    )
+    matches = [step.fullmatch(text) for text in steps]
+    counts = [int((m.group(1) or "0").replace(",", "")) for m in matches if m]
+    assert len(counts) == len(steps) and counts == sorted(set(counts)), steps  # each step once, moving forward

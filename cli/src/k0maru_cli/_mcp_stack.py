@@ -4,6 +4,8 @@ Agent hosts time out MCP servers that are slow to initialise, and starting a sta
 seconds (tens on a busy machine). So `k0maru mcp` serves `initialize` and `tools/list`
 immediately; a `StackThread` attaches to the vault's running stack or starts one — or, when
 another launcher holds the data dir's lock, waits for that stack — and then supervises it. A
+stack whose retriever is still building its index is attached to already (searches answer
+from the notes indexed so far, and say so). A
 tool called before the stack is up waits a bounded time and then answers which service is still
 starting (a NotReady error the MCP layer turns into a tool error).
 
@@ -45,7 +47,9 @@ class StackThread:
         self._thread.start()
 
     def _attach(self, state: StackState) -> None:
-        self._client = state.client()
+        """Once: when the stack is reachable (during a first index build), or when it is up."""
+        if self._client is None:
+            self._client = state.client()
         self._ready.set()
 
     def _run(self) -> None:
@@ -53,6 +57,7 @@ class StackThread:
             state = self._load_state()
             if state is None:
                 launcher = self._make_launcher()
+                launcher.on_reachable = self._attach  # tools answer while a big vault is being indexed
                 self._launcher = launcher
                 try:
                     state = launcher.start()
@@ -62,6 +67,9 @@ class StackThread:
             self._attach(state)
         except StartupError as exc:
             self._error = str(exc)
+            if self._client is not None:  # attached during the build of a stack that then failed
+                self._client.close()
+                self._client = None
             self._ready.set()
             return
         self._supervise()

@@ -98,6 +98,44 @@ class StartupError(RuntimeError):
     pass
 
 
+class BuildWatch:
+    """The retriever's index build as a starting launcher sees it (`IndexStatus.build`). A first
+    build of a big vault can outlast the start-up timeout; while it keeps moving it is not stuck,
+    so the timeout counts from its last step (`moved`), and each step is reported."""
+
+    def __init__(self, address: str, token: str, report: Callable[[str], None] | None) -> None:
+        from k0maru.v1 import retriever_pb2, retriever_pb2_grpc  # the `up` path only
+        from k0maru_common import open_channel
+
+        self._request = retriever_pb2.IndexStatusRequest()
+        self._channel = open_channel(address, token)
+        self._stub = retriever_pb2_grpc.RetrieverStub(self._channel)
+        self._report = report
+        self.seen = -1  # notes indexed at the last step seen
+
+    def moved(self) -> bool:
+        """Whether the build indexed more notes since the last call (reported when it did)."""
+        import grpc
+
+        try:
+            reply = self._stub.IndexStatus(self._request, timeout=2.0)
+        except grpc.RpcError:  # not listening yet, or busy committing: no step seen this time
+            return False
+        if not reply.HasField("build") or reply.build.notes_indexed <= self.seen:
+            return False
+        self.seen, total = reply.build.notes_indexed, reply.build.notes_total
+        if self._report is not None:
+            self._report(
+                f"retriever: indexing {total:,} notes"
+                if not self.seen
+                else f"retriever: {self.seen:,} of {total:,} notes indexed so far (searches answer from these meanwhile)"
+            )
+        return True
+
+    def close(self) -> None:
+        self._channel.close()
+
+
 class StackBusy(StartupError):
     """Another launcher holds this data dir's lock: its stack is starting or running."""
 
@@ -111,7 +149,12 @@ class Launcher:
     http_host: str = "127.0.0.1"
     http_port: int = 7878
     extra_env: dict[str, str] = field(default_factory=dict)
+    # for each service, counted from the start or from the retriever's last build step (BuildWatch)
     startup_timeout_s: float = 120.0
+    on_progress: Callable[[str], None] | None = None  # told each step of the retriever's first build
+    # told once every service but the retriever is up while the retriever is still building (the
+    # stack answers meanwhile; `start` returns when the whole vault is indexed)
+    on_reachable: Callable[[StackState], None] | None = None
 
     def __post_init__(self) -> None:
         self.vault = self.vault.resolve()
@@ -256,9 +299,12 @@ class Launcher:
                 "K0_HTTP_PORT": str(http_port),
             },
         )
+        # the retriever last: a big vault's first build takes longest, and the stack is usable
+        # (the console, `k0maru search`, MCP) while it runs, since searches answer from the notes
+        # indexed so far; so the state file is written, and `on_reachable` told, before it
         for name, addr in addresses.items():
-            if name != "redis":
-                self._wait(name, addr, started)
+            if name not in ("redis", "retriever"):
+                started = self._wait(name, addr, started)
         self.state = StackState(
             str(self.vault),
             str(self.data_dir),
@@ -270,6 +316,13 @@ class Launcher:
             token,
             base.get("K0_CONSOLE_TOKEN", ""),  # `k0maru search` / `scan` call the console with it
         )
+        self.state.write()
+        if self.on_reachable is not None and not wait_until_serving(
+            addresses["retriever"], health_name("retriever"), 0.05
+        ):
+            self.on_reachable(self.state)
+        self._wait("retriever", addresses["retriever"], started, token)
+        self.state.pids = {n: p.pid for n, p in self.procs}  # a child restarted meanwhile
         self.state.write()
         return self.state
 
@@ -303,18 +356,27 @@ class Launcher:
                 tail = log_file.read_text(errors="replace").splitlines()[-15:] if log_file.exists() else []
                 raise StartupError(f"{name} exited with code {proc.returncode} during start-up:\n" + "\n".join(tail))
 
-    def _wait(self, name: str, address: str, started: float) -> None:
+    def _wait(self, name: str, address: str, started: float, build_token: str | None = None) -> float:
+        """Until `name` is SERVING; returns the time the timeout now counts from (moved forward by
+        each step of the index build when `build_token` is given: the retriever's)."""
         self.starting = name
-        while True:
-            self._check_alive()
-            remaining = self.startup_timeout_s - (time.monotonic() - started)
-            if remaining <= 0:
-                raise StartupError(
-                    f"{name} did not become SERVING within {self.startup_timeout_s:.0f} s "
-                    f"(see {self.data_dir / 'logs' / (name + '.log')})"
-                )
-            if wait_until_serving(address, health_name(name), min(0.5, remaining)):
-                return
+        watch = BuildWatch(address, build_token, self.on_progress) if build_token is not None else None
+        try:
+            while True:
+                self._check_alive()
+                if watch is not None and watch.moved():
+                    started = time.monotonic()
+                remaining = self.startup_timeout_s - (time.monotonic() - started)
+                if wait_until_serving(address, health_name(name), min(0.5, max(remaining, 0.05))):
+                    return started  # asked once more at the deadline
+                if remaining <= 0:
+                    raise StartupError(
+                        f"{name} did not become SERVING within {self.startup_timeout_s:.0f} s "
+                        f"(see {self.data_dir / 'logs' / (name + '.log')})"
+                    )
+        finally:
+            if watch is not None:
+                watch.close()
 
     def stop(self, grace_s: float = 8.0) -> None:
         """Remove the state file, then SIGTERM in reverse start order, wait, SIGKILL what is left.

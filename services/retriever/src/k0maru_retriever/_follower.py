@@ -5,7 +5,7 @@ reconcile (the scanner's manifest against the indexed hashes: missing, stale and
 documents all fixed), then follow ZeroMQ events in `seq` order.
 
 A reconcile that fetches many notes (a first build, a restart after many edits, a reindex)
-commits along the way, one second after it starts and then at doubling intervals: BM25
+commits along the way, one second after it starts and then at doubling intervals (at most 30 s): BM25
 answers from the notes indexed so far (`searchable`, `progress`) long before the whole vault
 is in, and a retriever killed mid-build resumes after its last commit instead of starting over. A gap, a quiet
 period or a restart triggers catch-up through Scanner.Changes; a journal that no longer
@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 FETCH_BATCH = 200
 CHANGES_PAGE = 5000
 SERVING_POLL_S = 0.05  # how often a starting retriever asks whether the scanner's first scan is done
+# the longest interval between a build's commits: a launcher waiting for a long build sees it move
+BUILD_COMMIT_MAX_S = 30.0
 
 
 class EventFollower:
@@ -238,7 +240,7 @@ class EventFollower:
             self._index.commit()
             self._progress = (current + fetched, total)
             self.searchable.set()
-            last, interval = time.monotonic(), interval * 2
+            last, interval = time.monotonic(), min(interval * 2, BUILD_COMMIT_MAX_S)
 
         return after_batch
 

@@ -152,10 +152,12 @@ class NoteIndex:
             self.state.commit()
             log.info("rebuilt BM25 from %d documents", len(self.state.docs))
 
-    def check(self) -> IndexCheck:
-        """Count what the stores hold (after committing pending BM25 writes) against the bookkeeping."""
+    def check(self, commit: bool = True) -> IndexCheck:
+        """Count what the stores hold (after committing pending BM25 writes, unless not `commit`)
+        against the bookkeeping."""
         with self.lock:
-            self.bm25.commit()
+            if commit:
+                self.bm25.commit()
             _docs, chunks, vectors = self.counts()
             return IndexCheck(self.bm25.count(), chunks, self.vectors.count(), vectors, self.bm25.generation)
 

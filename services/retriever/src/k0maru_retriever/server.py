@@ -90,10 +90,14 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
     ) -> retriever_pb2.IndexStatusResponse:
         app = self._app
         docs, _chunks, _vectors = app.index.counts()
-        check = app.index.check()
+        progress = app.follower.progress
+        # mid-build BM25 is behind the bookkeeping until the build's next commit, which a status
+        # call must not bring forward (a launcher and the console poll this)
+        check = app.index.check(commit=progress is None)
+        mismatches = check.problems if progress is None else []
         workers = [app.follower.health()] + ([app.pipeline.health()] if app.pipeline else [])
         embedders = app.pipeline.embedders() if app.pipeline else []
-        problems = check.problems + [
+        problems = mismatches + [
             f"{w.name} {w.state}: {w.last_error}" for w in workers if w.state not in ("starting", "running")
         ]
         pending, dead = app.pipeline.queue_depth() if app.pipeline else (0, 0)
@@ -104,6 +108,9 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
             epa_axes = tags.epa.dimension if tags.epa is not None else 0
         indexed, building = app.index.vectors.index_state()
         return retriever_pb2.IndexStatusResponse(
+            build=None
+            if progress is None
+            else retriever_pb2.IndexProgress(notes_indexed=progress[0], notes_total=progress[1]),
             vault=str(app.settings.vault),
             last_applied_seq=app.follower.last_applied_seq,
             documents=docs,
@@ -113,7 +120,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
             bm25_documents=check.bm25_documents,
             vector_points=check.vector_points,
             generation=check.generation,
-            consistent=not check.problems,
+            consistent=not mismatches,
             problem="; ".join(problems),
             embed_queue_pending=pending,
             embed_dead_letter=dead,
