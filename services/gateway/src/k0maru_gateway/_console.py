@@ -301,6 +301,13 @@ class StatusSampler:
                 "last_applied_seq": index.last_applied_seq,
                 "vectors_indexed": index.vectors_indexed,  # in an HNSW index (the rest: brute force)
                 "index_building": index.index_building,  # an HNSW build runs in the background
+                # the retriever's index build (first start, re-sync, reindex): searches answer from
+                # the notes indexed so far
+                "build": (
+                    {"notes_indexed": index.build.notes_indexed, "notes_total": index.build.notes_total}
+                    if index.HasField("build")
+                    else None
+                ),
             }
             out["workers"] = [
                 {"name": w.name, "pending": w.pending, "idle_ms": w.idle_ms, "gone": w.gone} for w in index.embedders
@@ -318,9 +325,16 @@ class StatusSampler:
                 "pending_chunks": pending,
                 "rate_per_s": round(max(rate, 0.0), 2),
                 "eta_s": round(pending / rate, 1) if pending and rate > 0 else None,
-                "progress": 1.0 if not (index.chunks and vectors) else index.chunks_with_vectors / index.chunks,
+                # the index build first (vectors are computed once BM25 holds the whole vault), then vectors
+                "progress": (
+                    index.build.notes_indexed / max(index.build.notes_total, 1)
+                    if index.HasField("build")
+                    else 1.0
+                    if not (index.chunks and vectors)
+                    else index.chunks_with_vectors / index.chunks
+                ),
                 "events_behind": lag,
-                "indexing": bool(pending or lag),
+                "indexing": bool(pending or lag or index.HasField("build")),
             }
         if tokens is not None:
             saved = max(0, tokens.original_tokens - tokens.summary_tokens)
@@ -505,8 +519,18 @@ def build_console(
                 "tagmemo": json_format.MessageToDict(reply.tagmemo, preserving_proto_field_name=True)
                 if reply.HasField("tagmemo")
                 else None,
-                "extra": _extra(
-                    reply, {"hits", "vault", "mode_used", "vector_coverage", "took_ms", "channels", "tagmemo"}
+                "extra": _extra(  # index_progress: in `partial`
+                    reply,
+                    {
+                        "hits",
+                        "vault",
+                        "mode_used",
+                        "vector_coverage",
+                        "took_ms",
+                        "channels",
+                        "tagmemo",
+                        "index_progress",
+                    },
                 ),
             }
         )
