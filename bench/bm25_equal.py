@@ -2,12 +2,13 @@
 the scanner's `parse_document` and `NoteIndex.apply`, written to a JSON file: run it with two
 checkouts' venvs and compare the files (`--compare A B`) to show a change kept every result.
 
-    nice -n 10 <venv>/bin/python bench/bm25_equal.py OUT.json [--linked VAULT] [--workdir DIR]
+    nice -n 10 <venv>/bin/python bench/bm25_equal.py OUT.json [--linked VAULT] [--workdir DIR] [--commit-every N]
     .venv/bin/python bench/bm25_equal.py --compare A.json B.json
 
 Sets: the first 4,000 documents of five BEIR sets written as a vault the way `k0maru eval beir`
 writes one (300 SciFact queries, 200 of each other set), plus `--linked` (e.g. a
-`bench/linked_vault.py` vault) searched with 300 SciFact queries.
+`bench/linked_vault.py` vault) searched with 300 SciFact queries. `--commit-every N` commits after
+every N notes, as an index build committed along the way does (several segments, not one).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def sample_vault(name: str, work: Path) -> Path:
     return vault
 
 
-def build_and_search(vault: Path, queries: list[str]) -> dict[str, Any]:
+def build_and_search(vault: Path, queries: list[str], commit_every: int = 0) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp())
     try:
         scanner = IncrementalScanner(vault, Manifest(tmp / "m.sqlite", 1_000_000), IgnoreRules(), 2 << 20)
@@ -65,10 +66,12 @@ def build_and_search(vault: Path, queries: list[str]) -> dict[str, Any]:
             Bm25Index(tmp / "bm25", BM25Analyzer()), EdgeVectorStore(tmp / "v", 8), IndexState(tmp / "s.sqlite"), 8
         )
         paths = sorted(p for p, r in scanner.manifest.files.items() if r.indexed)
-        for path in paths:
+        for i, path in enumerate(paths, start=1):
             doc = parse_document(scanner, path)
             if doc is not None:
                 index.apply(doc, want_jobs=False, **LATER)
+            if commit_every and i % commit_every == 0:
+                index.commit()
         index.commit(1)
         top10 = [index.bm25.search(q, 10, Scope()) for q in queries]
         graph = [(p, sorted(index.graph.outgoing(p))) for p in paths]
@@ -95,6 +98,7 @@ def main() -> None:
     parser.add_argument("--linked", type=Path)
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "k0-bm25-equal")
     parser.add_argument("--compare", nargs=2)
+    parser.add_argument("--commit-every", type=int, default=0)
     args = parser.parse_args()
     if args.compare:
         compare(*args.compare)
@@ -102,10 +106,10 @@ def main() -> None:
     scifact = [q["text"] for q in load_jsonl(BEIR / "scifact" / "queries.jsonl")]
     out: dict[str, Any] = {}
     if args.linked:
-        out["linked"] = build_and_search(args.linked, scifact[-300:])
+        out["linked"] = build_and_search(args.linked, scifact[-300:], args.commit_every)
     for name, n in SETS:
         queries = [q["text"] for q in load_jsonl(BEIR / name / "queries.jsonl")][-n:]
-        out[name] = build_and_search(sample_vault(name, args.workdir), queries)
+        out[name] = build_and_search(sample_vault(name, args.workdir), queries, args.commit_every)
         print(name, out[name]["notes"], "notes", out[name]["chunks"], "chunks", flush=True)
     Path(args.out).write_text(json.dumps(out))
 

@@ -70,11 +70,17 @@ def test_second_retriever_gets_its_own_results_from_the_cache(valkey_url: str, t
         first.enqueue(first_index.missing_vectors())
         wait_for(lambda: not first_index.missing_vectors(), 60, "the first retriever's vectors")
         assert client.xlen(results_stream("reader-2")) == 0  # nothing of the first's reached the second
+        cached = sorted(client.scan_iter("k0:emb:*"))
+        assert len(cached) == 24
+        ttls = [client.ttl(k) for k in cached]  # cached vectors expire (K0_CACHE_TTL_S, 30 days)
+        assert all(29 * 86_400 < t <= 30 * 86_400 for t in ttls), ttls
+        client.expire(cached[0], 100)
         second.enqueue(second_index.missing_vectors())
         wait_for(lambda: not second_index.missing_vectors(), 60, "the second retriever's vectors")
         with grpc.insecure_channel(worker.address) as channel:
             info = embedder_pb2_grpc.EmbedderStub(channel).Info(embedder_pb2.EmbedderInfoRequest(), timeout=5)
         assert info.processed == 24  # 24 chunks, each embedded once: the second got cached vectors
+        assert client.ttl(cached[0]) > 29 * 86_400  # a vector in use stays another 30 days
         assert client.xlen(RESULTS_STREAM) == 0 and client.xlen(results_stream("reader-2")) == 0
         ids = ["n0.md#0", "n7.md#1"]
         a, b = first_index.vectors.vectors_of(ids), second_index.vectors.vectors_of(ids)

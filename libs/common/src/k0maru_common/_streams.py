@@ -6,7 +6,7 @@ Results: XADD <reply>          {id, hash, model, vector}    read by group "retri
          each retriever reads its own results; a second one gets the first one's vectors
          from the cache, not from a second model run
 Dead:    XADD k0:embed:dead    {id, hash, model, reason}    jobs that kept failing
-Cache:   k0:emb:<model_id>:<xxh3 of the normalised text> → vector bytes
+Cache:   k0:emb:<model_id>:<xxh3 of the normalised text> → vector bytes (expiring: K0_CACHE_TTL_S)
 """
 
 from __future__ import annotations

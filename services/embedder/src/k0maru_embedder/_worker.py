@@ -104,8 +104,10 @@ class StreamWorker:
         max_attempts: int,
         on_give_up: Callable[[str], None] | None = None,
         nice: int = 0,
+        cache_ttl_s: int = 0,
     ) -> None:
         self._redis: Any = client  # bytes replies; redis-py's unions do not narrow
+        self._cache_ttl_s = cache_ttl_s or None  # None: no expiry
         self._embedder = embedder
         self._meter = meter
         self._batch = batch_size
@@ -254,7 +256,9 @@ class StreamWorker:
                     {**_meta(fields), b"model": model_id.encode(), b"vector": vectors[i]},
                 )
                 if i in computed_here:
-                    pipe.set(keys[i], vectors[i])
+                    pipe.set(keys[i], vectors[i], ex=self._cache_ttl_s)
+                elif self._cache_ttl_s:  # a hit (or a copy of one) is in use: it stays another TTL
+                    pipe.expire(keys[i], self._cache_ttl_s)
             pipe.xack(JOBS_STREAM, EMBED_GROUP, msg_id)
             pipe.xdel(JOBS_STREAM, msg_id)
         for msg_id, fields in messages:

@@ -32,3 +32,8 @@ class EmbedderSettings(K0Settings):
     redis_url: str = Field("redis://127.0.0.1:6379/0", description="Redis/Valkey for jobs and the cache")
     claim_idle_ms: int = Field(15_000, description="reclaim jobs pending longer than this")
     max_attempts: int = Field(3, description="deliveries before a job goes to dead letter")
+    cache_ttl_s: int = Field(
+        30 * 86_400,
+        ge=0,
+        description="a cached vector is dropped this long after it was last computed or used, so edits do not grow the cache forever (0 = kept for good)",
+    )

@@ -165,6 +165,7 @@ class EmbedderApp:
             settings.max_attempts,
             on_give_up=self.service.fail,
             nice=settings.worker_nice,
+            cache_ttl_s=settings.cache_ttl_s,
         )
         self.servicer.worker = self.worker
         self.servicer.problem = ""
