@@ -171,7 +171,7 @@ def test_sigkill_of_launcher_leaves_nothing(vault: Path, tmp_path: Path):
         assert launcher.stdout is not None
         deadline = time.monotonic() + 120
         for line in launcher.stdout:
-            if "console http" in line or time.monotonic() > deadline:
+            if "all healthy" in line or time.monotonic() > deadline:
                 break
         state = json.loads((data_dir / "stack.json").read_text())
         pids = list(state["pids"].values())
@@ -253,3 +253,39 @@ def test_mcp_answers_at_once_and_says_what_is_still_starting(vault: Path, tmp_pa
 
         anyio.run(scenario)
     assert not (data_dir / "stack.json").exists()
+
+
+def test_an_agent_leaving_during_a_first_build_stops_the_stack_without_restarts(vault: Path, tmp_path: Path):
+    """A big vault's first build: tools answer from the notes indexed so far; an agent that quits
+    meanwhile (the SDK terminates the server's process group) leaves nothing running, and the
+    launcher, still waiting for the build, restarts nothing on its way out."""
+    for i in range(6000):
+        (vault / f"n{i:04d}.md").write_text(f"# Note {i}\n\nshared words and uniq{i:04d}\n")
+    data_dir, errlog = tmp_path / "data", tmp_path / "mcp.log"
+    env = {**os.environ, "K0_BUILD_COMMIT_S": "0"}  # a commit per 200 notes
+    args = ["mcp", "--vault", str(vault), "--data-dir", str(data_dir), "--embedders", "0"]
+    answers: list[dict] = []
+    pids: list[int] = []
+
+    async def scenario() -> None:
+        with errlog.open("w") as err:
+            async with (
+                stdio_client(StdioServerParameters(command=K0MARU, args=args, env=env), errlog=err) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                with anyio.fail_after(120):
+                    while not answers:
+                        result = await session.call_tool("recall_memory", {"query": "uniq0000", "limit": 3})
+                        if not result.is_error:  # nothing committed yet: the retriever says so
+                            answers.append(result.structured_content)
+                        await anyio.sleep(0.05)
+                pids.extend(json.loads((data_dir / "stack.json").read_text())["pids"].values())
+
+    anyio.run(scenario)
+    (answer,) = answers
+    assert answer["partial"] and answer["partial"][0].startswith("bm25: the index is being built ("), answer
+    assert [h["path"] for h in answer["hits"]] == ["n0000.md"]
+    assert wait_until_dead(pids, 30) == [], "processes of the stack outlived the MCP client"
+    assert not (data_dir / "stack.json").exists()
+    assert "starting it again" not in errlog.read_text()

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 import redis
 
 from k0maru.v1 import offload_pb2, retriever_pb2
-from k0maru_cli import Launcher, StackBusy, StackState
+from k0maru_cli import Launcher, StackBusy, StackState, StartupError
 from k0maru_cli._state import process_start_time
 from k0maru_common import K0Error, StackClient
 from tests.conftest import write_notes
@@ -96,3 +97,52 @@ def test_a_state_file_naming_another_process_is_stale(vault: Path, tmp_path: Pat
     finally:
         other.kill()
         other.wait()
+
+
+def _big_vault(vault: Path, notes: int = 6000) -> None:
+    for i in range(notes):
+        (vault / f"n{i:04d}.md").write_text(f"# Note {i}\n\nshared words and uniq{i:04d}\n")
+
+
+def _start_in_thread(launcher: Launcher) -> tuple[list[BaseException], threading.Thread, threading.Event]:
+    """`launcher.start()` in a thread (as `k0maru mcp` runs it); the event is set once the stack is
+    reachable while the retriever still builds its index."""
+    failures: list[BaseException] = []
+    reachable = threading.Event()
+    launcher.on_reachable = lambda _state: reachable.set()
+
+    def run() -> None:
+        try:
+            launcher.start()
+        except BaseException as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return failures, thread, reachable
+
+
+@pytest.mark.parametrize("how", ["abort", "sigterm"])
+def test_a_start_stopped_during_the_first_build_gives_up_and_restarts_nothing(vault: Path, tmp_path: Path, how: str):
+    """An agent quitting during a big vault's first build: the launcher, still waiting for the
+    retriever, is aborted (`k0maru mcp`'s stop) or sees its children terminated from outside (the
+    SDK ends the server's process group); either way it stops everything and starts nothing again."""
+    _big_vault(vault)
+    launcher = Launcher(vault, tmp_path / "data", embedders=0, http_port=0, extra_env={"K0_BUILD_COMMIT_S": "0"})
+    failures, thread, reachable = _start_in_thread(launcher)
+    assert reachable.wait(120), failures
+    procs = dict(launcher.procs)
+    spawn, spawned_after = launcher._spawn, []
+    launcher._spawn = lambda name, *a, **k: spawned_after.append(name) or spawn(name, *a, **k)  # type: ignore[method-assign]
+    if how == "abort":
+        launcher.abort()
+    else:
+        os.kill(procs["scanner"].pid, signal.SIGTERM)
+    thread.join(60)
+    assert not thread.is_alive()
+    (failure,) = failures
+    assert isinstance(failure, StartupError)
+    assert ("stopped while starting" if how == "abort" else "scanner was stopped") in str(failure)
+    assert spawned_after == []  # nothing started again
+    assert all(proc.poll() is not None for proc in procs.values())  # and everything stopped
+    assert not (tmp_path / "data" / "stack.json").exists()

@@ -113,6 +113,9 @@ class StackThread:
 
     def stop(self, timeout_s: float = 30.0) -> None:
         self._stop.set()
+        launcher = self._launcher
+        if launcher is not None:  # still starting (a long first build): give up, stop what started
+            launcher.abort()
         self._thread.join(timeout_s)
         if self._client is not None:
             self._client.close()

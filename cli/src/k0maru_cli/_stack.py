@@ -344,9 +344,21 @@ class Launcher:
     def _wait_redis(self, url: str) -> None:
         wait_for_redis(url, 10.0, self._check_alive)
 
+    def abort(self) -> None:
+        """Make a `start` running in another thread give up at its next check (it then stops what
+        it started, in its own thread): a client leaving during a long first build."""
+        self._stopping = True
+
     def _check_alive(self) -> None:
-        """During start-up a child that dies is started once more; a second death fails the start."""
+        """During start-up a child that dies is started once more; a second death fails the start.
+        A start that was aborted, or whose child was stopped from outside (a clean exit, or
+        SIGTERM: the process group of an agent's MCP server is terminated as a whole), fails at
+        once instead of starting anything again."""
+        if self._stopping:
+            raise StartupError("the stack was stopped while starting")
         for name, proc in list(self.procs):
+            if proc.poll() in (0, -signal.SIGTERM):
+                raise StartupError(f"{name} was stopped (exit code {proc.returncode}) while the stack was starting")
             if proc.poll() is not None and name not in self._restarts:
                 log.warning("%s exited with code %s during start-up; starting it again", name, proc.returncode)
                 self._restarts[name] = [time.monotonic()]

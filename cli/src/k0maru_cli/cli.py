@@ -89,7 +89,9 @@ def cmd_up(args: argparse.Namespace) -> int:
     launcher = _launcher(args, vault, args.port)
     launcher.on_progress = lambda step: print(f"k0maru: {step}", flush=True)  # a big vault's first build
     launcher.on_reachable = lambda state: print(
-        f"k0maru: console {state.console_url}; searches answer while the retriever builds its index", flush=True
+        f"k0maru: while the retriever builds its index, searches answer from the notes indexed so far"
+        f" (the console at {state.console_url})",
+        flush=True,
     )
     signal.signal(signal.SIGTERM, _on_sigterm)
     started = time.perf_counter()
