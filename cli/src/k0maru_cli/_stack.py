@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TextIO
 from urllib.parse import urlsplit
 
-from k0maru_common import embedder_target, health_name, orphan_guard, wait_until_serving
+from k0maru_common import embedder_target, health_name, health_state, orphan_guard, wait_until_serving
 
 from ._model_choice import ModelChoice, choose_model
 from ._state import LOCK_FILE, STATE_FILE, StackState, process_start_time
@@ -305,6 +305,7 @@ class Launcher:
         for name, addr in addresses.items():
             if name not in ("redis", "retriever"):
                 started = self._wait(name, addr, started)
+        self._wait_listening("retriever", addresses["retriever"], started)
         self.state = StackState(
             str(self.vault),
             str(self.data_dir),
@@ -367,6 +368,16 @@ class Launcher:
                 log_file = self.data_dir / "logs" / f"{name}.log"
                 tail = log_file.read_text(errors="replace").splitlines()[-15:] if log_file.exists() else []
                 raise StartupError(f"{name} exited with code {proc.returncode} during start-up:\n" + "\n".join(tail))
+
+    def _wait_listening(self, name: str, address: str, started: float) -> None:
+        """Until `name` answers health checks at all (NOT_SERVING included): a stack whose state
+        file is found can then be asked, instead of refusing connections."""
+        self.starting = name
+        while health_state(address, health_name(name), 0.5) == "UNREACHABLE":
+            self._check_alive()
+            if time.monotonic() - started > self.startup_timeout_s:
+                raise StartupError(f"{name} did not listen within {self.startup_timeout_s:.0f} s")
+            time.sleep(0.05)
 
     def _wait(self, name: str, address: str, started: float, build_token: str | None = None) -> float:
         """Until `name` is SERVING; returns the time the timeout now counts from (moved forward by

@@ -209,7 +209,11 @@ class EventFollower:
             self._index.commit(max(status.last_seq, self.last_applied_seq))
         finally:
             self._progress = None
-        self._index.repair()  # the stores themselves, not only the bookkeeping, must agree
+        # the stores themselves, not only the bookkeeping, must agree; a BM25 rebuild holds the
+        # index's lock for its whole run, so searches fail fast meanwhile instead of waiting on it
+        self._index.repair(on_rebuild=self.searchable.clear)
+        if self._index.state.docs:
+            self.searchable.set()
         if enqueue_missing:
             self._enqueue(self._index.missing_vectors())
         log.info("reconciled: %d fetched, %d removed, %d documents in the index", len(stale), len(extra), len(manifest))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -161,16 +162,19 @@ class NoteIndex:
             _docs, chunks, vectors = self.counts()
             return IndexCheck(self.bm25.count(), chunks, self.vectors.count(), vectors, self.bm25.generation)
 
-    def repair(self) -> IndexCheck:
+    def repair(self, on_rebuild: Callable[[], None] | None = None) -> IndexCheck:
         """Make the stores agree with the bookkeeping, and BM25 equal to a fresh build (no deleted
-        documents left in its statistics); return the check made before any repair."""
+        documents left in its statistics); return the check made before any repair. `on_rebuild`
+        is told before BM25 is rebuilt (which holds the index's lock until it is done)."""
         with self.lock:
             found = self.check()
-            if found.bm25_documents != found.chunks:
-                log.warning("%s: rebuilding BM25", found.problems[0])
-                self.rebuild_bm25()
-            elif self.bm25.deleted():
-                log.info("BM25 still counts %d deleted documents: rebuilding it", self.bm25.deleted())
+            if found.bm25_documents != found.chunks or self.bm25.deleted():
+                if found.bm25_documents != found.chunks:
+                    log.warning("%s: rebuilding BM25", found.problems[0])
+                else:
+                    log.info("BM25 still counts %d deleted documents: rebuilding it", self.bm25.deleted())
+                if on_rebuild is not None:
+                    on_rebuild()
                 self.rebuild_bm25()
             if found.vector_points != found.vectors:
                 log.warning(

@@ -53,7 +53,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
         it has come (`index_progress`)."""
         follower = self._app.follower
         if not follower.searchable.is_set():
-            raise NotReady("the retriever is still building its index (no note is searchable yet)")
+            raise NotReady("the retriever is still building its index (nothing is searchable yet); try again shortly")
         progress = follower.progress
         response = self._app.searcher.search(request)
         if progress is not None:
