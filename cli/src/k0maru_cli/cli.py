@@ -237,6 +237,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     ok = all(s == "SERVING" for s in services.values())
     client = state.client()
     index: dict[str, int] = {}
+    build: dict[str, int] | None = None  # the retriever's index build, while one is under way
     queue = {"pending": -1, "dead_letter": -1}
     workers: list[dict[str, object]] = []  # the job stream's consumers, as the retriever reads them
     problems: list[str] = []  # what the services say about themselves beyond health
@@ -252,6 +253,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             "vectors_indexed": reply.vectors_indexed,  # in an HNSW index; the rest brute force
             "index_building": reply.index_building,
         }
+        if reply.HasField("build"):
+            build = {"notes_indexed": reply.build.notes_indexed, "notes_total": reply.build.notes_total}
         queue = {"pending": reply.embed_queue_pending, "dead_letter": reply.embed_dead_letter}
         workers = [
             {"name": w.name, "pending": w.pending, "idle_ms": w.idle_ms, "gone": w.gone} for w in reply.embedders
@@ -284,6 +287,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "queue": queue,
                     "workers": workers,
                     "index": index,
+                    "build": build,
                     "problems": problems,
                 }
             )
@@ -304,6 +308,11 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(
                 f"index   {index['documents']} notes, {index['chunks']} chunks, "
                 f"{index['chunks_with_vectors']} with vectors{hnsw}{building}"
+            )
+        if build is not None:
+            print(
+                f"build   {build['notes_indexed']:,} of {build['notes_total']:,} notes indexed so far"
+                " (searches answer from these; the retriever turns SERVING when all are in)"
             )
         for problem in problems:
             print(f"problem {problem}")
