@@ -259,8 +259,8 @@ def test_an_agent_leaving_during_a_first_build_stops_the_stack_without_restarts(
     """A big vault's first build: tools answer from the notes indexed so far; an agent that quits
     meanwhile (the SDK terminates the server's process group) leaves nothing running, and the
     launcher, still waiting for the build, restarts nothing on its way out."""
-    for i in range(6000):
-        (vault / f"n{i:04d}.md").write_text(f"# Note {i}\n\nshared words and uniq{i:04d}\n")
+    for i in range(20_000):  # a build that outlasts the launcher's 2 s before it attaches MCP
+        (vault / f"n{i:05d}.md").write_text(f"# Note {i}\n\nshared words and uniq{i:05d}\n")
     data_dir, errlog = tmp_path / "data", tmp_path / "mcp.log"
     env = {**os.environ, "K0_BUILD_COMMIT_S": "0"}  # a commit per 200 notes
     args = ["mcp", "--vault", str(vault), "--data-dir", str(data_dir), "--embedders", "0"]
@@ -276,7 +276,7 @@ def test_an_agent_leaving_during_a_first_build_stops_the_stack_without_restarts(
                 await session.initialize()
                 with anyio.fail_after(120):
                     while not answers:
-                        result = await session.call_tool("recall_memory", {"query": "uniq0000", "limit": 3})
+                        result = await session.call_tool("recall_memory", {"query": "uniq00000", "limit": 3})
                         if not result.is_error:  # nothing committed yet: the retriever says so
                             answers.append(result.structured_content)
                         await anyio.sleep(0.05)
@@ -285,7 +285,7 @@ def test_an_agent_leaving_during_a_first_build_stops_the_stack_without_restarts(
     anyio.run(scenario)
     (answer,) = answers
     assert answer["partial"] and answer["partial"][0].startswith("bm25: the index is being built ("), answer
-    assert [h["path"] for h in answer["hits"]] == ["n0000.md"]
+    assert [h["path"] for h in answer["hits"]] == ["n00000.md"]
     assert wait_until_dead(pids, 30) == [], "processes of the stack outlived the MCP client"
     assert not (data_dir / "stack.json").exists()
     assert "starting it again" not in errlog.read_text()

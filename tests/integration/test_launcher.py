@@ -128,7 +128,14 @@ def test_a_start_stopped_during_the_first_build_gives_up_and_restarts_nothing(va
     retriever, is aborted (`k0maru mcp`'s stop) or sees its children terminated from outside (the
     SDK ends the server's process group); either way it stops everything and starts nothing again."""
     _big_vault(vault)
-    launcher = Launcher(vault, tmp_path / "data", embedders=0, http_port=0, extra_env={"K0_BUILD_COMMIT_S": "0"})
+    launcher = Launcher(
+        vault,
+        tmp_path / "data",
+        embedders=0,
+        http_port=0,
+        extra_env={"K0_BUILD_COMMIT_S": "0"},
+        reachable_after_s=0.05,  # told at once, while the build runs
+    )
     failures, thread, reachable = _start_in_thread(launcher)
     assert reachable.wait(120), failures
     procs = dict(launcher.procs)

@@ -124,11 +124,9 @@ class BuildWatch:
         if not reply.HasField("build") or reply.build.notes_indexed <= self.seen:
             return False
         self.seen, total = reply.build.notes_indexed, reply.build.notes_total
-        if self._report is not None:
+        if self._report is not None and self.seen:  # nothing committed yet: nothing to say
             self._report(
-                f"retriever: indexing {total:,} notes"
-                if not self.seen
-                else f"retriever: {self.seen:,} of {total:,} notes indexed so far (searches answer from these meanwhile)"
+                f"retriever: {self.seen:,} of {total:,} notes indexed so far (searches answer from these meanwhile)"
             )
         return True
 
@@ -155,6 +153,7 @@ class Launcher:
     # told once every service but the retriever is up while the retriever is still building (the
     # stack answers meanwhile; `start` returns when the whole vault is indexed)
     on_reachable: Callable[[StackState], None] | None = None
+    reachable_after_s: float = 2.0  # ... when the retriever is not SERVING this long after the rest
 
     def __post_init__(self) -> None:
         self.vault = self.vault.resolve()
@@ -318,8 +317,9 @@ class Launcher:
             base.get("K0_CONSOLE_TOKEN", ""),  # `k0maru search` / `scan` call the console with it
         )
         self.state.write()
+        # a small vault is whole in a second or two: only a build still running then is announced
         if self.on_reachable is not None and not wait_until_serving(
-            addresses["retriever"], health_name("retriever"), 0.05
+            addresses["retriever"], health_name("retriever"), self.reachable_after_s
         ):
             self.on_reachable(self.state)
         self._wait("retriever", addresses["retriever"], started, token)
