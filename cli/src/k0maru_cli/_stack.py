@@ -218,8 +218,9 @@ class Launcher:
         if self.state is not None:
             if name == "valkey":  # same port and data dir: the services' clients reconnect
                 wait_for_redis(self.state.addresses["redis"], 10.0)
-            else:
-                self._wait(name, self.state.addresses[name], time.monotonic())
+            else:  # a restarted retriever may resume a long build: waited for while it moves
+                token = self.state.grpc_token if name == "retriever" else None
+                self._wait(name, self.state.addresses[name], time.monotonic(), token)
             self.state.pids[name] = self.procs[-1][1].pid
             self.state.write()
 
