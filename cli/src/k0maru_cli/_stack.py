@@ -323,9 +323,7 @@ class Launcher:
             addresses["retriever"], health_name("retriever"), self.reachable_after_s
         ):
             self.on_reachable(self.state)
-        self._wait("retriever", addresses["retriever"], started, token)
-        self.state.pids = {n: p.pid for n, p in self.procs}  # a child restarted meanwhile
-        self.state.write()
+        self._wait("retriever", addresses["retriever"], started, token)  # restart() keeps state's pids
         return self.state
 
     def _lock_data_dir(self) -> None:
@@ -359,16 +357,17 @@ class Launcher:
         if self._stopping:
             raise StartupError("the stack was stopped while starting")
         for name, proc in list(self.procs):
-            if proc.poll() in (0, -signal.SIGTERM):
-                raise StartupError(f"{name} was stopped (exit code {proc.returncode}) while the stack was starting")
-            if proc.poll() is not None and name not in self._restarts:
-                log.warning("%s exited with code %s during start-up; starting it again", name, proc.returncode)
+            code = proc.poll()
+            if code in (0, -signal.SIGTERM):
+                raise StartupError(f"{name} was stopped (exit code {code}) while the stack was starting")
+            if code is not None and name not in self._restarts:
+                log.warning("%s exited with code %s during start-up; starting it again", name, code)
                 self._restarts[name] = [time.monotonic()]
                 self.restart(name)
-            elif proc.poll() is not None:
+            elif code is not None:
                 log_file = self.data_dir / "logs" / f"{name}.log"
                 tail = log_file.read_text(errors="replace").splitlines()[-15:] if log_file.exists() else []
-                raise StartupError(f"{name} exited with code {proc.returncode} during start-up:\n" + "\n".join(tail))
+                raise StartupError(f"{name} exited with code {code} during start-up:\n" + "\n".join(tail))
 
     def _wait_listening(self, name: str, address: str, started: float) -> None:
         """Until `name` answers health checks at all (NOT_SERVING included): a stack whose state

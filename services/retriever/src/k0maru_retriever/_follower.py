@@ -2,14 +2,14 @@
 
 Start: catch up through the journal from last_applied_seq (when there is one), then
 reconcile (the scanner's manifest against the indexed hashes: missing, stale and extra
-documents all fixed), then follow ZeroMQ events in `seq` order.
-
-A reconcile that fetches many notes (a first build, a restart after many edits, a reindex)
-commits along the way, one second after it starts and then at doubling intervals (at most 30 s): BM25
-answers from the notes indexed so far (`searchable`, `progress`) long before the whole vault
-is in, and a retriever killed mid-build resumes after its last commit instead of starting over. A gap, a quiet
+documents all fixed), then follow ZeroMQ events in `seq` order. A gap, a quiet
 period or a restart triggers catch-up through Scanner.Changes; a journal that no longer
 reaches back far enough (OUT_OF_RANGE) triggers a reconcile. Every step is idempotent.
+
+A reconcile that fetches many notes (a first build, a restart after many edits, a reindex)
+commits along the way, one second after it starts and then at doubling intervals (at most
+30 s): BM25 answers from the notes indexed so far (`searchable`, `progress`) long before the
+whole vault is in, and a retriever killed mid-build resumes after its last commit.
 
 The loop runs in a BackgroundWorker: a scanner that cannot be reached is waited for; any
 other failure restarts the loop with backoff (catch-up first), and a loop that keeps failing
@@ -196,14 +196,14 @@ class EventFollower:
             indexed = {}
         extra = [p for p in self._index.state.docs if p not in manifest]
         stale = [p for p, h in manifest.items() if indexed.get(p) != h]
-        if not self._index.state.docs:  # no note parsed by another parser: the commits along the
-            self._index.state.parser_version = status.parser_version  # way record this one (resumable)
-        current = len(manifest) - len(stale)
-        self._progress = (current, len(manifest))
+        total, current = len(manifest), len(manifest) - len(stale)
         if self._index.state.docs:  # what the last run indexed answers meanwhile
             self.searchable.set()
+        else:  # a first build: no note was parsed by another parser, so the commits along the
+            self._index.state.parser_version = status.parser_version  # way record this one (resumable)
+        self._progress = (current, total)
         try:
-            checkpoint = self._checkpoint(current, len(manifest))
+            checkpoint = self._checkpoint(current, total)
             self._sync_paths(stale, extra, enqueue=False, checkpoint=checkpoint)  # missing_vectors() enqueues
             self._index.state.parser_version = status.parser_version
             self._index.commit(max(status.last_seq, self.last_applied_seq))
