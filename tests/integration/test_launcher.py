@@ -137,19 +137,34 @@ def test_a_start_stopped_during_the_first_build_gives_up_and_restarts_nothing(va
         reachable_after_s=0.05,  # told at once, while the build runs
     )
     failures, thread, reachable = _start_in_thread(launcher)
-    assert reachable.wait(120), failures
-    procs = dict(launcher.procs)
-    spawn, spawned_after = launcher._spawn, []
-    launcher._spawn = lambda name, *a, **k: spawned_after.append(name) or spawn(name, *a, **k)  # type: ignore[method-assign]
-    if how == "abort":
+    told = launcher.on_reachable
+    assert told is not None
+
+    def freeze_the_build(state: StackState) -> None:  # so the build cannot finish before the stop below
+        os.kill(state.pids["retriever"], signal.SIGSTOP)
+        told(state)
+
+    launcher.on_reachable = freeze_the_build
+    try:
+        assert reachable.wait(120), failures
+        procs = dict(launcher.procs)
+        spawn, spawned_after = launcher._spawn, []
+        launcher._spawn = lambda name, *a, **k: spawned_after.append(name) or spawn(name, *a, **k)  # type: ignore[method-assign]
+        if how == "abort":
+            launcher.abort()
+        else:
+            os.kill(procs["scanner"].pid, signal.SIGTERM)
+            procs["scanner"].wait(30)
+        os.kill(procs["retriever"].pid, signal.SIGCONT)
+        thread.join(60)
+        assert not thread.is_alive()
+        (failure,) = failures
+        assert isinstance(failure, StartupError)
+        assert ("stopped while starting" if how == "abort" else "scanner was stopped") in str(failure)
+        assert spawned_after == []  # nothing started again
+        assert all(proc.poll() is not None for proc in procs.values())  # and everything stopped
+        assert not (tmp_path / "data" / "stack.json").exists()
+    finally:  # whatever failed above, leave no processes behind for the next test
         launcher.abort()
-    else:
-        os.kill(procs["scanner"].pid, signal.SIGTERM)
-    thread.join(60)
-    assert not thread.is_alive()
-    (failure,) = failures
-    assert isinstance(failure, StartupError)
-    assert ("stopped while starting" if how == "abort" else "scanner was stopped") in str(failure)
-    assert spawned_after == []  # nothing started again
-    assert all(proc.poll() is not None for proc in procs.values())  # and everything stopped
-    assert not (tmp_path / "data" / "stack.json").exists()
+        thread.join(60)
+        launcher.stop()

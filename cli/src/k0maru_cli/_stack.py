@@ -324,6 +324,7 @@ class Launcher:
         ):
             self.on_reachable(self.state)
         self._wait("retriever", addresses["retriever"], started, token)  # restart() keeps state's pids
+        self._check_alive()  # aborted, or a child stopped, during that last health check: given up
         return self.state
 
     def _lock_data_dir(self) -> None:
