@@ -39,7 +39,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Launcher, 
     vault = write_notes(root / "vault", NOTES)
     # the English model named: this vault is Chinese enough that the launcher would pick the
     # multilingual one, and these tests check what happens to Han queries on the English model
-    launcher = Launcher(vault, root / "data", embedders=1, model="minilm-l6-int8", http_port=0)
+    launcher = Launcher(
+        vault,
+        root / "data",
+        embedders=1,
+        model="minilm-l6-int8",
+        http_port=0,
+        extra_env={"K0_BM25_COMPACT_QUIET_S": "1"},  # BM25 compacted in the background a second after edits
+    )
     state = launcher.start()
     client = state.client()
     yield launcher, client, vault
@@ -159,9 +166,14 @@ def test_retriever_crash_converges_to_a_fresh_build(stack, tmp_path: Path):
         60,
         "the edits",
     )  # each edit left a deleted document behind in BM25's statistics
-    launcher.restart("retriever")  # the restart reconciles: BM25 must end up as a fresh build would
-    status = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest())
+    launcher.restart("retriever")  # the restart reconciles, and the compaction that follows makes
+    status = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest())  # BM25 a fresh build
     assert status.consistent and status.bm25_documents == status.chunks, status.problem
+    wait_for(
+        lambda: client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest()).bm25_deleted == 0,
+        60,
+        "the compaction",
+    )
     queries = ["topic3 bulk", "SQLITE_BUSY", "检查器", "bulk note number 42"]
 
     def scored(query: str) -> list[tuple[str, float]]:  # scores too: deleted documents skew BM25 statistics

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -101,7 +102,8 @@ def test_recovered_index_ranks_like_a_fresh_build(tmp_path: Path):
     recovered.remove("gone.md")
     recovered.commit(4)
     assert recovered.bm25.deleted() > 0
-    recovered.repair()
+    assert recovered.repair().problems == []  # deleted documents are no disagreement: a compaction drops them
+    assert recovered.compact_bm25(threading.Event())
     assert recovered.bm25.deleted() == 0
 
     fresh = open_index(tmp_path / "fresh")
@@ -112,6 +114,89 @@ def test_recovered_index_ranks_like_a_fresh_build(tmp_path: Path):
         assert recovered.bm25.search(query, 20, Scope()) == fresh.bm25.search(query, 20, Scope()), query
     recovered.close()
     fresh.close()
+
+
+def test_a_compaction_keeps_the_edits_made_while_it_ran_and_survives_a_restart(tmp_path: Path):
+    """Notes applied or removed between the compaction's snapshot and its swap are in the
+    swapped-in index; its generation is the bookkeeping's, so a restart does not rebuild it."""
+    index = open_index(tmp_path)
+    for i in range(6):
+        index.apply(doc(f"n{i}.md", f"lighthouse keeper {i}"))
+    index.commit(1)
+    index.apply(doc("n0.md", "lighthouse keeper zero edited"))  # an edit: the old chunk stays as a deleted document
+    index.commit(2)
+    assert index.bm25.deleted() == 1
+    live = index.bm25
+    empty_beside = live.empty_beside
+
+    def edits_during_the_build() -> Bm25Index:
+        built = empty_beside()
+        commit = built.commit
+
+        def commit_after_edits() -> None:  # the build is done, the swap not yet: edits come in
+            index.apply(doc("n1.md", "lighthouse keeper one rewritten meanwhile"))
+            index.apply(doc("new.md", "a note written meanwhile"))
+            index.remove("n2.md")
+            commit()
+
+        built.commit = commit_after_edits  # type: ignore[method-assign]
+        return built
+
+    live.empty_beside = edits_during_the_build  # type: ignore[method-assign]
+    assert index.compact_bm25(threading.Event())
+    assert index.bm25 is not live
+    assert index.bm25.deleted() == 2  # the edits made meanwhile leave theirs, for the next compaction
+    assert index.check().problems == []
+    hits = dict(index.bm25.search("rewritten meanwhile zero edited", 10, Scope()))
+    assert set(hits) == {"n0.md#0", "n1.md#0", "new.md#0"}
+    assert index.bm25.search("lighthouse", 10, Scope())[-1][0] != "n2.md#0"
+    assert "n2.md#0" not in dict(index.bm25.search("keeper 2", 10, Scope()))
+    generation = index.bm25.generation
+    index.close()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("bm25")) == ["bm25"]
+
+    reopened = open_index(tmp_path)
+    assert reopened.bm25.generation == generation  # not rebuilt
+    assert reopened.check().problems == []
+    assert set(dict(reopened.bm25.search("rewritten meanwhile zero edited", 10, Scope()))) == set(hits)
+    reopened.close()
+
+
+def test_a_compaction_gives_up_when_stopped_or_when_bm25_was_rebuilt_meanwhile(tmp_path: Path):
+    index = open_index(tmp_path)
+    for i in range(3):
+        index.apply(doc(f"n{i}.md", f"lighthouse keeper {i}"))
+    index.commit(1)
+    index.apply(doc("n0.md", "edited"))
+    index.commit(9)
+    stopped = threading.Event()
+    stopped.set()
+    live = index.bm25
+    assert not index.compact_bm25(stopped)
+    assert index.bm25 is live and live.deleted() == 1
+    assert not (tmp_path / "bm25.next").exists()  # the half-built index is gone
+
+    empty_beside = live.empty_beside
+
+    def rebuilt_during_the_build() -> Bm25Index:
+        built = empty_beside()
+        index.rebuild_bm25()  # a Reindex, say: another generation
+        return built
+
+    live.empty_beside = rebuilt_during_the_build  # type: ignore[method-assign]
+    assert not index.compact_bm25(threading.Event())
+    assert index.bm25 is live and index.check().problems == []
+    assert not (tmp_path / "bm25.next").exists()
+    index.close()
+
+
+def test_leftovers_of_a_compaction_cut_short_are_removed_at_open(tmp_path: Path):
+    (tmp_path / "bm25.next").mkdir()
+    (tmp_path / "bm25.next" / "meta.json").write_text("{}")
+    (tmp_path / "bm25.old").mkdir()
+    index = open_index(tmp_path)
+    assert not (tmp_path / "bm25.next").exists() and not (tmp_path / "bm25.old").exists()
+    index.close()
 
 
 def test_equal_scores_rank_in_path_order_whatever_the_indexing_order(tmp_path: Path):

@@ -57,13 +57,23 @@ class ChunkRow:
 SCHEMA_VERSION = "4"
 
 
+NEXT, OLD = ".next", ".old"  # beside the live index: one being built for a swap, one being retired
+
+
+def _beside(directory: Path, suffix: str) -> Path:
+    return directory.with_name(directory.name + suffix)
+
+
 class Bm25Index:
     """`generation` names this index's contents: a new id whenever the directory is created,
     wiped for a schema change, or cleared. The retriever stores it with its bookkeeping and
     rebuilds BM25 when the two disagree."""
 
     def __init__(self, directory: Path, analyzer: BM25Analyzer) -> None:
+        self.directory = directory
         self._analyzer = analyzer
+        for leftover in (_beside(directory, NEXT), _beside(directory, OLD)):  # a compaction cut short
+            shutil.rmtree(leftover, ignore_errors=True)
         version_file = directory / "k0-schema-version"
         self._generation_file = directory / "k0-generation"
         if directory.exists() and (not version_file.exists() or version_file.read_text() != SCHEMA_VERSION):
@@ -183,6 +193,31 @@ class Bm25Index:
         """Commit and release the writer's lock on the index directory."""
         self.commit()
         self._writer.wait_merging_threads()
+
+    def empty_beside(self) -> Bm25Index:
+        """A new, empty index in a directory beside this one, to be filled and then swapped in
+        with `replace_with` (or dropped with `discard`)."""
+        return Bm25Index(_beside(self.directory, NEXT), self._analyzer)
+
+    def discard(self) -> None:
+        """Close this index and delete its directory (an index from `empty_beside` not swapped in)."""
+        self.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def replace_with(self, built: Bm25Index) -> Bm25Index:
+        """Close this index and `built` (from `empty_beside`, committed here), move `built`'s
+        directory into this one's place and return it opened there. Searches still running on
+        this index finish: its files stay mapped after they are deleted. A crash halfway leaves
+        no index, or one of another generation, where this one was: the next start rebuilds."""
+        built.close()
+        self.close()
+        retired = _beside(self.directory, OLD)
+        self.directory.rename(retired)
+        built.directory.rename(self.directory)
+        swapped = Bm25Index(self.directory, self._analyzer)  # removes `retired`
+        if swapped.generation != built.generation:
+            raise RuntimeError(f"BM25 swap: found generation {swapped.generation}, built {built.generation}")
+        return swapped
 
     def count(self) -> int:
         return int(self._searcher.num_docs)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -100,6 +101,8 @@ class NoteIndex:
         # path → (link targets, names) applied with `link_later`: filed into the graph at the next
         # commit, all at once (when BM25 shows the notes too)
         self._links_pending: dict[str, tuple[list[str], list[str]]] = {}
+        self._changed_since: set[str] | None = None  # notes applied or removed during a compaction
+        self.last_change = time.monotonic()  # of a note applied or removed
         self.graph.load(
             {doc.path: [lk.target for lk in doc.links if lk.target] for doc in state.docs.values()},
             {doc.path: [doc.title, *doc.aliases] for doc in state.docs.values()},
@@ -129,10 +132,10 @@ class NoteIndex:
             self.tags.prune()
             return self._tag_jobs(self.tags.missing())
 
-    def _add_bm25(self, doc: common_pb2.Document) -> None:
+    def _add_bm25(self, doc: common_pb2.Document, bm25: Bm25Index | None = None) -> None:
         prefix = "\n".join(filter(None, [doc.title, " ".join(doc.tags), " ".join(doc.aliases)]))
         path = doc.path
-        self.bm25.add_note(
+        (bm25 or self.bm25).add_note(
             path,
             doc.diary,
             list(doc.tags),
@@ -153,6 +156,47 @@ class NoteIndex:
             self.state.commit()
             log.info("rebuilt BM25 from %d documents", len(self.state.docs))
 
+    def compact_bm25(self, stop: threading.Event) -> bool:
+        """Rebuild BM25 beside the live index from the stored documents and swap it in: the
+        deleted documents that edits leave in BM25's statistics (an edited note's own words
+        counted twice, so it ranks lower) are gone, as after a fresh build. Searches and edits go
+        on meanwhile: the lock is held only to take the documents and, at the end, to re-apply
+        the notes changed since and swap. False when given up: `stop` set, or BM25 rebuilt or
+        cleared meanwhile."""
+        with self.lock:
+            live, generation = self.bm25, self.bm25.generation
+            docs = dict(self.state.docs)
+            self._changed_since = set()
+        built = live.empty_beside()
+        handed_over = False  # once the swap has begun, a failure leaves `built` to the next start
+        try:
+            for n, path in enumerate(sorted(docs)):
+                if n % 256 == 0 and stop.is_set():
+                    return False
+                self._add_bm25(docs[path], built)
+            built.commit()  # the big segment is written outside the lock
+            with self.lock:
+                if self.bm25 is not live or live.generation != generation or stop.is_set():
+                    return False
+                for path in sorted(self._changed_since or ()):  # their old chunks stay deleted documents
+                    current = self.state.docs.get(path)  # in `built`, for the next compaction
+                    if current is docs.get(path):
+                        continue  # added and removed again meanwhile
+                    if path in docs:
+                        built.delete_path(path)
+                    if current is not None:
+                        self._add_bm25(current, built)
+                handed_over = True
+                self.bm25 = live.replace_with(built)
+                self.state.generation = self.bm25.generation
+                self.state.commit()  # documents applied but not committed yet are in BM25 now, so in the bookkeeping too
+                return True
+        finally:
+            with self.lock:
+                self._changed_since = None
+            if not handed_over:
+                built.discard()
+
     def check(self, commit: bool = True) -> IndexCheck:
         """Count what the stores hold (after committing pending BM25 writes, unless not `commit`)
         against the bookkeeping."""
@@ -163,16 +207,14 @@ class NoteIndex:
             return IndexCheck(self.bm25.count(), chunks, self.vectors.count(), vectors, self.bm25.generation)
 
     def repair(self, on_rebuild: Callable[[], None] | None = None) -> IndexCheck:
-        """Make the stores agree with the bookkeeping, and BM25 equal to a fresh build (no deleted
-        documents left in its statistics); return the check made before any repair. `on_rebuild`
-        is told before BM25 is rebuilt (which holds the index's lock until it is done)."""
+        """Make the stores agree with the bookkeeping; return the check made before any repair.
+        `on_rebuild` is told before BM25 is rebuilt (which holds the index's lock until it is
+        done). Deleted documents left in BM25's statistics are not a disagreement: a
+        compaction (`compact_bm25`) removes them in the background."""
         with self.lock:
             found = self.check()
-            if found.bm25_documents != found.chunks or self.bm25.deleted():
-                if found.bm25_documents != found.chunks:
-                    log.warning("%s: rebuilding BM25", found.problems[0])
-                else:
-                    log.info("BM25 still counts %d deleted documents: rebuilding it", self.bm25.deleted())
+            if found.bm25_documents != found.chunks:
+                log.warning("%s: rebuilding BM25", found.problems[0])
                 if on_rebuild is not None:
                     on_rebuild()
                 self.rebuild_bm25()
@@ -194,6 +236,7 @@ class NoteIndex:
         applied so, each link resolved once (a cold start's links mostly name notes not indexed
         yet, each re-resolved when its note came: twice the graph's work)."""
         with self.lock:
+            self._changed(doc.path)
             old = self.state.docs.get(doc.path)
             self.bm25.delete_path(doc.path)
             self._add_bm25(doc)
@@ -222,6 +265,7 @@ class NoteIndex:
 
     def remove(self, path: str) -> None:
         with self.lock:
+            self._changed(path)
             old = self.state.docs.get(path)
             self.bm25.delete_path(path)
             self._links_pending.pop(path, None)
@@ -230,6 +274,11 @@ class NoteIndex:
             if old is not None:
                 self._drop_vectors([chunk_id(path, c.index) for c in old.chunks])
                 self.state.drop_doc(path)
+
+    def _changed(self, path: str) -> None:
+        self.last_change = time.monotonic()
+        if self._changed_since is not None:
+            self._changed_since.add(path)
 
     def _drop_vectors(self, cids: list[str]) -> None:
         present = [c for c in cids if c in self.state.vectors]

@@ -58,6 +58,11 @@ class RetrieverSettings(K0Settings):
         30.0, gt=0.0, description="an embedder silent on the job stream this long is listed as gone by status"
     )
     catchup_interval_s: float = Field(2.0, description="poll the journal this often even without events")
+    bm25_compact_quiet_s: float = Field(
+        30.0,
+        ge=0.0,
+        description="once no note has changed for this long and edits left deleted documents in BM25's statistics (which rank edited notes lower), BM25 is rebuilt in the background and swapped in (0 = never; a restart no longer rebuilds it either)",
+    )
     build_commit_s: float = Field(
         1.0,
         ge=0.0,

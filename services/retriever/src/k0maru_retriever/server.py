@@ -17,6 +17,7 @@ from k0maru_common import HEALTH_NAMES, GrpcService, NotFound, NotReady, confine
 
 from ._analysis import BM25Analyzer, warm_up_han
 from ._bm25 import Bm25Index
+from ._compaction import Bm25Compactor
 from ._follower import EventFollower
 from ._fusion import model_gap_scale
 from ._graphview import graph_view
@@ -95,7 +96,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
         # call must not bring forward (a launcher and the console poll this)
         check = app.index.check(commit=progress is None)
         mismatches = check.problems if progress is None else []
-        workers = [app.follower.health()] + ([app.pipeline.health()] if app.pipeline else [])
+        workers = [app.follower.health(), app.compactor.health()] + ([app.pipeline.health()] if app.pipeline else [])
         embedders = app.pipeline.embedders() if app.pipeline else []
         problems = mismatches + [
             f"{w.name} {w.state}: {w.last_error}" for w in workers if w.state not in ("starting", "running")
@@ -108,6 +109,8 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
             epa_axes = tags.epa.dimension if tags.epa is not None else 0
         indexed, building = app.index.vectors.index_state()
         return retriever_pb2.IndexStatusResponse(
+            bm25_deleted=app.index.bm25.deleted(),
+            bm25_compactions=app.compactor.compactions,
             build=None
             if progress is None
             else retriever_pb2.IndexProgress(notes_indexed=progress[0], notes_total=progress[1]),
@@ -178,8 +181,10 @@ class RetrieverApp:
     query_embedder: QueryEmbedder | None
     params: ParamsFile
     tag_maintainer: TagMaintainer
+    compactor: Bm25Compactor
 
     def close(self) -> None:
+        self.compactor.stop()
         self.tag_maintainer.stop()
         self.follower.stop()
         if self.pipeline:
@@ -266,7 +271,16 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
     )
     searcher = HybridSearcher(index, query_embedder, params, str(settings.vault), QueryShaper(index, rag_params))
     app = RetrieverApp(
-        settings, service, index, follower, pipeline, searcher, query_embedder, rag_params, tag_maintainer
+        settings,
+        service,
+        index,
+        follower,
+        pipeline,
+        searcher,
+        query_embedder,
+        rag_params,
+        tag_maintainer,
+        Bm25Compactor(index, follower.ready, settings.bm25_compact_quiet_s, on_give_up=service.fail),
     )
     retriever_pb2_grpc.add_RetrieverServicer_to_server(RetrieverServicer(app), service.server)
     return app
@@ -278,6 +292,7 @@ def run(settings: RetrieverSettings) -> None:
         with app.service:
             app.follower.start()
             app.tag_maintainer.start()
+            app.compactor.start()
             if app.pipeline:
                 app.pipeline.start()
             while not app.follower.ready.wait(0.1):

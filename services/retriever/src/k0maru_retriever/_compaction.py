@@ -1,0 +1,78 @@
+"""Bm25Compactor: the background worker that keeps BM25 equal to a fresh build.
+
+An edit replaces a note's chunks; tantivy keeps the old ones as deleted documents, and they
+count in BM25's statistics until a merge drops them (rarely, for a vault's first big segment).
+The edited note's own words then look twice as common, so the note an agent just wrote ranks
+lower than it should. Once the vault is indexed, BM25 holds deleted documents and no note has
+changed for `quiet_s`, the compactor rebuilds BM25 beside the live index and swaps it in
+(`NoteIndex.compact_bm25`); searches and edits go on meanwhile. Compactions are at least
+`GAP_FACTOR` times their own duration apart (and `MIN_GAP_S`), so an agent that keeps editing
+spends at most a tenth of a core on them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from k0maru_common import BackgroundWorker, WorkerHealth
+
+from ._index import NoteIndex
+
+log = logging.getLogger(__name__)
+
+GAP_FACTOR = 10.0
+MIN_GAP_S = 60.0
+
+
+class Bm25Compactor:
+    def __init__(
+        self,
+        index: NoteIndex,
+        ready: threading.Event,
+        quiet_s: float,
+        on_give_up: Callable[[str], None] | None = None,
+        min_gap_s: float = MIN_GAP_S,
+    ) -> None:
+        self._index = index
+        self._ready = ready  # the follower's: the first build and the start-up's re-sync are done
+        self._quiet_s = quiet_s
+        self._min_gap_s = min_gap_s
+        self._not_before = 0.0
+        self.compactions = 0
+        self._worker = BackgroundWorker("bm25-compactor", self._run, on_give_up)
+
+    def start(self) -> None:
+        if self._quiet_s > 0:
+            self._worker.start()
+
+    def stop(self) -> None:
+        self._worker.stop(timeout_s=30)
+
+    def health(self) -> WorkerHealth:
+        return self._worker.health()
+
+    def due(self) -> bool:
+        now = time.monotonic()
+        return (
+            self._ready.is_set()
+            and now >= self._not_before
+            and now - self._index.last_change >= self._quiet_s
+            and self._index.bm25.deleted() > 0
+        )
+
+    def _run(self, stop: threading.Event) -> None:
+        while not stop.wait(min(self._quiet_s, 2.0)):
+            if not self.due():
+                continue
+            deleted, started = self._index.bm25.deleted(), time.monotonic()
+            done = self._index.compact_bm25(stop)
+            took = time.monotonic() - started
+            self._not_before = time.monotonic() + max(self._min_gap_s, GAP_FACTOR * took)
+            if done:
+                self.compactions += 1
+                log.info("BM25 compacted in %.1f s: %d deleted documents dropped from its statistics", took, deleted)
+            else:
+                log.info("BM25 compaction given up after %.1f s (stopping, or BM25 rebuilt meanwhile)", took)
