@@ -4,7 +4,9 @@
 
 Copies VAULT into WORKDIR, builds its index once (`k0maru up` as a library: the launcher, no
 embedders), stops, starts again (timed), edits one note while that stack runs (the scanner
-watches), stops, starts again (timed), and prints the retriever's log lines about a BM25 rebuild.
+watches), stops, starts again (timed: searchable at once, the replaced chunks still counted),
+waits for the background compaction (`K0_BM25_COMPACT_QUIET_S` after the start) and prints the
+retriever's log lines about a BM25 rebuild or compaction.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from k0maru.v1 import retriever_pb2
 from k0maru_cli import Launcher
 
 
@@ -38,10 +41,19 @@ def main() -> None:
     time.sleep(5)  # the watcher's window, then the retriever applies the edit
     launcher.stop()
     launcher, edited = timed_start(vault, data)
+    started = time.perf_counter() - edited
+    client = launcher.state.client() if launcher.state else None
+    assert client is not None
+    deleted = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest()).bm25_deleted
+    while client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest()).bm25_deleted:
+        time.sleep(0.5)
+    compacted = time.perf_counter() - started
+    client.close()
     launcher.stop()
     log = (data / "logs" / "retriever.log").read_text().splitlines()
     rebuilt = [line for line in log if "deleted documents" in line or "rebuilt BM25" in line]
     print(f"cold {cold:.1f} s; warm, nothing changed {warm:.1f} s; warm after one edited note {edited:.1f} s")
+    print(f"after the edit: {deleted} replaced chunks counted at the start, compacted {compacted:.1f} s after it")
     print("\n".join(rebuilt[-2:]))
 
 

@@ -252,6 +252,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             "vector_points": reply.vector_points,
             "vectors_indexed": reply.vectors_indexed,  # in an HNSW index; the rest brute force
             "index_building": reply.index_building,
+            "bm25_deleted": reply.bm25_deleted,  # replaced chunks BM25 still counts until its compaction
         }
         if reply.HasField("build"):
             build = {"notes_indexed": reply.build.notes_indexed, "notes_total": reply.build.notes_total}
@@ -309,6 +310,11 @@ def cmd_status(args: argparse.Namespace) -> int:
                 f"index   {index['documents']} notes, {index['chunks']} chunks, "
                 f"{index['chunks_with_vectors']} with vectors{hnsw}{building}"
             )
+            if index["bm25_deleted"]:
+                print(
+                    f"bm25    {index['bm25_deleted']:,} replaced chunks still counted in its statistics"
+                    " (edited notes rank a little lower until the background compaction)"
+                )
         if build is not None:
             print(
                 f"build   {build['notes_indexed']:,} of {build['notes_total']:,} notes indexed so far"

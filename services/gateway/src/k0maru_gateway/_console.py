@@ -301,6 +301,9 @@ class StatusSampler:
                 "last_applied_seq": index.last_applied_seq,
                 "vectors_indexed": index.vectors_indexed,  # in an HNSW index (the rest: brute force)
                 "index_building": index.index_building,  # an HNSW build runs in the background
+                # replaced chunks BM25 still counts (edited notes rank a little lower) until the
+                # background compaction
+                "bm25_deleted": index.bm25_deleted,
                 # the retriever's index build (first start, re-sync, reindex): searches answer from
                 # the notes indexed so far
                 "build": (

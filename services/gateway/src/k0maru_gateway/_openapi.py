@@ -199,6 +199,7 @@ SCHEMAS: dict[str, Any] = {
                         "last_applied_seq": _INT,
                         "vectors_indexed": _INT,
                         "index_building": _BOOL,
+                        "bm25_deleted": _INT,
                         "build": _nullable(_obj({"notes_indexed": _INT, "notes_total": _INT})),
                     }
                 )
