@@ -44,8 +44,12 @@ class Bm25Compactor:
         self.compactions = 0
         self._worker = BackgroundWorker("bm25-compactor", self._run, on_give_up)
 
+    @property
+    def enabled(self) -> bool:
+        return self._quiet_s > 0
+
     def start(self) -> None:
-        if self._quiet_s > 0:
+        if self.enabled:
             self._worker.start()
 
     def stop(self) -> None:

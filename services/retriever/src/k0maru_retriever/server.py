@@ -96,7 +96,8 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
         # call must not bring forward (a launcher and the console poll this)
         check = app.index.check(commit=progress is None)
         mismatches = check.problems if progress is None else []
-        workers = [app.follower.health(), app.compactor.health()] + ([app.pipeline.health()] if app.pipeline else [])
+        workers = [app.follower.health()] + ([app.compactor.health()] if app.compactor.enabled else [])
+        workers += [app.pipeline.health()] if app.pipeline else []
         embedders = app.pipeline.embedders() if app.pipeline else []
         problems = mismatches + [
             f"{w.name} {w.state}: {w.last_error}" for w in workers if w.state not in ("starting", "running")
