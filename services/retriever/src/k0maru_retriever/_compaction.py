@@ -12,7 +12,9 @@ spends at most a tenth of a core on them.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +27,7 @@ log = logging.getLogger(__name__)
 
 GAP_FACTOR = 10.0
 MIN_GAP_S = 60.0
+NICE = 10  # the compaction thread's niceness (Linux: per thread)
 
 
 class Bm25Compactor:
@@ -68,6 +71,8 @@ class Bm25Compactor:
         )
 
     def _run(self, stop: threading.Event) -> None:
+        with contextlib.suppress(OSError):  # background work: searches, the scanner and the gateway go first
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
         while not stop.wait(min(self._quiet_s, 2.0)):
             if not self.due():
                 continue
