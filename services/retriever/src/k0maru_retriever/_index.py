@@ -52,6 +52,10 @@ def embed_text(doc: common_pb2.Document, chunk: common_pb2.Chunk) -> str:
     return f"{doc.title}\n{chunk.text}" if doc.title and doc.title not in chunk.text[:200] else chunk.text
 
 
+class Bm25SwapFailed(RuntimeError):
+    """A compaction failed halfway through its swap: BM25 is unusable until the next start rebuilds it."""
+
+
 @dataclass(frozen=True)
 class IndexCheck:
     """The stores' own counts next to what the bookkeeping expects."""
@@ -187,7 +191,10 @@ class NoteIndex:
                     if current is not None:
                         self._add_bm25(current, built)
                 handed_over = True
-                self.bm25 = live.replace_with(built)
+                try:
+                    self.bm25 = live.replace_with(built)
+                except Exception as exc:  # the live index is closed or moved: only a restart mends it
+                    raise Bm25SwapFailed(f"the compacted BM25 index could not be swapped in: {exc}") from exc
                 self.state.generation = self.bm25.generation
                 self.state.commit()  # documents applied but not committed yet are in BM25 now, so in the bookkeeping too
                 return True
