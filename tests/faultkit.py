@@ -150,8 +150,8 @@ class FaultReport:
 
 
 SCORE_TOLERANCE = 0.002  # BM25 statistics still count documents an edit replaced until tantivy
-# merges their segment (live edits; the retriever rebuilds BM25 when it starts): fused scores
-# can move in the fourth decimal without changing any rank
+# merges their segment or the retriever's background compaction runs (K0_BM25_COMPACT_QUIET_S
+# after the last edit): fused scores can move in the fourth decimal without changing any rank
 
 
 def same_ranking(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool:
