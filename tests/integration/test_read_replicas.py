@@ -17,6 +17,7 @@ from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
 from k0maru_common import (
     EMBED_GROUP,
     JOBS_STREAM,
+    RESULTS_IDLE_TTL_S,
     RESULTS_STREAM,
     ensure_group,
     results_stream,
@@ -82,6 +83,10 @@ def test_second_retriever_gets_its_own_results_from_the_cache(valkey_url: str, t
         assert info.processed == 24  # 24 chunks, each embedded once: the second got cached vectors
         assert client.ttl(cached[0]) > 29 * 86_400  # a vector in use stays another 30 days
         assert client.xlen(RESULTS_STREAM) == 0 and client.xlen(results_stream("reader-2")) == 0
+        # each results stream expires a week after its last read or write: one whose retriever is
+        # gone for good does not stay in Valkey; the live ones are kept fresh by their readers
+        for stream in (RESULTS_STREAM, results_stream("reader-2")):
+            assert RESULTS_IDLE_TTL_S - 120 < client.ttl(stream) <= RESULTS_IDLE_TTL_S, stream
         ids = ["n0.md#0", "n7.md#1"]
         a, b = first_index.vectors.vectors_of(ids), second_index.vectors.vectors_of(ids)
         assert all((a[cid] == b[cid]).all() for cid in ids)  # the very same vectors
@@ -101,6 +106,7 @@ def test_a_job_reply_cannot_name_another_key(valkey_url: str, tmp_path: Path):
         ready(worker)
         wait_for(lambda: client.xlen(RESULTS_STREAM) == 1, 60, "the result in the default stream")
         assert not client.exists("k0:tokens")
+        assert 0 < client.ttl(RESULTS_STREAM) <= RESULTS_IDLE_TTL_S  # nobody reads it: it goes away in time
     finally:
         stop(worker)
 

@@ -4,7 +4,8 @@ Jobs:    XADD k0:embed:jobs    {id, hash, text, reply}      read by group "embed
 Results: XADD <reply>          {id, hash, model, vector}    read by group "retriever"
          reply = k0:embed:results (the only retriever) or k0:embed:results:<K0_RETRIEVER_ID>:
          each retriever reads its own results; a second one gets the first one's vectors
-         from the cache, not from a second model run
+         from the cache, not from a second model run; a results stream expires
+         RESULTS_IDLE_TTL_S after its last read or write
 Dead:    XADD k0:embed:dead    {id, hash, model, reason}    jobs that kept failing
 Cache:   k0:emb:<model_id>:<xxh3 of the normalised text> → vector bytes (expiring: K0_CACHE_TTL_S)
 """
@@ -24,6 +25,10 @@ DEAD_STREAM = "k0:embed:dead"
 EMBED_GROUP = "embedders"
 RESULTS_GROUP = "retriever"
 TOKEN_LEDGER = "k0:tokens"
+# A results stream expires this long after a retriever last read it or an embedder last wrote
+# to it: a retriever removed for good (scaled down, renamed) leaves no stream of results that
+# nobody reads. One back after longer finds its vectors in the cache (K0_CACHE_TTL_S, 30 days).
+RESULTS_IDLE_TTL_S = 7 * 86_400
 
 
 def ensure_group(client: Any, stream: str, group: str) -> None:

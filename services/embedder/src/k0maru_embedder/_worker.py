@@ -36,6 +36,7 @@ from k0maru_common import (
     DEAD_STREAM,
     EMBED_GROUP,
     JOBS_STREAM,
+    RESULTS_IDLE_TTL_S,
     BackgroundWorker,
     DependencyFailed,
     K0Error,
@@ -247,20 +248,22 @@ class StreamWorker:
                         vectors[i] = vectors[first]
         computed_here = set(todo)
         pipe = self._redis.pipeline(transaction=True)
+        replies: set[str] = set()
         for i, (msg_id, fields) in enumerate(jobs):
             if i in failures:
                 pipe.xadd(DEAD_STREAM, {**_meta(fields), b"reason": failures[i].encode()})
             else:
-                pipe.xadd(
-                    reply_stream(fields.get(b"reply", b"")),
-                    {**_meta(fields), b"model": model_id.encode(), b"vector": vectors[i]},
-                )
+                reply = reply_stream(fields.get(b"reply", b""))
+                replies.add(reply)
+                pipe.xadd(reply, {**_meta(fields), b"model": model_id.encode(), b"vector": vectors[i]})
                 if i in computed_here:
                     pipe.set(keys[i], vectors[i], ex=self._cache_ttl_s)
                 elif self._cache_ttl_s:  # a hit (or a copy of one) is in use: it stays another TTL
                     pipe.expire(keys[i], self._cache_ttl_s)
             pipe.xack(JOBS_STREAM, EMBED_GROUP, msg_id)
             pipe.xdel(JOBS_STREAM, msg_id)
+        for reply in replies:  # a stream no retriever reads any more goes away in time
+            pipe.expire(reply, RESULTS_IDLE_TTL_S)
         for msg_id, fields in messages:
             if not fields:  # deleted while pending
                 pipe.xack(JOBS_STREAM, EMBED_GROUP, msg_id)

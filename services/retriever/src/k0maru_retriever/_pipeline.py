@@ -36,6 +36,7 @@ from k0maru_common import (
     EMBED_GROUP,
     JOBS_STREAM,
     RESULTS_GROUP,
+    RESULTS_IDLE_TTL_S,
     BackgroundWorker,
     WorkerHealth,
     ensure_group,
@@ -170,9 +171,13 @@ class EmbeddingPipeline:
     def _run(self, stop: threading.Event) -> None:
         last_sweep = time.monotonic()
         start_id = "0"  # first our own pending results (from before a restart), then new ones
+        kept_until = 0.0
         while not stop.is_set():
             try:
                 ensure_group(self._redis, self._results, RESULTS_GROUP)
+                if time.monotonic() > kept_until:  # ours is read: it must not expire (RESULTS_IDLE_TTL_S)
+                    self._redis.expire(self._results, RESULTS_IDLE_TTL_S)
+                    kept_until = time.monotonic() + 60
                 reply = self._redis.xreadgroup(RESULTS_GROUP, CONSUMER, {self._results: start_id}, count=256, block=300)
                 messages = reply[0][1] if reply else []
                 if start_id == "0" and not messages:
