@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import tantivy
 
@@ -54,7 +56,19 @@ class ChunkRow:
 # 3: "text" analysed by tantivy (LATIN_TOKENIZER) plus pre-tokenized identifiers and jieba words
 # 4: "text" keeps term frequencies, not positions (no phrase query reads them; BM25 scores are
 #    the same; 20 % less indexing CPU on a linked vault)
-SCHEMA_VERSION = "4"
+# 5: "names" (title and aliases, analysed like "text") and "names_raw" (stored): the name match
+SCHEMA_VERSION = "5"
+# The name match (see `search`): a note's bonus grows with the cube of the share of its name the
+# query covers, so a query that names a note counts and a shared word or two hardly does; the
+# notes whose names match best are candidates even when their text ranks below the top.
+NAME_MATCH_POWER = 3
+NAME_CANDIDATES = 10
+NAMES_SEEN_MAX = 50_000  # notes whose name weights are kept between commits
+
+
+def _idf(df: int, n: int) -> float:
+    """BM25's inverse document frequency (tantivy's formula)."""
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
 NEXT, OLD = ".next", ".old"  # beside the live index: one being built for a swap, one being retired
@@ -91,6 +105,8 @@ class Bm25Index:
         builder.add_text_field("folders", tokenizer_name="raw")
         builder.add_text_field("text", tokenizer_name=LATIN_TOKENIZER, index_option="freq")
         builder.add_text_field("live", tokenizer_name="raw")
+        builder.add_text_field("names", tokenizer_name=LATIN_TOKENIZER, index_option="freq")
+        builder.add_text_field("names_raw", stored=True, tokenizer_name="raw")
         self._schema = builder.build()
         self._index = tantivy.Index(self._schema, path=str(directory), reuse=True)
         analyzer.register(self._index)
@@ -98,6 +114,7 @@ class Bm25Index:
         self._dirty = False
         self._folders: tuple[str, list[str]] = ("", [])  # the last path added and its folders
         self._searcher = self._index.searcher()  # reused until the next commit: its doc-store cache stays warm
+        self._names_seen: dict[str, dict[str, float]] = {}  # names → their terms' idf, until the next commit
 
     def delete_path(self, path: str) -> None:
         self._writer.delete_documents_by_term("path", path)
@@ -106,13 +123,15 @@ class Bm25Index:
     def add(self, row: ChunkRow) -> None:
         self.add_note(row.path, row.diary, row.tags, [(row.chunk_id, row.text)])
 
-    def add_note(self, path: str, diary: str, tags: list[str], chunks: list[tuple[str, str]]) -> None:
+    def add_note(self, path: str, diary: str, tags: list[str], chunks: list[tuple[str, str]], names: str = "") -> None:
         """`add` for the chunks of one note, given as (chunk id, text): the note's fields and
-        folders are converted once, not once per chunk."""
+        folders are converted once, not once per chunk. `names`: its title and aliases, one per
+        line (the name match of `search`)."""
         if path != self._folders[0]:
             self._folders = (path, folders_of(path))
         folders = self._folders[1]
         split, writer, token = self._analyzer.split, self._writer, tantivy.Token
+        names_latin, names_extra = split(names) if names else ("", [])
         for cid, text in chunks:
             latin, extra = split(text)
             # lists of values in one call (tags, folders): fewer calls into the extension per chunk
@@ -120,6 +139,13 @@ class Bm25Index:
             if extra:  # one more value of the same field: its terms count in the same length and frequencies
                 tokens = [token(term, i, 0, 0) for i, term in enumerate(extra)]
                 doc.add_pre_tokenized_text("text", tantivy.PreTokenizedString("", tokens))
+            if names:  # the note's name terms: what `search` measures a name match against
+                doc.add_text("names_raw", names)
+            if names_latin.strip():
+                doc.add_text("names", names_latin)
+            if names_extra:
+                tokens = [token(term, i, 0, 0) for i, term in enumerate(names_extra)]
+                doc.add_pre_tokenized_text("names", tantivy.PreTokenizedString("", tokens))
             writer.add_document(doc)
         self._dirty = True
 
@@ -133,6 +159,7 @@ class Bm25Index:
             self._writer.commit()
             self._index.reload()
             self._searcher = self._index.searcher()
+            self._names_seen.clear()
             self._dirty = False
 
     def clear(self) -> None:
@@ -144,25 +171,65 @@ class Bm25Index:
         self.generation = uuid.uuid4().hex
         self._generation_file.write_text(self.generation)
 
-    def search(self, query: str, limit: int, scope: Scope) -> list[tuple[str, float]]:
-        """(chunk id, BM25 score), best first. Never raises on query syntax: no parser is used."""
+    def search(self, query: str, limit: int, scope: Scope, name_match: float = 0.0) -> list[tuple[str, float]]:
+        """(chunk id, score), best first. Never raises on query syntax: no parser is used.
+
+        The score is BM25 over the chunk's text (title, tags, aliases, headings, body), plus, when
+        `name_match` > 0, a name match: name_match × (the best BM25 score of this query) ×
+        coverage³, where coverage is the share of the note's name terms (title and aliases,
+        weighted by idf) that the query holds. A query that names a note ("sqlite busy
+        handling") then finds it first even where longer notes use those words more; a claim
+        that shares a word or two with a paper's title hardly moves."""
         terms = self._analyzer.query_terms(query)
         if not terms or limit <= 0:
             return []
-        should = tantivy.Query.boolean_query(
-            [
-                (tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "text", t, index_option="freq"))
-                for t in terms
-            ]
-        )
-        clauses = [(tantivy.Occur.Must, should)]
-        clauses.extend(self._scope_clauses(scope))
         searcher = self._searcher
-        hits = searcher.search(tantivy.Query.boolean_query(clauses), limit, count=False).hits
-        ranked = [(str(searcher.doc(address).get_first("id")), float(score)) for score, address in hits]
+        scoped = self._scope_clauses(scope)
+
+        def hits(field: str, n: int) -> list[tuple[float, Any]]:
+            any_term = tantivy.Query.boolean_query(
+                [
+                    (tantivy.Occur.Should, tantivy.Query.term_query(self._schema, field, t, index_option="freq"))
+                    for t in terms
+                ]
+            )
+            query_ = tantivy.Query.boolean_query([(tantivy.Occur.Must, any_term), *scoped])
+            return list(searcher.search(query_, n, count=False).hits)
+
+        found: dict[str, tuple[float, str]] = {}  # chunk id → (BM25 score, the note's names)
+        for score, address in hits("text", limit):
+            doc = searcher.doc(address)
+            found[str(doc.get_first("id"))] = (float(score), str(doc.get_first("names_raw") or ""))
+        if name_match > 0 and found:
+            best = max(score for score, _names in found.values())
+            for _score, address in hits("names", NAME_CANDIDATES):
+                doc = searcher.doc(address)
+                found.setdefault(str(doc.get_first("id")), (0.0, str(doc.get_first("names_raw") or "")))
+            asked = set(terms)
+            scored = []
+            for cid, (score, names) in found.items():
+                weights = self._name_weights(names) if names else {}
+                if weights:
+                    covered = sum(w for t, w in weights.items() if t in asked) / sum(weights.values())
+                    score += name_match * best * covered**NAME_MATCH_POWER
+                scored.append((cid, score))
+        else:
+            scored = [(cid, score) for cid, (score, _names) in found.items()]
         # equal scores in chunk-id order, not in the order documents happened to be indexed: a
         # rebuilt or crash-recovered index then ranks exactly like a fresh one
-        return sorted(ranked, key=lambda hit: (-hit[1], hit[0]))
+        return sorted(scored, key=lambda hit: (-hit[1], hit[0]))[:limit]
+
+    def _name_weights(self, names: str) -> dict[str, float]:
+        """A note's name terms and their idf (kept until the next commit changes the statistics)."""
+        weights = self._names_seen.get(names)
+        if weights is None:
+            searcher, total = self._searcher, max(1, int(self._searcher.num_docs))
+            terms = set(self._analyzer.terms(names))
+            weights = {t: w for t in terms if (w := _idf(searcher.doc_freq("text", t), total)) > 0}
+            if len(self._names_seen) >= NAMES_SEEN_MAX:
+                self._names_seen.clear()
+            self._names_seen[names] = weights
+        return weights
 
     def _scope_clauses(self, scope: Scope) -> list[tuple[tantivy.Occur, tantivy.Query]]:
         def any_of(field: str, values: list[str]) -> tantivy.Query:

@@ -147,6 +147,7 @@ class NoteIndex:
                 (chunk_id(path, chunk.index), f"{prefix}\n{' '.join(chunk.heading_path)}\n{chunk.text}")
                 for chunk in doc.chunks
             ],
+            "\n".join(filter(None, [doc.title, *doc.aliases])),
         )
 
     def rebuild_bm25(self) -> None:

@@ -78,6 +78,7 @@ class RetrieverParams(TypedFields):
     fusion_adaptive: float | None = Field(None, ge=0, alias="fusionAdaptive")
     vector_gap_scale: float | None = Field(None, gt=0, alias="vectorGapScale")
     graph_boost: float | None = Field(None, ge=0, lt=1, alias="graphBoost")
+    name_match: float | None = Field(None, ge=0, alias="nameMatch")
     tagmemo_beta: float | None = Field(
         None, ge=0, le=1, alias="tagMemoBeta"
     )  # base weight when a request gives none; None = the dynamic weight of A.6.2

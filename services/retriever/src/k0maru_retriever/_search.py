@@ -54,6 +54,7 @@ class FusionParams:
     adaptive: float = 1.25  # per-query vector weight × (vector gap / (gap_scale × BM25 spread)) ** adaptive (0: fixed)
     graph_boost: float = 0.1  # rank bonus: share of the distance to the top a connected note closes
     gap_scale: float = DEFAULT_GAP_SCALE  # the ratio at which the weights are unchanged (per model: model_gap_scale)
+    name_match: float = 1.0  # BM25 channel: bonus of a note the query names, × its best score (Bm25Index.search)
 
 
 HEDGE_S = 10.0
@@ -252,8 +253,9 @@ class HybridSearcher:
         embedder = self._embedder if mode in (VECTOR, HYBRID) and not skipped else None
         qv = embedder.cached(query) if embedder is not None else None
         pending = embedder.start(query) if embedder is not None and qv is None else None
+        p = self._shaper.fusion(self._params) if self._shaper else self._params
         if mode in (BM25, HYBRID):
-            bm25 = self._pool(lambda n: self._index.bm25.search(query, n, scope), pool, scope)
+            bm25 = self._pool(lambda n: self._index.bm25.search(query, n, scope, p.name_match), pool, scope)
             response.channels.append(retriever_pb2.ChannelReport(channel="bm25", ran=True))
         if pending is not None and embedder is not None:
             qv = embedder.result(pending)
@@ -273,8 +275,7 @@ class HybridSearcher:
             )
         if mode in (VECTOR, HYBRID):
             response.channels.append(retriever_pb2.ChannelReport(channel="vector", ran=not skipped, reason=skipped))
-        best_chunk = {p: c for p, _s, c in reversed(vector)} | {p: c for p, _s, c in reversed(bm25)}
-        p = self._shaper.fusion(self._params) if self._shaper else self._params
+        best_chunk = {n: c for n, _s, c in reversed(vector)} | {n: c for n, _s, c in reversed(bm25)}
         if mode == HYBRID:
             if not vector:
                 response.mode_used = BM25

@@ -52,6 +52,7 @@ class QueryShaper:
             adaptive=r.fusion_adaptive if r.fusion_adaptive is not None else base.adaptive,
             gap_scale=r.vector_gap_scale if r.vector_gap_scale is not None else base.gap_scale,
             graph_boost=r.graph_boost if r.graph_boost is not None else base.graph_boost,
+            name_match=r.name_match if r.name_match is not None else base.name_match,
         )
 
     def vectors(

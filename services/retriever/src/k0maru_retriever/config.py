@@ -49,6 +49,11 @@ class RetrieverSettings(K0Settings):
         lt=1.0,
         description="rank bonus of a hit linked to or from another candidate: the share of the distance to rank 1 it closes in each channel",
     )
+    name_match: float = Field(
+        1.0,
+        ge=0.0,
+        description="BM25 channel: a note whose title or aliases the query covers gets this share of the query's best BM25 score, times the cube of the share of its name covered (0 = off)",
+    )
     retriever_id: str = Field(
         "",
         pattern=r"^[A-Za-z0-9_-]{0,64}$",

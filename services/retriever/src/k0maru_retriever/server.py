@@ -262,6 +262,7 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         adaptive=settings.fusion_adaptive,
         graph_boost=settings.graph_boost,
         gap_scale=settings.vector_gap_scale or model_gap_scale(model_id),
+        name_match=settings.name_match,
     )
     rag_params = ParamsFile(settings.data_dir / FILE_NAME)
     tag_maintainer = TagMaintainer(
