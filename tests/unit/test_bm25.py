@@ -120,3 +120,56 @@ def test_older_schema_is_rebuilt_with_a_new_generation(tmp_path: Path):
     (tmp_path / "i" / "k0-schema-version").write_text("2")
     again = Bm25Index(tmp_path / "i", BM25Analyzer())
     assert again.count() == 0 and again.generation != generation
+
+
+def _named(tmp_path: Path) -> Bm25Index:
+    """A short note named for a topic beside long notes that use its words more often."""
+    idx = Bm25Index(tmp_path / "named", BM25Analyzer())
+    body = "busy sqlite handling " * 6
+    idx.add_note("long-a.md", "Root", [], [("long-a.md#0", f"Export job log\n{body} export rows")], "Export job log")
+    idx.add_note("long-b.md", "Root", [], [("long-b.md#0", f"Ledger cache\n{body} ledger cache")], "Ledger cache")
+    idx.add_note(
+        "named.md",
+        "Root",
+        [],
+        [("named.md#0", "SQLite busy handling\nSet a busy timeout; keep write transactions short.")],
+        "SQLite busy handling\nsqlite-busy",
+    )
+    idx.add_note(
+        "paper.md",
+        "Root",
+        [],
+        [("paper.md#0", "Osteoporosis risk factors in elderly cohorts\nA cohort study of risk in the elderly.")],
+        "Osteoporosis risk factors in elderly cohorts",
+    )
+    idx.add_note("zh.md", "Root", [], [("zh.md#0", "借用检查器\n所有权规则")], "借用检查器")
+    for i in range(6):  # more documents, so each name term has a real idf
+        idx.add_note(f"other{i}.md", "Root", [], [(f"other{i}.md#0", f"unrelated note {i} about risk")], f"Other {i}")
+    idx.commit()
+    return idx
+
+
+def test_a_query_that_names_a_note_finds_it_first(tmp_path: Path):
+    idx = _named(tmp_path)
+    plain = [c for c, _ in idx.search("sqlite busy handling", 10, Scope())]
+    named = [c for c, _ in idx.search("sqlite busy handling", 10, Scope(), name_match=1.0)]
+    assert plain[0] != "named.md#0"  # the long notes repeat the words
+    assert named[0] == "named.md#0"
+    assert set(plain) == set(named)  # the same candidates, reordered
+    assert idx.search("借用检查器", 3, Scope(), name_match=1.0)[0][0] == "zh.md#0"  # Han names too
+
+
+def test_a_shared_word_or_two_hardly_moves_a_long_title(tmp_path: Path):
+    idx = _named(tmp_path)
+    plain = dict(idx.search("risk in the elderly", 10, Scope()))
+    named = dict(idx.search("risk in the elderly", 10, Scope(), name_match=1.0))
+    best = max(plain.values())
+    # "risk" and "elderly" cover about a third of the title's weight: a bonus of under 5 % of the best score
+    assert 0 < named["paper.md#0"] - plain["paper.md#0"] < 0.05 * best
+
+
+def test_a_named_note_below_the_text_cut_is_still_a_candidate(tmp_path: Path):
+    idx = _named(tmp_path)
+    assert "named.md#0" not in dict(idx.search("sqlite busy handling", 2, Scope()))
+    # found through its name alone (its text score not known: counted as 0, its name as whole)
+    assert "named.md#0" in dict(idx.search("sqlite busy handling", 2, Scope(), name_match=1.0))

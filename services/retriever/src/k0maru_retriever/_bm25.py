@@ -114,7 +114,7 @@ class Bm25Index:
         self._dirty = False
         self._folders: tuple[str, list[str]] = ("", [])  # the last path added and its folders
         self._searcher = self._index.searcher()  # reused until the next commit: its doc-store cache stays warm
-        self._names_seen: dict[str, dict[str, float]] = {}  # names → their terms' idf, until the next commit
+        self._names_seen: dict[str, list[dict[str, float]]] = {}  # names → each one's terms' idf, until the next commit
 
     def delete_path(self, path: str) -> None:
         self._writer.delete_documents_by_term("path", path)
@@ -176,8 +176,8 @@ class Bm25Index:
 
         The score is BM25 over the chunk's text (title, tags, aliases, headings, body), plus, when
         `name_match` > 0, a name match: name_match × (the best BM25 score of this query) ×
-        coverage³, where coverage is the share of the note's name terms (title and aliases,
-        weighted by idf) that the query holds. A query that names a note ("sqlite busy
+        coverage³, where coverage is the share of one of the note's names (its title or an
+        alias; terms weighted by idf) that the query holds, the best of them. A query that names a note ("sqlite busy
         handling") then finds it first even where longer notes use those words more; a claim
         that shares a word or two with a paper's title hardly moves."""
         terms = self._analyzer.query_terms(query)
@@ -208,28 +208,32 @@ class Bm25Index:
             asked = set(terms)
             scored = []
             for cid, (score, names) in found.items():
-                weights = self._name_weights(names) if names else {}
-                if weights:
-                    covered = sum(w for t, w in weights.items() if t in asked) / sum(weights.values())
-                    score += name_match * best * covered**NAME_MATCH_POWER
-                scored.append((cid, score))
+                covered = max(
+                    (sum(w for t, w in name.items() if t in asked) / sum(name.values()) for name in self._names(names)),
+                    default=0.0,
+                )
+                scored.append((cid, score + name_match * best * covered**NAME_MATCH_POWER))
         else:
             scored = [(cid, score) for cid, (score, _names) in found.items()]
         # equal scores in chunk-id order, not in the order documents happened to be indexed: a
         # rebuilt or crash-recovered index then ranks exactly like a fresh one
         return sorted(scored, key=lambda hit: (-hit[1], hit[0]))[:limit]
 
-    def _name_weights(self, names: str) -> dict[str, float]:
-        """A note's name terms and their idf (kept until the next commit changes the statistics)."""
-        weights = self._names_seen.get(names)
-        if weights is None:
+    def _names(self, names: str) -> list[dict[str, float]]:
+        """A note's names (title, then each alias: one per line), each as its terms' idf; kept
+        until the next commit changes the statistics."""
+        parsed = self._names_seen.get(names)
+        if parsed is None:
             searcher, total = self._searcher, max(1, int(self._searcher.num_docs))
-            terms = set(self._analyzer.terms(names))
-            weights = {t: w for t in terms if (w := _idf(searcher.doc_freq("text", t), total)) > 0}
+            parsed = []
+            for line in names.splitlines():
+                terms = set(self._analyzer.terms(line))
+                if terms:
+                    parsed.append({t: _idf(searcher.doc_freq("text", t), total) for t in terms})
             if len(self._names_seen) >= NAMES_SEEN_MAX:
                 self._names_seen.clear()
-            self._names_seen[names] = weights
-        return weights
+            self._names_seen[names] = parsed
+        return parsed
 
     def _scope_clauses(self, scope: Scope) -> list[tuple[tantivy.Occur, tantivy.Query]]:
         def any_of(field: str, values: list[str]) -> tantivy.Query:
