@@ -115,6 +115,7 @@ class Bm25Index:
         self._folders: tuple[str, list[str]] = ("", [])  # the last path added and its folders
         self._searcher = self._index.searcher()  # reused until the next commit: its doc-store cache stays warm
         self._names_seen: dict[str, list[dict[str, float]]] = {}  # names → each one's terms' idf, until the next commit
+        self._idf_seen: dict[str, float] = {}  # term → idf in "text", until the next commit
 
     def delete_path(self, path: str) -> None:
         self._writer.delete_documents_by_term("path", path)
@@ -160,6 +161,7 @@ class Bm25Index:
             self._index.reload()
             self._searcher = self._index.searcher()
             self._names_seen.clear()
+            self._idf_seen.clear()
             self._dirty = False
 
     def clear(self) -> None:
@@ -224,16 +226,24 @@ class Bm25Index:
         until the next commit changes the statistics."""
         parsed = self._names_seen.get(names)
         if parsed is None:
-            searcher, total = self._searcher, max(1, int(self._searcher.num_docs))
-            parsed = []
-            for line in names.splitlines():
-                terms = set(self._analyzer.terms(line))
-                if terms:
-                    parsed.append({t: _idf(searcher.doc_freq("text", t), total) for t in terms})
+            parsed = [
+                {t: self._idf(t) for t in terms}
+                for line in names.splitlines()
+                if (terms := set(self._analyzer.terms(line)))
+            ]
             if len(self._names_seen) >= NAMES_SEEN_MAX:
                 self._names_seen.clear()
             self._names_seen[names] = parsed
         return parsed
+
+    def _idf(self, term: str) -> float:
+        idf = self._idf_seen.get(term)
+        if idf is None:
+            idf = _idf(self._searcher.doc_freq("text", term), max(1, int(self._searcher.num_docs)))
+            if len(self._idf_seen) >= NAMES_SEEN_MAX:
+                self._idf_seen.clear()
+            self._idf_seen[term] = idf
+        return idf
 
     def _scope_clauses(self, scope: Scope) -> list[tuple[tantivy.Occur, tantivy.Query]]:
         def any_of(field: str, values: list[str]) -> tantivy.Query:
