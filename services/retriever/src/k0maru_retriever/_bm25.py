@@ -179,9 +179,9 @@ class Bm25Index:
         The score is BM25 over the chunk's text (title, tags, aliases, headings, body), plus, when
         `name_match` > 0, a name match: name_match × (the best BM25 score of this query) ×
         coverage³, where coverage is the share of one of the note's names (its title or an
-        alias; terms weighted by idf) that the query holds, the best of them. A query that names a note ("sqlite busy
-        handling") then finds it first even where longer notes use those words more; a claim
-        that shares a word or two with a paper's title hardly moves."""
+        alias; terms weighted by idf) that the query holds, the best of them. A query that
+        names a note ("sqlite busy handling") then finds it first even where longer notes use
+        those words more; a claim that shares a word or two with a paper's title hardly moves."""
         terms = self._analyzer.query_terms(query)
         if not terms or limit <= 0:
             return []
@@ -239,7 +239,8 @@ class Bm25Index:
     def _idf(self, term: str) -> float:
         idf = self._idf_seen.get(term)
         if idf is None:
-            idf = _idf(self._searcher.doc_freq("text", term), max(1, int(self._searcher.num_docs)))
+            df = self._searcher.doc_freq("text", term)  # counts deleted documents too, num_docs does not
+            idf = _idf(df, max(1, df, int(self._searcher.num_docs)))
             if len(self._idf_seen) >= NAMES_SEEN_MAX:
                 self._idf_seen.clear()
             self._idf_seen[term] = idf
