@@ -149,9 +149,8 @@ class FaultReport:
         return round(max(deltas, default=0.0), 6)
 
 
-SCORE_TOLERANCE = 0.002  # BM25 statistics still count documents an edit replaced until tantivy
-# merges their segment or the retriever's background compaction runs (K0_BM25_COMPACT_QUIET_S
-# after the last edit): fused scores can move in the fourth decimal without changing any rank
+SCORE_TOLERANCE = 0.002  # `settled` waits for the BM25 compaction after the edits, so BM25's
+# statistics are a fresh build's; fused scores are still compared within the fourth decimal
 
 
 def same_ranking(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool:
@@ -191,6 +190,7 @@ def settled(client: StackClient, documents: int) -> bool:
         and s.chunks_with_vectors == s.chunks
         and s.embed_queue_pending == 0
         and s.consistent
+        and s.bm25_deleted == 0  # the edits' replaced chunks compacted away: BM25 as a fresh build
         and all(w.state == "running" for w in s.workers)
     )
 
@@ -243,7 +243,12 @@ def _run_stack(
     """Start a stack, run `body`, wait until it settled; return its top-10 lists, dead jobs,
     jobs enqueued, and any IndexStatus problem; stop it."""
     launcher = Launcher(
-        vault, data_dir, embedders=1, http_port=0, extra_env={"K0_WATCH": "true"}, startup_timeout_s=300
+        vault,
+        data_dir,
+        embedders=1,
+        http_port=0,
+        extra_env={"K0_WATCH": "true", "K0_BM25_COMPACT_QUIET_S": "1"},
+        startup_timeout_s=300,
     )
     state = launcher.start()
     client = state.client()

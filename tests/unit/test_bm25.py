@@ -166,10 +166,3 @@ def test_a_shared_word_or_two_hardly_moves_a_long_title(tmp_path: Path):
     best = max(plain.values())
     # "risk" and "elderly" cover about a third of the title's weight: a bonus of under 5 % of the best score
     assert 0 < named["paper.md#0"] - plain["paper.md#0"] < 0.05 * best
-
-
-def test_a_named_note_below_the_text_cut_is_still_a_candidate(tmp_path: Path):
-    idx = _named(tmp_path)
-    assert "named.md#0" not in dict(idx.search("sqlite busy handling", 2, Scope()))
-    # found through its name alone (its text score not known: counted as 0, its name as whole)
-    assert "named.md#0" in dict(idx.search("sqlite busy handling", 2, Scope(), name_match=1.0))

@@ -7,7 +7,6 @@ import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import tantivy
 
@@ -56,13 +55,11 @@ class ChunkRow:
 # 3: "text" analysed by tantivy (LATIN_TOKENIZER) plus pre-tokenized identifiers and jieba words
 # 4: "text" keeps term frequencies, not positions (no phrase query reads them; BM25 scores are
 #    the same; 20 % less indexing CPU on a linked vault)
-# 5: "names" (title and aliases, analysed like "text") and "names_raw" (stored): the name match
-SCHEMA_VERSION = "5"
+# 6: "names_raw" (stored: the note's title and aliases, one per line), for the name match
+SCHEMA_VERSION = "6"
 # The name match (see `search`): a note's bonus grows with the cube of the share of its name the
-# query covers, so a query that names a note counts and a shared word or two hardly does; the
-# notes whose names match best are candidates even when their text ranks below the top.
+# query covers, so a query that names a note counts and a shared word or two hardly does.
 NAME_MATCH_POWER = 3
-NAME_CANDIDATES = 10
 NAMES_SEEN_MAX = 50_000  # notes whose name weights are kept between commits
 
 
@@ -105,7 +102,6 @@ class Bm25Index:
         builder.add_text_field("folders", tokenizer_name="raw")
         builder.add_text_field("text", tokenizer_name=LATIN_TOKENIZER, index_option="freq")
         builder.add_text_field("live", tokenizer_name="raw")
-        builder.add_text_field("names", tokenizer_name=LATIN_TOKENIZER, index_option="freq")
         builder.add_text_field("names_raw", stored=True, tokenizer_name="raw")
         self._schema = builder.build()
         self._index = tantivy.Index(self._schema, path=str(directory), reuse=True)
@@ -132,7 +128,6 @@ class Bm25Index:
             self._folders = (path, folders_of(path))
         folders = self._folders[1]
         split, writer, token = self._analyzer.split, self._writer, tantivy.Token
-        names_latin, names_extra = split(names) if names else ("", [])
         for cid, text in chunks:
             latin, extra = split(text)
             # lists of values in one call (tags, folders): fewer calls into the extension per chunk
@@ -140,13 +135,8 @@ class Bm25Index:
             if extra:  # one more value of the same field: its terms count in the same length and frequencies
                 tokens = [token(term, i, 0, 0) for i, term in enumerate(extra)]
                 doc.add_pre_tokenized_text("text", tantivy.PreTokenizedString("", tokens))
-            if names:  # the note's name terms: what `search` measures a name match against
+            if names:  # what `search` measures a name match against
                 doc.add_text("names_raw", names)
-            if names_latin.strip():
-                doc.add_text("names", names_latin)
-            if names_extra:
-                tokens = [token(term, i, 0, 0) for i, term in enumerate(names_extra)]
-                doc.add_pre_tokenized_text("names", tantivy.PreTokenizedString("", tokens))
             writer.add_document(doc)
         self._dirty = True
 
@@ -185,28 +175,20 @@ class Bm25Index:
         terms = self._analyzer.query_terms(query)
         if not terms or limit <= 0:
             return []
+        should = tantivy.Query.boolean_query(
+            [
+                (tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "text", t, index_option="freq"))
+                for t in terms
+            ]
+        )
+        clauses = [(tantivy.Occur.Must, should), *self._scope_clauses(scope)]
         searcher = self._searcher
-        scoped = self._scope_clauses(scope)
-
-        def hits(field: str, n: int) -> list[tuple[float, Any]]:
-            any_term = tantivy.Query.boolean_query(
-                [
-                    (tantivy.Occur.Should, tantivy.Query.term_query(self._schema, field, t, index_option="freq"))
-                    for t in terms
-                ]
-            )
-            query_ = tantivy.Query.boolean_query([(tantivy.Occur.Must, any_term), *scoped])
-            return list(searcher.search(query_, n, count=False).hits)
-
         found: dict[str, tuple[float, str]] = {}  # chunk id → (BM25 score, the note's names)
-        for score, address in hits("text", limit):
+        for score, address in searcher.search(tantivy.Query.boolean_query(clauses), limit, count=False).hits:
             doc = searcher.doc(address)
             found[str(doc.get_first("id"))] = (float(score), str(doc.get_first("names_raw") or ""))
         if name_match > 0 and found:
             best = max(score for score, _names in found.values())
-            for _score, address in hits("names", NAME_CANDIDATES):
-                doc = searcher.doc(address)
-                found.setdefault(str(doc.get_first("id")), (0.0, str(doc.get_first("names_raw") or "")))
             asked = set(terms)
             scored = []
             for cid, (score, names) in found.items():
