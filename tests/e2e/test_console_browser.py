@@ -166,6 +166,14 @@ def test_search_debugger_explains_hits_and_opens_the_note(page: Any, stack: Stac
     badge = page.locator(".badge.graph").first
     assert badge.inner_text() == "+Graph Boost"
     assert badge.evaluate("e => getComputedStyle(e).borderColor") == "rgb(16, 185, 129)"  # emerald
+    # the name match: a badge where the query holds at least half of the note's title or an alias
+    named = {h["path"] for h in api["hits"] if h["explain"]["name_match"] >= 0.5}
+    assert named  # "lighthouse storm" holds the whole title of the lighthouse note
+    assert named == {
+        hits.nth(i).get_attribute("data-path")
+        for i in range(hits.count())
+        if hits.nth(i).locator(".badge.name").count()
+    }
     first = hits.first
     assert "BM25 #" in first.inner_text() and "vector #" in first.inner_text() and "fused" in first.inner_text()
     assert first.locator(".snippet mark").count() >= 1

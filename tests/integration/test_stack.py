@@ -89,6 +89,11 @@ def test_bm25_vector_and_hybrid_find_the_right_note(stack):
     assert any(top[p].explain.graph_boost > 0 for p in ("eng/cache.md", "eng/sqlite.md"))
     assert all(h.explain.graph_boost == 0 for p, h in top.items() if p not in ("eng/cache.md", "eng/sqlite.md"))
     assert reply.vector_coverage == 1.0 and reply.mode_used == HYBRID
+    # the name match: the query holds all of one note's title ("SQLite locking"), less of any other's
+    reply = client.call(client.retriever.Search, retriever_pb2.SearchRequest(query="sqlite locking", explain=True))
+    named = {h.path: h.explain.name_match for h in reply.hits}
+    assert reply.hits[0].path == "eng/sqlite.md" and named["eng/sqlite.md"] == pytest.approx(1.0)
+    assert all(v < 1.0 for p, v in named.items() if p != "eng/sqlite.md")
 
 
 def test_scope_filters(stack):

@@ -147,7 +147,7 @@ TOKENS_KNOWN = {
     "recall_note_tokens",
     "recall_answer_tokens",
 }
-EXPLAIN_KNOWN = {"bm25", "vector", "graph_boost", "fused_score", "heading_path", "tagmemo_tags"}
+EXPLAIN_KNOWN = {"bm25", "vector", "graph_boost", "fused_score", "heading_path", "tagmemo_tags", "name_match"}
 
 
 def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
@@ -166,6 +166,7 @@ def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
             "bm25": {"rank": e.bm25.rank, "score": e.bm25.score} if e.bm25.present else None,
             "vector": {"rank": e.vector.rank, "score": e.vector.score} if e.vector.present else None,
             "graph_boost": e.graph_boost,
+            "name_match": e.name_match,  # share of the note's best-matching name the query holds
             "fused_score": e.fused_score,
             "heading_path": list(e.heading_path),
             "tagmemo_tags": [{"tag": t.tag, "weight": t.weight} for t in e.tagmemo_tags],

@@ -47,6 +47,7 @@ class Explain(BaseModel):
     vector_rank: int | None
     vector_score: float | None
     graph_boost: float
+    name_match: float  # share (0–1) of the note's title or an alias that the query holds
     fused_score: float
 
 
@@ -222,6 +223,7 @@ def build_mcp(client: StackClient) -> MCPServer:
                     vector_rank=e.vector.rank if e.vector.present else None,
                     vector_score=e.vector.score if e.vector.present else None,
                     graph_boost=e.graph_boost,
+                    name_match=round(e.name_match, 4),
                     fused_score=e.fused_score,
                 )
             hits.append(

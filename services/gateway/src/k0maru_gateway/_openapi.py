@@ -66,6 +66,7 @@ SCHEMAS: dict[str, Any] = {
             "bm25": _ref("ChannelScore"),
             "vector": _ref("ChannelScore"),
             "graph_boost": _NUM,
+            "name_match": _NUM,
             "fused_score": _NUM,
             "heading_path": {"type": "array", "items": _STR},
             "tagmemo_tags": {"type": "array", "items": _obj({"tag": _STR, "weight": _NUM})},

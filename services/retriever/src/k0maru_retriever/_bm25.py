@@ -192,16 +192,24 @@ class Bm25Index:
             asked = set(terms)
             scored = []
             for cid, (score, names) in found.items():
-                covered = max(
-                    (sum(w for t, w in name.items() if t in asked) / sum(name.values()) for name in self._names(names)),
-                    default=0.0,
-                )
+                covered = self._coverage(asked, names)
                 scored.append((cid, score + name_match * best * covered**NAME_MATCH_POWER))
         else:
             scored = [(cid, score) for cid, (score, _names) in found.items()]
         # equal scores in chunk-id order, not in the order documents happened to be indexed: a
         # rebuilt or crash-recovered index then ranks exactly like a fresh one
         return sorted(scored, key=lambda hit: (-hit[1], hit[0]))[:limit]
+
+    def name_coverage(self, query: str, names: str) -> float:
+        """The share of the best-matching of `names` (title and aliases, one per line) that
+        `query` holds, as the name match of `search` measures it (0–1)."""
+        return self._coverage(set(self._analyzer.query_terms(query)), names)
+
+    def _coverage(self, asked: set[str], names: str) -> float:
+        return max(
+            (sum(w for t, w in name.items() if t in asked) / sum(name.values()) for name in self._names(names)),
+            default=0.0,
+        )
 
     def _names(self, names: str) -> list[dict[str, float]]:
         """A note's names (title, then each alias: one per line), each as its terms' idf; kept

@@ -376,6 +376,9 @@ class HybridSearcher:
                     graph_boost=hit.boost,
                     fused_score=hit.score,
                     heading_path=list(chunk.heading_path) if chunk else [],
+                    name_match=self._index.bm25.name_coverage(query, "\n".join(filter(None, [doc.title, *doc.aliases])))
+                    if hit.bm25_rank > 0
+                    else 0.0,
                 )
             )
         return out

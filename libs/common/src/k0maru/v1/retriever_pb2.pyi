@@ -78,20 +78,22 @@ class TagFactor(_message.Message):
     def __init__(self, tag: _Optional[str] = ..., weight: _Optional[float] = ...) -> None: ...
 
 class Explanation(_message.Message):
-    __slots__ = ("bm25", "vector", "graph_boost", "fused_score", "tagmemo_tags", "heading_path")
+    __slots__ = ("bm25", "vector", "graph_boost", "fused_score", "tagmemo_tags", "heading_path", "name_match")
     BM25_FIELD_NUMBER: _ClassVar[int]
     VECTOR_FIELD_NUMBER: _ClassVar[int]
     GRAPH_BOOST_FIELD_NUMBER: _ClassVar[int]
     FUSED_SCORE_FIELD_NUMBER: _ClassVar[int]
     TAGMEMO_TAGS_FIELD_NUMBER: _ClassVar[int]
     HEADING_PATH_FIELD_NUMBER: _ClassVar[int]
+    NAME_MATCH_FIELD_NUMBER: _ClassVar[int]
     bm25: ChannelExplanation
     vector: ChannelExplanation
     graph_boost: float
     fused_score: float
     tagmemo_tags: _containers.RepeatedCompositeFieldContainer[TagFactor]
     heading_path: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, bm25: _Optional[_Union[ChannelExplanation, _Mapping]] = ..., vector: _Optional[_Union[ChannelExplanation, _Mapping]] = ..., graph_boost: _Optional[float] = ..., fused_score: _Optional[float] = ..., tagmemo_tags: _Optional[_Iterable[_Union[TagFactor, _Mapping]]] = ..., heading_path: _Optional[_Iterable[str]] = ...) -> None: ...
+    name_match: float
+    def __init__(self, bm25: _Optional[_Union[ChannelExplanation, _Mapping]] = ..., vector: _Optional[_Union[ChannelExplanation, _Mapping]] = ..., graph_boost: _Optional[float] = ..., fused_score: _Optional[float] = ..., tagmemo_tags: _Optional[_Iterable[_Union[TagFactor, _Mapping]]] = ..., heading_path: _Optional[_Iterable[str]] = ..., name_match: _Optional[float] = ...) -> None: ...
 
 class SearchHit(_message.Message):
     __slots__ = ("path", "title", "snippet", "score", "diary", "tags", "chunk_index", "start_line", "end_line", "explain")

@@ -202,13 +202,14 @@ async function searchView(_arg, params) {
     const extra = Object.entries(x.extra || {}).map(([k, v]) => `<span class="score">${esc(k)} <b>${esc(typeof v === "number" ? +v.toFixed(4) : JSON.stringify(v))}</b></span>`).join("");
     el.innerHTML = `<div class="head"><a class="title" href="${noteHref(h.path)}">${esc(h.title || h.path)}</a>
       <span class="path">${esc(h.path)}:${h.lines[0]}–${h.lines[1]}</span>
-      ${x.graph_boost > 0 ? `<span class="badge graph" title="linked to another hit: +${x.graph_boost.toFixed(4)}">+Graph Boost</span>` : ""}${tagmemo}</div>
+      ${x.graph_boost > 0 ? `<span class="badge graph" title="linked to another hit: +${x.graph_boost.toFixed(4)}">+Graph Boost</span>` : ""}${x.name_match >= 0.5 ? `<span class="badge name" title="the query holds ${Math.round(100 * x.name_match)} % of this note's title or an alias">Name match</span>` : ""}${tagmemo}</div>
       ${heading ? `<div class="crumbs">${esc(heading)}</div>` : ""}
       <div class="snippet"></div>
       <div class="scores">
         <span class="score">BM25 ${x.bm25 ? `<b>#${x.bm25.rank}</b> · ${x.bm25.score.toFixed(3)}` : "<b>—</b>"}</span>
         <span class="score">vector ${x.vector ? `<b>#${x.vector.rank}</b> · cos ${x.vector.score.toFixed(3)}` : "<b>—</b>"}</span>
         ${x.graph_boost > 0 ? `<span class="score">graph <b>+${x.graph_boost.toFixed(4)}</b></span>` : ""}
+        ${x.name_match > 0 ? `<span class="score" title="share of the note's title or an alias the query holds; BM25 adds its cube × the best BM25 score">name <b>${Math.round(100 * x.name_match)} %</b></span>` : ""}
         <span class="score">fused <b>${(x.fused_score ?? h.score).toFixed(5)}</b></span>${extra}
         ${h.tags.length ? `<span class="tags">${h.tags.map((t) => `<span class="tagchip">#${esc(t)}</span>`).join("")}</span>` : ""}
       </div>`;
