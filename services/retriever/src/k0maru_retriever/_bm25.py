@@ -7,6 +7,7 @@ import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import tantivy
 
@@ -60,7 +61,15 @@ SCHEMA_VERSION = "6"
 # The name match (see `search`): a note's bonus grows with the cube of the share of its name the
 # query covers, so a query that names a note counts and a shared word or two hardly does.
 NAME_MATCH_POWER = 3
-NAMES_SEEN_MAX = 50_000  # notes whose name weights are kept between commits
+NAMES_SEEN_MAX = 50_000  # notes' names, and terms' idf, kept between commits
+V = TypeVar("V")
+
+
+def _keep(cache: dict[str, V], key: str, value: V) -> None:
+    """Remember `value` under `key` in a cache emptied at each commit (and whenever it is full)."""
+    if len(cache) >= NAMES_SEEN_MAX:
+        cache.clear()
+    cache[key] = value
 
 
 def _idf(df: int, n: int) -> float:
@@ -183,16 +192,17 @@ class Bm25Index:
         )
         clauses = [(tantivy.Occur.Must, should), *self._scope_clauses(scope)]
         searcher = self._searcher
-        found: dict[str, tuple[float, str]] = {}  # chunk id → (BM25 score, the note's names)
+        found: dict[str, tuple[float, str]] = {}  # chunk id → (BM25 score, the note's names when matched)
         for score, address in searcher.search(tantivy.Query.boolean_query(clauses), limit, count=False).hits:
             doc = searcher.doc(address)
-            found[str(doc.get_first("id"))] = (float(score), str(doc.get_first("names_raw") or ""))
+            names = str(doc.get_first("names_raw") or "") if name_match > 0 else ""
+            found[str(doc.get_first("id"))] = (float(score), names)
         if name_match > 0 and found:
             best = max(score for score, _names in found.values())
             asked = set(terms)
             scored = []
             for cid, (score, names) in found.items():
-                covered = self._coverage(asked, names)
+                covered = self.name_coverage(asked, names)
                 scored.append((cid, score + name_match * best * covered**NAME_MATCH_POWER))
         else:
             scored = [(cid, score) for cid, (score, _names) in found.items()]
@@ -200,12 +210,13 @@ class Bm25Index:
         # rebuilt or crash-recovered index then ranks exactly like a fresh one
         return sorted(scored, key=lambda hit: (-hit[1], hit[0]))[:limit]
 
-    def name_coverage(self, query: str, names: str) -> float:
-        """The share of the best-matching of `names` (title and aliases, one per line) that
-        `query` holds, as the name match of `search` measures it (0–1)."""
-        return self._coverage(set(self._analyzer.query_terms(query)), names)
+    def query_terms(self, query: str) -> set[str]:
+        """The terms `search` looks for (what `name_coverage` is given)."""
+        return set(self._analyzer.query_terms(query))
 
-    def _coverage(self, asked: set[str], names: str) -> float:
+    def name_coverage(self, asked: set[str], names: str) -> float:
+        """The share of the best-matching of `names` (title and aliases, one per line) that the
+        query terms `asked` hold, as the name match of `search` measures it (0–1)."""
         return max(
             (sum(w for t, w in name.items() if t in asked) / sum(name.values()) for name in self._names(names)),
             default=0.0,
@@ -221,9 +232,7 @@ class Bm25Index:
                 for line in names.splitlines()
                 if (terms := set(self._analyzer.terms(line)))
             ]
-            if len(self._names_seen) >= NAMES_SEEN_MAX:
-                self._names_seen.clear()
-            self._names_seen[names] = parsed
+            _keep(self._names_seen, names, parsed)
         return parsed
 
     def _idf(self, term: str) -> float:
@@ -231,9 +240,7 @@ class Bm25Index:
         if idf is None:
             df = self._searcher.doc_freq("text", term)  # counts deleted documents too, num_docs does not
             idf = _idf(df, max(1, df, int(self._searcher.num_docs)))
-            if len(self._idf_seen) >= NAMES_SEEN_MAX:
-                self._idf_seen.clear()
-            self._idf_seen[term] = idf
+            _keep(self._idf_seen, term, idf)
         return idf
 
     def _scope_clauses(self, scope: Scope) -> list[tuple[tantivy.Occur, tantivy.Query]]:

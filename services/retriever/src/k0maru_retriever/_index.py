@@ -48,6 +48,11 @@ def vector_key(doc: common_pb2.Document, chunk: common_pb2.Chunk, model_id: str)
     return xxhash.xxh3_64_hexdigest(f"{model_id}|{chunk.hash}|{doc.title}|{doc.path}|{','.join(doc.tags)}".encode())
 
 
+def note_names(doc: common_pb2.Document) -> str:
+    """A note's names for BM25's name match: its title and aliases, one per line."""
+    return "\n".join(filter(None, [doc.title, *doc.aliases]))
+
+
 def embed_text(doc: common_pb2.Document, chunk: common_pb2.Chunk) -> str:
     return f"{doc.title}\n{chunk.text}" if doc.title and doc.title not in chunk.text[:200] else chunk.text
 
@@ -147,7 +152,7 @@ class NoteIndex:
                 (chunk_id(path, chunk.index), f"{prefix}\n{' '.join(chunk.heading_path)}\n{chunk.text}")
                 for chunk in doc.chunks
             ],
-            "\n".join(filter(None, [doc.title, *doc.aliases])),
+            note_names(doc),
         )
 
     def rebuild_bm25(self) -> None:

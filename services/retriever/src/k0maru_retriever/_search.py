@@ -28,7 +28,7 @@ from ._fusion import (
     single_channel,
     snippet,
 )
-from ._index import NoteIndex, split_chunk_id
+from ._index import NoteIndex, note_names, split_chunk_id
 from ._shaping import QueryShaper
 from ._tags import normalise_tag
 
@@ -297,10 +297,11 @@ class HybridSearcher:
             if request.explain:
                 response.tagmemo.dedup_dropped = min(len(fused), limit) - len(kept)
             fused = kept
+        asked = self._index.bm25.query_terms(query) if request.explain else None  # for each hit's name match
         with self._index.lock:  # a note deleted while the channels ran is left out, not an error
             docs = self._index.state.docs
             for hit in [h for h in fused if h.path in docs][:limit]:
-                response.hits.append(self._to_hit(hit, best_chunk[hit.path], query, request.explain))
+                response.hits.append(self._to_hit(hit, best_chunk[hit.path], query, asked))
         if request.explain and response.tagmemo.matched_tags:
             _explain_hit_tags(response)
         response.took_ms = (time.perf_counter() - started) * 1000
@@ -349,7 +350,8 @@ class HybridSearcher:
                 break
         return [(path, score, cid) for path, (score, cid) in seen.items()]
 
-    def _to_hit(self, hit: FusedHit, cid: str, query: str, explain: bool) -> retriever_pb2.SearchHit:
+    def _to_hit(self, hit: FusedHit, cid: str, query: str, asked: set[str] | None) -> retriever_pb2.SearchHit:
+        """The hit as answered; with its explanation when `asked` (the query's BM25 terms) is given."""
         path, index = split_chunk_id(cid)
         doc = self._index.state.docs[path]
         chunk = doc.chunks[index] if index < len(doc.chunks) else None
@@ -364,7 +366,7 @@ class HybridSearcher:
             start_line=chunk.start_line if chunk else 0,
             end_line=chunk.end_line if chunk else 0,
         )
-        if explain:
+        if asked is not None:
             out.explain.CopyFrom(
                 retriever_pb2.Explanation(
                     bm25=retriever_pb2.ChannelExplanation(
@@ -376,9 +378,7 @@ class HybridSearcher:
                     graph_boost=hit.boost,
                     fused_score=hit.score,
                     heading_path=list(chunk.heading_path) if chunk else [],
-                    name_match=self._index.bm25.name_coverage(query, "\n".join(filter(None, [doc.title, *doc.aliases])))
-                    if hit.bm25_rank > 0
-                    else 0.0,
+                    name_match=self._index.bm25.name_coverage(asked, note_names(doc)) if hit.bm25_rank > 0 else 0.0,
                 )
             )
         return out
