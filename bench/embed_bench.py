@@ -1,7 +1,8 @@
 """Embedder benchmarks, side by side in one run.
 
 Run: .venv/bin/python bench/embed_bench.py [--chunks 400]
-  - bare onnxruntime (same model file, tokenizer, 1 intra-op thread, batch 32, length-sorted)
+  - bare onnxruntime (same model file, tokenizer, 1 intra-op thread, batch 32, length-sorted; the
+    default preset's model)
     against the service path (Redis stream jobs → worker process → results), same chunks;
     target: service overhead ≤ 10 %
   - one worker against two on this machine
@@ -29,7 +30,8 @@ from tokenizers import Tokenizer
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
 from k0maru_cli import Launcher, free_port, valkey_argv, wait_for_redis
 from k0maru_common import JOBS_STREAM, RESULTS_STREAM, open_channel, orphan_guard, wait_until_serving
-from k0maru_embedder._presets import minilm_l6_int8
+from k0maru_embedder._presets import DEFAULT_PRESET, resolve_preset
+from k0maru_embedder._slim import slim_model
 
 
 def scifact_chunks(n: int) -> list[str]:
@@ -45,20 +47,25 @@ def scifact_chunks(n: int) -> list[str]:
     return texts
 
 
-def bare_onnxruntime(texts: list[str]) -> float:
-    preset = minilm_l6_int8()
+def bare_onnxruntime(texts: list[str], model: str = DEFAULT_PRESET) -> float:
+    """Seconds for one onnxruntime session of one intra-op thread to embed `texts`: length-sorted
+    batches of 32 for the float-MatMul preset (its fastest batching), one text per run for an
+    int8-MatMul preset (its graph rewritten by `_slim.py` as the embedder loads it)."""
+    preset = resolve_preset(model)
     tok = Tokenizer.from_file(str(preset.tokenizer_path))
     tok.no_padding()
     tok.enable_truncation(256)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.inter_op_num_threads = 1
-    session = ort.InferenceSession(str(preset.model_path), opts, providers=["CPUExecutionProvider"])
+    graph = slim_model(preset.model_path, int8_matmul=True) if preset.int8_matmul else str(preset.model_path)
+    session = ort.InferenceSession(graph, opts, providers=["CPUExecutionProvider"])
+    batch = 1 if preset.int8_matmul else 32
     t0 = time.perf_counter()
     enc = tok.encode_batch(texts)
     order = sorted(range(len(texts)), key=lambda i: len(enc[i].ids))
-    for s in range(0, len(order), 32):
-        idx = order[s : s + 32]
+    for s in range(0, len(order), batch):
+        idx = order[s : s + batch]
         width = max(len(enc[i].ids) for i in idx)
         ids = np.zeros((len(idx), width), dtype=np.int64)
         mask = np.zeros_like(ids)

@@ -1,12 +1,13 @@
 """A whole vault embedded by the stack against bare onnxruntime on the same cores, in one run.
 
-Run: nice -n 10 .venv/bin/python bench/embed_vault.py [--notes 1500] [--embedders 2] [--vault DIR]
+Run: nice -n 10 .venv/bin/python bench/embed_vault.py [--notes 1500] [--embedders 2] [--vault DIR] [--model M]
   - the stack: `k0maru up` (launcher in this process) on a fresh data dir (fresh Valkey: no vector
     cache), with N embedder workers; timed from the start until BM25 answers for every note, and
     until every chunk has its vector
   - bare onnxruntime: the very texts the stack embedded (read back from the retriever's state),
-    split over N processes of one intra-op thread each (as many as the stack's workers), length-
-    sorted batches of 32; run before and after the stack's run, averaged, to bracket drift
+    split over N processes of one intra-op thread each (as many as the stack's workers), the same
+    model (`--model`, default minilm-l6-q8) run its fastest way (`embed_bench.bare_onnxruntime`);
+    run before and after the stack's run, averaged, to bracket drift
   - printed: chunks/s of both, end to end (from `up` to the last vector: start-up, scan and BM25
     included) and from the first vector to the last, and the stack's share of bare onnxruntime
 Default vault: the first N notes of SciFact written as notes (needs ../shared); any vault works.
@@ -47,8 +48,8 @@ def scifact_vault(root: Path, notes: int) -> Path:
     return vault
 
 
-def stack_run(vault: Path, data: Path, embedders: int, need_vectors: bool) -> dict[str, float]:
-    launcher = Launcher(vault, data, embedders=embedders, http_port=0)
+def stack_run(vault: Path, data: Path, embedders: int, need_vectors: bool, model: str) -> dict[str, float]:
+    launcher = Launcher(vault, data, embedders=embedders, http_port=0, model=model)
     t0 = time.perf_counter()
     state = launcher.start()
     healthy = time.perf_counter() - t0
@@ -85,14 +86,14 @@ def embedded_texts(data: Path) -> list[str]:
         state.close()
 
 
-def bare_parallel(texts: list[str], processes: int) -> float:
+def bare_parallel(texts: list[str], processes: int, model: str) -> float:
     """Wall seconds for `processes` bare onnxruntime processes to embed the texts between them."""
     shares = [texts[i::processes] for i in range(processes)]
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(processes) as pool:
-        pool.map(bare_onnxruntime, [shares[0][:32]] * processes)  # load and warm up first
+        pool.starmap(bare_onnxruntime, [(shares[0][:32], model)] * processes)  # load and warm up first
         t0 = time.perf_counter()
-        pool.map(bare_onnxruntime, shares)
+        pool.starmap(bare_onnxruntime, [(share, model) for share in shares])
         return time.perf_counter() - t0
 
 
@@ -101,19 +102,20 @@ def main() -> None:
     parser.add_argument("--notes", type=int, default=1500, help="SciFact notes in the default vault")
     parser.add_argument("--vault", type=Path, help="embed this vault instead")
     parser.add_argument("--embedders", type=int, default=2)
+    parser.add_argument("--model", default="minilm-l6-q8", help="embedding model preset")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="k0-embed-vault-") as d:
         tmp = Path(d)
         vault = args.vault or scifact_vault(tmp, args.notes)
         # the texts the stack will embed, from a BM25-only pass of the same vault, so that bare
         # onnxruntime runs once before and once after the stack's run
-        bm25_only = stack_run(vault, tmp / "data-bm25", 0, need_vectors=False)
+        bm25_only = stack_run(vault, tmp / "data-bm25", 0, need_vectors=False, model=args.model)
         texts = embedded_texts(tmp / "data-bm25")
-        bare_before = bare_parallel(texts, args.embedders)
+        bare_before = bare_parallel(texts, args.embedders, args.model)
         emit("embed_vault_bare_before", texts=len(texts), seconds=round(bare_before, 2))
-        stack = stack_run(vault, tmp / "data", args.embedders, need_vectors=True)
+        stack = stack_run(vault, tmp / "data", args.embedders, need_vectors=True, model=args.model)
         emit("embed_vault_stack", **{k: round(v, 2) for k, v in stack.items()})
-        bare_after = bare_parallel(texts, args.embedders)
+        bare_after = bare_parallel(texts, args.embedders, args.model)
         bare = (bare_before + bare_after) / 2
         bare_rate = len(texts) / bare
         end_to_end = stack["chunks"] / stack["all_vectors_s"]
@@ -122,6 +124,7 @@ def main() -> None:
             "embed_vault",
             notes=sum(1 for _ in vault.rglob("*.md")),
             embedders=args.embedders,
+            model=args.model,
             **{k: round(v, 2) for k, v in stack.items()},
             bm25_only_searchable_s=round(bm25_only["bm25_searchable_s"], 2),
             bare_s=[round(bare_before, 2), round(bare_after, 2)],

