@@ -1,8 +1,8 @@
 """OnnxEmbedder: tokenize, run the ONNX graph, mean-pool over the mask, L2-normalise.
 
-Batches are sorted by length and padded per batch (padding everything to 128 makes short
-queries ~9x slower), or hold one text each for a model multiplied in int8; inputs are
-truncated at the preset's max_tokens. One intra-op thread:
+Batches are sorted by length, padded per batch (padding everything to 128 makes short
+queries ~9x slower) and small (`MAX_BATCH_TOKENS`), or hold one text each for a model
+multiplied in int8; inputs are truncated at the preset's max_tokens. One intra-op thread:
 throughput scales with workers, not threads, on this model.
 """
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 log = logging.getLogger(__name__)
-MAX_BATCH_TOKENS = 2048
+MAX_BATCH_TOKENS = 256
 _SPACES = re.compile(r"[ \t]+")
 _BLANK_LINES = re.compile(r"\s*\n\s*")
 
@@ -100,11 +100,14 @@ class OnnxEmbedder:
     def _batches(self, order: list[int], lengths: list[int]) -> list[list[int]]:
         """Length-sorted batches of at most batch_size texts and MAX_BATCH_TOKENS padded tokens.
 
-        Attention memory grows with batch × length²; a token budget keeps a batch of long
-        chunks from taking gigabytes while short texts still batch widely. A model multiplied in
+        The budget is small: a full-length chunk runs alone and short texts batch a few at a
+        time. Larger batches were slower on this machine's two cores (no memory arena: each
+        batch's large intermediate tensors are fresh pages): with 2,048 tokens SciFact's chunks
+        took 1.43x as long, LoCoMo's turns 1.25x, CoSQA's code 1.4x (bench/README.md, "int8
+        MatMul"); a float model's vectors are the same whatever the batch. A model multiplied in
         int8 runs one text at a time: its activations are quantized with one scale per run, so a
         batch would make a text's vector depend on the texts beside it (cosine 0.99 to itself
-        alone), and single runs are also its fastest (bench/README.md, "int8 MatMul").
+        alone).
         """
         if self.preset.int8_matmul:
             return [[i] for i in order]

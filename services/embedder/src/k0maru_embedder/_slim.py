@@ -12,8 +12,8 @@ Weights that feed `MatMul` with one scale per column can, on request (`int8_matm
 choice since the vectors change), be multiplied as they are stored: `MatMul(x, Mul(Cast(W_q),
 W_scale))` becomes onnxruntime's `DynamicQuantizeMatMul(x, W_q, W_scale)`, which quantizes the
 activations to 8 bits per call and multiplies in integers. On this machine's AVX2 cores (no
-VNNI) that is 2.3x faster for a query and 1.7x for a batch, and the weights stay int8 in memory;
-vectors differ from float multiplication by a cosine of 0.99 (bench/README.md, "int8 MatMul").
+VNNI) a query runs 1.5-1.7x faster and bulk work 1.3-1.5x, and the weights stay int8 in memory;
+vectors differ from float multiplication by a cosine of 0.993 (bench/README.md, "int8 MatMul").
 Without the option those weights stay folded: dequantizing them per call would cost time on
 every batch.
 
