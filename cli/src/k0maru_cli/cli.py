@@ -551,7 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--model",
             default="",
-            help="embedding model preset: minilm-l6-int8, use-multilingual (default: chosen from the vault's script mix at the first start, then kept)",
+            help="embedding model preset: minilm-l6-int8, minilm-l6-q8 (faster, int8 arithmetic), use-multilingual (default: chosen from the vault's script mix at the first start, then kept)",
         )
         p.add_argument("--host", default="127.0.0.1", help="console bind address (non-loopback needs K0_CONSOLE_TOKEN)")
         if name in ("up", "ui"):
