@@ -54,6 +54,10 @@ def test_a_retriever_killed_mid_compaction_comes_back_consistent_and_compacts_ag
         _until(lambda: _status(client).last_applied_seq >= last, 60, "the edits applied")
         _until(building.exists, 60, "a compaction under way", every_s=0.005)
         launcher.restart("retriever")  # SIGKILL in the middle of it, then a new process
+        # a new channel: the old one saw the refused connections and may still be in its reconnect
+        # backoff (up to 1 s), failing calls at once although the new process is SERVING
+        client.close()
+        client = state.client()
 
         status = _status(client)  # searchable at once: a restart no longer rebuilds BM25 for deleted documents
         assert status.consistent and status.bm25_documents == status.chunks == NOTES, status.problem

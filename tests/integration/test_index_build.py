@@ -62,6 +62,15 @@ def test_a_build_is_searchable_along_the_way_and_says_how_far_it_has_come(
         index.close()
 
 
+# the channels are opened before the retriever listens: gRPC's default reconnect backoff (1 s and
+# growing) could skip past a short build, so that the first answer would come after it
+QUICK_RECONNECT = [
+    ("grpc.initial_reconnect_backoff_ms", 10),
+    ("grpc.min_reconnect_backoff_ms", 10),
+    ("grpc.max_reconnect_backoff_ms", 50),
+]
+
+
 def _search(stub: retriever_pb2_grpc.RetrieverStub, query: str) -> retriever_pb2.SearchResponse | None:
     """The answer, or None while the retriever is not up or has nothing searchable yet."""
     try:
@@ -118,7 +127,10 @@ def first_answer_mid_build(stub: retriever_pb2_grpc.RetrieverStub) -> retriever_
 def test_a_retriever_killed_mid_build_resumes_after_its_last_commit(vault: Path, tmp_path: Path):
     notes = 4000
     write_notes(vault, notes)
-    with retriever_processes(vault, tmp_path) as (start, address), grpc.insecure_channel(address) as channel:
+    with (
+        retriever_processes(vault, tmp_path) as (start, address),
+        grpc.insecure_channel(address, QUICK_RECONNECT) as channel,
+    ):
         stub = retriever_pb2_grpc.RetrieverStub(channel)
         first = start()
         reply = first_answer_mid_build(stub)
@@ -150,7 +162,10 @@ def test_a_launcher_waits_for_a_build_that_keeps_moving_and_reports_each_step(va
     write_notes(vault, notes)
     steps: list[str] = []
     launcher = Launcher(vault, tmp_path / "stack", embedders=0, startup_timeout_s=10, on_progress=steps.append)
-    with retriever_processes(vault, tmp_path) as (start, address), grpc.insecure_channel(address) as channel:
+    with (
+        retriever_processes(vault, tmp_path) as (start, address),
+        grpc.insecure_channel(address, QUICK_RECONNECT) as channel,
+    ):
         stub = retriever_pb2_grpc.RetrieverStub(channel)
         start()
         first_answer_mid_build(stub)
