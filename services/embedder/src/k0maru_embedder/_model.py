@@ -101,10 +101,10 @@ class OnnxEmbedder:
         """Length-sorted batches of at most batch_size texts and MAX_BATCH_TOKENS padded tokens.
 
         The budget is small: a full-length chunk runs alone and short texts batch a few at a
-        time. Larger batches were slower on this machine's two cores (no memory arena: each
-        batch's large intermediate tensors are fresh pages): with 2,048 tokens SciFact's chunks
-        took 1.43x as long, LoCoMo's turns 1.25x, CoSQA's code 1.4x (bench/README.md, "int8
-        MatMul"); a float model's vectors are the same whatever the batch. A model multiplied in
+        time. Larger batches were slower on this machine's two cores (partly the missing memory
+        arena: a large batch's intermediate tensors are fresh pages each time): with 2,048
+        tokens SciFact's chunks took 1.43x as long, LoCoMo's turns 1.25x, CoSQA's code 1.4x
+        (bench/README.md, "int8 MatMul"); a float model's vectors are the same whatever the batch. A model multiplied in
         int8 runs one text at a time: its activations are quantized with one scale per run, so a
         batch would make a text's vector depend on the texts beside it (cosine 0.99 to itself
         alone).
