@@ -30,7 +30,7 @@ from tokenizers import Tokenizer
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
 from k0maru_cli import Launcher, free_port, valkey_argv, wait_for_redis
 from k0maru_common import JOBS_STREAM, RESULTS_STREAM, open_channel, orphan_guard, wait_until_serving
-from k0maru_embedder._model import MAX_BATCH_TOKENS
+from k0maru_embedder._model import length_batches
 from k0maru_embedder._presets import DEFAULT_PRESET, resolve_preset
 from k0maru_embedder._slim import slim_model
 
@@ -49,10 +49,9 @@ def scifact_chunks(n: int) -> list[str]:
 
 
 def bare_onnxruntime(texts: list[str], model: str = DEFAULT_PRESET) -> float:
-    """Seconds for one onnxruntime session of one intra-op thread to embed `texts`: length-sorted
-    batches of at most 32 texts and `MAX_BATCH_TOKENS` padded tokens for a float-MatMul preset
-    (the fastest batching measured, bench/README.md "int8 MatMul"), one text per run for an
-    int8-MatMul preset (its graph rewritten by `_slim.py` as the embedder loads it)."""
+    """Seconds for one onnxruntime session of one intra-op thread to embed `texts`, batched as the
+    embedder batches them (`length_batches`: at most 32 texts for a float-MatMul preset, one per
+    run for an int8-MatMul preset, whose graph is rewritten by `_slim.py` as the embedder does)."""
     preset = resolve_preset(model)
     tok = Tokenizer.from_file(str(preset.tokenizer_path))
     tok.no_padding()
@@ -62,18 +61,10 @@ def bare_onnxruntime(texts: list[str], model: str = DEFAULT_PRESET) -> float:
     opts.inter_op_num_threads = 1
     graph = slim_model(preset.model_path, int8_matmul=True) if preset.int8_matmul else str(preset.model_path)
     session = ort.InferenceSession(graph, opts, providers=["CPUExecutionProvider"])
-    texts_per_batch, tokens_per_batch = (1, 0) if preset.int8_matmul else (32, MAX_BATCH_TOKENS)
     t0 = time.perf_counter()
     enc = tok.encode_batch(texts)
     order = sorted(range(len(texts)), key=lambda i: len(enc[i].ids))
-    batches: list[list[int]] = [[]]
-    for i in order:  # ascending length: the text added sets the padded width
-        if batches[-1] and (
-            len(batches[-1]) >= texts_per_batch or (len(batches[-1]) + 1) * len(enc[i].ids) > tokens_per_batch
-        ):
-            batches.append([])
-        batches[-1].append(i)
-    for idx in batches:
+    for idx in length_batches(order, [len(e.ids) for e in enc], 1 if preset.int8_matmul else 32):
         width = max(len(enc[i].ids) for i in idx)
         ids = np.zeros((len(idx), width), dtype=np.int64)
         mask = np.zeros_like(ids)

@@ -6,7 +6,7 @@ Run: nice -n 10 .venv/bin/python bench/embed_vault.py [--notes 1500] [--embedder
     until every chunk has its vector
   - bare onnxruntime: the very texts the stack embedded (read back from the retriever's state),
     split over N processes of one intra-op thread each (as many as the stack's workers), the same
-    model (`--model`, default minilm-l6-q8) run its fastest way (`embed_bench.bare_onnxruntime`);
+    model (`--model`, default the embedder's default) batched as the embedder does (`embed_bench.bare_onnxruntime`);
     run before and after the stack's run, averaged, to bracket drift
   - printed: chunks/s of both, end to end (from `up` to the last vector: start-up, scan and BM25
     included) and from the first vector to the last, and the stack's share of bare onnxruntime
@@ -28,6 +28,7 @@ from embed_bench import bare_onnxruntime
 
 from k0maru.v1 import retriever_pb2
 from k0maru_cli import Launcher
+from k0maru_embedder._presets import DEFAULT_PRESET
 from k0maru_retriever._index import embed_text
 from k0maru_retriever._state import IndexState
 
@@ -102,7 +103,7 @@ def main() -> None:
     parser.add_argument("--notes", type=int, default=1500, help="SciFact notes in the default vault")
     parser.add_argument("--vault", type=Path, help="embed this vault instead")
     parser.add_argument("--embedders", type=int, default=2)
-    parser.add_argument("--model", default="minilm-l6-q8", help="embedding model preset")
+    parser.add_argument("--model", default=DEFAULT_PRESET, help="embedding model preset")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="k0-embed-vault-") as d:
         tmp = Path(d)

@@ -34,6 +34,31 @@ def normalise_text(text: str) -> str:
     return _BLANK_LINES.sub("\n", _SPACES.sub(" ", text)).strip()
 
 
+def length_batches(order: list[int], lengths: list[int], batch_size: int) -> list[list[int]]:
+    """`order` (indexes by ascending length) cut into batches of at most `batch_size` texts and
+    `MAX_BATCH_TOKENS` padded tokens.
+
+    The budget is small: a full-length chunk runs alone and short texts batch a few at a time.
+    Larger batches were slower on this machine's two cores (partly the missing memory arena: a
+    large batch's intermediate tensors are fresh pages each time): with 2,048 tokens SciFact's
+    chunks took 1.43x as long, LoCoMo's turns 1.25x, CoSQA's code 1.4x (bench/README.md, "int8
+    MatMul"); a float model's vectors are the same whatever the batch. A model multiplied in
+    int8 runs one text at a time (`batch_size` 1): its activations are quantized with one scale
+    per run, so a batch would make a text's vector depend on the texts beside it (cosine 0.99 to
+    itself alone).
+    """
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:  # ascending length: the last item sets the padded width
+        if current and (len(current) >= batch_size or (len(current) + 1) * lengths[i] > MAX_BATCH_TOKENS):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
+
+
 class TextEmbedder(Protocol):
     """What the service needs from a backend (ONNX in-process, or an HTTP endpoint)."""
 
@@ -97,31 +122,6 @@ class OnnxEmbedder:
             )
         return out
 
-    def _batches(self, order: list[int], lengths: list[int]) -> list[list[int]]:
-        """Length-sorted batches of at most batch_size texts and MAX_BATCH_TOKENS padded tokens.
-
-        The budget is small: a full-length chunk runs alone and short texts batch a few at a
-        time. Larger batches were slower on this machine's two cores (partly the missing memory
-        arena: a large batch's intermediate tensors are fresh pages each time): with 2,048
-        tokens SciFact's chunks took 1.43x as long, LoCoMo's turns 1.25x, CoSQA's code 1.4x
-        (bench/README.md, "int8 MatMul"); a float model's vectors are the same whatever the batch. A model multiplied in
-        int8 runs one text at a time: its activations are quantized with one scale per run, so a
-        batch would make a text's vector depend on the texts beside it (cosine 0.99 to itself
-        alone).
-        """
-        if self.preset.int8_matmul:
-            return [[i] for i in order]
-        batches: list[list[int]] = []
-        current: list[int] = []
-        for i in order:  # ascending length: the last item sets the padded width
-            if current and (len(current) >= self.batch_size or (len(current) + 1) * lengths[i] > MAX_BATCH_TOKENS):
-                batches.append(current)
-                current = []
-            current.append(i)
-        if current:
-            batches.append(current)
-        return batches
-
     def embed(self, texts: list[str], is_query: bool = False) -> np.ndarray:
         """One L2-normalised float32 row per text, in the order given."""
         if not texts:
@@ -138,7 +138,8 @@ class OnnxEmbedder:
         encodings = self._tokenizer.encode_batch(prepared)
         order = sorted(range(len(prepared)), key=lambda i: len(encodings[i].ids))
         out = np.zeros((len(prepared), self.preset.dimension), dtype=np.float32)
-        for idx in self._batches(order, [len(e.ids) for e in encodings]):
+        per_run = 1 if self.preset.int8_matmul else self.batch_size
+        for idx in length_batches(order, [len(e.ids) for e in encodings], per_run):
             width = max(len(encodings[i].ids) for i in idx)
             ids = np.zeros((len(idx), width), dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)

@@ -148,7 +148,7 @@ def channel_confidence(bm25: list[tuple[str, float]], vector: list[tuple[str, fl
 
 # The ratio scale per model: each model has its own cosine scale (USE's gaps are wider). Measured
 # on the dev sets (bench/README.md, issue 10); other models get the default.
-MODEL_GAP_SCALES = {"minilm-l6-int8": 0.19, "minilm-l6-q8": 0.19, "use-multilingual-q": 0.63}
+MODEL_GAP_SCALES = {"minilm-l6-int8": 0.19, "use-multilingual-q": 0.63}
 DEFAULT_GAP_SCALE = 0.19
 
 
