@@ -127,6 +127,29 @@ def test_only_the_background_threads_are_niced(valkey_url: str, workers: list[Wo
     assert reply.dimension == 384 and len(reply.vectors[0].values) == 384
 
 
+def test_a_two_thread_session_has_its_pool_niced_and_no_second_session(
+    valkey_url: str, workers: list[Worker], tmp_path: Path
+):
+    """K0_THREADS=2 (what the launcher gives a lone embedder on two cores): onnxruntime's pool
+    thread is niced with the stream worker, the process's own thread is not, and queries are
+    answered by the same session (K0_QUERY_THREADS 0 follows K0_THREADS: no second load)."""
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    if base >= 10:
+        pytest.skip("this test runs at nice >= 10 already")
+    w = Worker(valkey_url, tmp_path / "w.log", K0_WORKER_NICE="10", K0_THREADS="2")
+    workers.append(w)
+    w.wait_ready()
+    niced = wait_for(lambda: [t for t, n in thread_nice(w.proc.pid).items() if n == 10][1:], 30, "two niced threads")
+    assert w.proc.pid not in niced and thread_nice(w.proc.pid)[w.proc.pid] == base
+    with grpc.insecure_channel(w.address) as channel:
+        reply = embedder_pb2_grpc.EmbedderStub(channel).Embed(
+            embedder_pb2.EmbedRequest(texts=["a query"], is_query=True), timeout=30
+        )
+    assert len(reply.vectors[0].values) == 384
+    wait_for(lambda: "queries share the stream's session (2 threads)" in w.log.read_text(), 30, "the decision")
+    assert w.log.read_text().count("loaded minilm-l6-int8") == 1
+
+
 def test_poison_job_goes_to_dead_letter_and_others_go_on(valkey_url: str, workers: list[Worker], tmp_path: Path):
     client = redis.Redis.from_url(valkey_url)
     w = Worker(valkey_url, tmp_path / "w.log")

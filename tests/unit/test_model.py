@@ -41,6 +41,15 @@ def test_batch_order_and_padding_do_not_change_vectors(embedder: OnnxEmbedder):
     assert np.allclose(together, alone, atol=1e-4)
 
 
+def test_threads_do_not_change_vectors(embedder: OnnxEmbedder):
+    """The launcher gives a lone embedder several threads: the vectors (and the cache's) stay
+    those of one thread, to the bit on this machine."""
+    texts = REFERENCE["texts"]
+    threaded = OnnxEmbedder(embedder.preset, threads=2)
+    assert np.allclose(threaded.embed(texts), embedder.embed(texts), atol=1e-6)
+    assert np.allclose(threaded.embed(texts[:1], is_query=True), embedder.embed(texts[:1], is_query=True), atol=1e-6)
+
+
 def test_empty_text_is_refused(embedder: OnnxEmbedder):
     with pytest.raises(InvalidInput):
         embedder.embed(["ok", "  \n "])

@@ -80,3 +80,13 @@ def test_missing_required_unknown_arguments_and_cross_field_rules(monkeypatch: p
         GatewaySettings(vault=tmp_path, price_currency="")
     shown = repr(GatewaySettings(vault=tmp_path, http_host="0.0.0.0", console_token="s3cret"))
     assert "s3cret" not in shown and "console_token='***'" in shown
+
+
+def test_the_launcher_shares_the_cores_out_among_embedders(monkeypatch: pytest.MonkeyPatch):
+    from k0maru_cli import _stack
+
+    for cores, embedders, threads in ((2, 1, 2), (2, 2, 1), (1, 1, 1), (3, 2, 1), (16, 1, 4), (16, 4, 4), (16, 8, 2)):
+        monkeypatch.setattr(_stack.os, "sched_getaffinity", lambda _pid, n=cores: set(range(n)))
+        assert _stack.embedder_threads(embedders) == threads, (cores, embedders)
+    monkeypatch.delenv("K0_QUERY_THREADS", raising=False)
+    assert EmbedderSettings().query_threads == 0  # queries follow K0_THREADS

@@ -2,8 +2,9 @@
 
 Batches are sorted by length, padded per batch (padding everything to 128 makes short
 queries ~9x slower) and small (`MAX_BATCH_TOKENS`), or hold one text each for a model
-multiplied in int8; inputs are truncated at the preset's max_tokens. One intra-op thread:
-throughput scales with workers, not threads, on this model.
+multiplied in int8; inputs are truncated at the preset's max_tokens. Throughput scales better
+with workers than with threads on this model; a lone worker gets the machine's cores (the
+local launcher's `K0_THREADS`).
 """
 
 from __future__ import annotations
@@ -95,8 +96,12 @@ class OnnxEmbedder:
         # No memory arena: it keeps the peak of the largest batch for the process's life (+150 MB per
         # session after 256-token batches: 404 vs 252 MB); without it embedding costs ~5 % more CPU.
         options.enable_cpu_mem_arena = False
-        # Idle pool threads would spin and steal the CPU from other workers on the same machine.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # Several threads: the pool spins between the operators of one run (waking a sleeping
+        # thread for each of a query's ~80 parallel sections ate the second thread's gain: 2
+        # threads 9.2–10.1 ms a SciFact claim without spinning, 6.6–8.2 ms with it, 1 thread
+        # 9.0–10.6 ms) and stops spinning when the run ends, so an idle worker takes no CPU.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if threads > 1 else "0")
+        options.add_session_config_entry("session.force_spinning_stop", "1")
         started = time.perf_counter()
         try:
             with slim_model_file(preset.model_path, preset.int8_matmul) as model:  # int8 tables stay int8: −34 MB

@@ -15,18 +15,23 @@ class EmbedderSettings(K0Settings):
     http_base_url: str = Field("", description="OpenAI-compatible API base URL for the http model (…/v1)")
     http_model: str = Field("", description="model name sent to the http endpoint")
     http_api_key: str = Field("", description="bearer token for the http endpoint")
-    threads: int = Field(1, description="onnxruntime intra-op threads for bulk (stream) work")
-    query_threads: int = Field(
+    threads: int = Field(
         1,
         ge=1,
-        description="intra-op threads for Embed (queries); a value other than `threads` loads a second"
+        description="onnxruntime intra-op threads of the session (bulk work and queries); the local"
+        " launcher gives a lone embedder the machine's cores, up to 4",
+    )
+    query_threads: int = Field(
+        0,
+        ge=0,
+        description="intra-op threads for Embed (queries), 0 = `threads`; another value loads a second"
         " session (≈ 70 MB more) for lower latency on an idle machine with cores to spare",
     )
     worker_nice: int = Field(
         0,
         ge=0,
         le=19,
-        description="niceness of the background threads (stream worker, query-session load); the local launcher sets 10",
+        description="niceness of the background threads (stream worker, onnxruntime's pool, query-session load); the local launcher sets 10",
     )
     batch_size: int = Field(32, description="texts per ONNX run and per stream read")
     redis_url: str = Field("redis://127.0.0.1:6379/0", description="Redis/Valkey for jobs and the cache")

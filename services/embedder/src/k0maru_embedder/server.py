@@ -138,7 +138,7 @@ class EmbedderApp:
         `K0_QUERY_THREADS` asks `load_query_session` for a second one)."""
         settings = self.settings
         try:
-            embedder = load_embedder(settings, settings.threads)
+            embedder = self._load_session()
         except K0Error as exc:
             log.error("cannot start: %s", exc)
             raise SystemExit(f"embedder: {exc}") from exc
@@ -170,12 +170,38 @@ class EmbedderApp:
         self.servicer.worker = self.worker
         self.servicer.problem = ""
 
+    def _load_session(self) -> TextEmbedder:
+        """The stream's session. With several threads, loaded in a thread niced to
+        `worker_nice`: onnxruntime's pool threads inherit the niceness of the thread that starts
+        them, and half of a batch's work runs on them (the load itself is niced too, then). A
+        query's own share runs in its gRPC handler's thread at the process's priority."""
+        settings = self.settings
+        if settings.threads <= 1 or settings.worker_nice <= 0 or settings.model == "http":
+            return load_embedder(settings, settings.threads)
+        loaded: list[TextEmbedder] = []
+        failed: list[BaseException] = []
+
+        def load() -> None:
+            lower_this_thread(settings.worker_nice)
+            try:
+                loaded.append(load_embedder(settings, settings.threads))
+            except BaseException as exc:  # re-raised in the caller's thread
+                failed.append(exc)
+
+        loader = threading.Thread(target=load, name="session-load")
+        loader.start()
+        loader.join()
+        if failed:
+            raise failed[0]
+        return loaded[0]
+
     def load_query_session(self) -> None:
         """The second session that answers Embed (`query_threads`), loaded after the service is
         SERVING: a second model load is not on the start-up path. Until it is there, and if it
         cannot load, the stream session answers queries."""
         settings = self.settings
-        if settings.model == "http" or settings.query_threads == settings.threads:
+        if settings.model == "http" or settings.query_threads in (0, settings.threads):
+            log.info("queries share the stream's session (%d threads)", settings.threads)
             return
         lower_this_thread(settings.worker_nice)  # background work, like the stream worker
         try:
