@@ -27,7 +27,9 @@ CHOICE_FILE = "embedding-model.json"
 SAMPLE_FILES = 2000  # at most this many notes are read, spread evenly over the vault's paths
 SAMPLE_BYTES = 8192  # from the start of each
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
+_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")  # the letters counted as Latin (_letters counts them faster)
+_LATIN_BEYOND_ASCII = re.compile(r"[\u00c0-\u024f]")
+_NOT_ASCII_LETTER = bytes(b for b in range(256) if not chr(b).isascii() or not chr(b).isalpha())
 
 
 @dataclass(frozen=True)
@@ -57,15 +59,29 @@ def script_mix(vault: Path) -> tuple[int, int, int]:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 continue
-            text = os.read(fd, SAMPLE_BYTES).decode("utf-8", "ignore")
+            data = os.read(fd, SAMPLE_BYTES)
         except OSError:
             continue
         finally:
             os.close(fd)
-        han += len(_HAN.findall(text))
-        latin += len(_LATIN.findall(text))
+        note_han, note_latin = _letters(data)
+        han += note_han
+        latin += note_latin
         read += 1
     return han, latin, read
+
+
+def _letters(data: bytes) -> tuple[int, int]:
+    """(Han characters, `_LATIN` letters) in the start of a note, as the text decodes. ASCII
+    letters are counted on the bytes by deleting everything else in C (UTF-8 never uses an
+    ASCII byte inside another character, and decoding drops no ASCII byte); the regexes only
+    look for the rarer characters. 13 M letters of a 6,571-note vault's sample took 1.9 s
+    through `_LATIN`, before any service could start."""
+    ascii_letters = len(data.translate(None, _NOT_ASCII_LETTER))
+    if data.isascii():
+        return 0, ascii_letters
+    text = data.decode("utf-8", "ignore")
+    return len(_HAN.findall(text)), ascii_letters + len(_LATIN_BEYOND_ASCII.findall(text))
 
 
 def choose_model(vault: Path, data_dir: Path, requested: str = "") -> ModelChoice:
