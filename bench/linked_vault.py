@@ -6,6 +6,8 @@ The held-out vault that issue 15 measured (6,571 notes, 42k links, 48,001 chunks
 this writes one of the same shape from SciFact (needs ../shared): each note has a title, a few
 tags in its frontmatter, `--sections` sections (one abstract each, with its heading) and on
 average `--links` wikilinks to other notes, in 40 folders. Seeded: the same vault every time.
+The default (7 sections) writes 105,761 chunks, 2.2x the held-out vault's; `--sections 3` writes
+46,384 chunks and 38,492 links, that vault's shape.
 Then, e.g.: `.venv/bin/python bench/up_timeline.py OUT DIR 2` (time to BM25-searchable with two
 embedders starting beside it).
 """
