@@ -17,6 +17,7 @@ import fcntl
 import json
 import logging
 import os
+import random
 import secrets
 import signal
 import socket
@@ -39,10 +40,46 @@ STAGGER_S = 3.0  # the longest the offload service and gateway wait for the scan
 log = logging.getLogger(__name__)
 
 
+EPHEMERAL_PORTS = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST_PORT = 20_000  # below: ports that well-known servers tend to use
+MIN_RANGE = 1_000  # a stretch of ports narrower than this is not worth picking from
+_handed_out: set[int] = set()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    """The ports the kernel gives outgoing connections (and port-0 binds)."""
+    try:
+        low, high = (int(part) for part in EPHEMERAL_PORTS.read_text().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32_768, 65_535  # Linux's default start; the BSDs' and macOS's 49152–65535 inside it
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
+    """A port nothing listens on now, for a service started later, never handed out twice by
+    this process. Picked outside the kernel's ephemeral range: a port-0 pick could be taken by
+    any outgoing connection (a gRPC channel, a Valkey client) before the service binds it, and
+    a stack then failed to start ("Failed to bind ... Address already in use")."""
+    low, high = _ephemeral_range()
+    ranges = [(a, b) for a, b in ((LOWEST_PORT, low - 1), (high + 1, 65_535)) if b - a >= MIN_RANGE]
+    rng = random.SystemRandom()
+    for _ in range(500 if ranges else 0):
+        first, last = rng.choice(ranges)
+        port = rng.randint(first, last)
+        if port in _handed_out:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:  # in use (or lingering): another
+                continue
+        _handed_out.add(port)
+        return port
+    with socket.socket() as sock:  # no room outside the ephemeral range: the kernel's pick
         sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+        port = int(sock.getsockname()[1])
+    _handed_out.add(port)
+    return port
 
 
 def valkey_argv(port: int, directory: Path, persist: bool = False) -> list[str]:
