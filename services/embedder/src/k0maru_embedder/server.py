@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import grpc
@@ -178,22 +179,13 @@ class EmbedderApp:
         settings = self.settings
         if settings.threads <= 1 or settings.worker_nice <= 0 or settings.model == "http":
             return load_embedder(settings, settings.threads)
-        loaded: list[TextEmbedder] = []
-        failed: list[BaseException] = []
 
-        def load() -> None:
+        def load() -> TextEmbedder:
             lower_this_thread(settings.worker_nice)
-            try:
-                loaded.append(load_embedder(settings, settings.threads))
-            except BaseException as exc:  # re-raised in the caller's thread
-                failed.append(exc)
+            return load_embedder(settings, settings.threads)
 
-        loader = threading.Thread(target=load, name="session-load")
-        loader.start()
-        loader.join()
-        if failed:
-            raise failed[0]
-        return loaded[0]
+        with ThreadPoolExecutor(1, thread_name_prefix="session-load") as loader:
+            return loader.submit(load).result()  # its errors are raised here
 
     def load_query_session(self) -> None:
         """The second session that answers Embed (`query_threads`), loaded after the service is
