@@ -1,11 +1,13 @@
 """A whole vault embedded by the stack against bare onnxruntime on the same cores, in one run.
 
 Run: nice -n 10 .venv/bin/python bench/embed_vault.py [--notes 1500] [--embedders 2] [--vault DIR] [--model M]
+     [--bare-processes N]
   - the stack: `k0maru up` (launcher in this process) on a fresh data dir (fresh Valkey: no vector
     cache), with N embedder workers; timed from the start until BM25 answers for every note, and
     until every chunk has its vector
   - bare onnxruntime: the very texts the stack embedded (read back from the retriever's state),
-    split over N processes of one intra-op thread each (as many as the stack's workers), the same
+    split over N processes of one intra-op thread each (as many as the stack's workers, or
+    `--bare-processes`: a lone embedder gets the cores as threads from the launcher), the same
     model (`--model`, default the embedder's default) batched as the embedder does (`embed_bench.bare_onnxruntime`);
     run before and after the stack's run, averaged, to bracket drift
   - printed: chunks/s of both, end to end (from `up` to the last vector: start-up, scan and BM25
@@ -104,7 +106,14 @@ def main() -> None:
     parser.add_argument("--vault", type=Path, help="embed this vault instead")
     parser.add_argument("--embedders", type=int, default=2)
     parser.add_argument("--model", default=DEFAULT_PRESET, help="embedding model preset")
+    parser.add_argument(
+        "--bare-processes",
+        type=int,
+        default=0,
+        help="bare onnxruntime processes (default: as many as embedders; 2 with one embedder on 2 cores, which the launcher gives 2 threads)",
+    )
     args = parser.parse_args()
+    bare_processes = args.bare_processes or args.embedders
     with tempfile.TemporaryDirectory(prefix="k0-embed-vault-") as d:
         tmp = Path(d)
         vault = args.vault or scifact_vault(tmp, args.notes)
@@ -112,11 +121,11 @@ def main() -> None:
         # onnxruntime runs once before and once after the stack's run
         bm25_only = stack_run(vault, tmp / "data-bm25", 0, need_vectors=False, model=args.model)
         texts = embedded_texts(tmp / "data-bm25")
-        bare_before = bare_parallel(texts, args.embedders, args.model)
+        bare_before = bare_parallel(texts, bare_processes, args.model)
         emit("embed_vault_bare_before", texts=len(texts), seconds=round(bare_before, 2))
         stack = stack_run(vault, tmp / "data", args.embedders, need_vectors=True, model=args.model)
         emit("embed_vault_stack", **{k: round(v, 2) for k, v in stack.items()})
-        bare_after = bare_parallel(texts, args.embedders, args.model)
+        bare_after = bare_parallel(texts, bare_processes, args.model)
         bare = (bare_before + bare_after) / 2
         bare_rate = len(texts) / bare
         end_to_end = stack["chunks"] / stack["all_vectors_s"]
