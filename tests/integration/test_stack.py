@@ -153,13 +153,13 @@ def test_retriever_crash_converges_to_a_fresh_build(stack, tmp_path: Path):
     status = launcher.state.health()
     assert status["retriever"] == "SERVING"
 
-    def documents() -> int:  # this long-lived client saw the retriever go: it may take a reconnect
-        try:
-            return client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest()).documents
+    def index_status() -> retriever_pb2.IndexStatusResponse | None:  # this long-lived client saw the retriever
+        try:  # go: it may take a reconnect (its channel backs off after the refused connections)
+            return client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest())
         except DependencyFailed:
-            return 0
+            return None
 
-    wait_for(lambda: documents() >= 300 + len(NOTES), 60, "the bulk notes")
+    wait_for(lambda: (s := index_status()) is not None and s.documents >= 300 + len(NOTES), 60, "the bulk notes")
     write_notes(
         vault, {f"bulk/n{i}.md": f"# Bulk {i}\n\nbulk note {i}, edited, about topic{i % 5}\n" for i in range(120)}
     )
@@ -172,7 +172,7 @@ def test_retriever_crash_converges_to_a_fresh_build(stack, tmp_path: Path):
         "the edits",
     )  # each edit left a deleted document behind in BM25's statistics
     launcher.restart("retriever")  # the restart reconciles, and the compaction that follows makes
-    status = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest())  # BM25 a fresh build
+    status = wait_for(index_status, 30, "the restarted retriever")  # BM25 a fresh build
     assert status.consistent and status.bm25_documents == status.chunks, status.problem
     wait_for(
         lambda: client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest()).bm25_deleted == 0,
