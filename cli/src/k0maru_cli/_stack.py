@@ -181,7 +181,7 @@ MAX_EMBEDDER_THREADS = 4
 def embedder_threads(embedders: int) -> int:
     """onnxruntime threads per local embedder: the cores this process may use, shared out, at
     most MAX_EMBEDDER_THREADS (a small model gains little past that). On 2 cores one embedder
-    gets 2: its queries took 6.6–8.2 ms instead of 9.0–10.6 and its bulk work went 1.4x as
+    gets 2: its queries took 8.0–8.7 ms instead of 9.8–10.8 and its bulk work went 1.45x as
     fast (bench/embed_threads.py); two embedders get 1 each (more workers beat more threads)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(MAX_EMBEDDER_THREADS, cores // max(1, embedders)))
