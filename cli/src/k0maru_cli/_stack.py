@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import logging
 import os
-import random
 import secrets
 import signal
 import socket
@@ -46,6 +46,7 @@ MIN_RANGE = 1_000  # a stretch of ports narrower than this is not worth picking 
 _handed_out: set[int] = set()
 
 
+@functools.cache
 def _ephemeral_range() -> tuple[int, int]:
     """The ports the kernel gives outgoing connections (and port-0 binds)."""
     try:
@@ -62,10 +63,9 @@ def free_port(host: str = "127.0.0.1") -> int:
     a stack then failed to start ("Failed to bind ... Address already in use")."""
     low, high = _ephemeral_range()
     ranges = [(a, b) for a, b in ((LOWEST_PORT, low - 1), (high + 1, 65_535)) if b - a >= MIN_RANGE]
-    rng = random.SystemRandom()
     for _ in range(500 if ranges else 0):
-        first, last = rng.choice(ranges)
-        port = rng.randint(first, last)
+        first, last = secrets.choice(ranges)
+        port = first + secrets.randbelow(last - first + 1)
         if port in _handed_out:
             continue
         with socket.socket() as sock:
