@@ -24,6 +24,7 @@ from k0maru_common import (
     vector_from_bytes,
     wait_until_serving,
 )
+from k0maru_retriever._search import QueryEmbedder
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.integration
@@ -230,6 +231,32 @@ def test_embed_rpc_refuses_bad_input(valkey_url: str, workers: list[Worker], tmp
             with pytest.raises(grpc.RpcError) as err:
                 stub.Embed(embedder_pb2.EmbedRequest(texts=texts), timeout=10)
             assert err.value.code() == code
+
+
+def test_query_vectors_keep_coming_while_one_worker_hangs(valkey_url: str, workers: list[Worker], tmp_path: Path):
+    """The retriever's QueryEmbedder over two real workers, one stopped (SIGSTOP: its port still
+    accepts connections): every query still gets its vector, the hung worker's attempts time out
+    and are tried on the other, and afterwards queries go to both at once (the hedge)."""
+    pair = [Worker(valkey_url, tmp_path / f"w{i}.log") for i in range(2)]
+    workers.extend(pair)
+    for w in pair:
+        w.wait_ready()
+    embedder = QueryEmbedder("ipv4:" + ",".join(w.address for w in pair), timeout_s=1.0)
+    try:
+        alone = embedder.embed("borrow checker error")
+        assert alone is not None and alone.shape == (384,)
+        os.kill(pair[0].proc.pid, signal.SIGSTOP)
+        try:
+            for i in range(6):  # round robin hands the hung worker every other attempt
+                vector = embedder.embed(f"borrow checker error {i}")
+                assert vector is not None and vector.shape == (384,), f"query {i} got no vector"
+            assert embedder.hedging()
+            again = embedder.embed("borrow checker error")
+            assert again is not None and float(np.dot(again, alone)) > 0.9999
+        finally:
+            os.kill(pair[0].proc.pid, signal.SIGCONT)
+    finally:
+        embedder.close()
 
 
 @pytest.mark.parametrize("content", [None, b"this is not an onnx model"])

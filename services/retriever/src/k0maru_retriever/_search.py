@@ -8,6 +8,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import grpc
@@ -58,13 +59,18 @@ class FusionParams:
 
 
 HEDGE_S = 10.0
+# Embed calls run as blocking calls on these threads. gRPC's `.future()` starts a thread of its
+# own whenever a channel goes from no call in flight to one, that is for every query of a lone
+# client: 0.8-0.9 ms before BM25 could start (a submit here: 0.05 ms). Two attempts per query at
+# most, so a hung worker's attempt (until its deadline) leaves threads for the next queries.
+EMBED_CALL_THREADS = 4
 RETRYABLE = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
 
 
 class PendingEmbedding:
     """One query's Embed attempts in flight; the first successful answer wins."""
 
-    def __init__(self, text: str, futures: list[grpc.Future]) -> None:
+    def __init__(self, text: str, futures: list[Future[embedder_pb2.EmbedResponse]]) -> None:
         self.text = text
         self._futures = futures
         self._done = threading.Event()
@@ -73,7 +79,7 @@ class PendingEmbedding:
         for f in futures:
             f.add_done_callback(self._finished)
 
-    def _finished(self, future: grpc.Future) -> None:
+    def _finished(self, future: Future[embedder_pb2.EmbedResponse]) -> None:
         ok = not future.cancelled() and future.exception() is None
         with self._lock:
             self._left -= 1
@@ -92,7 +98,7 @@ class PendingEmbedding:
             if error is None:
                 reply = reply or f.result()
             else:
-                codes.append(error.code())
+                codes.append(error.code() if isinstance(error, grpc.Call) else grpc.StatusCode.UNKNOWN)
         if reply is not None:
             for f in self._futures:
                 f.cancel()
@@ -107,6 +113,7 @@ class QueryEmbedder:
             target, token, [("grpc.service_config", ROUND_ROBIN_CONFIG), *KEEPALIVE_CLIENT_OPTIONS]
         )
         self._stub = embedder_pb2_grpc.EmbedderStub(self._channel)
+        self._calls = ThreadPoolExecutor(EMBED_CALL_THREADS, thread_name_prefix="query-embed")
         self._timeout = timeout_s
         self.scripts: tuple[str, ...] = ()  # empty: unknown, assume it reads everything
         self._recent: OrderedDict[str, np.ndarray] = OrderedDict()  # agents repeat their queries
@@ -147,17 +154,19 @@ class QueryEmbedder:
                     raise
                 time.sleep(0.2)
 
-    def _call(self, text: str) -> grpc.Future:
-        return self._stub.Embed.future(
-            embedder_pb2.EmbedRequest(texts=[text[:2000]], is_query=True), timeout=self._timeout / 2
-        )
+    def _call(self, text: str) -> Future[embedder_pb2.EmbedResponse]:
+        request = embedder_pb2.EmbedRequest(texts=[text[:2000]], is_query=True)
+        return self._calls.submit(self._stub.Embed, request, timeout=self._timeout / 2)
+
+    def hedging(self) -> bool:
+        """Queries go to two workers at once (an attempt failed within the last HEDGE_S)."""
+        return time.monotonic() < self._hedge_until
 
     def start(self, text: str) -> PendingEmbedding:
         """Ask for the query vector without waiting, so BM25 runs meanwhile. Each attempt has
         half the budget. Shortly after an attempt failed, every query goes to two workers at once
         (round robin gives them consecutive picks) and the first answer wins."""
-        hedged = time.monotonic() < self._hedge_until
-        return PendingEmbedding(text, [self._call(text) for _ in range(2 if hedged else 1)])
+        return PendingEmbedding(text, [self._call(text) for _ in range(2 if self.hedging() else 1)])
 
     def result(self, pending: PendingEmbedding) -> np.ndarray | None:
         """The vector, or None (the search answers from BM25).
@@ -183,6 +192,7 @@ class QueryEmbedder:
         return self.result(self.start(text))
 
     def close(self) -> None:
+        self._calls.shutdown(wait=False, cancel_futures=True)
         self._channel.close()
 
 
