@@ -59,8 +59,8 @@ def main() -> None:
         pid = state.pids["retriever"]
         env = dict(e.split("=", 1) for e in Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in e)
         argv = Path(f"/proc/{pid}/cmdline").read_text().split("\0")[:-1]
-        data_b = Path(d) / "retriever"
-        shutil.copytree(env["K0_DATA_DIR"], data_b)
+        data_b = Path(d) / "data"  # the retriever keeps its state in DATA_DIR/retriever
+        shutil.copytree(Path(env["K0_DATA_DIR"]) / "retriever", data_b / "retriever")
         address = f"127.0.0.1:{free_port()}"
         env.update(K0_GRPC_ADDR=address, K0_DATA_DIR=str(data_b), PYTHONPATH=str(args.other_src.resolve()))
         log = Path(d) / "retriever-b.log"
