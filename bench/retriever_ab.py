@@ -31,15 +31,11 @@ from _common import SHARED, emit
 
 from k0maru.v1 import retriever_pb2, retriever_pb2_grpc
 from k0maru_cli import free_port
-from k0maru_cli._eval import stack_for, wait_indexed
+from k0maru_cli._eval import percentile, stack_for, wait_indexed
 from k0maru_cli._state import StackState
 from k0maru_common import wait_until_serving
 
 MODES = {"hybrid": retriever_pb2.SEARCH_MODE_HYBRID, "bm25": retriever_pb2.SEARCH_MODE_BM25}
-
-
-def p99(values: list[float]) -> float:
-    return sorted(values)[min(len(values) - 1, int(0.99 * len(values)))]
 
 
 def main() -> None:
@@ -109,7 +105,7 @@ def main() -> None:
             for k, v in (("wall", wall), ("took", took))
             for s in "ab"
         },
-        **{f"wall_p99_ms_{s}": round(p99(wall[s]), 2) for s in "ab"},
+        **{f"wall_p99_ms_{s}": round(percentile(wall[s], 0.99), 2) for s in "ab"},
         median_paired_a_minus_b_ms=round(
             statistics.median(x - y for x, y in zip(wall["a"], wall["b"], strict=True)), 2
         ),

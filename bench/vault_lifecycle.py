@@ -31,6 +31,7 @@ from stack_rss import memory_mb, name_of, tree
 
 from k0maru.v1 import retriever_pb2
 from k0maru_cli import Launcher
+from k0maru_cli._eval import percentile
 
 POLL_S = 2.0
 
@@ -65,11 +66,6 @@ def titles(vault: Path, n: int) -> list[str]:
         heading = next((line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("# ")), "")
         out.append(heading or path.stem.replace("-", " "))
     return out
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def main() -> None:
