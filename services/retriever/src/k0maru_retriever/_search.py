@@ -61,9 +61,10 @@ class FusionParams:
 HEDGE_S = 10.0
 # Embed calls run as blocking calls on these threads. gRPC's `.future()` starts a thread of its
 # own whenever a channel goes from no call in flight to one, that is for every query of a lone
-# client: 0.8-0.9 ms before BM25 could start (a submit here: 0.05 ms). Two attempts per query at
-# most, so a hung worker's attempt (until its deadline) leaves threads for the next queries.
-EMBED_CALL_THREADS = 4
+# client: 0.8-0.9 ms before BM25 could start (a submit here: 0.05 ms). Two attempts for each of
+# the server's 16 request threads, so an attempt never waits for a thread, not even while a hung
+# worker holds attempts until their deadline; threads start only as calls overlap.
+EMBED_CALL_THREADS = 32
 RETRYABLE = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
 
 
