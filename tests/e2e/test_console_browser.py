@@ -181,6 +181,9 @@ def test_search_debugger_explains_hits_and_opens_the_note(page: Any, stack: Stac
     shares = [float(t.rsplit("weight ", 1)[1]) for t in page.locator(".chan.ran").all_inner_texts()]
     assert sum(shares) == pytest.approx(1.0, abs=0.011)  # each channel's per-query fusion weight
     assert sum(c["weight"] for c in api["channels"]) == pytest.approx(1.0, abs=1e-3)
+    assert all(c["took_ms"] > 0 for c in api["channels"])  # where the retriever's time went
+    # the page repeats the API's query: its vector is cached, so no embedding time is shown
+    assert re.search(r"\d ms \(bm25 \d+\.\d, vector \d+\.\d\) · asked hybrid", page.inner_text("#meta"))
     assert page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(15, 23, 42)"
     assert "JetBrains Mono" in page.evaluate("getComputedStyle(document.body).fontFamily")
     page.evaluate("document.fonts.ready")
@@ -193,6 +196,21 @@ def test_search_debugger_explains_hits_and_opens_the_note(page: Any, stack: Stac
     assert page.locator(".fm").inner_text().count("keeper") == 1
     assert page.locator(".side .tags a").all_inner_texts() == ["#ops", "#coast"]
     assert page.locator("#note-body .unresolved").inner_text() == "missing note"
+
+
+def test_search_says_how_long_the_query_embedding_took_unless_it_was_cached(page: Any, stack: Stack):
+    url = f"{stack.base}/api/search?q=" + urllib.request.quote("keeper of a stormy light") + "&mode=hybrid"
+    first = get_json(url)[1]
+    again = get_json(url)[1]  # the retriever keeps recent query vectors: no embedding the second time
+    assert first["query_embedding_ms"] > 0 and again["query_embedding_ms"] == 0
+    vector = next(c for c in again["channels"] if c["name"] == "vector")
+    assert vector["ran"] and vector["took_ms"] > 0
+    bm25_only = get_json(f"{stack.base}/api/search?q=keeper&mode=bm25")[1]
+    assert bm25_only["query_embedding_ms"] == 0
+    assert [c["took_ms"] > 0 for c in bm25_only["channels"]] == [True, False]  # vector: not asked for
+    open_page(page, stack, "search?q=" + urllib.request.quote("a keeper's lamp in the storm") + "&mode=hybrid")
+    page.wait_for_selector(".hit")
+    assert re.search(r"\d ms \(embedding \d+\.\d, bm25 \d+\.\d, vector \d+\.\d\)", page.inner_text("#meta"))
 
 
 def test_terms_are_highlighted_at_word_starts_and_the_boost_is_rounded(page: Any, stack: Stack):

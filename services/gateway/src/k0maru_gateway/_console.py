@@ -178,14 +178,24 @@ def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
 def channels(requested: str, reports: Iterable[retriever_pb2.ChannelReport]) -> list[dict[str, Any]]:
     """Which channels ran for a search, and why one was left out (as the retriever says; `asked`
     is false for a channel the mode did not ask for); in hybrid, each one's per-query fusion weight
-    and the confidence it was weighed by (0 otherwise)."""
+    and the confidence it was weighed by (0 otherwise); each one's own time in the retriever."""
     said = {r.channel: r for r in reports}
     out = []
     for name in ("bm25", "vector"):
         r = said.get(name)
         if r is None:
             why = f"not asked for (mode {requested})"
-            out.append({"name": name, "ran": False, "why": why, "asked": False, "weight": 0.0, "confidence": 0.0})
+            out.append(
+                {
+                    "name": name,
+                    "ran": False,
+                    "why": why,
+                    "asked": False,
+                    "weight": 0.0,
+                    "confidence": 0.0,
+                    "took_ms": 0.0,
+                }
+            )
         else:
             out.append(
                 {
@@ -195,6 +205,7 @@ def channels(requested: str, reports: Iterable[retriever_pb2.ChannelReport]) -> 
                     "asked": True,
                     "weight": round(r.weight, 4),
                     "confidence": round(r.confidence, 4),
+                    "took_ms": round(r.took_ms, 3),  # this channel's own time in the retriever
                 }
             )
     return out
@@ -517,6 +528,7 @@ def build_console(
                 "mode_used": used,
                 "vector_coverage": reply.vector_coverage,
                 "took_ms": reply.took_ms,
+                "query_embedding_ms": reply.query_embedding_ms,  # overlaps BM25; 0: cached or not needed
                 "channels": channels(mode, reply.channels),
                 "partial": partial_channels(reply),  # channels that ran over part of the vault
                 "hits": [hit_json(h, explain) for h in reply.hits],
@@ -531,6 +543,7 @@ def build_console(
                         "mode_used",
                         "vector_coverage",
                         "took_ms",
+                        "query_embedding_ms",
                         "channels",
                         "tagmemo",
                         "index_progress",

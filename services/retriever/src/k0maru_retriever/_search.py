@@ -73,6 +73,8 @@ class PendingEmbedding:
 
     def __init__(self, text: str, futures: list[Future[embedder_pb2.EmbedResponse]]) -> None:
         self.text = text
+        self.sent = time.perf_counter()
+        self.answered = 0.0  # perf_counter() of the first successful answer
         self._futures = futures
         self._done = threading.Event()
         self._lock = threading.Lock()
@@ -84,6 +86,8 @@ class PendingEmbedding:
         ok = not future.cancelled() and future.exception() is None
         with self._lock:
             self._left -= 1
+            if ok and not self.answered:
+                self.answered = time.perf_counter()
             if self._left == 0 or ok:
                 self._done.set()
 
@@ -183,6 +187,7 @@ class QueryEmbedder:
         if reply is None and codes and all(c in RETRYABLE for c in codes):
             retry = PendingEmbedding(pending.text, [self._call(pending.text)])
             reply, again = retry.first_answer()
+            pending.answered = retry.answered
             codes += again
         if reply is None:
             log.warning("query embedding failed (%s); answering from BM25", ", ".join(str(c) for c in codes))
@@ -266,14 +271,18 @@ class HybridSearcher:
         pending = embedder.start(query) if embedder is not None and qv is None else None
         p = self._shaper.fusion(self._params) if self._shaper else self._params
         if mode in (BM25, HYBRID):
+            began = time.perf_counter()
             bm25 = self._pool(lambda n: self._index.bm25.search(query, n, scope, p.name_match), pool, scope)
-            response.channels.append(retriever_pb2.ChannelReport(channel="bm25", ran=True))
+            took = (time.perf_counter() - began) * 1000
+            response.channels.append(retriever_pb2.ChannelReport(channel="bm25", ran=True, took_ms=took))
         if pending is not None and embedder is not None:
             qv = embedder.result(pending)
             if qv is not None:
                 embedder.remember(query, qv)
+                response.query_embedding_ms = (pending.answered - pending.sent) * 1000
             else:
                 skipped = "the query could not be embedded (embedder unavailable or too slow)"
+        vector_began = time.perf_counter()
         if qv is not None:
             # TagMemo hook: the vector channel may search with the reshaped query (A.9)
             shaped, tag_explain = self._shaper.vectors(qv, request) if self._shaper else ([qv], None)
@@ -285,7 +294,10 @@ class HybridSearcher:
                 retriever_pb2.TagMemoExplanation(applied=False, reason=skipped or "this mode has no vector channel")
             )
         if mode in (VECTOR, HYBRID):
-            response.channels.append(retriever_pb2.ChannelReport(channel="vector", ran=not skipped, reason=skipped))
+            took = (time.perf_counter() - vector_began) * 1000 if qv is not None else 0.0
+            response.channels.append(
+                retriever_pb2.ChannelReport(channel="vector", ran=not skipped, reason=skipped, took_ms=took)
+            )
         best_chunk = {n: c for n, _s, c in reversed(vector)} | {n: c for n, _s, c in reversed(bm25)}
         if mode == HYBRID:
             if not vector:

@@ -120,18 +120,20 @@ class SearchHit(_message.Message):
     def __init__(self, path: _Optional[str] = ..., title: _Optional[str] = ..., snippet: _Optional[str] = ..., score: _Optional[float] = ..., diary: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., chunk_index: _Optional[int] = ..., start_line: _Optional[int] = ..., end_line: _Optional[int] = ..., explain: _Optional[_Union[Explanation, _Mapping]] = ...) -> None: ...
 
 class ChannelReport(_message.Message):
-    __slots__ = ("channel", "ran", "reason", "weight", "confidence")
+    __slots__ = ("channel", "ran", "reason", "weight", "confidence", "took_ms")
     CHANNEL_FIELD_NUMBER: _ClassVar[int]
     RAN_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     WEIGHT_FIELD_NUMBER: _ClassVar[int]
     CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    TOOK_MS_FIELD_NUMBER: _ClassVar[int]
     channel: str
     ran: bool
     reason: str
     weight: float
     confidence: float
-    def __init__(self, channel: _Optional[str] = ..., ran: _Optional[bool] = ..., reason: _Optional[str] = ..., weight: _Optional[float] = ..., confidence: _Optional[float] = ...) -> None: ...
+    took_ms: float
+    def __init__(self, channel: _Optional[str] = ..., ran: _Optional[bool] = ..., reason: _Optional[str] = ..., weight: _Optional[float] = ..., confidence: _Optional[float] = ..., took_ms: _Optional[float] = ...) -> None: ...
 
 class TagMemoExplanation(_message.Message):
     __slots__ = ("applied", "matched_tags", "core_tags", "beta", "base_beta", "logic_depth", "entropy", "resonance", "coverage", "novelty", "dominant_axis", "pyramid_levels", "dedup_dropped", "reason")
@@ -166,7 +168,7 @@ class TagMemoExplanation(_message.Message):
     def __init__(self, applied: _Optional[bool] = ..., matched_tags: _Optional[_Iterable[_Union[TagFactor, _Mapping]]] = ..., core_tags: _Optional[_Iterable[str]] = ..., beta: _Optional[float] = ..., base_beta: _Optional[float] = ..., logic_depth: _Optional[float] = ..., entropy: _Optional[float] = ..., resonance: _Optional[float] = ..., coverage: _Optional[float] = ..., novelty: _Optional[float] = ..., dominant_axis: _Optional[str] = ..., pyramid_levels: _Optional[_Iterable[float]] = ..., dedup_dropped: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
-    __slots__ = ("hits", "vault", "mode_used", "vector_coverage", "took_ms", "channels", "tagmemo", "index_progress")
+    __slots__ = ("hits", "vault", "mode_used", "vector_coverage", "took_ms", "channels", "tagmemo", "index_progress", "query_embedding_ms")
     HITS_FIELD_NUMBER: _ClassVar[int]
     VAULT_FIELD_NUMBER: _ClassVar[int]
     MODE_USED_FIELD_NUMBER: _ClassVar[int]
@@ -175,6 +177,7 @@ class SearchResponse(_message.Message):
     CHANNELS_FIELD_NUMBER: _ClassVar[int]
     TAGMEMO_FIELD_NUMBER: _ClassVar[int]
     INDEX_PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    QUERY_EMBEDDING_MS_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
     vault: str
     mode_used: SearchMode
@@ -183,7 +186,8 @@ class SearchResponse(_message.Message):
     channels: _containers.RepeatedCompositeFieldContainer[ChannelReport]
     tagmemo: TagMemoExplanation
     index_progress: IndexProgress
-    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., vault: _Optional[str] = ..., mode_used: _Optional[_Union[SearchMode, str]] = ..., vector_coverage: _Optional[float] = ..., took_ms: _Optional[float] = ..., channels: _Optional[_Iterable[_Union[ChannelReport, _Mapping]]] = ..., tagmemo: _Optional[_Union[TagMemoExplanation, _Mapping]] = ..., index_progress: _Optional[_Union[IndexProgress, _Mapping]] = ...) -> None: ...
+    query_embedding_ms: float
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., vault: _Optional[str] = ..., mode_used: _Optional[_Union[SearchMode, str]] = ..., vector_coverage: _Optional[float] = ..., took_ms: _Optional[float] = ..., channels: _Optional[_Iterable[_Union[ChannelReport, _Mapping]]] = ..., tagmemo: _Optional[_Union[TagMemoExplanation, _Mapping]] = ..., index_progress: _Optional[_Union[IndexProgress, _Mapping]] = ..., query_embedding_ms: _Optional[float] = ...) -> None: ...
 
 class IndexProgress(_message.Message):
     __slots__ = ("notes_indexed", "notes_total")

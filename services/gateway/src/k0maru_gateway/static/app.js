@@ -183,7 +183,9 @@ async function searchView(_arg, params) {
   if (params.get("tagmemo") === "1") { p.set("tagmemo", "1"); for (const k of ["tag_weight", "core_tags"]) if (params.get(k)) p.set(k, params.get(k)); }
   if (params.get("dedup") === "1") p.set("dedup", "1");
   const d = await api("/api/search?" + p);
-  $("#meta").textContent = `${d.hits.length} hits · ${d.took_ms.toFixed(1)} ms · asked ${d.mode}, ran ${d.mode_used} · ${(d.partial || []).length ? d.partial.join(" · ") : `index vector coverage ${(100 * d.vector_coverage).toFixed(0)}%`}`;
+  // where the retriever's time went: the query's embedding overlaps BM25, the vector search follows it
+  const parts = [d.query_embedding_ms > 0 ? `embedding ${d.query_embedding_ms.toFixed(1)}` : "", ...d.channels.filter((c) => c.ran && c.took_ms > 0).map((c) => `${c.name} ${c.took_ms.toFixed(1)}`)].filter(Boolean);
+  $("#meta").textContent = `${d.hits.length} hits · ${d.took_ms.toFixed(1)} ms${parts.length ? ` (${parts.join(", ")})` : ""} · asked ${d.mode}, ran ${d.mode_used} · ${(d.partial || []).length ? d.partial.join(" · ") : `index vector coverage ${(100 * d.vector_coverage).toFixed(0)}%`}`;
   const weighed = (c) => (c.weight > 0 ? ` · weight ${c.weight.toFixed(2)}` : "");
   const confidence = (c) => (c.weight > 0 ? `${c.name === "bm25" ? "best vs 10th score: relative drop" : "best vs 10th cosine: gap"} ${c.confidence.toFixed(3)}` : c.why);
   $("#channels").innerHTML = d.channels.map((c) => `<span class="chan ${c.ran ? "ran" : "off"}" title="${esc(confidence(c))}">${c.ran ? "✓" : "✗"} ${esc(c.name)}${c.ran ? " ran" + weighed(c) : " left out: " + esc(c.why)}</span>`).join("")
