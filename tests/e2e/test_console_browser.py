@@ -245,6 +245,24 @@ def test_scope_and_mode_controls(page: Any, stack: Stack):
     assert "ran vector" in page.inner_text("#meta")
 
 
+def test_a_slow_answer_for_a_note_left_behind_never_replaces_the_next_one(page: Any, stack: Stack):
+    open_page(page, stack, "search?q=keeper&mode=bm25")
+    page.wait_for_selector(".hit")
+
+    def slow(route: Any) -> None:  # the answer for the first note arrives after the second's
+        time.sleep(1.5)
+        route.continue_()
+
+    page.route("**/api/note?path=ops%2Fstorm%20log.md", slow)
+    storm, lighthouse = "#/note/ops%2Fstorm%20log.md", "#/note/ops%2Flighthouse.md"
+    page.evaluate(f"location.hash = '{storm}'; setTimeout(() => {{ location.hash = '{lighthouse}'; }}, 100)")
+    page.wait_for_function("() => document.querySelector('#note-body h1')?.textContent === 'Lighthouse'")
+    page.wait_for_timeout(2500)  # the storm log's answer has come back meanwhile
+    assert page.inner_text("#note-body h1") == "Lighthouse"
+    assert page.locator(".path").inner_text() == "ops/lighthouse.md"
+    assert page.locator("#view .err").count() == 0  # and no error shown for the dropped answer
+
+
 def test_note_is_rendered_safely_and_backlinks_are_followed(page: Any, stack: Stack):
     open_page(page, stack, "note/" + urllib.request.quote("evil.md", safe=""))
     page.wait_for_selector("#note-body h1")

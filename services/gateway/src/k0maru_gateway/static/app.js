@@ -28,12 +28,18 @@ const token = () => sessionStorage.getItem(TOKEN_KEY) || "";
 const withToken = (url) => (token() ? url + (url.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(token()) : url);
 
 class AuthError extends Error {}
+// An answer that came back after the user had moved on to another page: dropped, so a slow reply
+// for the note left behind never replaces the note asked for since (each route() is a navigation).
+class Stale extends Error {}
+let navigation = 0;
 
 async function api(path) {
+  const asked = navigation;
   const headers = token() ? { Authorization: "Bearer " + token() } : {};
   const r = await fetch(path, { headers });
   let body = null;
   try { body = await r.json(); } catch (e) { body = { error: "not JSON (HTTP " + r.status + ")" }; }
+  if (asked !== navigation) throw new Stale(path);
   if (r.status === 401) { showLogin(token() ? "Wrong token: the console refused it. Check K0_CONSOLE_TOKEN of this stack." : ""); throw new AuthError("token needed"); }
   if (!r.ok) throw new Error(body.error || "HTTP " + r.status);
   return body;
@@ -96,6 +102,7 @@ const routes = { search: searchView, note: noteView, graph: graphView, logs: log
 let cleanup = null;
 
 function route() {
+  navigation += 1;
   if (cleanup) { cleanup(); cleanup = null; }
   statusListeners.clear();
   const hash = location.hash.replace(/^#\/?/, "") || "search";
@@ -105,7 +112,7 @@ function route() {
   const params = new URLSearchParams(query ?? (head.includes("?") ? head.split("?")[1] : ""));
   document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("on", a.dataset.nav === (name === "note" ? "search" : name)));
   routes[name](decodeURIComponent(first || ""), params).catch((e) => {
-    if (e instanceof AuthError) return;
+    if (e instanceof AuthError || e instanceof Stale) return;
     view().insertAdjacentHTML("beforeend", `<p class="err">${esc(e.message)}</p>`);
   });
 }
@@ -517,7 +524,7 @@ async function logsView(node) {
       try {
         const s = await api(`/api/logs/${encodeURIComponent(l.node_id)}?${p}`);
         pre.innerHTML = s.lines.length ? s.lines.map(([num, text]) => `<span class="n">${num}</span>${esc(text)}`).join("\n") : `<span class="dim">no lines (log has ${s.total_lines})</span>`;
-      } catch (err) { if (!(err instanceof AuthError)) pre.innerHTML = `<span class="err">${esc(err.message)}</span>`; }
+      } catch (err) { if (!(err instanceof AuthError || err instanceof Stale)) pre.innerHTML = `<span class="err">${esc(err.message)}</span>`; }
     });
     box.appendChild(el);
   }
