@@ -168,3 +168,31 @@ def test_a_start_stopped_during_the_first_build_gives_up_and_restarts_nothing(va
         launcher.abort()
         thread.join(60)
         launcher.stop()
+
+
+def test_a_stack_suspended_and_resumed_still_stops_gracefully(vault: Path, tmp_path: Path):
+    """Ctrl+Z then `fg` in the terminal running `k0maru up` stops and continues every process
+    (SIGSTOP, SIGCONT); afterwards each service must still stop by itself on SIGTERM, exit code 0.
+    (The gateway used to die by the SIGTERM that uvicorn raises again after its own shutdown,
+    with its gRPC server and clients never closed; the hang of a continued process is tested on
+    an embedder in test_embedder.py.)"""
+    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
+    launcher = Launcher(vault, tmp_path / "data", embedders=1, http_port=0)
+    launcher.start()
+    try:
+        procs = list(launcher.procs)
+        for _name, proc in procs:
+            os.kill(proc.pid, signal.SIGSTOP)
+        for _name, proc in procs:
+            os.kill(proc.pid, signal.SIGCONT)
+        codes: dict[str, int | str] = {}
+        for name, proc in reversed(procs):  # the launcher's stop order
+            proc.send_signal(signal.SIGTERM)
+            try:
+                codes[name] = proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                codes[name] = "ignored SIGTERM"
+                proc.kill()
+        assert codes == {name: 0 for name, _proc in procs}
+    finally:
+        launcher.stop()

@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -22,6 +23,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address, open_channel, server_credentials
 from ._errors import K0Error
 from ._validation import check_request
+
+STOP_POLL_S = 0.2  # how soon a wait notices a stop signal that reached another thread
 
 KEEPALIVE_SERVER_OPTIONS = [
     # clients that fail over between workers ping every second or two (KEEPALIVE_CLIENT_OPTIONS);
@@ -161,6 +164,7 @@ class GrpcService:
         host = address.rsplit(":", 1)[0]
         self.address = f"{host}:{self.port}"
         self._stop = threading.Event()
+        self._signalled = False  # set by the signal handler; `_stop` follows within STOP_POLL_S
         self.failure = ""  # why the service gave up, when it did
 
     def fail(self, reason: str) -> None:
@@ -200,23 +204,43 @@ class GrpcService:
         self.server.stop(0).wait()
 
     def install_signal_handlers(self) -> None:
+        """SIGTERM and SIGINT request a stop. The handler only sets a flag: it runs in the main
+        thread between two bytecodes, possibly while that thread holds `_stop`'s own lock
+        (inside `Event.wait`), so `_stop.set()` there could deadlock. Waits poll the flag."""
+
+        def on_signal(_signum: int, _frame: object) -> None:
+            self._signalled = True
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda _s, _f: self._stop.set())
+            signal.signal(sig, on_signal)
 
     def request_stop(self) -> None:
         self._stop.set()
 
     @property
     def stopping(self) -> bool:
-        return self._stop.is_set()
+        return self._signalled or self._stop.is_set()
 
-    def sleep(self, seconds: float) -> bool:
-        """Wait up to `seconds`; True as soon as a stop was requested."""
-        return self._stop.wait(seconds)
+    def sleep(self, seconds: float | None) -> bool:
+        """Wait up to `seconds` (None: until a stop); True as soon as a stop was requested.
+
+        Waits in slices of STOP_POLL_S. A signal is not guaranteed to interrupt the main thread's
+        wait: the kernel may hand it to any thread (it did, every time, to an embedder that had
+        been stopped with SIGSTOP and continued), and Python then runs the handler only when the
+        main thread next runs Python code. A wait with no end ignored SIGTERM for good."""
+        deadline = None if seconds is None else time.monotonic() + seconds
+        while True:
+            if self._signalled:
+                self._stop.set()
+            left = STOP_POLL_S if deadline is None else min(STOP_POLL_S, deadline - time.monotonic())
+            if self._stop.wait(max(left, 0.0)):
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return self._signalled
 
     def wait_for_termination(self, grace_s: float = 3.0) -> None:
         """Block until a stop is requested, then go NOT_SERVING and stop gracefully."""
-        self._stop.wait()
+        self.sleep(None)
         self.set_serving(False)
         self.server.stop(grace_s).wait()
         log.info("%s stopped", self.name)

@@ -73,10 +73,13 @@ def build_server(settings: GatewaySettings) -> GatewayApp:
 
 def run(settings: GatewaySettings) -> None:
     app = build_server(settings)
+    # uvicorn takes SIGTERM/SIGINT while it runs, then restores these handlers and raises the
+    # signal again: with the default handler that killed the process before `finally` ran
+    app.service.install_signal_handlers()
     app.service.start()
     threading.Thread(target=app.mark_serving_when_listening, daemon=True).start()
     try:
-        app.http.run()  # handles SIGTERM/SIGINT itself
+        app.http.run()  # handles SIGTERM/SIGINT itself, then raises it again (see above)
     finally:
         app.service.request_stop()
         app.service.wait_for_termination()
