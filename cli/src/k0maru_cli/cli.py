@@ -408,10 +408,10 @@ def cmd_offload(args: argparse.Namespace) -> int:
     command = [c for c in args.command if c != "--"]
     exit_code: int | None = None
     threshold = args.threshold or OFFLOAD_THRESHOLD_LINES
+    buffered: list[bytes] = []  # a command's output lines
     if command:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         assert proc.stdout is not None
-        buffered: list[bytes] = []
         out = sys.stdout.buffer
         for raw in proc.stdout:  # stream while under the threshold, then capture silently
             buffered.append(raw)
@@ -452,9 +452,12 @@ def cmd_offload(args: argparse.Namespace) -> int:
                 text, args.task_id, threshold, " ".join(command), exit_code
             )
             offloaded, summary, diagram, node_id = result.offloaded, result.summary, result.mermaid, result.node_id
-    except K0Error as exc:
-        print(f"k0maru: {exc}", file=sys.stderr)
-        return 2
+    except K0Error as exc:  # the output is never lost: what the terminal has not shown is printed
+        sys.stdout.flush()
+        sys.stdout.buffer.write(b"".join(buffered[threshold:]) if streamed else text.encode("utf-8", "replace"))
+        sys.stdout.flush()
+        print(f"k0maru: not offloaded ({exc}); the output is printed in full instead", file=sys.stderr)
+        return 2 if exit_code is None else exit_code
     if offloaded:
         from k0maru_offload import next_step
 

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address, open_channel
     from ._client import SEARCH_MODES, StackClient, mode_name
     from ._errors import (
+        CannotWrite,
         DependencyFailed,
         InvalidInput,
         JournalTruncated,
@@ -72,6 +73,7 @@ _WHERE = {
     "ChangePublisher": "._events",
     "ChangeSubscriber": "._events",
     "DEAD_STREAM": "._streams",
+    "CannotWrite": "._errors",
     "DependencyFailed": "._errors",
     "EMBED_GROUP": "._streams",
     "ErrorMappingInterceptor": "._server",
@@ -152,6 +154,7 @@ __all__ = [
     "TOKEN_PATTERN",
     "TOPIC",
     "BackgroundWorker",
+    "CannotWrite",
     "ChangePublisher",
     "ChangeSubscriber",
     "DependencyFailed",

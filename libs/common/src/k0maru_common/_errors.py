@@ -7,7 +7,9 @@
     ├── TooLarge                 a request or file over a limit         → RESOURCE_EXHAUSTED
     ├── JournalTruncated         since_seq older than the journal keeps → OUT_OF_RANGE
     ├── NotReady                 the service is still starting          → UNAVAILABLE
-    └── DependencyFailed         another service or store failed        → UNAVAILABLE
+    ├── DependencyFailed         another service or store failed        → UNAVAILABLE
+    └── CannotWrite              a file for the user could not be written: disk full
+                                 → RESOURCE_EXHAUSTED, else (read-only…) → FAILED_PRECONDITION
 
 Servers raise these; `ErrorMappingInterceptor` turns them into statuses with the message
 intact. Anything else becomes INTERNAL with a generic message (and a logged traceback).
@@ -54,6 +56,21 @@ class NotReady(K0Error):
 
 class DependencyFailed(K0Error):
     code = "UNAVAILABLE"
+
+
+class CannotWrite(K0Error):
+    """A file k0maru writes into the vault for the user (an offloaded log, a note) could not be
+    written; nothing partial is left. `what` names it as the user knows it."""
+
+    code = "FAILED_PRECONDITION"
+
+    def __init__(self, what: str, exc: OSError) -> None:
+        import errno
+
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        super().__init__(f"cannot write {what}: {'the disk is full' if full else exc.strerror or exc}")
+        if full:
+            self.code = "RESOURCE_EXHAUSTED"
 
 
 _CODE_TO_ERROR: dict[str, type[K0Error]] = {

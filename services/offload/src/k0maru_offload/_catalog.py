@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from k0maru.v1 import offload_pb2
 from k0maru_common import estimate_tokens
 
 from ._engine import Offloaded, mermaid
+from ._files import replace_atomically
 from ._logscan import scan_log
 
 _NAME = re.compile(r"^(?:(?P<task>[A-Za-z0-9_-]{1,64})_)?(?P<node>node_[0-9a-f]{16})\.log$")
@@ -50,10 +50,7 @@ def record(vault: Path, result: Offloaded, task_id: str, command: str, exit_code
         "warnings": f.warnings,
         "failed_tests": f.failed_tests,
     }
-    fd, tmp = tempfile.mkstemp(dir=log_path.parent, prefix=".tmp-", suffix=".json")
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        json.dump(entry, out, ensure_ascii=False)
-    os.replace(tmp, sidecar)
+    replace_atomically(sidecar, json.dumps(entry, ensure_ascii=False), f"{result.ref_path}'s index entry")
     return True
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ import xxhash
 
 from k0maru_common import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES, InvalidInput, NotFound, TooLarge, estimate_tokens
 
+from ._files import replace_atomically
 from ._logscan import LogFindings, scan_log
 
 NODE_ID = re.compile(r"^node_[0-9a-f]{16}$")
@@ -113,11 +113,7 @@ class OffloadEngine:
         node_id = "node_" + xxhash.xxh3_64_hexdigest(raw.encode("utf-8", "replace"))
         path = self.refs / (f"{task}_{node_id}.log" if task else f"{node_id}.log")
         if not path.exists():
-            self.refs.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.refs, prefix=".tmp-", suffix=".log")
-            with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as out:
-                out.write(raw)
-            os.replace(tmp, path)
+            replace_atomically(path, raw, f"the log {path.relative_to(self.vault).as_posix()}")
         f = scan_log(lines)
         rel = path.relative_to(self.vault).as_posix()
         summary = summarize(len(lines), rel, exit_code, f)

@@ -1,11 +1,15 @@
 """Reading vault files that may be anything: a FIFO, a device or a symlink loop must never block
-or fail a call (opening a FIFO for reading waits for a writer, forever)."""
+or fail a call (opening a FIFO for reading waits for a writer, forever). Writing one whole or
+not at all."""
 
 from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from pathlib import Path
+
+from k0maru_common import CannotWrite
 
 
 def read_text_file(path: Path, limit: int = 200_000) -> str:
@@ -31,3 +35,21 @@ def _read_all(fd: int, limit: int) -> str:
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks).decode("utf-8", "replace")
+
+
+def replace_atomically(path: Path, text: str, what: str) -> None:
+    """`path` holds `text` (written beside it, then renamed over it) or is left as it was, with no
+    temp file behind: CannotWrite (`what` names the file for the user) on a full disk or a
+    folder that refuses writes."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    except OSError as exc:
+        raise CannotWrite(what, exc) from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        os.unlink(tmp)
+        raise CannotWrite(what, exc) from exc

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from k0maru_common import InvalidInput, OutsideVault, TooLarge, confine
+from k0maru_common import CannotWrite, InvalidInput, OutsideVault, TooLarge, confine
 
 from ._conventions import DATE_KEYS, NUMBERED_PREFIX, FolderRules, core_words, sniff
 from ._files import read_text_file
@@ -220,7 +220,7 @@ class FlushEngine:
         earlier = _same_note(directory, note.title, text)
         if earlier is not None:
             return earlier.relative_to(self.vault).as_posix(), "up_to_date"
-        directory.mkdir(parents=True, exist_ok=True)
+        _make_folder(directory)
         stem = rules.naming.stem(note.title, day, directory)
         target, outcome = write_versioned(directory, stem, text, same_ignoring_dates)
         rel = target.relative_to(self.vault).as_posix()
@@ -243,6 +243,13 @@ def _same_note(directory: Path, title: str, text: str) -> Path | None:
     return None
 
 
+def _make_folder(directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CannotWrite(f"the folder {directory.name}", exc) from exc
+
+
 def _create_exclusive(target: Path, text: str) -> bool:
     """Atomically create `target` with `text`; False if the name is taken.
 
@@ -250,17 +257,22 @@ def _create_exclusive(target: Path, text: str) -> bool:
     usual 022), like any file an editor would create; mkstemp's 0600 would hide notes
     from other readers of the vault.
     """
-    tmp = _open_temp(target.parent)
+    what = f"the note {target.parent.name}/{target.name}"
+    try:
+        tmp = _open_temp(target.parent)
+    except OSError as exc:
+        raise CannotWrite(what, exc) from exc
     try:
         with open(tmp, "w", encoding="utf-8") as out:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
-        try:
-            os.link(tmp, target)
-        except FileExistsError:
-            return False
+        os.link(tmp, target)
         return True
+    except FileExistsError:
+        return False
+    except OSError as exc:  # a full disk, a read-only folder: no note, and no temp file left
+        raise CannotWrite(what, exc) from exc
     finally:
         os.unlink(tmp)
 
@@ -283,7 +295,7 @@ def write_versioned(
 
     Returns (path, outcome) with outcome created | versioned | up_to_date (same text already there).
     """
-    directory.mkdir(parents=True, exist_ok=True)
+    _make_folder(directory)
     for n in range(1, MAX_VERSIONS + 1):
         target = directory / (f"{stem}.md" if n == 1 else f"{stem}-v{n}.md")
         if _create_exclusive(target, text):
