@@ -68,7 +68,7 @@ class ChangeWatcher:
         pending: set[str] = set()
         deadline: float | None = None
         last_scan = time.monotonic()
-        self._scan()  # whatever happened while nobody watched (a restart of this loop)
+        watching = False
         for changes in watchfiles.watch(
             self._scanner.vault,
             stop_event=stop,
@@ -79,6 +79,15 @@ class ChangeWatcher:
             recursive=True,
             ignore_permission_denied=True,
         ):
+            if not watching:  # the OS watch is in place (its first answer, at the latest after
+                # rust_timeout): now scan whatever happened while nobody watched (before this
+                # loop started, or restarted). Scanning before the watch existed missed the
+                # changes in between until the periodic rescan.
+                watching = True
+                self._scan()
+                pending.clear()
+                deadline, last_scan = None, time.monotonic()
+                continue
             now = time.monotonic()
             fresh = {path for _change, path in changes if self._wanted(path)}
             if fresh:
