@@ -8,12 +8,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from k0maru.v1 import offload_pb2
+from k0maru.v1 import offload_pb2, retriever_pb2
 from k0maru_cli import Launcher
 from k0maru_common import K0Error
 from tests.conftest import write_notes
@@ -23,10 +24,13 @@ LOG = "".join(f"line {i}: compiling crate_{i}\n" for i in range(400)) + "error[E
 
 
 @pytest.fixture
-def disk(tmp_path: Path) -> Iterator[Path]:
+def disk(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A tmpfs of `@pytest.mark.disk_size(...)` (default 1m), unmounted afterwards."""
+    marker = request.node.get_closest_marker("disk_size")
+    size = marker.args[0] if marker else "1m"
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
     try:
@@ -83,6 +87,47 @@ def test_a_full_disk_fails_writes_clearly_and_loses_no_output(disk: Path, tmp_pa
         assert reply.offloaded and (vault / ".k0maru" / "refs" / f"t1_{reply.node_id}.log").read_text() == LOG
         written = client.call(client.offload.FlushSession, note)
         assert (vault / written.path).read_text().count("We retry 3 times.") == 1
+    finally:
+        client.close()
+        launcher.stop()
+
+
+@pytest.mark.disk_size("48m")
+def test_a_full_data_dir_takes_down_only_what_cannot_write_and_everything_comes_back(disk: Path, vault: Path):
+    """The data dir's disk fills up while notes are being written: the scanner cannot record them
+    and exits; the launcher keeps the rest of the stack serving (it used to stop the whole stack
+    when the restart failed), says why, tries again with growing waits, and once there is room
+    the scanner is back and the notes written meanwhile are found."""
+    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
+    launcher = Launcher(vault, disk / "data", embedders=0, http_port=0, extra_env={"K0_WATCH": "true"})
+    state = launcher.start()
+    client = state.client()
+    try:
+        filler = fill(disk)
+        write_notes(vault, {f"inbox/zebra-{i}.md": f"# Zebra {i}\n\nthe zebra quokka note {i}\n" for i in range(5)})
+        deadline = time.monotonic() + 120
+        while "scanner" not in launcher.failing and time.monotonic() < deadline:
+            launcher.supervise()  # never raises for a child that cannot come back
+            time.sleep(0.2)
+        assert "the disk holding" in launcher.failing["scanner"] and "is full" in launcher.failing["scanner"]
+        health = state.health()
+        assert health["scanner"] == "UNREACHABLE"
+        assert {health[name] for name in health if name != "scanner"} == {"SERVING"}
+        bm25 = retriever_pb2.SearchRequest(query="lighthouses", mode=retriever_pb2.SEARCH_MODE_BM25)
+        assert [h.path for h in client.call(client.retriever.Search, bm25).hits] == ["a.md"]
+
+        filler.unlink()
+        zebra = retriever_pb2.SearchRequest(query="zebra quokka", mode=retriever_pb2.SEARCH_MODE_BM25)
+        while time.monotonic() < deadline:
+            launcher.supervise()
+            if "scanner" not in launcher.failing and len(client.call(client.retriever.Search, zebra).hits) == 5:
+                break
+            time.sleep(0.2)
+        assert launcher.failing == {}
+        assert sorted(h.path for h in client.call(client.retriever.Search, zebra).hits) == [
+            f"inbox/zebra-{i}.md" for i in range(5)
+        ]
+        assert set(state.health().values()) == {"SERVING"}
     finally:
         client.close()
         launcher.stop()

@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -176,6 +177,10 @@ class StackBusy(StartupError):
 
 
 MAX_EMBEDDER_THREADS = 4
+QUICK_RESTARTS_PER_MINUTE = 5  # a child's restarts within a minute that wait for nothing
+RESTART_BACKOFF_S = 2.0  # then: the first wait before the next try, doubled each time
+RESTART_BACKOFF_MAX_S = 60.0
+LOW_DISK_BYTES = 16 * 1024 * 1024  # a failed restart with less free under the data dir: "the disk is full"
 
 
 def embedder_threads(embedders: int) -> int:
@@ -209,6 +214,9 @@ class Launcher:
         self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
         self._commands: dict[str, tuple[list[str], dict[str, str], int]] = {}
         self._restarts: dict[str, list[float]] = {}
+        self._retry_at: dict[str, float] = {}  # a child that keeps dying: not restarted before this
+        self._failures: dict[str, int] = {}  # restarts in a row that did not come up
+        self.failing: dict[str, str] = {}  # children waiting for their next try, and why
         self._stopping = False
         self._lock: TextIO | None = None
         self.starting = "valkey"  # what start() is waiting for (for "still starting" answers)
@@ -231,29 +239,56 @@ class Launcher:
         self._commands[name] = (argv, env, nice)
         return proc
 
-    def supervise(self, max_restarts_per_minute: int = 5) -> list[str]:
+    def supervise(self) -> list[str]:
         """Restart children that died (a crash must not take the stack down); return their names.
 
-        Raises StartupError when a child keeps dying. Call it from one long-lived thread: the
-        children it restarts die with that thread (PR_SET_PDEATHSIG).
+        A child that cannot start again (its data dir's disk is full, say) is tried again later,
+        each wait twice the last (RESTART_BACKOFF_S up to RESTART_BACKOFF_MAX_S), while the rest
+        of the stack goes on serving; `failing` says which and why, and the child comes back by
+        itself once the cause is gone. One that starts but keeps dying is restarted at once up to
+        QUICK_RESTARTS_PER_MINUTE times a minute, then after the same growing waits. Call it from
+        one long-lived thread: the children it restarts die with that thread (PR_SET_PDEATHSIG).
         """
         restarted: list[str] = []
-        now = time.monotonic()
         for name, proc in list(self.procs):
             if self._stopping:
                 return restarted
-            if proc.poll() is None:
+            now = time.monotonic()
+            if proc.poll() is None or now < self._retry_at.get(name, 0.0):
                 continue
             recent = [t for t in self._restarts.get(name, []) if now - t < 60]
-            if len(recent) >= max_restarts_per_minute:
-                raise StartupError(
-                    f"{name} keeps exiting (code {proc.returncode}); see {self.data_dir / 'logs' / (name + '.log')}"
-                )
             self._restarts[name] = [*recent, now]
             log.warning("%s exited with code %s; restarting it", name, proc.returncode)
-            self.restart(name)
+            try:
+                self.restart(name)
+            except StartupError as exc:
+                failures = self._failures.get(name, 0) + 1
+                self._failures[name] = failures
+                delay = min(RESTART_BACKOFF_S * 2 ** (failures - 1), RESTART_BACKOFF_MAX_S)
+                self._retry_at[name] = time.monotonic() + delay
+                log_file = self.data_dir / "logs" / f"{name}.log"
+                self.failing[name] = f"{self._why(exc)}; next try in {delay:.0f} s (see {log_file})"
+                log.error("%s is down, the rest of the stack serves: %s", name, self.failing[name])
+                continue
+            self._failures.pop(name, None)
+            self.failing.pop(name, None)
             restarted.append(name)
+            quick = len(recent) + 1 - QUICK_RESTARTS_PER_MINUTE  # restarts over the quick allowance
+            if quick > 0:  # flapping: its next death waits
+                delay = min(RESTART_BACKOFF_S * 2 ** (quick - 1), RESTART_BACKOFF_MAX_S)
+                self._retry_at[name] = time.monotonic() + delay
+            else:
+                self._retry_at.pop(name, None)
         return restarted
+
+    def _why(self, exc: StartupError) -> str:
+        """A failed restart's reason in one line: a full disk under the data dir first (the
+        child's own log cannot say so: it is written there), else the error and its log's last line."""
+        free = shutil.disk_usage(self.data_dir).free
+        if free < LOW_DISK_BYTES:
+            return f"the disk holding {self.data_dir} is full ({free // 1024} KB free)"
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        return lines[0].rstrip(":") + (f" ({lines[-1]})" if len(lines) > 1 else "")
 
     def restart(self, name: str, sig: int = signal.SIGKILL) -> None:
         """Kill one child (SIGKILL by default, as a crash would) and start it again, healthy."""
@@ -269,7 +304,7 @@ class Launcher:
                 wait_for_redis(self.state.addresses["redis"], 10.0)
             else:  # a restarted retriever may resume a long build: waited for while it moves
                 token = self.state.grpc_token if name == "retriever" else None
-                self._wait(name, self.state.addresses[name], time.monotonic(), token)
+                self._wait(name, self.state.addresses[name], time.monotonic(), token, only=name)
             self.state.pids[name] = self.procs[-1][1].pid
             self.state.write()
 
@@ -400,14 +435,17 @@ class Launcher:
         it started, in its own thread): a client leaving during a long first build."""
         self._stopping = True
 
-    def _check_alive(self) -> None:
+    def _check_alive(self, only: str | None = None) -> None:
         """During start-up a child that dies is started once more; a second death fails the start.
         A start that was aborted, or whose child was stopped from outside (a clean exit, or
         SIGTERM: the process group of an agent's MCP server is terminated as a whole), fails at
-        once instead of starting anything again."""
+        once instead of starting anything again. `only`: check that child alone (a restart by
+        `supervise`, which deals with the others)."""
         if self._stopping:
             raise StartupError("the stack was stopped while starting")
         for name, proc in list(self.procs):
+            if only is not None and name != only:
+                continue
             code = proc.poll()
             if code in (0, -signal.SIGTERM):
                 raise StartupError(f"{name} was stopped (exit code {code}) while the stack was starting")
@@ -430,14 +468,16 @@ class Launcher:
                 raise StartupError(f"{name} did not listen within {self.startup_timeout_s:.0f} s")
             time.sleep(0.05)
 
-    def _wait(self, name: str, address: str, started: float, build_token: str | None = None) -> float:
+    def _wait(
+        self, name: str, address: str, started: float, build_token: str | None = None, only: str | None = None
+    ) -> float:
         """Until `name` is SERVING; returns the time the timeout now counts from (moved forward by
         each step of the index build when `build_token` is given: the retriever's)."""
         self.starting = name
         watch = BuildWatch(address, build_token, self.on_progress) if build_token is not None else None
         try:
             while True:
-                self._check_alive()
+                self._check_alive(only)
                 if watch is not None and watch.moved():
                     started = time.monotonic()
                 remaining = self.startup_timeout_s - (time.monotonic() - started)

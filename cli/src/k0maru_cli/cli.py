@@ -107,7 +107,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         if getattr(args, "open", False):
             open_console(state.console_url)
         print(f"k0maru: logs in {launcher.data_dir / 'logs'}; Ctrl+C stops everything", flush=True)
-        while True:
+        while True:  # a child that cannot restart is logged by `supervise` and tried again later
             for name in launcher.supervise():
                 print(
                     f"k0maru: {name} exited and was restarted (logs: {launcher.data_dir / 'logs' / name}.log)",

@@ -101,7 +101,8 @@ class IndexState:
 
     def _rollback(self) -> None:
         if self._staged is not None:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:  # SQLite rolls back by itself on some errors (disk full)
+                self._db.execute("ROLLBACK")
             docs, vectors = self._staged
             self._staged = None
             self._pending_docs = {**docs, **self._pending_docs}

@@ -102,7 +102,8 @@ class Manifest:
                     self._db.execute("DELETE FROM journal WHERE seq <= ?", (entries[-1].seq - self._keep,))
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:  # SQLite already rolled back a COMMIT that failed (disk full)
+                    self._db.execute("ROLLBACK")
                 raise
         for record in batch.upserts:
             self.files[record.path] = record
