@@ -11,6 +11,7 @@ import pytest
 from k0maru.v1 import common_pb2
 from k0maru_scanner._manifest import Manifest
 from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
+from tests.conftest import write_notes
 
 K = common_pb2
 
@@ -291,3 +292,71 @@ def test_fetch_after_scan_serves_the_file_as_it_is_now(vault: Path, tmp_path: Pa
         assert "first version" in docs["a.md"].chunks[0].text
         assert "second versio" in docs["b.md"].chunks[0].text
         assert docs["a.md"].hash == scanner.manifest.files["a.md"].hash
+
+
+def test_a_vault_folder_that_went_away_is_not_every_note_deleted(vault: Path, tmp_path: Path):
+    """An unmounted drive or a renamed vault folder: the scan fails clearly and changes nothing
+    (it used to delete every note from the index); when the folder is back nothing changed."""
+    from k0maru_scanner._scanner import VaultUnavailable
+
+    (vault / "a.md").write_text("# A\n")
+    (vault / "sub").mkdir()
+    (vault / "sub" / "b.md").write_text("# B\n")
+    scanner = make(vault, tmp_path)
+    assert scanner.scan().added == 2
+    vault.rename(tmp_path / "away")
+    with pytest.raises(VaultUnavailable, match=r"cannot be listed.*kept as it was"):
+        scanner.scan()
+    assert sorted(scanner.manifest.files) == ["a.md", "sub/b.md"]
+    (tmp_path / "away").rename(vault)
+    result = scanner.scan()
+    assert (result.unchanged, result.deleted, result.entries) == (2, 0, ())
+
+
+UNLISTED_SCRIPT = """
+import sys
+from pathlib import Path
+from k0maru_scanner._manifest import Manifest
+from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
+vault, data = Path(sys.argv[1]), Path(sys.argv[2])
+scanner = IncrementalScanner(vault, Manifest(data / "m.sqlite", 100_000), IgnoreRules(), 1 << 20)
+assert scanner.scan().added == 3
+(vault / "private").chmod(0)  # a folder that cannot be listed any more
+result = scanner.scan()
+assert (result.deleted, result.unchanged) == (0, 2), result
+assert sorted(scanner.manifest.files) == ["a.md", "private/p.md", "sub/b.md"]
+(vault / "sub" / "b.md").unlink()  # a deletion elsewhere still counts
+assert scanner.scan().deleted == 1
+(vault / "private").chmod(0o755)
+result = scanner.scan()
+assert (result.deleted, result.unchanged, result.added) == (0, 2, 0), result
+print("ok")
+"""
+
+
+def test_a_folder_that_cannot_be_listed_keeps_its_notes(tmp_path: Path):
+    """Notes in a folder that cannot be listed any more are out of sight, not deleted. Root lists
+    any folder: under root the scan runs in a child process without the capabilities that let it
+    (util-linux `setpriv`)."""
+    import shutil
+    import subprocess
+    import sys
+
+    vault, data = tmp_path / "vault", tmp_path / "data"
+    data.mkdir()
+    write_notes(vault, {"a.md": "# A\n", "sub/b.md": "# B\n", "private/p.md": "# P\n"})
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("root lists any folder, and setpriv (util-linux) is not installed")
+        caps = "-dac_override,-dac_read_search"
+        prefix = [setpriv, f"--bounding-set={caps}", f"--inh-caps={caps}"]
+    try:
+        done = subprocess.run(
+            [*prefix, sys.executable, "-c", UNLISTED_SCRIPT, str(vault), str(data)],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        (vault / "private").chmod(0o755)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]

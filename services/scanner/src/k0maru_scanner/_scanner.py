@@ -22,6 +22,7 @@ from pathlib import Path
 import xxhash
 
 from k0maru.v1 import common_pb2
+from k0maru_common import DependencyFailed
 
 from ._manifest import Batch, FileRecord, JournalEntry, Manifest
 
@@ -76,6 +77,10 @@ def _special_kind(mode: int) -> str:
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "device"
     return "special file"
+
+
+class VaultUnavailable(DependencyFailed):
+    """The vault folder cannot be listed: a scan changes nothing."""
 
 
 class ContentError(Exception):
@@ -140,20 +145,33 @@ class IncrementalScanner:
         self._fresh_since = 0.0
         self._fresh_lock = threading.Lock()
 
-    def walk(self) -> dict[str, tuple[os.stat_result, str]]:
-        """Every candidate note under the vault: its stat, and why it cannot be indexed ("" when it can).
+    def walk(self) -> tuple[dict[str, tuple[os.stat_result, str]], list[str]]:
+        """Every candidate note under the vault: its stat, and why it cannot be indexed ("" when it
+        can); and the folders that could not be listed (as path prefixes ending in "/"): what the
+        manifest knows under them is not gone, only out of sight.
 
         Symlinked folders are not followed. A name that is not valid UTF-8 is listed under its
         `safe_name` and skipped: the manifest, the journal and every gRPC message carry UTF-8 only.
+        VaultUnavailable when the vault folder itself cannot be listed (an unmounted drive, a
+        renamed folder): that is not every note deleted.
         """
         found: dict[str, tuple[os.stat_result, str]] = {}
+        unlisted: list[str] = []
         stack = [(str(self.vault), "")]
         while stack:
             folder, prefix = stack.pop()
             try:
                 entries = list(os.scandir(folder))
             except OSError as exc:
-                log.warning("cannot list %s: %s", safe_name(folder), exc.strerror or exc)
+                if not prefix:
+                    raise VaultUnavailable(
+                        f"the vault folder {safe_name(folder)} cannot be listed ({exc.strerror or exc}); "
+                        "the index is kept as it was until it can"
+                    ) from exc
+                log.warning(
+                    "cannot list %s: %s; its notes stay indexed as they were", safe_name(folder), exc.strerror or exc
+                )
+                unlisted.append(safe_name(prefix))
                 continue
             for entry in entries:
                 rel = prefix + entry.name
@@ -172,7 +190,7 @@ class IncrementalScanner:
                     found[rel] = (st, problem)
                 else:  # a real file spelled like the escaped name keeps the key
                     found.setdefault(safe, (st, problem or UNDECODABLE_NAME))
-        return found
+        return found, unlisted
 
     def _inspect(self, entry: os.DirEntry[str]) -> tuple[os.stat_result | None, str]:
         """(stat, why it cannot be indexed) for a candidate note or a hazard worth recording;
@@ -234,7 +252,7 @@ class IncrementalScanner:
         now_ms = int(time.time() * 1000)
         result = ScanResult()
         known = self.manifest.files
-        on_disk = self.walk()
+        on_disk, unlisted = self.walk()
         upserts: list[FileRecord] = []
         added: dict[str, FileRecord] = {}
         modified: list[FileRecord] = []
@@ -264,7 +282,7 @@ class IncrementalScanner:
                 modified.append(record)
             else:
                 result.unchanged += 1  # touched: only the mtime moves
-        gone = [path for path in known if path not in on_disk]
+        gone = [path for path in known if path not in on_disk and not path.startswith(tuple(unlisted))]
 
         events: list[tuple[int, str, str, str]] = []
         by_hash: dict[str, list[str]] = {}
