@@ -131,3 +131,30 @@ def test_a_full_data_dir_takes_down_only_what_cannot_write_and_everything_comes_
     finally:
         client.close()
         launcher.stop()
+
+
+@pytest.mark.disk_size("48m")
+def test_an_agent_is_told_why_a_service_is_down(disk: Path, vault: Path):
+    """`k0maru mcp`'s stack thread: a call to a service that cannot come back says why, not just
+    "unavailable"."""
+    from k0maru.v1 import scanner_pb2
+    from k0maru_cli._mcp_stack import DeferredStackClient, StackThread
+    from k0maru_common import DependencyFailed
+
+    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note\n"})
+    data = disk / "data"
+    stack = StackThread(lambda: None, lambda: Launcher(vault, data, embedders=0, http_port=0))
+    stack.start()
+    client = DeferredStackClient(str(vault), stack, wait_s=120)
+    try:
+        client.call(client.scanner.Scan, scanner_pb2.ScanRequest())  # up
+        filler = fill(disk)
+        write_notes(vault, {f"inbox/zebra-{i}.md": f"# Zebra {i}\n" for i in range(5)})
+        deadline = time.monotonic() + 120
+        while "scanner" not in stack.failing() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        with pytest.raises(DependencyFailed, match=r"scanner is down: the disk holding .* is full"):
+            client.call(client.scanner.Scan, scanner_pb2.ScanRequest(), timeout=5)
+        filler.unlink()
+    finally:
+        stack.stop()

@@ -87,17 +87,19 @@ class StackThread:
         launcher = self._launcher
         try:
             while launcher is not None and not self._stop.wait(0.5):
-                try:
+                try:  # a child that cannot come back is logged there, retried later, and named by failing()
                     for name in launcher.supervise():
                         log.warning("%s exited and was restarted", name)
-                except StartupError as exc:  # a child that keeps dying: say so, keep the rest alive
-                    log.error("%s", exc)
-                    self._error = str(exc)
                 except Exception:  # the supervisor must outlive any one failure
                     log.exception("supervision failed once; continuing")
         finally:
             if launcher is not None:
                 launcher.stop()
+
+    def failing(self) -> dict[str, str]:
+        """Children of this thread's launcher that are down, waiting for their next try, and why."""
+        launcher = self._launcher
+        return dict(launcher.failing) if launcher is not None else {}
 
     def starting(self) -> str:
         launcher = self._launcher
@@ -136,7 +138,13 @@ class DeferredStackClient(StackClient):
         return getattr(self._stack.client(self._wait_s), name)
 
     def call(self, method: Callable[..., T], request: Any, timeout: float = 30.0) -> T:
-        return self._stack.client(self._wait_s).call(method, request, timeout)
+        try:
+            return self._stack.client(self._wait_s).call(method, request, timeout)
+        except DependencyFailed as exc:  # a service that is down: the agent learns why, not just "unavailable"
+            down = "; ".join(f"{name} is down: {why}" for name, why in self._stack.failing().items())
+            if not down:
+                raise
+            raise DependencyFailed(f"{exc} ({down})") from exc
 
     def close(self) -> None:
         """The StackThread owns the real client."""
