@@ -196,3 +196,38 @@ def test_a_stack_suspended_and_resumed_still_stops_gracefully(vault: Path, tmp_p
         assert codes == {name: 0 for name, _proc in procs}
     finally:
         launcher.stop()
+
+
+@pytest.mark.parametrize("nohup", [False, True])
+def test_closing_the_terminal_stops_the_stack_gracefully_unless_nohup(vault: Path, tmp_path: Path, nohup: bool):
+    """Closing the terminal that runs `k0maru up` sends SIGHUP to its process group: every process
+    used to die where it stood (stack.json left behind). Now it is a graceful stop; under `nohup`
+    (SIGHUP ignored) the stack keeps running."""
+    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
+    data = tmp_path / "data"
+    argv = [sys.executable, "-m", "k0maru_cli", "up", "--vault", str(vault), "--data-dir", str(data), "--port", "0"]
+    out = open(tmp_path / "up.log", "wb")  # noqa: SIM115 - the child writes it until it exits
+    up = subprocess.Popen(
+        ["nohup", *argv] if nohup else argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while b"all healthy" not in (tmp_path / "up.log").read_bytes():
+            assert up.poll() is None and time.monotonic() < deadline, (tmp_path / "up.log").read_text()
+            time.sleep(0.2)
+        state = StackState.load(data)
+        assert state is not None
+        os.killpg(up.pid, signal.SIGHUP)
+        if nohup:
+            time.sleep(2)
+            assert up.poll() is None and set(state.health().values()) == {"SERVING"}
+            up.send_signal(signal.SIGTERM)
+        assert up.wait(timeout=60) == 0
+        assert not (data / "stack.json").exists()
+        for name in state.pids:
+            if name != "valkey":
+                assert " stopped" in (data / "logs" / f"{name}.log").read_text(), name
+    finally:
+        if up.poll() is None:
+            os.killpg(up.pid, signal.SIGKILL)
+        out.close()

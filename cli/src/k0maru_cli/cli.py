@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES, K0Error
+from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES, K0Error, stop_signals
 
 from ._state import StackState, resolve_data_dir
 
@@ -42,11 +42,20 @@ def _on_sigterm(_signum: int, _frame: FrameType | None) -> None:
     raise Terminated
 
 
+def _stop_on_signals() -> None:
+    """SIGTERM and SIGHUP (the terminal closed; unless ignored, as under `nohup`) stop the stack
+    like Ctrl+C: the services stop gracefully and stack.json goes (SIGHUP used to kill every
+    process where it stood)."""
+    for sig in stop_signals():
+        if sig != signal.SIGINT:  # KeyboardInterrupt already
+            signal.signal(sig, _on_sigterm)
+
+
 def _stop_undisturbed(launcher: Launcher) -> None:
     """Stop the stack; a second SIGTERM or Ctrl+C (an agent host closing us) must not cut the stop
     short, or children and stack.json would be left behind."""
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for sig in stop_signals():
+        signal.signal(sig, signal.SIG_IGN)
     launcher.stop()
 
 
@@ -93,7 +102,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         f" (the console at {state.console_url})",
         flush=True,
     )
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    _stop_on_signals()
     started = time.perf_counter()
     try:
         state = launcher.start()
@@ -178,15 +187,15 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         vault_name = str(vault)
         data_dir = resolve_data_dir(vault, args.data_dir)
         stack = StackThread(lambda: StackState.load(data_dir), lambda: _launcher(args, vault, 0))
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    _stop_on_signals()
     stack.start()  # MCP answers initialize and tools/list while the stack comes up
     try:
         serve_mcp_stdio(DeferredStackClient(vault_name, stack, args.tool_wait))
     except (KeyboardInterrupt, Terminated):
         pass
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the stop short
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for sig in stop_signals():  # a second signal must not cut the stop short
+            signal.signal(sig, signal.SIG_IGN)
         stack.stop()
     return 0
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ._events import TOPIC, ChangePublisher, ChangeSubscriber
     from ._limits import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES
     from ._logging import configure_logging
-    from ._process import orphan_guard, release_free_heap
+    from ._process import orphan_guard, release_free_heap, stop_signals
     from ._server import (
         HEALTH_NAMES,
         KEEPALIVE_CLIENT_OPTIONS,
@@ -122,6 +122,7 @@ _WHERE = {
     "mode_name": "._client",
     "orphan_guard": "._process",
     "release_free_heap": "._process",
+    "stop_signals": "._process",
     "relative_posix": "._vault",
     "vault_id": "._vault",
     "vector_from_bytes": "._streams",
@@ -196,6 +197,7 @@ __all__ = [
     "release_free_heap",
     "reply_stream",
     "results_stream",
+    "stop_signals",
     "vault_id",
     "vector_from_bytes",
     "vector_to_bytes",

@@ -46,3 +46,10 @@ def release_free_heap() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # musl or another libc without malloc_trim
         return
+
+
+def stop_signals() -> list[signal.Signals]:
+    """The signals that stop a k0maru process gracefully: SIGTERM, SIGINT, and SIGHUP unless it
+    was started ignoring SIGHUP (`nohup`), which then stays ignored."""
+    hangup = [] if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN else [signal.SIGHUP]
+    return [signal.SIGTERM, signal.SIGINT, *hangup]

@@ -22,6 +22,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address, open_channel, server_credentials
 from ._errors import K0Error
+from ._process import stop_signals
 from ._validation import check_request
 
 STOP_POLL_S = 0.2  # how soon a wait notices a stop signal that reached another thread
@@ -204,14 +205,15 @@ class GrpcService:
         self.server.stop(0).wait()
 
     def install_signal_handlers(self) -> None:
-        """SIGTERM and SIGINT request a stop. The handler only sets a flag: it runs in the main
-        thread between two bytecodes, possibly while that thread holds `_stop`'s own lock
+        """SIGTERM, SIGINT and SIGHUP (the terminal running `k0maru up` closed; not when started
+        with it ignored, as `nohup` does) request a stop. The handler only sets a flag: it runs in
+        the main thread between two bytecodes, possibly while that thread holds `_stop`'s own lock
         (inside `Event.wait`), so `_stop.set()` there could deadlock. Waits poll the flag."""
 
         def on_signal(_signum: int, _frame: object) -> None:
             self._signalled = True
 
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in stop_signals():
             signal.signal(sig, on_signal)
 
     def request_stop(self) -> None:
