@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -289,3 +292,69 @@ def test_missing_or_corrupt_model_fails_fast_and_clearly(valkey_url: str, tmp_pa
     assert w.proc.wait(timeout=60) != 0
     log = w.log.read_text()
     assert ("model file missing" if content is None else "cannot be loaded") in log
+
+
+class BlackHoleProxy:
+    """A TCP proxy in front of Valkey. `black_hole()` turns the connections open at that moment
+    into what a partitioned host leaves behind: nothing forwarded, nothing answered, and no FIN
+    or RST; connections made afterwards are forwarded again (the network came back)."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self._upstream = upstream_port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._generation = 0
+        self._sockets: list[socket.socket] = [self._listener]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def black_hole(self) -> None:
+        self._generation += 1
+
+    def close(self) -> None:
+        for s in self._sockets:
+            s.close()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):  # closed
+            while True:
+                self._forward(self._listener.accept()[0])
+
+    def _forward(self, client: socket.socket) -> None:
+        upstream = socket.create_connection(("127.0.0.1", self._upstream))
+        self._sockets += [client, upstream]
+        for a, b in ((client, upstream), (upstream, client)):
+            threading.Thread(target=self._pump, args=(a, b, self._generation), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, generation: int) -> None:
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                if generation != self._generation:
+                    return  # swallowed: the other side waits for an answer that never comes
+                dst.sendall(data)
+
+
+def test_a_redis_connection_that_goes_silent_is_not_a_worker_failure(
+    valkey_url: str, workers: list[Worker], tmp_path: Path
+):
+    """A partition leaves the worker's Redis connection open and silent, with no RST. The read
+    times out (redis-py's default socket timeout, 5 s), and the worker treats that like a Redis
+    that refuses connections: it reconnects and goes on, jobs flow again. It used to count it as
+    a failure of its loop: a restart each time, and after 5 in a row the embedder gave up and
+    exited, queries included, because Redis did not answer for half a minute."""
+    client = redis.Redis.from_url(valkey_url)
+    proxy = BlackHoleProxy(int(valkey_url.rsplit(":", 1)[1].split("/")[0]))
+    try:
+        worker = Worker(f"redis://127.0.0.1:{proxy.port}/0", tmp_path / "w.log")
+        workers.append(worker)
+        worker.wait_ready()
+        client.xadd(JOBS_STREAM, {"id": "before#0", "hash": "h", "text": "a chunk before the partition"})
+        wait_for(lambda: "before#0" in {r[0] for r in results(client)}, 60, "the first result")
+        proxy.black_hole()
+        client.xadd(JOBS_STREAM, {"id": "after#0", "hash": "h", "text": "a chunk after the partition"})
+        wait_for(lambda: "after#0" in {r[0] for r in results(client)}, 60, "a result after the partition")
+        log = worker.log.read_text()
+        assert "Redis unavailable (Timeout" in log and "stream worker restarts" not in log, log[-3000:]
+        worker.stop()
+    finally:
+        proxy.close()
+        client.close()

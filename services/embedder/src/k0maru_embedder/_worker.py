@@ -172,8 +172,8 @@ class StreamWorker:
                     # 256 tokens) stay mapped by the C heap unless handed back
                     release_free_heap()
                     busy = False
-            except redis.ConnectionError:
-                log.warning("Redis unavailable; retrying")
+            except (redis.ConnectionError, redis.TimeoutError) as exc:  # down, or not answering
+                log.warning("Redis unavailable (%s); retrying", exc)
                 stop.wait(1.0)
             except redis.ResponseError as exc:
                 if "NOGROUP" in str(exc):

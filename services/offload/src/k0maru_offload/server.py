@@ -261,7 +261,7 @@ class OffloadApp:
             try:
                 self.redis.ping()
                 return
-            except redis.ConnectionError:
+            except (redis.ConnectionError, redis.TimeoutError):
                 log.warning("Redis at %s not reachable yet", self.settings.redis_url)
                 time.sleep(0.5)
 
