@@ -261,7 +261,7 @@ class Launcher:
             log.warning("%s exited with code %s; restarting it", name, proc.returncode)
             try:
                 self.restart(name)
-            except StartupError as exc:
+            except (StartupError, OSError) as exc:  # OSError: it could not even be spawned
                 failures = self._failures.get(name, 0) + 1
                 self._failures[name] = failures
                 delay = min(RESTART_BACKOFF_S * 2 ** (failures - 1), RESTART_BACKOFF_MAX_S)
@@ -281,7 +281,7 @@ class Launcher:
                 self._retry_at.pop(name, None)
         return restarted
 
-    def _why(self, exc: StartupError) -> str:
+    def _why(self, exc: Exception) -> str:
         """A failed restart's reason in one line: a full disk under the data dir first (the
         child's own log cannot say so: it is written there), else the error and its log's last line."""
         free = shutil.disk_usage(self.data_dir).free
@@ -306,7 +306,10 @@ class Launcher:
                 token = self.state.grpc_token if name == "retriever" else None
                 self._wait(name, self.state.addresses[name], time.monotonic(), token, only=name)
             self.state.pids[name] = self.procs[-1][1].pid
-            self.state.write()
+            try:
+                self.state.write()
+            except OSError as exc:  # a full disk: the child runs; stack.json keeps its old pid
+                log.warning("stack.json not updated after restarting %s: %s", name, exc)
 
     def start(self) -> StackState:
         """Start every process and wait until each health check says SERVING."""
