@@ -244,8 +244,8 @@ class Launcher:
 
         A child that cannot start again (its data dir's disk is full, say) is tried again later,
         each wait twice the last (RESTART_BACKOFF_S up to RESTART_BACKOFF_MAX_S), while the rest
-        of the stack goes on serving; `failing` says which and why, and the child comes back by
-        itself once the cause is gone. One that starts but keeps dying is restarted at once up to
+        of the stack goes on serving; `failing` says which and why (such a child is not left
+        running half-started), and the child comes back by itself once the cause is gone. One that starts but keeps dying is restarted at once up to
         QUICK_RESTARTS_PER_MINUTE times a minute, then after the same growing waits. Call it from
         one long-lived thread: the children it restarts die with that thread (PR_SET_PDEATHSIG).
         """
@@ -262,6 +262,7 @@ class Launcher:
             try:
                 self.restart(name)
             except (StartupError, OSError) as exc:  # OSError: it could not even be spawned
+                self._end(name)  # one that never became SERVING is started afresh at the next try
                 failures = self._failures.get(name, 0) + 1
                 self._failures[name] = failures
                 delay = min(RESTART_BACKOFF_S * 2 ** (failures - 1), RESTART_BACKOFF_MAX_S)
@@ -280,6 +281,17 @@ class Launcher:
             else:
                 self._retry_at.pop(name, None)
         return restarted
+
+    def _end(self, name: str, grace_s: float = 5.0) -> None:
+        """Stop the child `name` if it still runs (SIGTERM, then SIGKILL)."""
+        for n, proc in self.procs:
+            if n == name and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=grace_s)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
 
     def _why(self, exc: Exception) -> str:
         """A failed restart's reason in one line: a full disk under the data dir first (the
