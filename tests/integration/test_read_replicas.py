@@ -23,6 +23,7 @@ from k0maru_common import (
     results_stream,
     wait_until_serving,
 )
+from k0maru_embedder._presets import minilm_l6_int8
 from k0maru_retriever._index import NoteIndex
 from k0maru_retriever._pipeline import EmbeddingPipeline
 from tests.conftest import wait_for
@@ -35,7 +36,7 @@ DIM = 384
 
 
 def open_index(root: Path) -> NoteIndex:
-    return consistency_index(root, DIM, "minilm-l6-int8")
+    return consistency_index(root, DIM, minilm_l6_int8().model_id)  # what the workers report, as in a retriever
 
 
 def ready(worker: Worker) -> None:

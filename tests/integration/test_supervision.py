@@ -12,7 +12,8 @@ import pytest
 
 from k0maru.v1 import retriever_pb2
 from k0maru_cli import Launcher
-from tests.conftest import write_notes
+from k0maru_common import K0Error, StackClient
+from tests.conftest import wait_for, write_notes
 
 pytestmark = pytest.mark.integration
 
@@ -169,6 +170,81 @@ def test_undecodable_file_name_neither_stops_indexing_nor_start_up(vault: Path, 
         }
         launcher.restart("scanner")  # and it starts again over the same vault and manifest
         assert launcher.state is not None and launcher.state.health()["scanner"] == "SERVING"
+    finally:
+        client.close()
+        launcher.stop()
+
+
+def _vector_ran(reply: retriever_pb2.SearchResponse) -> bool:
+    return any(c.channel == "vector" and c.ran for c in reply.channels)
+
+
+def _search_or_none(client: StackClient, request: retriever_pb2.SearchRequest) -> retriever_pb2.SearchResponse | None:
+    try:
+        return client.call(client.retriever.Search, request, 5)
+    except K0Error:
+        return None
+
+
+def test_a_retriever_restarted_while_the_embedders_are_down_still_searches(vault: Path, tmp_path: Path):
+    """The retriever learns the embedding model from the embedders when it starts. With none
+    answering it used to wait `embedder_wait_s` and exit, so search was down as long as they
+    were (a data dir that filled up took both down). Now it opens the model they served last,
+    answers from BM25, and uses vectors again once an embedder is back."""
+    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n", "b.md": "# Beta\n\nabout ships\n"})
+    launcher = Launcher(vault, tmp_path / "data", embedders=1, http_port=0, extra_env={"K0_EMBEDDER_WAIT_S": "30"})
+    state = launcher.start()
+    client = state.client()
+    hybrid = retriever_pb2.SearchRequest(query="lighthouses", mode=retriever_pb2.SEARCH_MODE_HYBRID)
+    try:
+        assert _vector_ran(client.call(client.retriever.Search, hybrid))
+        embedder = next(proc for name, proc in launcher.procs if name == "embedder-1")
+        embedder.kill()
+        embedder.wait()
+        launcher.restart("retriever")  # waits until it is SERVING
+        # the client's channel reconnects within its backoff (at most 1 s, CHANNEL_OPTIONS)
+        reply = wait_for(lambda: _search_or_none(client, hybrid), 10, "the restarted retriever")
+        assert reply.hits[0].path == "a.md" and not _vector_ran(reply)
+        launcher.restart("embedder-1")
+        deadline = time.monotonic() + 60
+        while not _vector_ran(client.call(client.retriever.Search, hybrid)):
+            assert time.monotonic() < deadline, "vectors never came back"
+            time.sleep(0.2)
+        assert client.call(client.retriever.Search, hybrid).hits[0].path == "a.md"
+    finally:
+        client.close()
+        launcher.stop()
+
+
+def test_embedders_back_with_another_model_make_the_retriever_restart_onto_it(vault: Path, tmp_path: Path):
+    """Started with the model the embedders served last, the retriever meets them back with
+    another one: it takes no vector of the other model and restarts (its supervisor starts it
+    again), then asks them which model they serve."""
+    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n", "b.md": "# Beta\n\nabout ships\n"})
+    launcher = Launcher(vault, tmp_path / "data", embedders=1, http_port=0, model="minilm-l6-int8")
+    state = launcher.start()
+    client = state.client()
+    hybrid = retriever_pb2.SearchRequest(query="lighthouses", mode=retriever_pb2.SEARCH_MODE_HYBRID)
+    status = retriever_pb2.IndexStatusRequest()
+    try:
+        assert client.call(client.retriever.IndexStatus, status).embedding_model.startswith("minilm-l6-int8")
+        embedder = next(proc for name, proc in launcher.procs if name == "embedder-1")
+        embedder.kill()
+        embedder.wait()
+        launcher.restart("retriever")  # no embedder: the model they served last
+        launcher._commands["embedder-1"][1]["K0_MODEL"] = "minilm-l6-q8"  # the user switched models
+        launcher.restart("embedder-1")
+        deadline = time.monotonic() + 120
+        while True:
+            launcher.supervise()  # restarts the retriever once it exits for the other model
+            with contextlib.suppress(Exception):  # the retriever may be restarting
+                ran = _vector_ran(client.call(client.retriever.Search, hybrid, 5))  # meets the other model
+                if ran and client.call(client.retriever.IndexStatus, status, 5).embedding_model.startswith(
+                    "minilm-l6-q8"
+                ):
+                    break
+            assert time.monotonic() < deadline, "the retriever never moved to the embedders' model"
+            time.sleep(0.2)
     finally:
         client.close()
         launcher.stop()

@@ -72,6 +72,7 @@ class EmbeddingPipeline:
         gone_after_s: float = 30.0,
     ) -> None:
         self._index = index
+        self._on_give_up = on_give_up
         self._redis: Any = redis.Redis.from_url(redis_url)  # bytes replies; redis-py's unions do not narrow
         self._results = results_stream(instance)
         self._gone_ms = int(gone_after_s * 1000)
@@ -194,6 +195,15 @@ class EmbeddingPipeline:
     def _store(self, messages: list[tuple[bytes, dict[bytes, bytes]]]) -> None:
         results = []
         for _msg_id, fields in messages:
+            model = fields.get(b"model", b"").decode()
+            if b"vector" in fields and model and self._index.model_id and model != self._index.model_id:
+                # the embedders were switched to another model: its vectors must not join this
+                # model's store (same dimension or not); a restarted retriever asks them which
+                reason = f"the embedders now answer with {model}, not {self._index.model_id}"
+                log.error("%s: their vectors are not stored", reason)
+                if self._on_give_up is not None:
+                    self._on_give_up(reason)
+                return
             if b"vector" in fields:
                 results.append((fields[b"id"].decode(), fields[b"hash"].decode(), vector_from_bytes(fields[b"vector"])))
         stored = self._index.apply_vectors(results)

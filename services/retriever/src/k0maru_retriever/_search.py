@@ -124,6 +124,8 @@ class QueryEmbedder:
         self._recent: OrderedDict[str, np.ndarray] = OrderedDict()  # agents repeat their queries
         self._recent_lock = threading.Lock()
         self._hedge_until = 0.0  # monotonic time until which queries go to two workers
+        self.model_id = ""  # the model whose store this retriever opened: another's vectors are not used
+        self.on_other_model: Callable[[str], None] | None = None  # told the other model's id
 
     def cached(self, text: str) -> np.ndarray | None:
         with self._recent_lock:
@@ -191,6 +193,11 @@ class QueryEmbedder:
             codes += again
         if reply is None:
             log.warning("query embedding failed (%s); answering from BM25", ", ".join(str(c) for c in codes))
+            return None
+        if self.model_id and reply.model and reply.model != self.model_id:
+            log.warning("the embedders answer with %s, not %s; answering from BM25", reply.model, self.model_id)
+            if self.on_other_model is not None:
+                self.on_other_model(reply.model)
             return None
         return np.asarray(reply.vectors[0].values, dtype=np.float32)
 

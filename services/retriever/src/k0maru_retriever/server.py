@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import re
 import threading
@@ -206,6 +207,44 @@ def open_vector_store(settings: RetrieverSettings, model_id: str, dimension: int
     return QdrantServerStore(settings.qdrant_url, f"k0_chunks_{name}{suffix}", dimension)
 
 
+MODEL_FILE = "embedders-model.json"  # the model the embedders served last: {model, dimension, scripts}
+REMEMBERED_MODEL_WAIT_S = 10.0  # how long a restart waits for an embedder when it knows the model
+
+
+def _embedders_model(settings: RetrieverSettings, embedder: QueryEmbedder, memory: Path) -> tuple[str, int]:
+    """(model id, dimension) the embedders serve, as their Info says; remembered in `memory`.
+
+    A retriever restarted while no embedder answers (they are down too, or still loading) opens
+    the store of the model they served last and answers from BM25 meanwhile, instead of waiting
+    `embedder_wait_s` and exiting (search was down for as long as the embedders were). If they
+    come back with another model, `on_other_model` makes the retriever restart to use it."""
+    known = None
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        saved = json.loads(memory.read_text())
+        known = (str(saved["model"]), int(saved["dimension"]), tuple(str(s) for s in saved["scripts"]))
+    wait = settings.embedder_wait_s if known is None else min(settings.embedder_wait_s, REMEMBERED_MODEL_WAIT_S)
+    try:
+        model_id, dimension, scripts = embedder.model(wait)
+    except grpc.RpcError as exc:
+        if known is None:
+            raise SystemExit(
+                f"retriever: no embedder at {settings.embedder_target} answered within {wait:.0f} s"
+            ) from exc
+        model_id, dimension, scripts = known
+        embedder.scripts = scripts
+        log.warning(
+            "no embedder answered within %.0f s; serving with %s, the model they served last "
+            "(searches answer from BM25 until one is back)",
+            wait,
+            model_id,
+        )
+    else:
+        if known != (model_id, dimension, scripts):
+            memory.write_text(json.dumps({"model": model_id, "dimension": dimension, "scripts": list(scripts)}))
+    embedder.model_id = model_id
+    return model_id, dimension
+
+
 def build_server(settings: RetrieverSettings) -> RetrieverApp:
     """Open every index. With embedders configured, their Info names the model and its dimension."""
     root = settings.data_dir / "retriever"
@@ -213,15 +252,10 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         QueryEmbedder(settings.embedder_target, token=settings.grpc_token) if settings.embedder_target else None
     )
     model_id, dimension = "", settings.vector_dim
-    if query_embedder is not None:
-        try:
-            model_id, dimension, _scripts = query_embedder.model(settings.embedder_wait_s)
-        except grpc.RpcError as exc:
-            raise SystemExit(
-                f"retriever: no embedder at {settings.embedder_target} answered within {settings.embedder_wait_s:.0f} s"
-            ) from exc
-    model_name = re.sub(r"[^A-Za-z0-9_-]", "_", model_id or "none")
     root.mkdir(parents=True, exist_ok=True)
+    if query_embedder is not None:
+        model_id, dimension = _embedders_model(settings, query_embedder, root / MODEL_FILE)
+    model_name = re.sub(r"[^A-Za-z0-9_-]", "_", model_id or "none")
     index = NoteIndex(
         Bm25Index(root / "bm25", BM25Analyzer()),
         open_vector_store(settings, model_id, dimension),
@@ -231,6 +265,8 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         TagIndex(root / f"tags-{model_name}.sqlite", model_id, dimension),
     )
     service = GrpcService(HEALTH_NAMES["retriever"], settings.grpc_addr, token=settings.grpc_token)
+    if query_embedder is not None:  # the embedders were switched to another model: restart to use it
+        query_embedder.on_other_model = lambda other: service.fail(f"the embedders now answer with {other}")
     if settings.embedder_target:  # the Redis client (~0.2 s to import) only when there are embedders
         from ._pipeline import EmbeddingPipeline
     pipeline = (
