@@ -231,3 +231,18 @@ def test_closing_the_terminal_stops_the_stack_gracefully_unless_nohup(vault: Pat
         if up.poll() is None:
             os.killpg(up.pid, signal.SIGKILL)
         out.close()
+
+
+def test_a_data_dir_that_cannot_be_used_is_said_in_one_line(vault: Path, tmp_path: Path):
+    """A data dir that is a file (or read-only, or not permitted): `k0maru up` used to end in an
+    OSError traceback; now one line says which folder and why, exit code 1."""
+    write_notes(vault, {"a.md": "# Alpha\n"})
+    taken = tmp_path / "data"
+    taken.write_text("not a folder")
+    done = subprocess.run(
+        [sys.executable, "-m", "k0maru_cli", "up", "--vault", str(vault), "--data-dir", str(taken), "--port", "0"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert f"cannot use the data dir {taken}" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert taken.read_text() == "not a folder"

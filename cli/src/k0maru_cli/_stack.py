@@ -326,16 +326,22 @@ class Launcher:
     def start(self) -> StackState:
         """Start every process and wait until each health check says SERVING."""
         started = time.monotonic()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self._lock_data_dir()
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self._lock_data_dir()
+        except OSError as exc:  # read-only, not a folder, no permission: said in one line, not a traceback
+            raise StartupError(f"cannot use the data dir {self.data_dir}: {exc.strerror or exc}") from exc
         running = StackState.load(self.data_dir)
         if running is not None:  # a launcher from before the lock existed
             self._unlock()
             raise StackBusy(f"a stack for {self.vault} is already running (launcher pid {running.launcher_pid})")
         try:
             return self._start(started)
-        except BaseException:
+        except BaseException as exc:
             self.stop()
+            if isinstance(exc, OSError):  # a full data dir, say
+                where = f" ({exc.filename})" if exc.filename else ""
+                raise StartupError(f"{exc.strerror or exc}{where}") from exc
             raise
 
     def _start(self, started: float) -> StackState:
