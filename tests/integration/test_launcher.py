@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -246,3 +248,36 @@ def test_a_data_dir_that_cannot_be_used_is_said_in_one_line(vault: Path, tmp_pat
     assert done.returncode == 1
     assert f"cannot use the data dir {taken}" in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert taken.read_text() == "not a folder"
+
+
+def test_a_second_vault_gets_the_next_console_port_and_an_asked_port_in_use_is_refused(vault: Path, tmp_path: Path):
+    """Another vault's stack holds the console's default port 7878 (here: a socket of the test's,
+    unless something else already does): `k0maru up` takes the next free port instead of failing
+    to start its gateway; a port asked for with --port that is taken is refused in one line."""
+    write_notes(vault, {"a.md": "# Alpha\n"})
+    holder = socket.socket()
+    with contextlib.suppress(OSError):  # already taken by something else: just as good
+        holder.bind(("127.0.0.1", 7878))
+        holder.listen()
+    try:
+        base = [sys.executable, "-m", "k0maru_cli", "up", "--vault", str(vault), "--data-dir", str(tmp_path / "data")]
+        refused = subprocess.run([*base, "--port", "7878"], capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 1 and "the console port 7878 is in use" in refused.stderr, refused.stderr
+        out = open(tmp_path / "up.log", "wb")  # noqa: SIM115 - the child writes it until it exits
+        up = subprocess.Popen(base, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 120
+            while b"all healthy" not in (log := (tmp_path / "up.log").read_bytes()):
+                assert up.poll() is None and time.monotonic() < deadline, log.decode()
+                time.sleep(0.2)
+            state = StackState.load(tmp_path / "data")
+            assert state is not None and ":7878/" not in state.console_url
+            assert f"console {state.console_url}" in (tmp_path / "up.log").read_text()
+            up.send_signal(signal.SIGTERM)
+            assert up.wait(timeout=60) == 0
+        finally:
+            if up.poll() is None:
+                up.kill()
+            out.close()
+    finally:
+        holder.close()

@@ -57,6 +57,33 @@ def _ephemeral_range() -> tuple[int, int]:
         return 32_768, 65_535  # Linux's default start; the BSDs' and macOS's 49152–65535 inside it
 
 
+DEFAULT_CONSOLE_PORT = 7878
+CONSOLE_PORTS_TRIED = 20  # 7878 … 7897, then any free port
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def console_port(host: str, asked: int | None) -> int:
+    """The console's port: `asked` (0: any free port), or, when none was asked, 7878 or the first
+    free one after it (another vault's stack holds 7878: a second `k0maru up` used to fail).
+    StartupError when the asked port is taken."""
+    if asked is not None:
+        if asked and not _bindable(host, asked):
+            raise StartupError(f"the console port {asked} is in use; pass another --port (0: any free port)")
+        return asked
+    for port in range(DEFAULT_CONSOLE_PORT, DEFAULT_CONSOLE_PORT + CONSOLE_PORTS_TRIED):
+        if _bindable(host, port):
+            return port
+    return free_port(host)
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A port nothing listens on now, for a service started later, never handed out twice by
     this process. Picked outside the kernel's ephemeral range: a port-0 pick could be taken by

@@ -92,10 +92,15 @@ def _launcher(args: argparse.Namespace, vault: Path, http_port: int) -> Launcher
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from ._stack import StartupError
+    from ._stack import StartupError, console_port
 
     vault = _vault(args)
-    launcher = _launcher(args, vault, args.port)
+    try:
+        port = console_port(args.host, args.port)
+    except StartupError as exc:
+        print(f"k0maru: {exc}", file=sys.stderr)
+        return 1
+    launcher = _launcher(args, vault, port)
     launcher.on_progress = lambda step: print(f"k0maru: {step}", flush=True)  # a big vault's first build
     launcher.on_reachable = lambda state: print(
         f"k0maru: while the retriever builds its index, searches answer from the notes indexed so far"
@@ -567,7 +572,9 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--host", default="127.0.0.1", help="console bind address (non-loopback needs K0_CONSOLE_TOKEN)")
         if name in ("up", "ui"):
-            p.add_argument("--port", type=int, default=7878, help="console port (0 = any free port)")
+            p.add_argument(
+                "--port", type=int, help="console port (default: 7878, or the next free one if taken; 0: any free port)"
+            )
         else:
             p.add_argument(
                 "--tool-wait",
