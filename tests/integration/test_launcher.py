@@ -281,3 +281,26 @@ def test_a_second_vault_gets_the_next_console_port_and_an_asked_port_in_use_is_r
             out.close()
     finally:
         holder.close()
+
+
+def test_each_service_stops_gracefully_on_sighup_alone(vault: Path, tmp_path: Path):
+    """SIGHUP to one service, not through the launcher (a service run by hand in a terminal that
+    closes): it stops gracefully, exit code 0. The gateway used to go on serving: uvicorn takes
+    SIGINT and SIGTERM only."""
+    write_notes(vault, {"a.md": "# Alpha\n"})
+    launcher = Launcher(vault, tmp_path / "data", embedders=0, http_port=0)
+    launcher.start()
+    try:
+        codes: dict[str, int | str] = {}
+        for name, proc in reversed(list(launcher.procs)):
+            if name == "valkey":  # Valkey ignores SIGHUP by design
+                continue
+            proc.send_signal(signal.SIGHUP)
+            try:
+                codes[name] = proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                codes[name] = "ignored SIGHUP"
+                proc.kill()
+        assert codes == {name: 0 for name, _proc in launcher.procs if name != "valkey"}
+    finally:
+        launcher.stop()

@@ -6,13 +6,14 @@ The MCP face of the gateway is `_mcp.build_mcp` / `serve_mcp_stdio`, run by `k0m
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 from dataclasses import dataclass
 
 import uvicorn
 
-from k0maru_common import HEALTH_NAMES, GrpcService, StackClient
+from k0maru_common import HEALTH_NAMES, GrpcService, StackClient, stop_signals
 
 from ._console import Prices, allowed_hosts, build_console
 from .config import GatewaySettings
@@ -76,6 +77,8 @@ def run(settings: GatewaySettings) -> None:
     # uvicorn takes SIGTERM/SIGINT while it runs, then restores these handlers and raises the
     # signal again: with the default handler that killed the process before `finally` ran
     app.service.install_signal_handlers()
+    if signal.SIGHUP in stop_signals():  # uvicorn takes SIGINT and SIGTERM only
+        signal.signal(signal.SIGHUP, lambda _s, _f: setattr(app.http, "should_exit", True))
     app.service.start()
     threading.Thread(target=app.mark_serving_when_listening, daemon=True).start()
     try:
