@@ -172,6 +172,20 @@ def test_a_start_stopped_during_the_first_build_gives_up_and_restarts_nothing(va
         launcher.stop()
 
 
+def _stop_each(procs: list[tuple[str, subprocess.Popen[bytes]]], sig: int) -> dict[str, int | str]:
+    """`sig` to each process in the launcher's stop order (reversed); each one's exit code, or
+    "ignored" (then it is killed) when it has not exited 30 s later."""
+    codes: dict[str, int | str] = {}
+    for name, proc in reversed(procs):
+        proc.send_signal(sig)
+        try:
+            codes[name] = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            codes[name] = "ignored"
+            proc.kill()
+    return codes
+
+
 def test_a_stack_suspended_and_resumed_still_stops_gracefully(vault: Path, tmp_path: Path):
     """Ctrl+Z then `fg` in the terminal running `k0maru up` stops and continues every process
     (SIGSTOP, SIGCONT); afterwards each service must still stop by itself on SIGTERM, exit code 0.
@@ -187,15 +201,7 @@ def test_a_stack_suspended_and_resumed_still_stops_gracefully(vault: Path, tmp_p
             os.kill(proc.pid, signal.SIGSTOP)
         for _name, proc in procs:
             os.kill(proc.pid, signal.SIGCONT)
-        codes: dict[str, int | str] = {}
-        for name, proc in reversed(procs):  # the launcher's stop order
-            proc.send_signal(signal.SIGTERM)
-            try:
-                codes[name] = proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                codes[name] = "ignored SIGTERM"
-                proc.kill()
-        assert codes == {name: 0 for name, _proc in procs}
+        assert _stop_each(procs, signal.SIGTERM) == {name: 0 for name, _proc in procs}
     finally:
         launcher.stop()
 
@@ -291,16 +297,7 @@ def test_each_service_stops_gracefully_on_sighup_alone(vault: Path, tmp_path: Pa
     launcher = Launcher(vault, tmp_path / "data", embedders=0, http_port=0)
     launcher.start()
     try:
-        codes: dict[str, int | str] = {}
-        for name, proc in reversed(list(launcher.procs)):
-            if name == "valkey":  # Valkey ignores SIGHUP by design
-                continue
-            proc.send_signal(signal.SIGHUP)
-            try:
-                codes[name] = proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                codes[name] = "ignored SIGHUP"
-                proc.kill()
-        assert codes == {name: 0 for name, _proc in launcher.procs if name != "valkey"}
+        services = [(name, proc) for name, proc in launcher.procs if name != "valkey"]  # Valkey ignores SIGHUP
+        assert _stop_each(services, signal.SIGHUP) == {name: 0 for name, _proc in services}
     finally:
         launcher.stop()
