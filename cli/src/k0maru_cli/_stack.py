@@ -94,13 +94,8 @@ def free_port(host: str = "127.0.0.1") -> int:
     for _ in range(500 if ranges else 0):
         first, last = secrets.choice(ranges)
         port = first + secrets.randbelow(last - first + 1)
-        if port in _handed_out:
+        if port in _handed_out or not _bindable(host, port):  # in use (or lingering): another
             continue
-        with socket.socket() as sock:
-            try:
-                sock.bind((host, port))
-            except OSError:  # in use (or lingering): another
-                continue
         _handed_out.add(port)
         return port
     with socket.socket() as sock:  # no room outside the ephemeral range: the kernel's pick
@@ -210,6 +205,11 @@ RESTART_BACKOFF_MAX_S = 60.0
 LOW_DISK_BYTES = 16 * 1024 * 1024  # a failed restart with less free under the data dir: "the disk is full"
 
 
+def _backoff(tries: int) -> float:
+    """The wait before a child's next restart after `tries` (≥ 1) that failed or came too fast."""
+    return min(RESTART_BACKOFF_S * 2.0 ** (tries - 1), RESTART_BACKOFF_MAX_S)
+
+
 def embedder_threads(embedders: int) -> int:
     """onnxruntime threads per local embedder: the cores this process may use, shared out, at
     most MAX_EMBEDDER_THREADS (a small model gains little past that). On 2 cores one embedder
@@ -292,7 +292,7 @@ class Launcher:
                 self._end(name)  # one that never became SERVING is started afresh at the next try
                 failures = self._failures.get(name, 0) + 1
                 self._failures[name] = failures
-                delay = min(RESTART_BACKOFF_S * 2 ** (failures - 1), RESTART_BACKOFF_MAX_S)
+                delay = _backoff(failures)
                 self._retry_at[name] = time.monotonic() + delay
                 log_file = self.data_dir / "logs" / f"{name}.log"
                 self.failing[name] = f"{self._why(exc)}; next try in {delay:.0f} s (see {log_file})"
@@ -303,8 +303,7 @@ class Launcher:
             restarted.append(name)
             quick = len(recent) + 1 - QUICK_RESTARTS_PER_MINUTE  # restarts over the quick allowance
             if quick > 0:  # flapping: its next death waits
-                delay = min(RESTART_BACKOFF_S * 2 ** (quick - 1), RESTART_BACKOFF_MAX_S)
-                self._retry_at[name] = time.monotonic() + delay
+                self._retry_at[name] = time.monotonic() + _backoff(quick)
             else:
                 self._retry_at.pop(name, None)
         return restarted

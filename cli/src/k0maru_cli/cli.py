@@ -51,11 +51,15 @@ def _stop_on_signals() -> None:
             signal.signal(sig, _on_sigterm)
 
 
+def _ignore_stop_signals() -> None:
+    for sig in stop_signals():
+        signal.signal(sig, signal.SIG_IGN)
+
+
 def _stop_undisturbed(launcher: Launcher) -> None:
     """Stop the stack; a second SIGTERM or Ctrl+C (an agent host closing us) must not cut the stop
     short, or children and stack.json would be left behind."""
-    for sig in stop_signals():
-        signal.signal(sig, signal.SIG_IGN)
+    _ignore_stop_signals()
     launcher.stop()
 
 
@@ -199,8 +203,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     except (KeyboardInterrupt, Terminated):
         pass
     finally:
-        for sig in stop_signals():  # a second signal must not cut the stop short
-            signal.signal(sig, signal.SIG_IGN)
+        _ignore_stop_signals()  # a second signal must not cut the stop short
         stack.stop()
     return 0
 

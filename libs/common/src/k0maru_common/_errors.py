@@ -19,6 +19,8 @@ does not load grpcio.
 
 from __future__ import annotations
 
+import errno
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing; mypy knows the name
 if TYPE_CHECKING:
     import grpc
@@ -65,8 +67,6 @@ class CannotWrite(K0Error):
     code = "FAILED_PRECONDITION"
 
     def __init__(self, what: str, exc: OSError) -> None:
-        import errno
-
         full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
         super().__init__(f"cannot write {what}: {'the disk is full' if full else exc.strerror or exc}")
         if full:

@@ -37,12 +37,20 @@ def _read_all(fd: int, limit: int) -> str:
     return b"".join(chunks).decode("utf-8", "replace")
 
 
+def make_folder(directory: Path) -> None:
+    """`directory` and its parents, or CannotWrite (a full disk, a read-only vault)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CannotWrite(f"the folder {directory.name}", exc) from exc
+
+
 def replace_atomically(path: Path, text: str, what: str) -> None:
     """`path` holds `text` (written beside it, then renamed over it) or is left as it was, with no
     temp file behind: CannotWrite (`what` names the file for the user) on a full disk or a
     folder that refuses writes."""
+    make_folder(path.parent)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     except OSError as exc:
         raise CannotWrite(what, exc) from exc

@@ -23,7 +23,7 @@ import yaml
 from k0maru_common import CannotWrite, InvalidInput, OutsideVault, TooLarge, confine
 
 from ._conventions import DATE_KEYS, NUMBERED_PREFIX, FolderRules, core_words, sniff
-from ._files import read_text_file
+from ._files import make_folder, read_text_file
 
 MAX_CONTENT_CHARS = 1_000_000
 MAX_VERSIONS = 1000
@@ -220,7 +220,7 @@ class FlushEngine:
         earlier = _same_note(directory, note.title, text)
         if earlier is not None:
             return earlier.relative_to(self.vault).as_posix(), "up_to_date"
-        _make_folder(directory)
+        make_folder(directory)
         stem = rules.naming.stem(note.title, day, directory)
         target, outcome = write_versioned(directory, stem, text, same_ignoring_dates)
         rel = target.relative_to(self.vault).as_posix()
@@ -241,13 +241,6 @@ def _same_note(directory: Path, title: str, text: str) -> Path | None:
                 if same_ignoring_dates(Path(entry.path).read_text(encoding="utf-8"), text):
                     return Path(entry.path)
     return None
-
-
-def _make_folder(directory: Path) -> None:
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CannotWrite(f"the folder {directory.name}", exc) from exc
 
 
 def _create_exclusive(target: Path, text: str) -> bool:
@@ -295,7 +288,7 @@ def write_versioned(
 
     Returns (path, outcome) with outcome created | versioned | up_to_date (same text already there).
     """
-    _make_folder(directory)
+    make_folder(directory)
     for n in range(1, MAX_VERSIONS + 1):
         target = directory / (f"{stem}.md" if n == 1 else f"{stem}-v{n}.md")
         if _create_exclusive(target, text):
