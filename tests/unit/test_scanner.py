@@ -360,3 +360,67 @@ def test_a_folder_that_cannot_be_listed_keeps_its_notes(tmp_path: Path):
     finally:
         (vault / "private").chmod(0o755)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+WATCH_LIMIT_SCRIPT = """
+import sys, time
+from pathlib import Path
+from k0maru_scanner._manifest import Manifest
+from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
+from k0maru_scanner._watcher import ChangeWatcher, watched_folders
+LIMIT = Path("/proc/sys/user/max_inotify_watches")  # this user namespace's own limit
+vault, data = Path(sys.argv[1]), Path(sys.argv[2])
+
+def until(what, check, timeout_s=60.0):
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+scanner = IncrementalScanner(vault, Manifest(data / "m.sqlite", 100_000), IgnoreRules(), 1 << 20)
+assert scanner.scan().added == 40
+LIMIT.write_text("30")  # 41 folders
+watcher = ChangeWatcher(scanner, 0.05, 50, 2.0, poll_s=0.2, retry_os_watch_s=3.0)
+watcher.start()
+until("the watcher says it polls", lambda: "(user.max_inotify_watches = 30) is reached" in watcher.note)
+assert watched_folders() == set()  # the watches are given back to the user's other programs
+(vault / "f39" / "late.md").write_text("# Late\\n")
+until("a note in any folder is found by polling", lambda: "f39/late.md" in scanner.manifest.files)
+
+LIMIT.write_text("1000")  # the user raised the limit: the OS watch is back
+until("the OS watch is back", lambda: watcher.note == "" and set(scanner.folders) <= (watched_folders() or set()))
+
+LIMIT.write_text("45")  # and folders made later go beyond it
+for i in range(10):
+    (vault / f"new{i}").mkdir()
+    (vault / f"new{i}" / "n.md").write_text("# New\\n")
+until("folders beyond the limit are noticed", lambda: "of 51 folders are not watched" in watcher.note)
+(vault / "new9" / "later.md").write_text("# Later\\n")
+until("and changes in them found", lambda: "new9/later.md" in scanner.manifest.files)
+assert watcher.running and watcher.health().state == "running"
+watcher.stop()
+print("ok")
+"""
+
+
+def test_a_vault_beyond_the_os_watch_limit_is_polled_and_says_so(tmp_path: Path):
+    """Linux limits the folders a user can watch (`fs.inotify.max_user_watches`); watchfiles
+    leaves out, silently, every folder beyond it, so changes there waited for the 30 s rescan.
+    Now the watcher notices (at start, and for folders made later), gives the OS watch up,
+    polls, says why, and takes the OS watch back once the limit allows. The limit is lowered in
+    a user namespace of the test's own (`unshare -U -r`), so the machine's is untouched."""
+    import shutil
+    import subprocess
+    import sys
+
+    unshare = shutil.which("unshare")
+    if unshare is None or subprocess.run([unshare, "-U", "-r", "true"], capture_output=True).returncode != 0:
+        pytest.skip("user namespaces (util-linux unshare -U -r) are not available here")
+    vault, data = tmp_path / "vault", tmp_path / "data"
+    data.mkdir()
+    write_notes(vault, {f"f{i}/n.md": f"# N{i}\n" for i in range(40)})
+    done = subprocess.run(
+        [unshare, "-U", "-r", sys.executable, "-c", WATCH_LIMIT_SCRIPT, str(vault), str(data)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]

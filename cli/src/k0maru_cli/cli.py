@@ -258,6 +258,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     queue = {"pending": -1, "dead_letter": -1}
     workers: list[dict[str, object]] = []  # the job stream's consumers, as the retriever reads them
     problems: list[str] = []  # what the services say about themselves beyond health
+    watch = ""  # why the scanner finds changes by polling ("" while the OS tells it)
     try:
         reply = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 3.0)
         index = {
@@ -284,6 +285,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     try:
         scanner = client.call(client.scanner.Status, scanner_pb2.ScannerStatusRequest(), 3.0)
         problems += [f"scanner: {w.name} {w.state}: {w.last_error}" for w in scanner.workers if w.state != "running"]
+        watch = scanner.watch_note
     except K0Error:
         pass
     finally:
@@ -307,6 +309,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "index": index,
                     "build": build,
                     "problems": problems,
+                    "watch_note": watch,
                 }
             )
         )
@@ -337,6 +340,8 @@ def cmd_status(args: argparse.Namespace) -> int:
                 f"build   {build['notes_indexed']:,} of {build['notes_total']:,} notes indexed so far"
                 " (searches answer from these; the retriever turns SERVING when all are in)"
             )
+        if watch:
+            print(f"watch   by polling: {watch}")
         for problem in problems:
             print(f"problem {problem}")
     return 0 if ok else 1

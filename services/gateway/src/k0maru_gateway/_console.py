@@ -304,6 +304,7 @@ class StatusSampler:
                 "documents": scan.documents,
                 "skipped": scan.skipped,
                 "watching": scan.watching,
+                "watch_note": scan.watch_note,  # why changes are found by polling ("" when the OS tells)
             }
         if index is not None:
             out["index"] = {

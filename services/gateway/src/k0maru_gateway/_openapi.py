@@ -205,7 +205,9 @@ SCHEMAS: dict[str, Any] = {
                     }
                 )
             ),
-            "scanner": _nullable(_obj({"last_seq": _INT, "documents": _INT, "skipped": _INT, "watching": _BOOL})),
+            "scanner": _nullable(
+                _obj({"last_seq": _INT, "documents": _INT, "skipped": _INT, "watching": _BOOL, "watch_note": _STR})
+            ),
             "workers": {
                 "type": "array",
                 "items": _obj({"name": _STR, "pending": _INT, "idle_ms": _INT, "gone": _BOOL}),

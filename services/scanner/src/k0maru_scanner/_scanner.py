@@ -144,6 +144,9 @@ class IncrementalScanner:
         self._fresh_bytes = 0
         self._fresh_since = 0.0
         self._fresh_lock = threading.Lock()
+        # every folder the last walk listed, by (device, inode), with its path: the watcher checks
+        # that the OS watches each of them
+        self.folders: dict[tuple[int, int], str] = {}
 
     def walk(self) -> tuple[dict[str, tuple[os.stat_result, str]], list[str]]:
         """Every candidate note under the vault: its stat, and why it cannot be indexed ("" when it
@@ -157,11 +160,13 @@ class IncrementalScanner:
         """
         found: dict[str, tuple[os.stat_result, str]] = {}
         unlisted: list[str] = []
+        listed: dict[tuple[int, int], str] = {}
         stack = [(str(self.vault), "")]
         while stack:
             folder, prefix = stack.pop()
             try:
                 entries = list(os.scandir(folder))
+                st_folder = os.stat(folder)
             except OSError as exc:
                 if not prefix:
                     raise VaultUnavailable(
@@ -173,6 +178,7 @@ class IncrementalScanner:
                 )
                 unlisted.append(safe_name(prefix))
                 continue
+            listed[(st_folder.st_dev, st_folder.st_ino)] = folder
             for entry in entries:
                 rel = prefix + entry.name
                 try:
@@ -190,6 +196,7 @@ class IncrementalScanner:
                     found[rel] = (st, problem)
                 else:  # a real file spelled like the escaped name keeps the key
                     found.setdefault(safe, (st, problem or UNDECODABLE_NAME))
+        self.folders = listed
         return found, unlisted
 
     def _inspect(self, entry: os.DirEntry[str]) -> tuple[os.stat_result | None, str]:

@@ -6,6 +6,15 @@ forever). The window flushes early once it holds `max_files` paths. A scan is a 
 walk, so flushing a window rescans everything cheaply and catches renames and deletes.
 A periodic safety rescan covers events the OS dropped.
 
+The OS watch can cover only part of the vault: Linux gives each user a limited number of
+inotify watches (`fs.inotify.max_user_watches`, one per folder, shared with every editor and
+tool the user runs), and watchfiles leaves out, without a word, any folder beyond it. So after
+each scan the watcher compares the folders the scan listed with those this process's inotify
+instance holds (`/proc/self/fdinfo`); when some are missing it drops the OS watch (giving the
+watches back to the user's other programs), finds changes by a scan every `poll_s` instead, says
+so in `note` (shown by `k0maru status` and the console), and tries the OS watch again every
+`retry_os_watch_s`.
+
 The loop runs in a BackgroundWorker: when the OS watcher fails (watchfiles raises on a file
 name that is not valid UTF-8, on a folder it cannot read, ...) the events of that moment are
 lost, so the loop scans and starts watching again, with backoff; only a loop that keeps
@@ -15,9 +24,12 @@ failing makes the scanner give up (NOT_SERVING, exit, restarted by its superviso
 from __future__ import annotations
 
 import logging
+import os
+import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
+from contextlib import closing
 from pathlib import Path
 
 import watchfiles
@@ -28,6 +40,49 @@ from ._scanner import IncrementalScanner
 
 log = logging.getLogger(__name__)
 
+POLL_S = 2.0  # while the OS cannot watch the whole vault: a scan this often
+RETRY_OS_WATCH_S = 300.0  # and the OS watch tried again this often (the limit may have been raised)
+# the limit, and (in a container, a user namespace) the namespace's own: the smaller one holds
+WATCH_LIMITS = {
+    "fs.inotify.max_user_watches": Path("/proc/sys/fs/inotify/max_user_watches"),
+    "user.max_inotify_watches": Path("/proc/sys/user/max_inotify_watches"),
+}
+_INOTIFY_WATCH = re.compile(r"^inotify wd:\S+ ino:([0-9a-f]+) sdev:([0-9a-f]+)", re.MULTILINE)
+
+
+def watched_folders() -> set[tuple[int, int]] | None:
+    """(device, inode) of every folder this process watches with inotify; None where /proc does not say."""
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    watched: set[tuple[int, int]] = set()
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:inotify":
+                continue
+            with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as f:
+                info = f.read()
+        except OSError:
+            continue  # closed meanwhile
+        for ino, sdev in _INOTIFY_WATCH.findall(info):
+            dev = int(sdev, 16)  # the kernel's own encoding: major << 20 | minor
+            watched.add((os.makedev(dev >> 20, dev & 0xFFFFF), int(ino, 16)))
+    return watched
+
+
+def _limit_reached() -> str:
+    limits: dict[str, int] = {}
+    for name, path in WATCH_LIMITS.items():
+        try:
+            limits[name] = int(path.read_text())
+        except (OSError, ValueError):
+            continue
+    if not limits:
+        return "the OS limit on watched folders is reached"
+    name, value = min(limits.items(), key=lambda kv: kv[1])
+    return f"the OS limit on watched folders ({name} = {value}) is reached"
+
 
 class ChangeWatcher:
     def __init__(
@@ -37,11 +92,16 @@ class ChangeWatcher:
         max_files: int,
         rescan_interval_s: float,
         on_give_up: Callable[[str], None] | None = None,
+        poll_s: float = POLL_S,
+        retry_os_watch_s: float = RETRY_OS_WATCH_S,
     ) -> None:
         self._scanner = scanner
         self._window_s = window_s
         self._max_files = max_files
         self._rescan_s = rescan_interval_s
+        self._poll_s = poll_s
+        self._retry_os_watch_s = retry_os_watch_s
+        self.note = ""  # why changes are found by polling; "" while the OS reports every change
         self._worker = BackgroundWorker("watcher", self._watch, on_give_up)
 
     def start(self) -> None:
@@ -65,29 +125,66 @@ class ChangeWatcher:
         return not any(self._scanner.rules.skip_dir(part) for part in rel.parts[:-1])
 
     def _watch(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            why = self._watch_os(stop)
+            if stop.is_set():
+                return
+            self.note = (
+                f"{why}; changes are found by a scan every {self._poll_s:g} s instead, and the OS watch is "
+                f"tried again every {self._retry_os_watch_s:g} s (raise the limit, e.g. "
+                "`sysctl fs.inotify.max_user_watches=524288`, to be told of changes at once)"
+            )
+            log.warning("watching by polling: %s", self.note)
+            until = time.monotonic() + self._retry_os_watch_s
+            while time.monotonic() < until and not stop.wait(self._poll_s):
+                self._scan()
+
+    def _watch_os(self, stop: threading.Event) -> str:
+        """Follow the OS's change events until stopped (returns "") or until the OS cannot watch
+        every folder the scan lists (returns why)."""
+        try:
+            events = self._open_os_watch(stop)
+        except OSError as exc:  # the watch limit (inotify's ENOSPC), too many inotify instances, ...
+            return _limit_reached() if "watch limit" in str(exc) else f"the OS cannot watch the vault ({exc})"
+        with closing(events):
+            return self._follow(events, stop)
+
+    def _open_os_watch(self, stop: threading.Event) -> Generator[set[tuple[watchfiles.Change, str]], None, None]:
+        """The OS watch, set up. A folder that cannot be read is left out: the scan cannot list
+        it either, and keeps its notes as they were."""
+        skip_unreadable = False
+        while True:
+            events = watchfiles.watch(
+                self._scanner.vault,
+                stop_event=stop,
+                step=20,
+                debounce=int(self._window_s * 1000),
+                yield_on_timeout=True,
+                rust_timeout=100,
+                recursive=True,
+                ignore_permission_denied=skip_unreadable,
+            )
+            try:
+                next(events, None)  # sets the watch up; answers at the latest after rust_timeout
+                return events
+            except PermissionError as exc:
+                if skip_unreadable:
+                    raise
+                log.warning("cannot watch a folder (%s); it is left out", exc)
+                skip_unreadable = True
+
+    def _follow(self, events: Iterator[set[tuple[watchfiles.Change, str]]], stop: threading.Event) -> str:
+        # The OS watch is in place: now scan whatever happened while nobody watched (before this
+        # loop started, or restarted). Scanning before the watch existed missed the changes in
+        # between until the periodic rescan.
+        self._scan()
+        if unwatched := self._unwatched():
+            return unwatched
+        self.note = ""
         pending: set[str] = set()
         deadline: float | None = None
         last_scan = time.monotonic()
-        watching = False
-        for changes in watchfiles.watch(
-            self._scanner.vault,
-            stop_event=stop,
-            step=20,
-            debounce=int(self._window_s * 1000),
-            yield_on_timeout=True,
-            rust_timeout=100,
-            recursive=True,
-            ignore_permission_denied=True,
-        ):
-            if not watching:  # the OS watch is in place (its first answer, at the latest after
-                # rust_timeout): now scan whatever happened while nobody watched (before this
-                # loop started, or restarted). Scanning before the watch existed missed the
-                # changes in between until the periodic rescan.
-                watching = True
-                self._scan()
-                pending.clear()
-                deadline, last_scan = None, time.monotonic()
-                continue
+        for changes in events:
             now = time.monotonic()
             fresh = {path for _change, path in changes if self._wanted(path)}
             if fresh:
@@ -97,8 +194,33 @@ class ChangeWatcher:
             due = deadline is not None and (now >= deadline or len(pending) >= self._max_files)
             if due or now - last_scan >= self._rescan_s:
                 self._scan()
+                if now - last_scan >= self._rescan_s and (unwatched := self._unwatched()):
+                    return unwatched  # a folder made since is beyond the limit
                 pending.clear()
                 deadline, last_scan = None, time.monotonic()
+        return ""
+
+    def _unwatched(self) -> str:
+        """Why the OS watch misses changes ("" when it holds every folder the last scan listed)."""
+        watched = watched_folders()
+        if watched is None:
+            return ""
+        missing = {key: path for key, path in self._scanner.folders.items() if key not in watched}
+        if not missing:
+            return ""
+        time.sleep(0.5)  # a folder made a moment ago may not be watched yet, one deleted is gone
+        watched = watched_folders() or set()
+        still = 0
+        for key, path in missing.items():
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            still += (st.st_dev, st.st_ino) == key and key not in watched
+        if not still:
+            return ""
+        total = len(self._scanner.folders)
+        return f"{still} of {total} folders are not watched: {_limit_reached()}"
 
     def _scan(self) -> None:
         """A failing scan ends this run of the loop: the worker records why and retries with backoff."""

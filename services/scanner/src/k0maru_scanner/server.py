@@ -202,6 +202,7 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
             watching=bool(self._watcher and self._watcher.running),
             parser_version=PARSER_VERSION,
             workers=[self._watcher.health().to_proto()] if self._watcher else [],
+            watch_note=self._watcher.note if self._watcher else "",
         )
 
 

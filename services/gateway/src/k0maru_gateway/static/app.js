@@ -543,7 +543,7 @@ async function statusView() {
     <div class="row dim">price per million tokens <input id="price" size="7" aria-label="price per million tokens"> <input id="currency" size="4" aria-label="currency">
     <button type="button" class="ghost" id="price-reset">server default</button></div>
     <h2>Indexing</h2><div class="card"><div class="bar big" id="big-bar"><div></div></div><div id="queue" class="row"></div></div>
-    <div class="cards" id="counts"></div>
+    <div class="cards" id="counts"></div><div id="watch-note"></div>
     <h2>Services</h2><div class="cards" id="services"></div>
     <h2>Embedder workers</h2><div class="cards" id="workers"></div>
     <h2>Live changes</h2><div id="changes" class="card changes dim">waiting for the scanner…</div>`;
@@ -559,7 +559,7 @@ async function statusView() {
     const r = t && t.recall;
     const cards = !t ? [] : [
       ["tokens saved by offload", fmt(t.saved), "tokens-saved"], ["money saved by offload", money(t.saved), "money-saved"],
-      ["offloaded logs (distinct)", fmt(t.offloads), "offloads"], ["offload before → after", `${fmt(t.original)} → ${fmt(t.summary)} (−${(100 * t.saved_ratio).toFixed(1)}%)`, ""],
+      ["offloaded logs (distinct)", fmt(t.offloads), "offloads"], ["offload before → after", `${fmt(t.original)} → ${fmt(t.summary)} (${t.saved_ratio > 0 ? "−" : ""}${(100 * t.saved_ratio).toFixed(1)}%)`, ""],
       ...(r ? [["tokens saved by recall", fmt(r.saved), "recall-saved"], ["money saved by recall", money(r.saved), "recall-money"],
         ["recall answers", fmt(r.answers), "recalls"], ["whole notes → answers", `${fmt(r.note_tokens)} → ${fmt(r.answer_tokens)}`, ""],
         ["total saved", `${fmt(t.saved + r.saved)} · ${money(t.saved + r.saved)}`, "total-saved"]] : []),
@@ -571,8 +571,10 @@ async function statusView() {
     $("#big-bar > div").style.width = q ? (100 * q.progress).toFixed(1) + "%" : "0";
     const build = i && i.build ? `building the index: ${fmt(i.build.notes_indexed)} of ${fmt(i.build.notes_total)} notes (searches answer from these)` : "";
     $("#queue").innerHTML = q ? `<span>${build ? esc(build) : q.indexing ? "indexing" : "up to date"}</span><span class="dim">queue ${fmt(q.pending_chunks)} chunks · ${q.rate_per_s}/s · ETA ${q.eta_s != null ? eta(q.eta_s) : "—"} · ${fmt(q.events_behind)} events behind</span>` : `<span class="err">retriever unreachable</span>`;
-    $("#counts").innerHTML = i ? [["notes", i.documents], ["chunks", i.chunks], ["chunks with vectors", i.chunks_with_vectors], ["vector index", vectorIndex(i)], ["BM25", i.bm25_deleted ? `${fmt(i.bm25_deleted)} stale` : "compact", i.bm25_deleted ? `replaced chunk${i.bm25_deleted === 1 ? "" : "s"} still counted in its statistics; compacted once edits pause` : ""], ["applied seq", i.last_applied_seq], ["scanner seq", s.scanner ? s.scanner.last_seq : null], ["skipped files", s.scanner ? s.scanner.skipped : null]]
+    $("#counts").innerHTML = i ? [["notes", i.documents], ["chunks", i.chunks], ["chunks with vectors", i.chunks_with_vectors], ["vector index", vectorIndex(i)], ["BM25", i.bm25_deleted ? `${fmt(i.bm25_deleted)} stale` : "compact", i.bm25_deleted ? `replaced chunk${i.bm25_deleted === 1 ? "" : "s"} still counted in its statistics; compacted once edits pause` : ""], ["applied seq", i.last_applied_seq], ["scanner seq", s.scanner ? s.scanner.last_seq : null], ["skipped files", s.scanner ? s.scanner.skipped : null], ["watching", s.scanner ? (s.scanner.watch_note ? "by polling" : s.scanner.watching ? "live" : "off") : null]]
       .map(([k, v, note]) => `<div class="card"><div class="dim">${k}</div><div class="big">${typeof v === "string" ? esc(v) : fmt(v)}</div>${note ? `<div class="dim">${esc(note)}</div>` : ""}</div>`).join("") : "";
+    const note = s.scanner && s.scanner.watch_note;
+    $("#watch-note").innerHTML = note ? `<div class="card warn">watching by polling: ${esc(note)}</div>` : "";
     $("#services").innerHTML = Object.entries(s.services).map(([n, st]) => `<div class="card"><span class="dot ${healthClass(st)}"></span>${esc(n)}<div class="dim">${esc(st)}</div></div>`).join("");
     const w = s.workers || [];
     $("#workers").innerHTML = w.length ? w.map((x) => `<div class="card worker"><span class="dot ${x.gone ? "warn" : "ok"}"></span>${esc(x.name)}<div class="dim">${x.gone ? "gone" : "live"} · ${fmt(x.pending)} jobs held · idle ${(x.idle_ms / 1000).toFixed(1)} s</div></div>`).join("")
