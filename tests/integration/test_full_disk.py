@@ -158,3 +158,98 @@ def test_an_agent_is_told_why_a_service_is_down(disk: Path, vault: Path):
         filler.unlink()
     finally:
         stack.stop()
+
+
+def leave_free(disk: Path, megabytes: int) -> Path:
+    """Fill the disk, then give back `megabytes`."""
+    filler = fill(disk)
+    os.truncate(filler, max(0, filler.stat().st_size - (megabytes << 20)))
+    return filler
+
+
+FULL_STORE_SCRIPT = """
+import sys
+from pathlib import Path
+import numpy as np
+from k0maru_common import CannotWrite
+from k0maru_retriever._bm25 import Scope
+from k0maru_retriever._vectors import EdgeVectorStore, VectorPoint
+from tests.integration.test_full_disk import leave_free
+disk = Path(sys.argv[1])
+rng = np.random.default_rng(7)
+def points(start, n):
+    return [VectorPoint(f"n{i}.md#0", "h", f"n{i}.md", "", [], rng.standard_normal(384).astype(np.float32))
+            for i in range(start, start + n)]
+store = EdgeVectorStore(disk / "store", 384)
+store.upsert(points(0, 200))
+filler = leave_free(disk, 1)  # room for ~250 points: 1,000 would need ~3.7 MB
+try:
+    store.upsert(points(200, 1000))
+    raise SystemExit("the upsert went ahead on a full disk")
+except CannotWrite as exc:
+    assert exc.code == "RESOURCE_EXHAUSTED" and "disk is full" in str(exc), exc
+assert store.count() == 200
+assert len(store.search(rng.standard_normal(384).astype(np.float32), 5, Scope((), (), ()))) == 5
+filler.unlink()
+store.upsert(points(200, 1000))
+assert store.count() == 1200
+store.close()
+print("ok")
+"""
+
+
+@pytest.mark.disk_size("64m")
+def test_vectors_meeting_a_full_disk_are_refused_not_a_crash(disk: Path):
+    """Qdrant Edge writes through memory maps: on a full disk its write was a SIGBUS that killed
+    the retriever (exit -7). Now a write that the disk has no room for is refused with
+    RESOURCE_EXHAUSTED, the store keeps serving, and the same write works once there is room.
+    In a child process, so that the old crash fails this test instead of ending pytest."""
+    done = subprocess.run(
+        [sys.executable, "-c", FULL_STORE_SCRIPT, str(disk)],
+        capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-3000:])
+
+
+@pytest.mark.disk_size("128m")
+def test_vectors_wait_for_room_while_search_goes_on(disk: Path, vault: Path):
+    """The data dir's disk fills up while notes are being embedded: the retriever used to die by
+    SIGBUS in its vector store. Now the vectors wait in the queue, the retriever says why,
+    searches go on (BM25 finds the new notes), and once there is room every vector is stored."""
+    from k0maru_cli._eval import wait_indexed
+
+    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
+    launcher = Launcher(vault, disk / "data", embedders=1, http_port=0, extra_env={"K0_WATCH": "true"})
+    state = launcher.start()
+    client = state.client()
+    status = retriever_pb2.IndexStatusRequest()
+    try:
+        wait_indexed(client, need_vectors=True)
+        retriever = state.pids["retriever"]
+        filler = leave_free(disk, 8)  # below the vector store's reserve, room for the rest
+        write_notes(vault, {f"inbox/zebra-{i}.md": f"# Zebra {i}\n\nthe zebra quokka note {i}\n" for i in range(5)})
+        deadline = time.monotonic() + 180
+        while "disk is full" not in client.call(client.retriever.IndexStatus, status).problem:
+            assert time.monotonic() < deadline, "the retriever never said the vectors wait for room"
+            launcher.supervise()
+            time.sleep(0.2)
+        problem = client.call(client.retriever.IndexStatus, status).problem
+        assert "cannot write vectors" in problem and "wait in the queue until there is room" in problem
+        zebra = retriever_pb2.SearchRequest(query="zebra quokka", mode=retriever_pb2.SEARCH_MODE_BM25)
+        assert len(client.call(client.retriever.Search, zebra).hits) == 5
+        launcher.supervise()
+        assert launcher.failing == {} and Path(f"/proc/{retriever}").exists()
+
+        filler.unlink()
+        while True:
+            index = client.call(client.retriever.IndexStatus, status)
+            if index.chunks_with_vectors == index.chunks and not index.problem:
+                break
+            assert time.monotonic() < deadline, f"vectors not stored after room was made: {index.problem}"
+            time.sleep(0.2)
+        hybrid = client.call(client.retriever.Search, retriever_pb2.SearchRequest(query="zebra quokka"))
+        assert {c.channel: c.ran for c in hybrid.channels} == {"bm25": True, "vector": True}
+        assert state.pids["retriever"] == retriever and Path(f"/proc/{retriever}").exists()
+    finally:
+        client.close()
+        launcher.stop()

@@ -61,8 +61,9 @@ class DependencyFailed(K0Error):
 
 
 class CannotWrite(K0Error):
-    """A file k0maru writes into the vault for the user (an offloaded log, a note) could not be
-    written; nothing partial is left. `what` names it as the user knows it."""
+    """A file k0maru writes could not be written: into the vault for the user (an offloaded log,
+    a note; nothing partial is left), or its own index (vectors on a full disk). `what` names it
+    as the user knows it."""
 
     code = "FAILED_PRECONDITION"
 

@@ -15,6 +15,10 @@ k0:embed:jobs, results in k0:embed:results not stored yet), read back from both 
 before the first enqueue after a start, so a restart does not re-queue what is still queued.
 The sweep runs only once both streams are empty (results not yet stored are in flight too).
 
+Vectors that cannot be stored because the disk is full stay unacknowledged in the results
+stream, and are read again every ROOM_RETRY_S until they can; `problem` says so meanwhile
+(searches go on, BM25 for the notes still without vectors).
+
 The loop runs in a BackgroundWorker: Redis being away is waited for; any other failure
 restarts the loop with backoff, and a loop that keeps failing makes the retriever
 NOT_SERVING and exit (`on_give_up`).
@@ -38,6 +42,7 @@ from k0maru_common import (
     RESULTS_GROUP,
     RESULTS_IDLE_TTL_S,
     BackgroundWorker,
+    CannotWrite,
     WorkerHealth,
     ensure_group,
     results_stream,
@@ -49,6 +54,7 @@ from ._index import EmbedJob, NoteIndex
 log = logging.getLogger(__name__)
 CONSUMER = "retriever"
 PAGE = 1000
+ROOM_RETRY_S = 5.0  # vectors that found no room on the disk are tried again this often
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,7 @@ class EmbeddingPipeline:
         self._in_flight: dict[str, str] = {}  # chunk id → key of its job or result still in a stream
         self._in_flight_loaded = False
         self._in_flight_lock = threading.Lock()
+        self.problem = ""  # why vectors wait unstored (a full disk); "" while they are stored
 
     def _load_in_flight(self) -> None:
         """What the streams still hold from before this process started (Valkey outlives us)."""
@@ -184,7 +191,18 @@ class EmbeddingPipeline:
                 if start_id == "0" and not messages:
                     start_id = ">"
                 if messages:
-                    self._store(messages)
+                    try:
+                        self._store(messages)
+                    except CannotWrite as exc:
+                        if not self.problem:
+                            log.error("%s; the vectors wait in the queue until there is room", exc)
+                        self.problem = f"{exc}; {len(messages)}+ vectors wait in the queue until there is room"
+                        start_id = "0"  # read the unacknowledged results again
+                        stop.wait(ROOM_RETRY_S)
+                        continue
+                    if self.problem:
+                        log.info("vectors are stored again")
+                        self.problem = ""
                 if time.monotonic() - last_sweep > self._sweep_s:
                     last_sweep = time.monotonic()
                     self._sweep()

@@ -103,6 +103,8 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
         problems = mismatches + [
             f"{w.name} {w.state}: {w.last_error}" for w in workers if w.state not in ("starting", "running")
         ]
+        if app.pipeline and app.pipeline.problem:
+            problems.append(app.pipeline.problem)
         pending, dead = app.pipeline.queue_depth() if app.pipeline else (0, 0)
         tags = app.index.tags
         app.params.current()  # a status call also notices a changed file
