@@ -46,6 +46,8 @@ from typing import Any
 
 from k0maru_common import orphan_guard
 
+from ._disk import BYTES_PER_POINT, check_room, size_of
+
 log = logging.getLogger(__name__)
 
 BUILD_SUFFIX = ".hnsw-build"
@@ -149,6 +151,7 @@ class HnswBuilder:
                     return
                 shutil.rmtree(build, ignore_errors=True)
                 self._shard().flush()
+                check_room(self._live.parent, "a copy of the vector store for the HNSW build", size_of(self._live))
                 shutil.copytree(self._live, build)
                 self._journal = set()
                 before, self._written = self._written, 0
@@ -199,6 +202,7 @@ class HnswBuilder:
             if self._closing or self._journal is None:
                 return 0
             ids = sorted(self._journal)
+            check_room(self._live.parent, "the points written during the HNSW build", len(ids) * BYTES_PER_POINT)
             live = self._shard()
             records = [
                 r for i in range(0, len(ids), REPLAY_PAGE) for r in live.retrieve(ids[i : i + REPLAY_PAGE], True, True)

@@ -6,7 +6,6 @@ its chunk's hash, path, diary, tags and folders (payload-indexed for scoped sear
 
 from __future__ import annotations
 
-import errno
 import logging
 import shutil
 import threading
@@ -18,21 +17,13 @@ from typing import Any, Protocol
 import numpy as np
 import xxhash
 
-from k0maru_common import CannotWrite
-
 from ._bm25 import Scope, folders_of
+from ._disk import BYTES_PER_POINT, check_room
 from ._hnsw import HnswBuilder, recover
 
 PAYLOAD_KEYS = ("path", "diary", "tags", "folders")
 
 log = logging.getLogger(__name__)
-
-# Qdrant Edge writes its files through memory maps: on a full disk a write is a SIGBUS that kills
-# the retriever, not an error. So a write goes ahead only with room to spare: a point takes
-# ~3.7 KB (384 floats, payload, payload indexes, WAL; measured on a tmpfs), counted 4x here,
-# plus a reserve for the files growing by more than one point at a time.
-DISK_RESERVE_BYTES = 16 << 20
-BYTES_PER_POINT = 16 << 10
 
 
 def point_id(chunk_id: str) -> int:
@@ -161,7 +152,7 @@ class EdgeVectorStore:
             return
         qe = self._qe
         ids = [point_id(p.chunk_id) for p in points]
-        self._check_room(len(points))
+        check_room(self._dir, f"vectors into {self._dir}", len(points) * BYTES_PER_POINT)
         with self._lock:
             self._shard.update(
                 qe.UpdateOperation.upsert_points(
@@ -173,17 +164,10 @@ class EdgeVectorStore:
             )
             self._hnsw.written(ids, upserted=True)
 
-    def _check_room(self, points: int) -> None:
-        """CannotWrite (RESOURCE_EXHAUSTED) unless the disk has room for `points` more points."""
-        free = shutil.disk_usage(self._dir).free
-        if free < DISK_RESERVE_BYTES + points * BYTES_PER_POINT:
-            room = OSError(errno.ENOSPC, f"{free >> 20} MB free")
-            raise CannotWrite(f"vectors into {self._dir} ({free >> 20} MB free)", room)
-
     def delete(self, chunk_ids: list[str]) -> None:
         if chunk_ids:
             ids = [point_id(c) for c in chunk_ids]
-            self._check_room(0)
+            check_room(self._dir, f"vector deletions into {self._dir}", 0)
             with self._lock:
                 self._shard.update(self._qe.UpdateOperation.delete_points([*ids]))
                 self._hnsw.written(ids, upserted=False)

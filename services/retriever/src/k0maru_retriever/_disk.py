@@ -1,0 +1,38 @@
+"""Room on the data dir's disk, checked before the vector store writes.
+
+Qdrant Edge writes its files through memory maps: on a full disk a write is a SIGBUS that kills
+the retriever, not an error. So a write goes ahead only with room to spare: a point takes
+~3.7 KB (384 floats, payload, payload indexes, WAL; measured on a tmpfs), counted 4x here, plus
+a reserve for files that grow by more than one point at a time.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from pathlib import Path
+
+from k0maru_common import CannotWrite
+
+DISK_RESERVE_BYTES = 16 << 20
+BYTES_PER_POINT = 16 << 10
+
+
+def check_room(directory: Path, what: str, need_bytes: int) -> None:
+    """CannotWrite (RESOURCE_EXHAUSTED) unless `directory`'s disk has `need_bytes` and the reserve free."""
+    free = shutil.disk_usage(directory).free
+    if free < DISK_RESERVE_BYTES + need_bytes:
+        raise CannotWrite(f"{what} ({free >> 20} MB free)", OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+
+
+def size_of(folder: Path) -> int:
+    """Bytes the files under `folder` take on disk (allocated blocks: sparse files count what they hold)."""
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                continue  # gone meanwhile
+    return total
