@@ -253,3 +253,56 @@ def test_vectors_wait_for_room_while_search_goes_on(disk: Path, vault: Path):
     finally:
         client.close()
         launcher.stop()
+
+
+@pytest.mark.disk_size("128m")
+def test_an_embedder_outlasts_a_valkey_that_cannot_persist(disk: Path, vault: Path):
+    """The data dir's disk is full: Valkey cannot append to its log and refuses every write with
+    MISCONF, XREADGROUP included, until it can. The embedder took that for a bug, gave up after
+    5 tries and exited, query vectors with it. Now it waits: queries keep their vectors, and
+    once there is room the notes written since are embedded."""
+    import redis
+
+    from k0maru_cli._eval import wait_indexed
+
+    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
+    launcher = Launcher(vault, disk / "data", embedders=1, http_port=0, extra_env={"K0_WATCH": "true"})
+    state = launcher.start()
+    client = state.client()
+    valkey = redis.Redis.from_url(state.addresses["redis"])
+    try:
+        wait_indexed(client, need_vectors=True)
+        embedder = state.pids["embedder-1"]
+        filler = fill(disk)
+        deadline = time.monotonic() + 60
+        while True:  # any write makes Valkey try its log, and fail
+            try:
+                valkey.set("k0:test:probe", "1")
+            except redis.ResponseError as exc:
+                assert str(exc).startswith("MISCONF"), exc
+                break
+            assert time.monotonic() < deadline, "Valkey kept taking writes on a full disk"
+            time.sleep(0.2)
+        end = time.monotonic() + 20  # the old embedder gave up within ~8 s (5 tries, backoff 0.5 … 4 s)
+        while time.monotonic() < end:
+            launcher.supervise()
+            time.sleep(0.5)
+        assert Path(f"/proc/{embedder}").exists() and "embedder-1" not in launcher.failing
+        fresh = client.call(client.retriever.Search, retriever_pb2.SearchRequest(query="a lighthouse keeper's log"))
+        assert {c.channel: c.ran for c in fresh.channels} == {"bm25": True, "vector": True}
+
+        filler.unlink()
+        write_notes(vault, {f"inbox/zebra-{i}.md": f"# Zebra {i}\n\nthe zebra quokka note {i}\n" for i in range(3)})
+        deadline = time.monotonic() + 180
+        while True:
+            launcher.supervise()
+            index = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest())
+            if index.documents == 4 and index.chunks_with_vectors == index.chunks:
+                break
+            assert time.monotonic() < deadline, f"not embedded after room was made: {index}"
+            time.sleep(0.5)
+        assert state.pids["embedder-1"] == embedder and Path(f"/proc/{embedder}").exists()
+    finally:
+        valkey.close()
+        client.close()
+        launcher.stop()

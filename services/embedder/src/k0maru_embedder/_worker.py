@@ -178,6 +178,11 @@ class StreamWorker:
             except redis.ResponseError as exc:
                 if "NOGROUP" in str(exc):
                     self.ensure_group()
+                elif str(exc).startswith("MISCONF"):  # Valkey cannot persist (its disk is full): it
+                    # refuses writes, XREADGROUP too, until it can; jobs taken and not answered are
+                    # reclaimed then. Giving up here ended the embedder, query vectors with it.
+                    log.warning("Valkey refuses writes (%s); retrying", exc)
+                    stop.wait(1.0)
                 else:
                     raise
 
