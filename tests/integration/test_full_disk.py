@@ -5,7 +5,9 @@ the test is skipped."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -225,10 +227,17 @@ def test_vectors_wait_for_room_while_search_goes_on(disk: Path, vault: Path):
     status = retriever_pb2.IndexStatusRequest()
     try:
         wait_indexed(client, need_vectors=True)
-        retriever = state.pids["retriever"]
-        filler = leave_free(disk, 8)  # below the vector store's reserve, room for the rest
-        write_notes(vault, {f"inbox/zebra-{i}.md": f"# Zebra {i}\n\nthe zebra quokka note {i}\n" for i in range(5)})
-        deadline = time.monotonic() + 180
+        retriever, embedder = state.pids["retriever"], state.pids["embedder-1"]
+        os.kill(embedder, signal.SIGSTOP)  # the notes are indexed while there is room, not embedded
+        try:
+            write_notes(vault, {f"inbox/zebra-{i}.md": f"# Zebra {i}\n\nthe zebra quokka note {i}\n" for i in range(5)})
+            deadline = time.monotonic() + 180
+            while client.call(client.retriever.IndexStatus, status).documents < 6:
+                assert time.monotonic() < deadline, "the notes were not indexed"
+                time.sleep(0.2)
+            filler = leave_free(disk, 8)  # below the vector store's reserve
+        finally:
+            os.kill(embedder, signal.SIGCONT)
         while "disk is full" not in client.call(client.retriever.IndexStatus, status).problem:
             assert time.monotonic() < deadline, "the retriever never said the vectors wait for room"
             launcher.supervise()
@@ -304,5 +313,62 @@ def test_an_embedder_outlasts_a_valkey_that_cannot_persist(disk: Path, vault: Pa
         assert state.pids["embedder-1"] == embedder and Path(f"/proc/{embedder}").exists()
     finally:
         valkey.close()
+        client.close()
+        launcher.stop()
+
+
+@pytest.mark.disk_size("64m")
+def test_changes_wait_for_room_while_the_retriever_serves_what_it_has(disk: Path, vault: Path):
+    """The scanner had room to record a big note, the retriever none to index it: its writes
+    failed half-way (SQLite "database or disk is full", then tantivy's writer killed), and after
+    five failures it exited, search with it, and could not start again on the full disk (SIGBUS
+    opening its vector store). Now it checks for room before it writes: the change waits, the
+    retriever keeps serving the index it has and says why, and indexes the note once there is
+    room. Restarted on the full disk, it says so in one line instead of a SIGBUS."""
+    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
+    launcher = Launcher(vault, disk / "data", embedders=0, http_port=0, extra_env={"K0_WATCH": "true"})
+    state = launcher.start()
+    client = state.client()
+    status = retriever_pb2.IndexStatusRequest()
+    try:
+        retriever = state.pids["retriever"]
+        filler = leave_free(disk, 0)
+        os.truncate(filler, filler.stat().st_size - 400_000)  # room for the scanner's bookkeeping only
+        words = " ".join(f"word{i} lighthouse keeper" for i in range(60_000))  # 1.6 MB
+        write_notes(vault, {"big.md": "# Big\n\n" + words})
+        deadline = time.monotonic() + 120
+        while "changes wait until there is room" not in client.call(client.retriever.IndexStatus, status).problem:
+            assert time.monotonic() < deadline, "the retriever never said the changes wait for room"
+            launcher.supervise()
+            time.sleep(0.2)
+        end = time.monotonic() + 10  # the old retriever failed 5 times and exited within ~8 s
+        while time.monotonic() < end:
+            launcher.supervise()
+            time.sleep(0.5)
+        assert launcher.failing == {} and Path(f"/proc/{retriever}").exists()
+        assert state.health()["retriever"] == "SERVING"
+        bm25 = retriever_pb2.SearchRequest(query="lighthouses", mode=retriever_pb2.SEARCH_MODE_BM25)
+        assert [h.path for h in client.call(client.retriever.Search, bm25).hits] == ["a.md"]
+
+        os.kill(retriever, 9)  # restarted on the full disk: one line, no SIGBUS
+        while "retriever" not in launcher.failing:
+            assert time.monotonic() < deadline, "the retriever came back on a full disk?"
+            launcher.supervise()
+            time.sleep(0.2)
+        log = (disk / "data" / "logs" / "retriever.log").read_text()
+        assert "retriever: cannot write the vector store" in log and "Bus error" not in log
+
+        filler.unlink()
+        big = retriever_pb2.SearchRequest(query="word59999", mode=retriever_pb2.SEARCH_MODE_BM25)
+        deadline = time.monotonic() + 180  # the launcher's next try may be a minute away
+        while True:
+            launcher.supervise()
+            with contextlib.suppress(K0Error):
+                if "big.md" in [h.path for h in client.call(client.retriever.Search, big, timeout=5).hits]:
+                    break
+            assert time.monotonic() < deadline, "the big note was never indexed after room was made"
+            time.sleep(0.5)
+        assert client.call(client.retriever.IndexStatus, status).problem == ""
+    finally:
         client.close()
         launcher.stop()

@@ -11,6 +11,13 @@ commits along the way, one second after it starts and then at doubling intervals
 30 s): BM25 answers from the notes indexed so far (`searchable`, `progress`) long before the
 whole vault is in, and a retriever killed mid-build resumes after its last commit.
 
+Before each batch of notes is indexed, the disk holding the data folder must have room for it
+(three times its text, plus the reserve of `_disk`): a full disk made the writes fail half-way
+(SQLite "database or disk is full", tantivy's writer killed) and, five failures later, the
+retriever exit, search with it. Now the changes wait (the journal keeps them; `problem` says
+why), searches answer from the index as it is, and the follower catches up every ROOM_RETRY_S
+until there is room. A restart on a full disk serves the index it has the same way.
+
 The loop runs in a BackgroundWorker: a scanner that cannot be reached is waited for; any
 other failure restarts the loop with backoff (catch-up first), and a loop that keeps failing
 makes the retriever NOT_SERVING and exit (`on_give_up`).
@@ -29,8 +36,9 @@ import zmq
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from k0maru.v1 import common_pb2, scanner_pb2, scanner_pb2_grpc
-from k0maru_common import HEALTH_NAMES, BackgroundWorker, ChangeSubscriber, WorkerHealth, open_channel
+from k0maru_common import HEALTH_NAMES, BackgroundWorker, CannotWrite, ChangeSubscriber, WorkerHealth, open_channel
 
+from ._disk import check_room
 from ._index import EmbedJob, NoteIndex
 
 log = logging.getLogger(__name__)
@@ -39,6 +47,8 @@ CHANGES_PAGE = 5000
 SERVING_POLL_S = 0.05  # how often a starting retriever asks whether the scanner's first scan is done
 # the longest interval between a build's commits: a launcher waiting for a long build sees it move
 BUILD_COMMIT_MAX_S = 30.0
+ROOM_RETRY_S = 5.0  # changes waiting for room on the disk are tried again this often
+TEXT_ON_DISK = 3  # a note's text takes up to ~3x its size in the index (BM25 postings, the stored document)
 
 
 class EventFollower:
@@ -63,6 +73,7 @@ class EventFollower:
         self._interval = catchup_interval_s
         self.ready = threading.Event()  # the index holds the whole vault as the scanner saw it
         self.searchable = threading.Event()  # BM25 holds notes: set before `ready` during a build
+        self.problem = ""  # why changes wait (no room on the disk); "" while they are applied
         self._progress: tuple[int, int] | None = None
         self._first_commit_s = first_commit_s
         self._worker = BackgroundWorker("follower", self._run, on_give_up)
@@ -100,6 +111,7 @@ class EventFollower:
         return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
 
     def _run(self, stop: threading.Event) -> None:
+        behind = False  # changes wait for room on the disk: catch up once there is
         while not stop.is_set():
             if not self._scanner_serving():
                 stop.wait(SERVING_POLL_S)
@@ -112,6 +124,12 @@ class EventFollower:
             except grpc.RpcError as exc:
                 log.warning("scanner not reachable yet (%s); retrying", exc.code())
                 self._stop.wait(0.5)
+            except CannotWrite as exc:
+                self._no_room(exc)
+                if self._index.state.docs:  # serve the index it has; catch up once there is room
+                    behind = True
+                    break
+                self._stop.wait(ROOM_RETRY_S)
         self.ready.set()  # BM25 holds every note; the embedding jobs go out after
         self.searchable.set()
         if not self._stop.is_set():
@@ -119,6 +137,13 @@ class EventFollower:
         last_poll = time.monotonic()
         while not self._stop.is_set():
             try:
+                if behind:
+                    self._stop.wait(ROOM_RETRY_S)
+                    self.catch_up()
+                    self.reconcile()  # a restart that could not reconcile does it now
+                    behind = False
+                    self.problem = ""
+                    log.info("there is room again: the index caught up")
                 event = self._subscriber.receive(200)
                 if event is not None:
                     events = [event]
@@ -131,6 +156,14 @@ class EventFollower:
             except grpc.RpcError as exc:
                 log.warning("scanner call failed (%s); will catch up", exc.code())
                 self._stop.wait(0.5)
+            except CannotWrite as exc:
+                self._no_room(exc)
+                behind = True
+
+    def _no_room(self, exc: CannotWrite) -> None:
+        if not self.problem:
+            log.error("%s; changes wait until there is room (searches answer from the index as it is)", exc)
+        self.problem = f"{exc}; changes wait until there is room (searches answer from the index as it is)"
 
     def _apply_events(self, events: list[common_pb2.ChangeEvent]) -> None:
         fresh = sorted((e for e in events if e.seq > self.last_applied_seq), key=lambda e: e.seq)
@@ -258,6 +291,7 @@ class EventFollower:
         """Remove, then fetch and index in batches; the next batch is fetched (and parsed by the
         scanner) while this process indexes the current one. `checkpoint(fetched)` runs after
         each batch."""
+        check_room(self._index.state.folder, "changes into the index", 0)
         for path in remove:
             self._index.remove(path)
         paths = list(refresh)
@@ -277,6 +311,8 @@ class EventFollower:
                 assert upcoming is not None
                 reply = upcoming.result()
                 upcoming = pool.submit(fetch, batches[i + 1]) if i + 1 < len(batches) else None
+                text = sum(doc.size for doc in reply.documents)
+                check_room(self._index.state.folder, "notes into the index", TEXT_ON_DISK * text)
                 for doc in reply.documents:  # links filed at the commit that follows, all at once
                     jobs.extend(self._index.apply(doc, want_jobs=enqueue, link_later=True))
                 for path in reply.missing:

@@ -26,6 +26,7 @@ CREATE TABLE IF NOT EXISTS vectors (chunk_id TEXT PRIMARY KEY, hash TEXT NOT NUL
 class IndexState:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.folder = path.parent  # the retriever's data folder: its disk's room is checked before writes
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")

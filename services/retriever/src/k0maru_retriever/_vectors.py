@@ -80,6 +80,8 @@ class EdgeVectorStore:
         self._hnsw = HnswBuilder(
             directory, dimension, hnsw_min_points, self._lock, lambda: self._shard, self._reopen, self._load
         )
+        # opening a shard writes (its WAL's next segment): on a full disk that too is a SIGBUS
+        check_room(directory.parent, f"the vector store {directory}", 0)
         with self._lock:
             self._shard = self._open()
 

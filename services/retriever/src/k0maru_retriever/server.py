@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import grpc
 
 from k0maru.v1 import retriever_pb2, retriever_pb2_grpc
-from k0maru_common import HEALTH_NAMES, GrpcService, NotFound, NotReady, confine, release_free_heap
+from k0maru_common import HEALTH_NAMES, CannotWrite, GrpcService, NotFound, NotReady, confine, release_free_heap
 
 from ._analysis import BM25Analyzer, warm_up_han
 from ._bm25 import Bm25Index
@@ -103,8 +103,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
         problems = mismatches + [
             f"{w.name} {w.state}: {w.last_error}" for w in workers if w.state not in ("starting", "running")
         ]
-        if app.pipeline and app.pipeline.problem:
-            problems.append(app.pipeline.problem)
+        problems += [p for p in (app.follower.problem, app.pipeline.problem if app.pipeline else "") if p]
         pending, dead = app.pipeline.queue_depth() if app.pipeline else (0, 0)
         tags = app.index.tags
         app.params.current()  # a status call also notices a changed file
@@ -327,7 +326,10 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
 
 
 def run(settings: RetrieverSettings) -> None:
-    app = build_server(settings)
+    try:
+        app = build_server(settings)
+    except CannotWrite as exc:  # a full disk: said in one line; the supervisor tries again later
+        raise SystemExit(f"retriever: {exc}") from exc
     try:
         with app.service:
             app.follower.start()
