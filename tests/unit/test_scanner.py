@@ -386,6 +386,8 @@ until("the watcher says it polls", lambda: "(user.max_inotify_watches = 30) is r
 assert watched_folders() == set()  # the watches are given back to the user's other programs
 (vault / "f39" / "late.md").write_text("# Late\\n")
 until("a note in any folder is found by polling", lambda: "f39/late.md" in scanner.manifest.files)
+time.sleep(7)  # two retry periods: with no more room than before, the OS watch is not tried again
+assert watcher.os_watch_tries == 1 and watched_folders() == set()
 
 LIMIT.write_text("1000")  # the user raised the limit: the OS watch is back
 until("the OS watch is back", lambda: watcher.note == "" and set(scanner.folders) <= (watched_folders() or set()))

@@ -13,7 +13,7 @@ each scan the watcher compares the folders the scan listed with those this proce
 instance holds (`/proc/self/fdinfo`); when some are missing it drops the OS watch (giving the
 watches back to the user's other programs), finds changes by a scan every `poll_s` instead, says
 so in `note` (shown by `k0maru status` and the console), and tries the OS watch again every
-`retry_os_watch_s`.
+`retry_os_watch_s` if the limit was raised or other programs gave watches back.
 
 The loop runs in a BackgroundWorker: when the OS watcher fails (watchfiles raises on a file
 name that is not valid UTF-8, on a folder it cannot read, ...) the events of that moment are
@@ -71,17 +71,48 @@ def watched_folders() -> set[tuple[int, int]] | None:
     return watched
 
 
-def _limit_reached() -> str:
+def watch_limit() -> tuple[str, int] | None:
+    """(name, value) of the limit on inotify watches that holds here; None where /proc does not say."""
     limits: dict[str, int] = {}
     for name, path in WATCH_LIMITS.items():
         try:
             limits[name] = int(path.read_text())
         except (OSError, ValueError):
             continue
-    if not limits:
+    return min(limits.items(), key=lambda kv: kv[1]) if limits else None
+
+
+def watches_in_use() -> int | None:
+    """inotify watches held by this user's processes: what counts against the limit."""
+    uid = os.geteuid()
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return None
+    used = 0
+    for pid in pids:
+        try:
+            if os.stat(f"/proc/{pid}").st_uid != uid:
+                continue
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue  # gone, or not ours to read
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:inotify":
+                    continue
+                with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii") as f:
+                    used += sum(1 for line in f if line.startswith("inotify wd:"))
+            except OSError:
+                continue
+    return used
+
+
+def _limit_reached() -> str:
+    limit = watch_limit()
+    if limit is None:
         return "the OS limit on watched folders is reached"
-    name, value = min(limits.items(), key=lambda kv: kv[1])
-    return f"the OS limit on watched folders ({name} = {value}) is reached"
+    return f"the OS limit on watched folders ({limit[0]} = {limit[1]}) is reached"
 
 
 class ChangeWatcher:
@@ -102,6 +133,7 @@ class ChangeWatcher:
         self._poll_s = poll_s
         self._retry_os_watch_s = retry_os_watch_s
         self.note = ""  # why changes are found by polling; "" while the OS reports every change
+        self.os_watch_tries = 0
         self._worker = BackgroundWorker("watcher", self._watch, on_give_up)
 
     def start(self) -> None:
@@ -131,17 +163,36 @@ class ChangeWatcher:
                 return
             self.note = (
                 f"{why}; changes are found by a scan every {self._poll_s:g} s instead, and the OS watch is "
-                f"tried again every {self._retry_os_watch_s:g} s (raise the limit, e.g. "
-                "`sysctl fs.inotify.max_user_watches=524288`, to be told of changes at once)"
+                f"tried again (checked every {self._retry_os_watch_s:g} s) once the limit leaves room for "
+                "every folder: raise it, e.g. `sysctl fs.inotify.max_user_watches=524288`, to be told of "
+                "changes at once"
             )
             log.warning("watching by polling: %s", self.note)
+            self._poll_until_room(stop)
+
+    def _poll_until_room(self, stop: threading.Event) -> None:
+        """Scan every poll_s; every retry_os_watch_s, return if the OS watch may now hold the
+        vault (trying blindly would take every watch the user has left, their editor's too)."""
+        while True:
             until = time.monotonic() + self._retry_os_watch_s
             while time.monotonic() < until and not stop.wait(self._poll_s):
                 self._scan()
+            if stop.is_set():
+                return
+            limit, used = watch_limit(), watches_in_use()
+            if limit is None or used is None or limit[1] - used >= len(self._scanner.folders):
+                return
+            log.debug(
+                "still no room to watch: %d of %d watches in use, %d folders",
+                used,
+                limit[1],
+                len(self._scanner.folders),
+            )
 
     def _watch_os(self, stop: threading.Event) -> str:
         """Follow the OS's change events until stopped (returns "") or until the OS cannot watch
         every folder the scan lists (returns why)."""
+        self.os_watch_tries += 1
         try:
             events = self._open_os_watch(stop)
         except OSError as exc:  # the watch limit (inotify's ENOSPC), too many inotify instances, ...
