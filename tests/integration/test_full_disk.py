@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from k0maru.v1 import offload_pb2, retriever_pb2
-from k0maru_cli import Launcher
-from k0maru_common import K0Error
+from k0maru_cli import Launcher, StackState
+from k0maru_common import K0Error, StackClient
 from tests.conftest import write_notes
 
 pytestmark = pytest.mark.integration
@@ -51,6 +51,20 @@ def fill(disk: Path) -> Path:
     finally:
         os.close(fd)
     return filler
+
+
+@contextlib.contextmanager
+def alpha_stack(vault: Path, data: Path, embedders: int) -> Iterator[tuple[Launcher, StackState, StackClient]]:
+    """A stack watching a vault of one note, "a.md" (about lighthouses), stopped afterwards."""
+    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
+    launcher = Launcher(vault, data, embedders=embedders, http_port=0, extra_env={"K0_WATCH": "true"})
+    state = launcher.start()
+    client = state.client()
+    try:
+        yield launcher, state, client
+    finally:
+        client.close()
+        launcher.stop()
 
 
 def leftovers(vault: Path) -> list[str]:
@@ -100,11 +114,7 @@ def test_a_full_data_dir_takes_down_only_what_cannot_write_and_everything_comes_
     and exits; the launcher keeps the rest of the stack serving (it used to stop the whole stack
     when the restart failed), says why, tries again with growing waits, and once there is room
     the scanner is back and the notes written meanwhile are found."""
-    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
-    launcher = Launcher(vault, disk / "data", embedders=0, http_port=0, extra_env={"K0_WATCH": "true"})
-    state = launcher.start()
-    client = state.client()
-    try:
+    with alpha_stack(vault, disk / "data", embedders=0) as (launcher, state, client):
         filler = fill(disk)
         write_notes(vault, {f"inbox/zebra-{i}.md": f"# Zebra {i}\n\nthe zebra quokka note {i}\n" for i in range(5)})
         deadline = time.monotonic() + 120
@@ -130,9 +140,6 @@ def test_a_full_data_dir_takes_down_only_what_cannot_write_and_everything_comes_
             f"inbox/zebra-{i}.md" for i in range(5)
         ]
         assert set(state.health().values()) == {"SERVING"}
-    finally:
-        client.close()
-        launcher.stop()
 
 
 @pytest.mark.disk_size("48m")
@@ -162,10 +169,10 @@ def test_an_agent_is_told_why_a_service_is_down(disk: Path, vault: Path):
         stack.stop()
 
 
-def leave_free(disk: Path, megabytes: int) -> Path:
-    """Fill the disk, then give back `megabytes`."""
+def leave_free(disk: Path, free_bytes: int) -> Path:
+    """Fill the disk, then give back `free_bytes`."""
     filler = fill(disk)
-    os.truncate(filler, max(0, filler.stat().st_size - (megabytes << 20)))
+    os.truncate(filler, max(0, filler.stat().st_size - free_bytes))
     return filler
 
 
@@ -184,7 +191,7 @@ def points(start, n):
             for i in range(start, start + n)]
 store = EdgeVectorStore(disk / "store", 384)
 store.upsert(points(0, 200))
-filler = leave_free(disk, 1)  # room for ~250 points: 1,000 would need ~3.7 MB
+filler = leave_free(disk, 1 << 20)  # room for ~250 points: 1,000 would need ~3.7 MB
 try:
     store.upsert(points(200, 1000))
     raise SystemExit("the upsert went ahead on a full disk")
@@ -220,12 +227,8 @@ def test_vectors_wait_for_room_while_search_goes_on(disk: Path, vault: Path):
     searches go on (BM25 finds the new notes), and once there is room every vector is stored."""
     from k0maru_cli._eval import wait_indexed
 
-    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
-    launcher = Launcher(vault, disk / "data", embedders=1, http_port=0, extra_env={"K0_WATCH": "true"})
-    state = launcher.start()
-    client = state.client()
     status = retriever_pb2.IndexStatusRequest()
-    try:
+    with alpha_stack(vault, disk / "data", embedders=1) as (launcher, state, client):
         wait_indexed(client, need_vectors=True)
         retriever, embedder = state.pids["retriever"], state.pids["embedder-1"]
         os.kill(embedder, signal.SIGSTOP)  # the notes are indexed while there is room, not embedded
@@ -235,7 +238,7 @@ def test_vectors_wait_for_room_while_search_goes_on(disk: Path, vault: Path):
             while client.call(client.retriever.IndexStatus, status).documents < 6:
                 assert time.monotonic() < deadline, "the notes were not indexed"
                 time.sleep(0.2)
-            filler = leave_free(disk, 8)  # below the vector store's reserve
+            filler = leave_free(disk, 8 << 20)  # below the vector store's reserve
         finally:
             os.kill(embedder, signal.SIGCONT)
         while "disk is full" not in client.call(client.retriever.IndexStatus, status).problem:
@@ -259,9 +262,6 @@ def test_vectors_wait_for_room_while_search_goes_on(disk: Path, vault: Path):
         hybrid = client.call(client.retriever.Search, retriever_pb2.SearchRequest(query="zebra quokka"))
         assert {c.channel: c.ran for c in hybrid.channels} == {"bm25": True, "vector": True}
         assert state.pids["retriever"] == retriever and Path(f"/proc/{retriever}").exists()
-    finally:
-        client.close()
-        launcher.stop()
 
 
 @pytest.mark.disk_size("128m")
@@ -274,12 +274,10 @@ def test_an_embedder_outlasts_a_valkey_that_cannot_persist(disk: Path, vault: Pa
 
     from k0maru_cli._eval import wait_indexed
 
-    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
-    launcher = Launcher(vault, disk / "data", embedders=1, http_port=0, extra_env={"K0_WATCH": "true"})
-    state = launcher.start()
-    client = state.client()
-    valkey = redis.Redis.from_url(state.addresses["redis"])
-    try:
+    with (
+        alpha_stack(vault, disk / "data", embedders=1) as (launcher, state, client),
+        redis.Redis.from_url(state.addresses["redis"]) as valkey,
+    ):
         wait_indexed(client, need_vectors=True)
         embedder = state.pids["embedder-1"]
         filler = fill(disk)
@@ -311,10 +309,6 @@ def test_an_embedder_outlasts_a_valkey_that_cannot_persist(disk: Path, vault: Pa
             assert time.monotonic() < deadline, f"not embedded after room was made: {index}"
             time.sleep(0.5)
         assert state.pids["embedder-1"] == embedder and Path(f"/proc/{embedder}").exists()
-    finally:
-        valkey.close()
-        client.close()
-        launcher.stop()
 
 
 @pytest.mark.disk_size("64m")
@@ -325,15 +319,10 @@ def test_changes_wait_for_room_while_the_retriever_serves_what_it_has(disk: Path
     opening its vector store). Now it checks for room before it writes: the change waits, the
     retriever keeps serving the index it has and says why, and indexes the note once there is
     room. Restarted on the full disk, it says so in one line instead of a SIGBUS."""
-    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
-    launcher = Launcher(vault, disk / "data", embedders=0, http_port=0, extra_env={"K0_WATCH": "true"})
-    state = launcher.start()
-    client = state.client()
     status = retriever_pb2.IndexStatusRequest()
-    try:
+    with alpha_stack(vault, disk / "data", embedders=0) as (launcher, state, client):
         retriever = state.pids["retriever"]
-        filler = leave_free(disk, 0)
-        os.truncate(filler, filler.stat().st_size - 400_000)  # room for the scanner's bookkeeping only
+        filler = leave_free(disk, 400_000)  # room for the scanner's bookkeeping only
         words = " ".join(f"word{i} lighthouse keeper" for i in range(60_000))  # 1.6 MB
         write_notes(vault, {"big.md": "# Big\n\n" + words})
         deadline = time.monotonic() + 120
@@ -369,6 +358,3 @@ def test_changes_wait_for_room_while_the_retriever_serves_what_it_has(disk: Path
             assert time.monotonic() < deadline, "the big note was never indexed after room was made"
             time.sleep(0.5)
         assert client.call(client.retriever.IndexStatus, status).problem == ""
-    finally:
-        client.close()
-        launcher.stop()
