@@ -339,7 +339,7 @@ def test_scoreboard_moves_live_and_survives_a_reload(page: Any, stack: Stack):
     # the OS tells the scanner of every change (no folder beyond the watch limit: no polling note)
     assert "watchinglive" in page.inner_text("#counts").replace("\n", "")
     assert get_json(f"{stack.base}/api/status")[1]["scanner"]["watch_note"] == ""
-    assert page.inner_text("#watch-note") == ""
+    assert page.inner_text("#scanner-notes") == ""
     page.wait_for_function("() => document.querySelector('#money-saved .big').textContent.includes('USD')")
     before = page.inner_text("#tokens-saved .big")
     stack.offload("scoreboard-log")

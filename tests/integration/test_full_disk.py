@@ -109,44 +109,49 @@ def test_a_full_disk_fails_writes_clearly_and_loses_no_output(disk: Path, tmp_pa
 
 
 @pytest.mark.disk_size("48m")
-def test_a_full_data_dir_takes_down_only_what_cannot_write_and_everything_comes_back(disk: Path, vault: Path):
-    """The data dir's disk fills up while notes are being written: the scanner cannot record them
-    and exits; the launcher keeps the rest of the stack serving (it used to stop the whole stack
-    when the restart failed), says why, tries again with growing waits, and once there is room
-    the scanner is back and the notes written meanwhile are found."""
+def test_a_full_data_dir_stops_no_service_and_loses_no_change(disk: Path, vault: Path):
+    """The data dir's disk fills up while notes are being written. The scanner could not record
+    them and exited, and could not start again (the session before: the launcher kept the rest
+    serving and retried it with growing waits). Now nothing stops: the scanner keeps its
+    manifest and journal as they were, says why (its status, `k0maru status`, a Scan call), the
+    rest serves on, and once there is room the notes written meanwhile are recorded and found."""
+    from k0maru.v1 import scanner_pb2
+
     with alpha_stack(vault, disk / "data", embedders=0) as (launcher, state, client):
         filler = fill(disk)
         write_notes(vault, {f"inbox/zebra-{i}.md": f"# Zebra {i}\n\nthe zebra quokka note {i}\n" for i in range(5)})
         deadline = time.monotonic() + 120
-        while "scanner" not in launcher.failing and time.monotonic() < deadline:
-            launcher.supervise()  # never raises for a child that cannot come back
+        status = scanner_pb2.ScannerStatusRequest()
+        while "disk is full" not in client.call(client.scanner.Status, status).problem:
+            assert time.monotonic() < deadline, "the scanner never said it cannot record the changes"
+            launcher.supervise()
             time.sleep(0.2)
-        assert "the disk holding" in launcher.failing["scanner"] and "is full" in launcher.failing["scanner"]
-        health = state.health()
-        assert health["scanner"] == "UNREACHABLE"
-        assert {health[name] for name in health if name != "scanner"} == {"SERVING"}
+        assert "changes are recorded once there is room" in client.call(client.scanner.Status, status).problem
+        with pytest.raises(K0Error, match=r"cannot write the scanner's manifest .*: the disk is full") as raised:
+            client.call(client.scanner.Scan, scanner_pb2.ScanRequest())
+        assert raised.value.code == "RESOURCE_EXHAUSTED"
+        launcher.supervise()
+        assert launcher.failing == {} and set(state.health().values()) == {"SERVING"}
         bm25 = retriever_pb2.SearchRequest(query="lighthouses", mode=retriever_pb2.SEARCH_MODE_BM25)
         assert [h.path for h in client.call(client.retriever.Search, bm25).hits] == ["a.md"]
 
         filler.unlink()
         zebra = retriever_pb2.SearchRequest(query="zebra quokka", mode=retriever_pb2.SEARCH_MODE_BM25)
-        while time.monotonic() < deadline:
+        while len(client.call(client.retriever.Search, zebra).hits) < 5:
+            assert time.monotonic() < deadline, "the notes written meanwhile were never found"
             launcher.supervise()
-            if "scanner" not in launcher.failing and len(client.call(client.retriever.Search, zebra).hits) == 5:
-                break
             time.sleep(0.2)
-        assert launcher.failing == {}
         assert sorted(h.path for h in client.call(client.retriever.Search, zebra).hits) == [
             f"inbox/zebra-{i}.md" for i in range(5)
         ]
-        assert set(state.health().values()) == {"SERVING"}
+        assert client.call(client.scanner.Status, status).problem == "" and launcher.failing == {}
 
 
 @pytest.mark.disk_size("48m")
 def test_an_agent_is_told_why_a_service_is_down(disk: Path, vault: Path):
     """`k0maru mcp`'s stack thread: a call to a service that cannot come back says why, not just
-    "unavailable"."""
-    from k0maru.v1 import scanner_pb2
+    "unavailable". The retriever, killed while the data dir's disk is full, cannot open its
+    vector store again."""
     from k0maru_cli._mcp_stack import DeferredStackClient, StackThread
     from k0maru_common import DependencyFailed
 
@@ -155,15 +160,18 @@ def test_an_agent_is_told_why_a_service_is_down(disk: Path, vault: Path):
     stack = StackThread(lambda: None, lambda: Launcher(vault, data, embedders=0, http_port=0))
     stack.start()
     client = DeferredStackClient(str(vault), stack, wait_s=120)
+    search = retriever_pb2.SearchRequest(query="alpha", mode=retriever_pb2.SEARCH_MODE_BM25)
     try:
-        client.call(client.scanner.Scan, scanner_pb2.ScanRequest())  # up
+        client.call(client.retriever.Search, search)  # up
         filler = fill(disk)
-        write_notes(vault, {f"inbox/zebra-{i}.md": f"# Zebra {i}\n" for i in range(5)})
+        state = StackState.load(data)
+        assert state is not None
+        os.kill(state.pids["retriever"], signal.SIGKILL)
         deadline = time.monotonic() + 120
-        while "scanner" not in stack.failing() and time.monotonic() < deadline:
+        while "retriever" not in stack.failing() and time.monotonic() < deadline:
             time.sleep(0.2)
-        with pytest.raises(DependencyFailed, match=r"scanner is down: the disk holding .* is full"):
-            client.call(client.scanner.Scan, scanner_pb2.ScanRequest(), timeout=5)
+        with pytest.raises(DependencyFailed, match=r"retriever is down: the disk holding .* is full"):
+            client.call(client.retriever.Search, search, timeout=5)
         filler.unlink()
     finally:
         stack.stop()

@@ -196,8 +196,8 @@ def test_a_retriever_restarted_while_the_embedders_are_down_still_searches(vault
     state = launcher.start()
     client = state.client()
     hybrid = retriever_pb2.SearchRequest(query="lighthouses", mode=retriever_pb2.SEARCH_MODE_HYBRID)
-    try:
-        assert _vector_ran(client.call(client.retriever.Search, hybrid))
+    try:  # `start` returns once every service is healthy, not once the notes are embedded
+        wait_for(lambda: _vector_ran(client.call(client.retriever.Search, hybrid)), 60, "the first vectors")
         embedder = next(proc for name, proc in launcher.procs if name == "embedder-1")
         embedder.kill()
         embedder.wait()

@@ -286,6 +286,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         scanner = client.call(client.scanner.Status, scanner_pb2.ScannerStatusRequest(), 3.0)
         problems += [f"scanner: {w.name} {w.state}: {w.last_error}" for w in scanner.workers if w.state != "running"]
         watch = scanner.watch_note
+        problems += [f"scanner: {scanner.problem}"] if scanner.problem else []
     except K0Error:
         pass
     finally:

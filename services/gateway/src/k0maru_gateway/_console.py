@@ -305,6 +305,7 @@ class StatusSampler:
                 "skipped": scan.skipped,
                 "watching": scan.watching,
                 "watch_note": scan.watch_note,  # why changes are found by polling ("" when the OS tells)
+                "problem": scan.problem,  # why changes are not recorded (a full disk); "" while they are
             }
         if index is not None:
             out["index"] = {

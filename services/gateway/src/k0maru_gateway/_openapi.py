@@ -206,7 +206,16 @@ SCHEMAS: dict[str, Any] = {
                 )
             ),
             "scanner": _nullable(
-                _obj({"last_seq": _INT, "documents": _INT, "skipped": _INT, "watching": _BOOL, "watch_note": _STR})
+                _obj(
+                    {
+                        "last_seq": _INT,
+                        "documents": _INT,
+                        "skipped": _INT,
+                        "watching": _BOOL,
+                        "watch_note": _STR,
+                        "problem": _STR,
+                    }
+                )
             ),
             "workers": {
                 "type": "array",

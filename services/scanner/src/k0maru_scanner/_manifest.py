@@ -7,11 +7,14 @@ rows included, so `seq` and the manifest never disagree after a crash.
 
 from __future__ import annotations
 
+import errno
 import sqlite3
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from k0maru_common import CannotWrite
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
@@ -101,9 +104,11 @@ class Manifest:
                 if entries:
                     self._db.execute("DELETE FROM journal WHERE seq <= ?", (entries[-1].seq - self._keep,))
                 self._db.execute("COMMIT")
-            except BaseException:
+            except BaseException as exc:
                 if self._db.in_transaction:  # SQLite already rolled back a COMMIT that failed (disk full)
                     self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error) and (exc.sqlite_errorcode & 0xFF) == sqlite3.SQLITE_FULL:
+                    raise CannotWrite(f"the scanner's manifest {self._path}", OSError(errno.ENOSPC, "")) from exc
                 raise
         for record in batch.upserts:
             self.files[record.path] = record

@@ -22,7 +22,7 @@ from pathlib import Path
 import xxhash
 
 from k0maru.v1 import common_pb2
-from k0maru_common import DependencyFailed
+from k0maru_common import CannotWrite, DependencyFailed
 
 from ._manifest import Batch, FileRecord, JournalEntry, Manifest
 
@@ -147,6 +147,7 @@ class IncrementalScanner:
         # every folder the last walk listed, by (device, inode), with its path: the watcher checks
         # that the OS watches each of them
         self.folders: dict[tuple[int, int], str] = {}
+        self.problem = ""  # why the last scan could not record its changes (a full disk)
 
     def walk(self) -> tuple[dict[str, tuple[os.stat_result, str]], list[str]]:
         """Every candidate note under the vault: its stat, and why it cannot be indexed ("" when it
@@ -226,11 +227,20 @@ class IncrementalScanner:
         return st, f"not a regular file ({_special_kind(st.st_mode)})"
 
     def scan(self, force_full: bool = False) -> ScanResult:
+        """CannotWrite when the manifest's disk is full: nothing is recorded, the manifest and
+        journal stay as they were (the index keeps what it has), and `problem` says so until a
+        scan records again."""
         with self._lock:
             with self._fresh_lock:
                 if self._fresh and time.monotonic() - self._fresh_since > FRESH_KEEP_S:
                     self._fresh, self._fresh_bytes = {}, 0
-            return self._scan(force_full)
+            try:
+                result = self._scan(force_full)
+            except CannotWrite as exc:
+                self.problem = f"{exc}; changes are recorded once there is room (the index keeps what it has)"
+                raise
+            self.problem = ""
+            return result
 
     def _keep_fresh(self, rel: str, st: os.stat_result, data: bytes) -> None:
         with self._fresh_lock:

@@ -34,13 +34,14 @@ from pathlib import Path
 
 import watchfiles
 
-from k0maru_common import BackgroundWorker, WorkerHealth
+from k0maru_common import BackgroundWorker, CannotWrite, WorkerHealth
 
 from ._scanner import IncrementalScanner
 
 log = logging.getLogger(__name__)
 
 POLL_S = 2.0  # while the OS cannot watch the whole vault: a scan this often
+ROOM_RETRY_S = 5.0  # a scan that found no room to record its changes is tried again this often
 RETRY_OS_WATCH_S = 300.0  # and the OS watch tried again this often (the limit may have been raised)
 # the limit, and (in a container, a user namespace) the namespace's own: the smaller one holds
 WATCH_LIMITS = {
@@ -243,6 +244,7 @@ class ChangeWatcher:
                 if deadline is None:
                     deadline = now + self._window_s
             due = deadline is not None and (now >= deadline or len(pending) >= self._max_files)
+            due = due or bool(self._scanner.problem and now - last_scan >= ROOM_RETRY_S)
             if due or now - last_scan >= self._rescan_s:
                 self._scan()
                 if now - last_scan >= self._rescan_s and (unwatched := self._unwatched()):
@@ -274,8 +276,17 @@ class ChangeWatcher:
         return f"{still} of {total} folders are not watched: {_limit_reached()}"
 
     def _scan(self) -> None:
-        """A failing scan ends this run of the loop: the worker records why and retries with backoff."""
-        result = self._scanner.scan()
+        """A failing scan ends this run of the loop: the worker records why and retries with
+        backoff. One that found no room on the disk is not a failure: it is tried again."""
+        had_room = not self._scanner.problem
+        try:
+            result = self._scanner.scan()
+        except CannotWrite as exc:
+            if had_room:
+                log.error("%s; changes are recorded once there is room", exc)
+            return
+        if not had_room:
+            log.info("there is room again: changes are recorded")
         changed = result.added + result.modified + result.deleted + result.renamed
         if changed:
             log.info(

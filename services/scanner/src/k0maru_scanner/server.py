@@ -14,6 +14,7 @@ import zmq
 from k0maru.v1 import common_pb2, scanner_pb2, scanner_pb2_grpc
 from k0maru_common import (
     HEALTH_NAMES,
+    CannotWrite,
     ChangePublisher,
     GrpcService,
     InvalidInput,
@@ -203,6 +204,7 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
             parser_version=PARSER_VERSION,
             workers=[self._watcher.health().to_proto()] if self._watcher else [],
             watch_note=self._watcher.note if self._watcher else "",
+            problem=self._scanner.problem,
         )
 
 
@@ -270,16 +272,19 @@ def run(settings: ScannerSettings) -> None:
     app = build_server(settings)
     try:
         with app.service:
-            result = app.scanner.scan()
-            log.info(
-                "initial scan: %d added, %d modified, %d deleted, %d unchanged, %d skipped in %.1f ms",
-                result.added,
-                result.modified,
-                result.deleted,
-                result.unchanged,
-                result.skipped,
-                result.ms,
-            )
+            try:
+                result = app.scanner.scan()
+                log.info(
+                    "initial scan: %d added, %d modified, %d deleted, %d unchanged, %d skipped in %.1f ms",
+                    result.added,
+                    result.modified,
+                    result.deleted,
+                    result.unchanged,
+                    result.skipped,
+                    result.ms,
+                )
+            except CannotWrite as exc:  # serve the manifest as it is; the watcher (or a Scan) records later
+                log.error("initial scan: %s; changes are recorded once there is room", exc)
             if app.watcher:
                 app.watcher.start()
             app.service.set_serving(True)

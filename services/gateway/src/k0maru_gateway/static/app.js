@@ -543,7 +543,7 @@ async function statusView() {
     <div class="row dim">price per million tokens <input id="price" size="7" aria-label="price per million tokens"> <input id="currency" size="4" aria-label="currency">
     <button type="button" class="ghost" id="price-reset">server default</button></div>
     <h2>Indexing</h2><div class="card"><div class="bar big" id="big-bar"><div></div></div><div id="queue" class="row"></div></div>
-    <div class="cards" id="counts"></div><div id="watch-note"></div>
+    <div class="cards" id="counts"></div><div id="scanner-notes"></div>
     <h2>Services</h2><div class="cards" id="services"></div>
     <h2>Embedder workers</h2><div class="cards" id="workers"></div>
     <h2>Live changes</h2><div id="changes" class="card changes dim">waiting for the scanner…</div>`;
@@ -573,8 +573,9 @@ async function statusView() {
     $("#queue").innerHTML = q ? `<span>${build ? esc(build) : q.indexing ? "indexing" : "up to date"}</span><span class="dim">queue ${fmt(q.pending_chunks)} chunks · ${q.rate_per_s}/s · ETA ${q.eta_s != null ? eta(q.eta_s) : "—"} · ${fmt(q.events_behind)} events behind</span>` : `<span class="err">retriever unreachable</span>`;
     $("#counts").innerHTML = i ? [["notes", i.documents], ["chunks", i.chunks], ["chunks with vectors", i.chunks_with_vectors], ["vector index", vectorIndex(i)], ["BM25", i.bm25_deleted ? `${fmt(i.bm25_deleted)} stale` : "compact", i.bm25_deleted ? `replaced chunk${i.bm25_deleted === 1 ? "" : "s"} still counted in its statistics; compacted once edits pause` : ""], ["applied seq", i.last_applied_seq], ["scanner seq", s.scanner ? s.scanner.last_seq : null], ["skipped files", s.scanner ? s.scanner.skipped : null], ["watching", s.scanner ? (s.scanner.watch_note ? "by polling" : s.scanner.watching ? "live" : "off") : null]]
       .map(([k, v, note]) => `<div class="card"><div class="dim">${k}</div><div class="big">${typeof v === "string" ? esc(v) : fmt(v)}</div>${note ? `<div class="dim">${esc(note)}</div>` : ""}</div>`).join("") : "";
-    const note = s.scanner && s.scanner.watch_note;
-    $("#watch-note").innerHTML = note ? `<div class="card warn">watching by polling: ${esc(note)}</div>` : "";
+    const notes = !s.scanner ? [] : [s.scanner.problem ? `changes not recorded: ${s.scanner.problem}` : "",
+      s.scanner.watch_note ? `watching by polling: ${s.scanner.watch_note}` : ""].filter(Boolean);
+    $("#scanner-notes").innerHTML = notes.map((n) => `<div class="card warn">${esc(n)}</div>`).join("");
     $("#services").innerHTML = Object.entries(s.services).map(([n, st]) => `<div class="card"><span class="dot ${healthClass(st)}"></span>${esc(n)}<div class="dim">${esc(st)}</div></div>`).join("");
     const w = s.workers || [];
     $("#workers").innerHTML = w.length ? w.map((x) => `<div class="card worker"><span class="dot ${x.gone ? "warn" : "ok"}"></span>${esc(x.name)}<div class="dim">${x.gone ? "gone" : "live"} · ${fmt(x.pending)} jobs held · idle ${(x.idle_ms / 1000).toFixed(1)} s</div></div>`).join("")
