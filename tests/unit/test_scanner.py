@@ -367,7 +367,7 @@ import sys, time
 from pathlib import Path
 from k0maru_scanner._manifest import Manifest
 from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
-from k0maru_scanner._watcher import ChangeWatcher, watched_folders
+from k0maru_scanner._watcher import ChangeWatcher, watched_inodes
 LIMIT = Path("/proc/sys/user/max_inotify_watches")  # this user namespace's own limit
 vault, data = Path(sys.argv[1]), Path(sys.argv[2])
 
@@ -383,14 +383,14 @@ LIMIT.write_text("30")  # 41 folders
 watcher = ChangeWatcher(scanner, 0.05, 50, 2.0, poll_s=0.2, retry_os_watch_s=3.0)
 watcher.start()
 until("the watcher says it polls", lambda: "(user.max_inotify_watches = 30) is reached" in watcher.note)
-assert watched_folders() == set()  # the watches are given back to the user's other programs
+assert watched_inodes() == set()  # the watches are given back to the user's other programs
 (vault / "f39" / "late.md").write_text("# Late\\n")
 until("a note in any folder is found by polling", lambda: "f39/late.md" in scanner.manifest.files)
 time.sleep(7)  # two retry periods: with no more room than before, the OS watch is not tried again
-assert watcher.os_watch_tries == 1 and watched_folders() == set()
+assert watcher.os_watch_tries == 1 and watched_inodes() == set()
 
 LIMIT.write_text("1000")  # the user raised the limit: the OS watch is back
-until("the OS watch is back", lambda: watcher.note == "" and set(scanner.folders) <= (watched_folders() or set()))
+until("the OS watch is back", lambda: watcher.note == "" and {i for _d, i in scanner.folders} <= (watched_inodes() or set()))
 
 LIMIT.write_text("45")  # and folders made later go beyond it
 for i in range(10):

@@ -48,16 +48,18 @@ WATCH_LIMITS = {
     "fs.inotify.max_user_watches": Path("/proc/sys/fs/inotify/max_user_watches"),
     "user.max_inotify_watches": Path("/proc/sys/user/max_inotify_watches"),
 }
-_INOTIFY_WATCH = re.compile(r"^inotify wd:\S+ ino:([0-9a-f]+) sdev:([0-9a-f]+)", re.MULTILINE)
+_INOTIFY_WATCH = re.compile(r"^inotify wd:\S+ ino:([0-9a-f]+) ", re.MULTILINE)
 
 
-def watched_folders() -> set[tuple[int, int]] | None:
-    """(device, inode) of every folder this process watches with inotify; None where /proc does not say."""
+def watched_inodes() -> set[int] | None:
+    """Inode numbers of the folders this process watches with inotify; None where /proc does not
+    say. The device is left out: btrfs can give stat a subvolume's own device, inotify its
+    filesystem's, so (device, inode) pairs would never match there."""
     try:
         fds = os.listdir("/proc/self/fd")
     except OSError:
         return None
-    watched: set[tuple[int, int]] = set()
+    watched: set[int] = set()
     for fd in fds:
         try:
             if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:inotify":
@@ -66,9 +68,7 @@ def watched_folders() -> set[tuple[int, int]] | None:
                 info = f.read()
         except OSError:
             continue  # closed meanwhile
-        for ino, sdev in _INOTIFY_WATCH.findall(info):
-            dev = int(sdev, 16)  # the kernel's own encoding: major << 20 | minor
-            watched.add((os.makedev(dev >> 20, dev & 0xFFFFF), int(ino, 16)))
+        watched.update(int(ino, 16) for ino in _INOTIFY_WATCH.findall(info))
     return watched
 
 
@@ -255,21 +255,21 @@ class ChangeWatcher:
 
     def _unwatched(self) -> str:
         """Why the OS watch misses changes ("" when it holds every folder the last scan listed)."""
-        watched = watched_folders()
+        watched = watched_inodes()
         if watched is None:
             return ""
-        missing = {key: path for key, path in self._scanner.folders.items() if key not in watched}
+        missing = {key: path for key, path in self._scanner.folders.items() if key[1] not in watched}
         if not missing:
             return ""
         time.sleep(0.5)  # a folder made a moment ago may not be watched yet, one deleted is gone
-        watched = watched_folders() or set()
+        watched = watched_inodes() or set()
         still = 0
         for key, path in missing.items():
             try:
                 st = os.stat(path)
             except OSError:
                 continue
-            still += (st.st_dev, st.st_ino) == key and key not in watched
+            still += (st.st_dev, st.st_ino) == key and key[1] not in watched
         if not still:
             return ""
         total = len(self._scanner.folders)
