@@ -120,6 +120,7 @@ class EventFollower:
                 if self.last_applied_seq:
                     self.catch_up()  # exact and cheap while the journal still reaches back
                 self.reconcile(enqueue_missing=False)  # then fix anything a crash left behind
+                self.problem = ""  # a first build that waited for room is done
                 break
             except grpc.RpcError as exc:
                 log.warning("scanner not reachable yet (%s); retrying", exc.code())
