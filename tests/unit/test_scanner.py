@@ -390,7 +390,7 @@ time.sleep(7)  # two retry periods: with no more room than before, the OS watch 
 assert watcher.os_watch_tries == 1 and watched_inodes() == set()
 
 LIMIT.write_text("1000")  # the user raised the limit: the OS watch is back
-until("the OS watch is back", lambda: watcher.note == "" and {i for _d, i in scanner.folders} <= (watched_inodes() or set()))
+until("the OS watch is back", lambda: watcher.note == "" and set(scanner.folders) <= (watched_inodes() or set()))
 
 LIMIT.write_text("45")  # and folders made later go beyond it
 for i in range(10):

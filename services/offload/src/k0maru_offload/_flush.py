@@ -220,8 +220,7 @@ class FlushEngine:
         earlier = _same_note(directory, note.title, text)
         if earlier is not None:
             return earlier.relative_to(self.vault).as_posix(), "up_to_date"
-        make_folder(directory)
-        stem = rules.naming.stem(note.title, day, directory)
+        stem = rules.naming.stem(note.title, day, directory)  # write_versioned makes the folder
         target, outcome = write_versioned(directory, stem, text, same_ignoring_dates)
         rel = target.relative_to(self.vault).as_posix()
         confine(self.vault, rel)

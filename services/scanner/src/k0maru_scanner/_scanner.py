@@ -144,9 +144,9 @@ class IncrementalScanner:
         self._fresh_bytes = 0
         self._fresh_since = 0.0
         self._fresh_lock = threading.Lock()
-        # every folder the last walk listed, by (device, inode), with its path: the watcher checks
-        # that the OS watches each of them
-        self.folders: dict[tuple[int, int], str] = {}
+        # every folder the last walk listed: its inode (stat's: a listing's d_ino differs on
+        # overlayfs and at mount points) → its path; the watcher checks the OS watches each
+        self.folders: dict[int, str] = {}
         self.problem = ""  # why the last scan could not record its changes (a full disk)
 
     def walk(self) -> tuple[dict[str, tuple[os.stat_result, str]], list[str]]:
@@ -161,13 +161,13 @@ class IncrementalScanner:
         """
         found: dict[str, tuple[os.stat_result, str]] = {}
         unlisted: list[str] = []
-        listed: dict[tuple[int, int], str] = {}
+        listed: dict[int, str] = {}
         stack = [(str(self.vault), "")]
         while stack:
             folder, prefix = stack.pop()
             try:
                 entries = list(os.scandir(folder))
-                st_folder = os.stat(folder)
+                inode = os.stat(folder).st_ino
             except OSError as exc:
                 if not prefix:
                     raise VaultUnavailable(
@@ -179,7 +179,7 @@ class IncrementalScanner:
                 )
                 unlisted.append(safe_name(prefix))
                 continue
-            listed[(st_folder.st_dev, st_folder.st_ino)] = folder
+            listed[inode] = folder
             for entry in entries:
                 rel = prefix + entry.name
                 try:

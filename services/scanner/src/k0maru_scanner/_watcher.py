@@ -23,6 +23,7 @@ failing makes the scanner give up (NOT_SERVING, exit, restarted by its superviso
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -51,25 +52,29 @@ WATCH_LIMITS = {
 _INOTIFY_WATCH = re.compile(r"^inotify wd:\S+ ino:([0-9a-f]+) ", re.MULTILINE)
 
 
+def _inotify_infos(pid: str) -> Iterator[str]:
+    """The fdinfo text of each inotify instance process `pid` ("self" too) holds: a line per
+    watch ("inotify wd:… ino:…"). Nothing for a process that is gone or not ours to read."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:inotify":
+                with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii") as f:
+                    yield f.read()
+        except OSError:
+            continue  # closed meanwhile
+
+
 def watched_inodes() -> set[int] | None:
     """Inode numbers of the folders this process watches with inotify; None where /proc does not
     say. The device is left out: btrfs can give stat a subvolume's own device, inotify its
     filesystem's, so (device, inode) pairs would never match there."""
-    try:
-        fds = os.listdir("/proc/self/fd")
-    except OSError:
+    if not os.path.isdir("/proc/self/fd"):
         return None
-    watched: set[int] = set()
-    for fd in fds:
-        try:
-            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:inotify":
-                continue
-            with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as f:
-                info = f.read()
-        except OSError:
-            continue  # closed meanwhile
-        watched.update(int(ino, 16) for ino in _INOTIFY_WATCH.findall(info))
-    return watched
+    return {int(ino, 16) for info in _inotify_infos("self") for ino in _INOTIFY_WATCH.findall(info)}
 
 
 def watch_limit() -> tuple[str, int] | None:
@@ -92,20 +97,9 @@ def watches_in_use() -> int | None:
         return None
     used = 0
     for pid in pids:
-        try:
-            if os.stat(f"/proc/{pid}").st_uid != uid:
-                continue
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue  # gone, or not ours to read
-        for fd in fds:
-            try:
-                if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:inotify":
-                    continue
-                with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii") as f:
-                    used += sum(1 for line in f if line.startswith("inotify wd:"))
-            except OSError:
-                continue
+        with contextlib.suppress(OSError):  # gone meanwhile
+            if os.stat(f"/proc/{pid}").st_uid == uid:
+                used += sum(len(_INOTIFY_WATCH.findall(info)) for info in _inotify_infos(pid))
     return used
 
 
@@ -258,18 +252,17 @@ class ChangeWatcher:
         watched = watched_inodes()
         if watched is None:
             return ""
-        missing = {key: path for key, path in self._scanner.folders.items() if key[1] not in watched}
+        missing = {inode: path for inode, path in self._scanner.folders.items() if inode not in watched}
         if not missing:
             return ""
         time.sleep(0.5)  # a folder made a moment ago may not be watched yet, one deleted is gone
         watched = watched_inodes() or set()
         still = 0
-        for key, path in missing.items():
-            try:
-                st = os.stat(path)
+        for inode, path in missing.items():
+            try:  # still there, and the same folder
+                still += os.stat(path).st_ino == inode and inode not in watched
             except OSError:
                 continue
-            still += (st.st_dev, st.st_ino) == key and key[1] not in watched
         if not still:
             return ""
         total = len(self._scanner.folders)
