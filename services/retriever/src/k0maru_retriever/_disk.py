@@ -20,7 +20,9 @@ BYTES_PER_POINT = 16 << 10
 
 
 def check_room(directory: Path, what: str, need_bytes: int) -> None:
-    """CannotWrite (RESOURCE_EXHAUSTED) unless `directory`'s disk has `need_bytes` and the reserve free."""
+    """CannotWrite (RESOURCE_EXHAUSTED) unless `directory`'s disk has `need_bytes` and the reserve
+    free. Pass a folder that always exists: the vector store's own is renamed away for a moment
+    at each HNSW swap (checked outside its lock, that was a FileNotFoundError)."""
     free = shutil.disk_usage(directory).free
     if free < DISK_RESERVE_BYTES + need_bytes:
         raise CannotWrite(f"{what} ({free >> 20} MB free)", OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))

@@ -154,7 +154,7 @@ class EdgeVectorStore:
             return
         qe = self._qe
         ids = [point_id(p.chunk_id) for p in points]
-        check_room(self._dir, f"vectors into {self._dir}", len(points) * BYTES_PER_POINT)
+        check_room(self._dir.parent, f"vectors into {self._dir}", len(points) * BYTES_PER_POINT)
         with self._lock:
             self._shard.update(
                 qe.UpdateOperation.upsert_points(
@@ -169,7 +169,7 @@ class EdgeVectorStore:
     def delete(self, chunk_ids: list[str]) -> None:
         if chunk_ids:
             ids = [point_id(c) for c in chunk_ids]
-            check_room(self._dir, f"vector deletions into {self._dir}", 0)
+            check_room(self._dir.parent, f"vector deletions into {self._dir}", 0)
             with self._lock:
                 self._shard.update(self._qe.UpdateOperation.delete_points([*ids]))
                 self._hnsw.written(ids, upserted=False)
