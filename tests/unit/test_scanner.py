@@ -189,6 +189,35 @@ def test_watcher_survives_undecodable_file_names(vault: Path, tmp_path: Path):
         watcher.stop()
 
 
+def test_a_folder_name_that_is_not_utf8_is_one_skipped_entry_and_the_watcher_lives(vault: Path, tmp_path: Path):
+    """Listing such a folder is reported (an open) to the OS watch on its parent under a name
+    watchfiles cannot decode: the watcher failed at every scan and gave up after five, taking
+    the scanner down. No note under it could be indexed anyway: now the folder is one skipped
+    entry that says why, and is not listed."""
+    from k0maru_scanner._scanner import UNDECODABLE_FOLDER
+    from k0maru_scanner._watcher import ChangeWatcher
+
+    os.mkdir(os.fsencode(vault) + b"/bad-\xff")
+    (Path(os.fsdecode(os.fsencode(vault) + b"/bad-\xff")) / "inside.md").write_text("# Inside\n")
+    scanner = make(vault, tmp_path)
+    scanner.scan()
+    assert scanner.manifest.files["bad-\\xff"].skipped_reason == UNDECODABLE_FOLDER
+    assert not any(rel.startswith("bad-") and rel != "bad-\\xff" for rel in scanner.manifest.files)
+    failures: list[str] = []
+    watcher = ChangeWatcher(scanner, 0.05, 50, 3600, on_give_up=failures.append)
+    watcher.start()
+    try:
+        for i in range(4):  # each note is a scan; each scan listed the folder, and failed the watcher
+            (vault / f"n{i}.md").write_text(f"# N{i}\n")
+            deadline = time.monotonic() + 10
+            while f"n{i}.md" not in scanner.manifest.files and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert f"n{i}.md" in scanner.manifest.files
+        assert watcher.health().restarts == 0 and not failures, watcher.health()
+    finally:
+        watcher.stop()
+
+
 def test_symlink_loops_and_fifos_are_recorded_as_skipped(vault: Path, tmp_path: Path):
     (vault / "loop").symlink_to(vault / "loop")  # at the vault root, whatever the name
     (vault / "ring-a.md").symlink_to(vault / "ring-b.md")
@@ -396,13 +425,85 @@ LIMIT.write_text("45")  # and folders made later go beyond it
 for i in range(10):
     (vault / f"new{i}").mkdir()
     (vault / f"new{i}" / "n.md").write_text("# New\\n")
-until("folders beyond the limit are noticed", lambda: "of 51 folders are not watched" in watcher.note)
+until("folders beyond the limit are noticed", lambda: "51 folders cannot all be watched" in watcher.note)
 (vault / "new9" / "later.md").write_text("# Later\\n")
 until("and changes in them found", lambda: "new9/later.md" in scanner.manifest.files)
 assert watcher.running and watcher.health().state == "running"
 watcher.stop()
 print("ok")
 """
+
+
+SKIPPED_FOLDERS_SCRIPT = """
+import os, sys, time
+from pathlib import Path
+from k0maru_scanner._manifest import Manifest
+from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
+from k0maru_scanner._watcher import ChangeWatcher, watched_inodes
+vault, data = Path(sys.argv[1]), Path(sys.argv[2])
+
+def until(what, check, timeout_s=30.0):
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+scanner = IncrementalScanner(vault, Manifest(data / "m.sqlite", 100_000), IgnoreRules(), 1 << 20)
+assert scanner.scan().added == 3 and len(scanner.folders) == 3  # the vault, notes/, notes/deep/
+Path("/proc/sys/user/max_inotify_watches").write_text("20")  # 4 folders to watch, 150 skipped
+watcher = ChangeWatcher(scanner, 0.05, 50, 3600.0)  # no rescan: every change below comes by event
+watcher.start()
+until("the OS watch holds the listed folders", lambda: watched_inodes() == set(scanner.folders) - {os.stat(vault / os.fsdecode(b"bad-\\xff")).st_ino})
+assert watcher.note == "" and watcher.os_watch_tries == 1
+
+def found(rel):
+    until(rel + " found by an event", lambda: rel in scanner.manifest.files)
+
+(vault / "new" / "deeper").mkdir(parents=True)  # a folder made later is watched too
+(vault / "new" / "deeper" / "n.md").write_text("# New\\n")
+found("new/deeper/n.md")
+(vault / "new" / "deeper" / "later.md").write_text("# Later\\n")
+found("new/deeper/later.md")
+(vault / "notes").rename(vault / "renamed")  # and one renamed
+(vault / "renamed" / "deep" / "after.md").write_text("# After the rename\\n")
+found("renamed/deep/after.md")
+assert "notes/a.md" not in scanner.manifest.files
+(vault / "node_modules" / "pkg0" / "lib" / "x.md").write_text("# Not a note\\n")
+time.sleep(1)
+assert "node_modules/pkg0/lib/x.md" not in scanner.manifest.files
+assert watched_inodes() == set(scanner.folders)
+assert watcher.note == "" and watcher.running and watcher.health().state == "running"
+watcher.stop()
+print("ok")
+"""
+
+
+def test_folders_the_scanner_skips_take_no_watches(tmp_path: Path):
+    """The OS watched the whole vault tree, `.git` and `node_modules` too: in a vault inside a
+    code project that spent thousands of the user's inotify watches (shared with their editor) on
+    folders the scanner skips, and with more than the limit, sent every change to polling. Now
+    exactly the listed folders are watched, each on its own; folders made or renamed later are
+    watched once a scan lists them. The limit (20) is lowered in a user namespace of the test's
+    own."""
+    import shutil
+    import subprocess
+    import sys
+
+    unshare = shutil.which("unshare")
+    if unshare is None or subprocess.run([unshare, "-U", "-r", "true"], capture_output=True).returncode != 0:
+        pytest.skip("user namespaces (util-linux unshare -U -r) are not available here")
+    vault, data = tmp_path / "vault", tmp_path / "data"
+    data.mkdir()
+    write_notes(vault, {"top.md": "# Top\n", "notes/a.md": "# A\n", "notes/deep/b.md": "# B\n"})
+    for i in range(50):
+        (vault / "node_modules" / f"pkg{i}" / "lib").mkdir(parents=True)
+        (vault / ".git" / "objects" / f"{i:02x}").mkdir(parents=True)
+    os.mkdir(os.fsencode(vault) + b"/bad-\xff")
+    done = subprocess.run(
+        [unshare, "-U", "-r", sys.executable, "-c", SKIPPED_FOLDERS_SCRIPT, str(vault), str(data)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
 
 
 def test_a_vault_beyond_the_os_watch_limit_is_polled_and_says_so(tmp_path: Path):

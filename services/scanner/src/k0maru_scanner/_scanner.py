@@ -106,6 +106,10 @@ def read_note_text(path: Path, max_bytes: int) -> tuple[bytes, str]:
 
 
 UNDECODABLE_NAME = "file name is not valid UTF-8 (listed with \\x escapes); rename the file to index it"
+# No note under such a folder could be indexed, and listing it would be worse than useless: the
+# OS reports the listing (an open) to the watch on its parent under a name the watcher cannot
+# decode, and the watcher would fail at every scan.
+UNDECODABLE_FOLDER = "folder name is not valid UTF-8 (listed with \\x escapes); the notes in it are not read: rename the folder to index them"
 
 
 def safe_name(rel: str) -> str:
@@ -155,7 +159,8 @@ class IncrementalScanner:
         manifest knows under them is not gone, only out of sight.
 
         Symlinked folders are not followed. A name that is not valid UTF-8 is listed under its
-        `safe_name` and skipped: the manifest, the journal and every gRPC message carry UTF-8 only.
+        `safe_name` and skipped: the manifest, the journal and every gRPC message carry UTF-8 only;
+        a folder so named is one such entry, and is not listed.
         VaultUnavailable when the vault folder itself cannot be listed (an unmounted drive, a
         renamed folder): that is not every note deleted.
         """
@@ -184,8 +189,12 @@ class IncrementalScanner:
                 rel = prefix + entry.name
                 try:
                     if entry.is_dir(follow_symlinks=False):
-                        if not self.rules.skip_dir(entry.name):
-                            stack.append((entry.path, rel + "/"))
+                        if self.rules.skip_dir(entry.name):
+                            continue
+                        if safe_name(entry.name) != entry.name:  # one record says why, not listed
+                            found.setdefault(safe_name(rel), (entry.stat(follow_symlinks=False), UNDECODABLE_FOLDER))
+                            continue
+                        stack.append((entry.path, rel + "/"))
                         continue
                     st, problem = self._inspect(entry)
                 except OSError:

@@ -6,6 +6,11 @@ forever). The window flushes early once it holds `max_files` paths. A scan is a 
 walk, so flushing a window rescans everything cheaply and catches renames and deletes.
 A periodic safety rescan covers events the OS dropped.
 
+The OS watches exactly the folders the last scan listed, each on its own (not recursively): the
+folders the scan skips (`.git`, `node_modules`, hidden ones) take none of the user's watches and
+wake nobody. A scan that lists a different set of folders (one made, renamed or deleted) sets the
+watch up again for the new set, then scans once more for what happened in between.
+
 The OS watch can cover only part of the vault: Linux gives each user a limited number of
 inotify watches (`fs.inotify.max_user_watches`, one per folder, shared with every editor and
 tool the user runs), and watchfiles leaves out, without a word, any folder beyond it. So after
@@ -144,18 +149,19 @@ class ChangeWatcher:
     def health(self) -> WorkerHealth:
         return self._worker.health()
 
-    def _wanted(self, path: str) -> bool:
-        try:
-            rel = Path(path).relative_to(self._scanner.vault)
-        except ValueError:
-            return False
-        return not any(self._scanner.rules.skip_dir(part) for part in rel.parts[:-1])
+    @staticmethod
+    def _wanted(path: str) -> bool:
+        """Events on hidden names (an editor's swap file, `.git` made or deleted) change no note:
+        the scanner skips every name that starts with a dot."""
+        return not os.path.basename(path).startswith(".")
 
     def _watch(self, stop: threading.Event) -> None:
         while not stop.is_set():
             why = self._watch_os(stop)
             if stop.is_set():
                 return
+            if why is None:
+                continue  # the vault's folders changed: watch the new set
             self.note = (
                 f"{why}; changes are found by a scan every {self._poll_s:g} s instead, and the OS watch is "
                 f"tried again (checked every {self._retry_os_watch_s:g} s) once the limit leaves room for "
@@ -184,46 +190,62 @@ class ChangeWatcher:
                 len(self._scanner.folders),
             )
 
-    def _watch_os(self, stop: threading.Event) -> str:
-        """Follow the OS's change events until stopped (returns "") or until the OS cannot watch
-        every folder the scan lists (returns why)."""
+    def _watch_os(self, stop: threading.Event) -> str | None:
+        """Follow the OS's change events until stopped (returns ""), until the scan lists other
+        folders than those watched (returns None), or until the OS cannot watch every folder the
+        scan lists (returns why)."""
         self.os_watch_tries += 1
         try:
-            events = self._open_os_watch(stop)
+            events, watching = self._open_os_watch(stop)
         except OSError as exc:  # the watch limit (inotify's ENOSPC), too many inotify instances, ...
-            return _limit_reached() if "watch limit" in str(exc) else f"the OS cannot watch the vault ({exc})"
+            if "watch limit" in str(exc):
+                return f"the vault's {len(self._scanner.folders)} folders cannot all be watched: {_limit_reached()}"
+            return f"the OS cannot watch the vault ({exc})"
         with closing(events):
-            return self._follow(events, stop)
+            return self._follow(events, watching, stop)
 
-    def _open_os_watch(self, stop: threading.Event) -> Generator[set[tuple[watchfiles.Change, str]], None, None]:
-        """The OS watch, set up. A folder that cannot be read is left out: the scan cannot list
-        it either, and keeps its notes as they were."""
+    def _open_os_watch(
+        self, stop: threading.Event
+    ) -> tuple[Generator[set[tuple[watchfiles.Change, str]], None, None], frozenset[str]]:
+        """The OS watch set up on the folders the last scan listed, and those folders. A folder
+        that cannot be read is left out: the scan cannot list it either, and keeps its notes as
+        they were. One deleted since the scan: scan again (a few times; then the OSError says why)."""
         skip_unreadable = False
-        while True:
+        for attempt in range(4):
+            watching = frozenset(self._scanner.folders.values()) or frozenset({str(self._scanner.vault)})
             events = watchfiles.watch(
-                self._scanner.vault,
+                *sorted(watching),
                 stop_event=stop,
                 step=20,
                 debounce=int(self._window_s * 1000),
                 yield_on_timeout=True,
                 rust_timeout=100,
-                recursive=True,
+                recursive=False,
                 ignore_permission_denied=skip_unreadable,
             )
             try:
                 next(events, None)  # sets the watch up; answers at the latest after rust_timeout
-                return events
+                return events, watching
+            except FileNotFoundError:
+                if attempt == 3:
+                    raise
+                self._scan()
             except PermissionError as exc:
                 if skip_unreadable:
                     raise
                 log.warning("cannot watch a folder (%s); it is left out", exc)
                 skip_unreadable = True
+        raise AssertionError("unreachable")
 
-    def _follow(self, events: Iterator[set[tuple[watchfiles.Change, str]]], stop: threading.Event) -> str:
+    def _follow(
+        self, events: Iterator[set[tuple[watchfiles.Change, str]]], watching: frozenset[str], stop: threading.Event
+    ) -> str | None:
         # The OS watch is in place: now scan whatever happened while nobody watched (before this
         # loop started, or restarted). Scanning before the watch existed missed the changes in
         # between until the periodic rescan.
         self._scan()
+        if self._folders_changed(watching):
+            return None
         if unwatched := self._unwatched():
             return unwatched
         self.note = ""
@@ -241,11 +263,18 @@ class ChangeWatcher:
             due = due or bool(self._scanner.problem and now - last_scan >= ROOM_RETRY_S)
             if due or now - last_scan >= self._rescan_s:
                 self._scan()
+                if self._folders_changed(watching):
+                    return None
                 if now - last_scan >= self._rescan_s and (unwatched := self._unwatched()):
-                    return unwatched  # a folder made since is beyond the limit
+                    return unwatched  # watches lost some other way (a folder replaced in place)
                 pending.clear()
                 deadline, last_scan = None, time.monotonic()
         return ""
+
+    def _folders_changed(self, watching: frozenset[str]) -> bool:
+        """Whether the last scan listed other folders than the OS watch holds (one made, renamed,
+        deleted): then it is set up again."""
+        return frozenset(self._scanner.folders.values()) != watching
 
     def _unwatched(self) -> str:
         """Why the OS watch misses changes ("" when it holds every folder the last scan listed)."""
