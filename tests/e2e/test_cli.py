@@ -130,6 +130,12 @@ def test_search_and_scan_through_a_running_stacks_console(vault: Path, tmp_path:
         assert bm25["vault"] == str(vault) and bm25["channels"] == [{"channel": "bm25", "ran": True, "reason": ""}]
         assert {h["path"] for h in bm25["hits"]} == {"ops/lighthouse.md", "misc/drain.md"}
         assert set(bm25["hits"][0]) == {"path", "title", "snippet", "score", "diary", "tags", "lines"}
+        piped = subprocess.Popen([K0MARU, "search", "storm", *where], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert piped.stdout is not None and piped.stderr is not None
+        piped.stdout.close()  # `k0maru search … | head` with head gone before the answer came
+        assert piped.wait(timeout=120) == 141  # as a shell reports a program stopped by SIGPIPE
+        assert "Traceback" not in piped.stderr.read().decode()  # it printed a BrokenPipeError's
+        piped.stderr.close()
         none = run("search", "zeppelin", *where, "--mode", "bm25")
         assert none.returncode == 0 and none.stdout.startswith("no notes match 'zeppelin'")
         bad = run("search", "storm", *where, "--limit", "0")  # the console's own check and message

@@ -660,4 +660,11 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    sys.exit(COMMANDS[args.command_name](args))
+    try:
+        code = COMMANDS[args.command_name](args)
+    except BrokenPipeError:
+        # the reader went away (`k0maru search … | head`): nothing more to tell it, and no
+        # traceback; Python's last flush of stdout goes to /dev/null instead of failing again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 128 + signal.SIGPIPE  # what a shell reports for a program stopped by SIGPIPE
+    sys.exit(code)
