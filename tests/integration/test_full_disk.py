@@ -228,6 +228,84 @@ def test_vectors_meeting_a_full_disk_are_refused_not_a_crash(disk: Path):
     assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-3000:])
 
 
+HNSW_ROOM_SCRIPT = """
+import os, signal, sys, time
+from pathlib import Path
+import numpy as np
+from k0maru_retriever import _hnsw
+from k0maru_retriever._bm25 import Scope
+from k0maru_retriever._vectors import EdgeVectorStore, VectorPoint
+from tests.integration.test_full_disk import leave_free
+_hnsw.RETRY_AFTER_S = 0.0
+disk = Path(sys.argv[1])
+rng = np.random.default_rng(7)
+def points(start, n):
+    return [VectorPoint(f"n{i}.md#0", "h", f"n{i}.md", "", [], rng.standard_normal(384).astype(np.float32))
+            for i in range(start, start + n)]
+def until(what, check):
+    deadline = time.monotonic() + 120
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+def search_works():
+    return len(store.search(rng.standard_normal(384).astype(np.float32), 5, Scope((), (), ()))) == 5
+store = EdgeVectorStore(disk / "store", 384, hnsw_min_points=300)
+builder = store._hnsw
+store.upsert(points(0, 299))
+
+# 1. no room for the copy and the new index: the build is put off, not started
+filler = leave_free(disk, 64 << 20)
+store.upsert(points(299, 1))
+until("the build tried", lambda: builder._retry_at > 0)
+until("and put off", lambda: not store.hnsw_building)
+assert builder._proc is None and store.hnsw_builds == 0 and store.count() == 300 and search_works()
+assert not _hnsw.build_dir(disk / "store").exists()
+filler.unlink()
+
+# 2. the disk fills up while the child builds: the swap (which replays through memory maps) is put off
+store.upsert(points(300, 10))  # room again: this write starts a build
+until("the build process", lambda: builder._proc is not None)
+child = builder._proc
+child.send_signal(signal.SIGSTOP)
+store.upsert(points(310, 300))  # written meanwhile: the swap would replay them into the new shard
+with store._lock:  # the swap waits for the lock: the child finishes, then the disk fills up
+    child.send_signal(signal.SIGCONT)
+    until("the child's build", lambda: child.poll() is not None)
+    assert child.returncode == 0, child.returncode
+    filler = leave_free(disk, 64 << 10)
+until("the swap put off", lambda: not store.hnsw_building)
+assert store.hnsw_builds == 0 and store.count() == 610 and search_works()
+assert not _hnsw.build_dir(disk / "store").exists()  # its room is given back
+filler.unlink()
+
+# 3. room again: the next write starts a build, and it swaps in
+store.upsert(points(610, 10))
+until("a build swapped in", lambda: store.hnsw_builds == 1)
+assert store.count() == 620 and store.indexed_points()[0] > 0 and search_works()
+store.close()
+again = EdgeVectorStore(disk / "store", 384)
+assert again.count() == 620
+again.close()
+print("ok")
+"""
+
+
+@pytest.mark.disk_size("256m")
+def test_hnsw_builds_wait_for_room_and_never_crash_the_store(disk: Path):
+    """An HNSW build copies the vector store and the child writes a new index; the swap then
+    replays the points written meanwhile into it through memory maps, which on a full disk is a
+    SIGBUS. The build starts only with room for the copy and the new index (the copy keeps the
+    files' holes: a plain copy wrote Edge's preallocated files out in full, 159 MB for 11 MB),
+    and the swap only with room for its replay; otherwise it is put off, the live shard keeps
+    every point and answers, and the next write once there is room builds and swaps it in.
+    In a child process, so that a crash fails this test instead of ending pytest."""
+    done = subprocess.run(
+        [sys.executable, "-c", HNSW_ROOM_SCRIPT, str(disk)],
+        capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr[-3000:])
+
+
 @pytest.mark.disk_size("128m")
 def test_vectors_wait_for_room_while_search_goes_on(disk: Path, vault: Path):
     """The data dir's disk fills up while notes are being embedded: the retriever used to die by

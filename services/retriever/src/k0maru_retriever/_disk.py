@@ -28,6 +28,37 @@ def check_room(directory: Path, what: str, need_bytes: int) -> None:
         raise CannotWrite(f"{what} ({free >> 20} MB free)", OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
 
 
+def copy_tree_sparse(src: Path, dst: Path) -> None:
+    """shutil.copytree, keeping each file's holes: Qdrant Edge preallocates its memory-mapped
+    files (32 MB pages, WAL segments) and writes a little of each, and a plain copy writes every
+    hole out as zeros (a store of 300 points: 11 MB on disk, 159 MB copied). So the copy takes
+    what `size_of` counts, no more."""
+    shutil.copytree(src, dst, copy_function=_copy_sparse)
+
+
+def _copy_sparse(src: str, dst: str) -> None:
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        size = os.fstat(fin.fileno()).st_size
+        pos = 0
+        while pos < size:
+            try:
+                start = os.lseek(fin.fileno(), pos, os.SEEK_DATA)
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:
+                    break  # a hole up to the end
+                raise
+            end = os.lseek(fin.fileno(), start, os.SEEK_HOLE)
+            while start < end:
+                block = os.pread(fin.fileno(), min(end - start, 1 << 20), start)
+                if not block:
+                    break  # shrunk meanwhile
+                os.pwrite(fout.fileno(), block, start)
+                start += len(block)
+            pos = end
+        fout.truncate(size)
+    shutil.copystat(src, dst)
+
+
 def size_of(folder: Path) -> int:
     """Bytes the files under `folder` take on disk (allocated blocks: sparse files count what they hold)."""
     total = 0
