@@ -216,6 +216,68 @@ def test_a_retriever_restarted_while_the_embedders_are_down_still_searches(vault
         launcher.stop()
 
 
+def _corrupt_valkey_data(data: Path) -> None:
+    """What a crash of the machine can leave: an append-only file holding bytes that are no command."""
+    aofs = sorted((data / "valkey" / "appendonlydir").glob("*.incr.aof"))
+    assert aofs, list((data / "valkey").rglob("*"))
+    with open(aofs[-1], "ab") as f:
+        f.write(b"*2\r\n$3\r\nGET\r\n\x00\xffnot a command at all\r\n")
+
+
+def test_valkey_data_a_crash_corrupted_is_set_aside_and_the_stack_comes_up(vault: Path, tmp_path: Path):
+    """Valkey exits at every start when it cannot load the data it saved (an append-only file
+    corrupted by a crash of the machine): `k0maru up` failed, and a Valkey restarted by the
+    supervisor never came back, with the embedding queue and query vectors gone with it. That
+    data is a cache, a queue and a ledger that the stack rebuilds: it is now set aside, for a
+    look, and Valkey starts empty; vectors already stored stay, new notes are embedded."""
+    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n", "b.md": "# Beta\n\nabout ships\n"})
+    data = tmp_path / "data"
+    env = {"K0_WATCH": "true"}
+
+    def embedded(client: StackClient, query: str, path: str) -> bool:
+        reply = client.call(
+            client.retriever.Search, retriever_pb2.SearchRequest(query=query, mode=retriever_pb2.SEARCH_MODE_VECTOR)
+        )
+        return bool(reply.hits) and reply.hits[0].path == path
+
+    launcher = Launcher(vault, data, embedders=1, http_port=0, extra_env=env)
+    client = launcher.start().client()
+    try:
+        wait_for(lambda: embedded(client, "lighthouses", "a.md"), 60, "the first vectors")
+    finally:
+        client.close()
+        launcher.stop()
+    _corrupt_valkey_data(data)
+
+    launcher = Launcher(vault, data, embedders=1, http_port=0, extra_env=env)
+    client = launcher.start().client()  # failed: "valkey exited with code 1 during start-up"
+    try:
+        assert [p.name.startswith("valkey.unreadable-") for p in data.iterdir() if p.name.startswith("valkey.")] == [
+            True
+        ]
+        status = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest())
+        assert status.chunks_with_vectors == status.chunks == 2  # the vectors were never Valkey's
+        (vault / "c.md").write_text("# Gamma\n\na note about submarines\n")
+        wait_for(lambda: embedded(client, "submarines", "c.md"), 60, "a new note embedded through the new queue")
+
+        valkey = next(proc for name, proc in launcher.procs if name == "valkey")
+        valkey.kill()  # and a crash while the stack runs
+        valkey.wait()
+        _corrupt_valkey_data(data)
+        deadline = time.monotonic() + 60
+        restarted: list[str] = []
+        while "valkey" not in restarted:
+            assert time.monotonic() < deadline and "valkey" not in launcher.failing, launcher.failing
+            restarted += launcher.supervise()
+            time.sleep(0.1)
+        assert len([p for p in data.iterdir() if p.name.startswith("valkey.unreadable-")]) == 2
+        (vault / "d.md").write_text("# Delta\n\na note about volcanoes\n")
+        wait_for(lambda: embedded(client, "volcanoes", "d.md"), 60, "a note embedded after the restart")
+    finally:
+        client.close()
+        launcher.stop()
+
+
 def test_embedders_back_with_another_model_make_the_retriever_restart_onto_it(vault: Path, tmp_path: Path):
     """Started with the model the embedders served last, the retriever meets them back with
     another one: it takes no vector of the other model and restarts (its supervisor starts it

@@ -123,6 +123,27 @@ def valkey_argv(port: int, directory: Path, persist: bool = False) -> list[str]:
     return [str(get_binary_path()), "--port", str(port), "--bind", "127.0.0.1", *save, "--dir", str(directory)]
 
 
+# Valkey's own words (aof.c, rdb.c, server.c) when the data it saved cannot be loaded, e.g. an
+# append-only file corrupted by a crash of the machine: it then exits, at every start
+VALKEY_LOAD_FAILURES = (
+    "Bad file format reading the append only file",
+    "Unrecoverable error reading the append only file",
+    "Short read or OOM loading DB",
+    "Wrong signature trying to load DB",
+    "Can't handle RDB format version",
+    "Internal error in RDB reading",
+    "Fatal error loading the DB",
+)
+
+
+def valkey_load_failure(log_text: str) -> str:
+    """The line of a Valkey log that says its saved data could not be loaded ("" if none)."""
+    for line in log_text.splitlines():
+        if any(words in line for words in VALKEY_LOAD_FAILURES):
+            return line.split(" # ", 1)[-1].split(": make a backup", 1)[0].strip()  # we do it
+    return ""
+
+
 def redis_pong(url: str, timeout_s: float = 0.5) -> bool:
     """True when the server at `redis://host:port/…` answers PING with PONG (not while it is still
     loading its data, when it answers `-LOADING`). A bare RESP exchange: the launcher is on the
@@ -156,6 +177,10 @@ def wait_for_redis(url: str, timeout_s: float, check: Callable[[], None] | None 
 
 class StartupError(RuntimeError):
     pass
+
+
+class _ValkeyRestarted(Exception):
+    """Valkey was started again on an empty folder (and answers PING)."""
 
 
 class BuildWatch:
@@ -243,6 +268,7 @@ class Launcher:
         self._restarts: dict[str, list[float]] = {}
         self._retry_at: dict[str, float] = {}  # a child that keeps dying: not restarted before this
         self._failures: dict[str, int] = {}  # restarts in a row that did not come up
+        self._log_from: dict[str, int] = {}  # where each child's latest run starts in its log
         self.failing: dict[str, str] = {}  # children waiting for their next try, and why
         self._stopping = False
         self._lock: TextIO | None = None
@@ -254,6 +280,7 @@ class Launcher:
         log_dir = self.data_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         with open(log_dir / f"{name}.log", "ab") as log:
+            self._log_from[name] = log.tell()  # what this run writes starts here
             proc = subprocess.Popen(
                 orphan_guard(argv, nice),
                 env=env,
@@ -328,8 +355,8 @@ class Launcher:
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         return lines[0].rstrip(":") + (f" ({lines[-1]})" if len(lines) > 1 else "")
 
-    def restart(self, name: str, sig: int = signal.SIGKILL) -> None:
-        """Kill one child (SIGKILL by default, as a crash would) and start it again, healthy."""
+    def _respawn(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """Kill one child (if it still runs) and spawn it again with the same command."""
         index = next(i for i, (n, _p) in enumerate(self.procs) if n == name)
         _name, proc = self.procs.pop(index)
         if proc.poll() is None:
@@ -337,9 +364,13 @@ class Launcher:
         proc.wait(timeout=30)
         argv, env, nice = self._commands[name]
         self._spawn(name, argv, env, nice)
+
+    def restart(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """Kill one child (SIGKILL by default, as a crash would) and start it again, healthy."""
+        self._respawn(name, sig)
         if self.state is not None:
             if name == "valkey":  # same port and data dir: the services' clients reconnect
-                wait_for_redis(self.state.addresses["redis"], 10.0)
+                self._valkey_up(self.state.addresses["redis"])
             else:  # a restarted retriever may resume a long build: waited for while it moves
                 token = self.state.grpc_token if name == "retriever" else None
                 self._wait(name, self.state.addresses[name], time.monotonic(), token, only=name)
@@ -376,7 +407,7 @@ class Launcher:
         valkey_dir.mkdir(parents=True, exist_ok=True)
         self._spawn("valkey", valkey_argv(redis_port, valkey_dir, persist=True), dict(os.environ))
         redis_url = f"redis://127.0.0.1:{redis_port}/0"
-        self._wait_redis(redis_url)
+        self._valkey_up(redis_url)
         addresses = {"redis": redis_url, "scanner": f"127.0.0.1:{free_port()}", "offload": f"127.0.0.1:{free_port()}"}
         for i in range(self.embedders):
             addresses[f"embedder-{i + 1}"] = f"127.0.0.1:{free_port()}"
@@ -474,8 +505,55 @@ class Launcher:
             self._lock.close()
             self._lock = None
 
-    def _wait_redis(self, url: str) -> None:
-        wait_for_redis(url, 10.0, self._check_alive)
+    def _valkey_up(self, url: str) -> None:
+        """Until the valkey just spawned answers PING. One that exits because the data it saved
+        cannot be loaded (an append-only file corrupted by a crash of the machine) would exit at
+        every start, and the stack with it: that data is a cache, a queue and the token ledger,
+        which the stack rebuilds (the retriever's sweep re-enqueues every chunk still without a
+        vector), so it is set aside (`valkey.unreadable-<time>`, for a look) and Valkey started
+        again on an empty folder. Any other exit during start-up: one more try, as for every child."""
+
+        def check() -> None:
+            valkey = next(proc for name, proc in reversed(self.procs) if name == "valkey")
+            if valkey.poll() is not None and self._set_valkey_data_aside():
+                raise _ValkeyRestarted
+            self._check_alive("valkey")
+
+        while True:
+            try:
+                wait_for_redis(url, 10.0, check)
+                return
+            except _ValkeyRestarted:
+                self._respawn("valkey")  # on the empty folder
+
+    def _set_valkey_data_aside(self) -> bool:
+        """Whether the latest valkey's log says it could not load its saved data; then that
+        data is moved aside (never an empty folder: that cannot be the cause)."""
+        log_file = self.data_dir / "logs" / "valkey.log"
+        try:
+            with open(log_file, "rb") as f:
+                f.seek(self._log_from.get("valkey", 0))
+                why = valkey_load_failure(f.read().decode(errors="replace"))
+        except OSError:
+            return False
+        data = self.data_dir / "valkey"
+        if not why or not data.is_dir() or not any(data.iterdir()):  # an empty folder: something else
+            return False
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        aside = self.data_dir / f"valkey.unreadable-{stamp}"
+        for n in range(2, 1000):
+            if not aside.exists():
+                break
+            aside = self.data_dir / f"valkey.unreadable-{stamp}-{n}"
+        data.rename(aside)
+        data.mkdir()
+        log.warning(
+            "valkey could not load the data it saved (%s): that data is kept in %s, and valkey starts empty; "
+            "the embedding queue and cache are rebuilt from the index (notes already embedded keep their vectors)",
+            why,
+            aside,
+        )
+        return True
 
     def abort(self) -> None:
         """Make a `start` running in another thread give up at its next check (it then stops what
