@@ -138,6 +138,29 @@ def _bad_name(vault: Path, name: bytes) -> Path:
     return path
 
 
+def test_a_damaged_manifest_is_set_aside_and_its_journal_goes_on_past_the_old_one(vault: Path, tmp_path: Path):
+    """A page in the middle damaged (not only the header): SQLite's quick_check finds it at open.
+    The scanner exited at every start; now the file is kept aside, a full scan fills a new one,
+    and the new journal's seqs start past every seq the old one gave out."""
+    from k0maru_scanner._manifest import open_manifest
+
+    write_notes(vault, {f"n{i}.md": f"# Note {i}\n\nwords\n" for i in range(60)})
+    path = tmp_path / "m.sqlite"
+    scanner = IncrementalScanner(vault, open_manifest(path, 100_000), IgnoreRules(), 1 << 20)
+    old_last = scanner.scan().entries[-1].seq
+    scanner.manifest.close()
+    raw = bytearray(path.read_bytes())
+    middle = len(raw) // 4096 // 2 * 4096
+    assert middle >= 2 * 4096
+    raw[middle : middle + 64] = b"\xff" * 64  # a b-tree page's header
+    path.write_bytes(bytes(raw))
+    again = IncrementalScanner(vault, open_manifest(path, 100_000), IgnoreRules(), 1 << 20)
+    assert len(list(tmp_path.glob("m.sqlite.unreadable-*"))) == 1
+    result = again.scan()
+    assert result.added == 60 and result.entries[0].seq > old_last + 1_000_000
+    assert open_manifest(path, 100_000).last_seq() == result.entries[-1].seq  # and it reopens as it is
+
+
 def test_undecodable_file_name_is_skipped_with_reason_and_survives_restart(vault: Path, tmp_path: Path):
     from k0maru.v1 import scanner_pb2
     from k0maru_scanner.server import ScannerServicer

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TextIO
 from urllib.parse import urlsplit
 
-from k0maru_common import embedder_target, health_name, health_state, orphan_guard, wait_until_serving
+from k0maru_common import embedder_target, health_name, health_state, orphan_guard, set_aside, wait_until_serving
 
 from ._model_choice import ModelChoice, choose_model
 from ._state import LOCK_FILE, STATE_FILE, StackState, process_start_time
@@ -539,13 +539,7 @@ class Launcher:
         data = self.data_dir / "valkey"
         if not why or not data.is_dir() or not any(data.iterdir()):  # an empty folder: something else
             return False
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        aside = self.data_dir / f"valkey.unreadable-{stamp}"
-        for n in range(2, 1000):
-            if not aside.exists():
-                break
-            aside = self.data_dir / f"valkey.unreadable-{stamp}-{n}"
-        data.rename(aside)
+        aside = set_aside(data)
         data.mkdir()
         log.warning(
             "valkey could not load the data it saved (%s): that data is kept in %s, and valkey starts empty; "

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         wait_until_serving,
     )
     from ._settings import Field, K0Settings, SettingsError, TypedFields
+    from ._stores import Unreadable, open_sqlite, opened_or_set_aside, set_aside
     from ._streams import (
         DEAD_STREAM,
         EMBED_GROUP,
@@ -129,6 +130,10 @@ _WHERE = {
     "vector_to_bytes": "._streams",
     "wait_until_serving": "._server",
     "lazy_exports": "._lazy",
+    "Unreadable": "._stores",
+    "open_sqlite": "._stores",
+    "opened_or_set_aside": "._stores",
+    "set_aside": "._stores",
 }
 
 
@@ -174,6 +179,7 @@ __all__ = [
     "TokenAuthInterceptor",
     "TooLarge",
     "TypedFields",
+    "Unreadable",
     "WorkerHealth",
     "cache_key",
     "check_request",
@@ -192,11 +198,14 @@ __all__ = [
     "lazy_exports",
     "mode_name",
     "open_channel",
+    "open_sqlite",
+    "opened_or_set_aside",
     "orphan_guard",
     "relative_posix",
     "release_free_heap",
     "reply_stream",
     "results_stream",
+    "set_aside",
     "stop_signals",
     "vault_id",
     "vector_from_bytes",

@@ -11,6 +11,8 @@ from typing import TypeVar
 
 import tantivy
 
+from k0maru_common import Unreadable
+
 from ._analysis import LATIN_TOKENIZER, BM25Analyzer
 
 
@@ -113,7 +115,12 @@ class Bm25Index:
         builder.add_text_field("live", tokenizer_name="raw")
         builder.add_text_field("names_raw", stored=True, tokenizer_name="raw")
         self._schema = builder.build()
-        self._index = tantivy.Index(self._schema, path=str(directory), reuse=True)
+        try:
+            self._index = tantivy.Index(self._schema, path=str(directory), reuse=True)
+        except ValueError as exc:  # "Data corrupted …", "Failed to open file for read: FileDoesNotExist …"
+            if "Permission denied" in str(exc):
+                raise
+            raise Unreadable(str(exc)) from exc
         analyzer.register(self._index)
         self._writer = self._index.writer(heap_size=50_000_000, num_threads=1)
         self._dirty = False

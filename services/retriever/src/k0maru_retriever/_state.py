@@ -10,11 +10,11 @@ nothing staged is visible to another connection, or durable, before `commit`.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from pathlib import Path
 
 from k0maru.v1 import common_pb2
+from k0maru_common import open_sqlite
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -27,9 +27,7 @@ class IndexState:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.folder = path.parent  # the retriever's data folder: its disk's room is checked before writes
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db = open_sqlite(path)  # Unreadable when damaged
         self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
         self.docs: dict[str, common_pb2.Document] = {}

@@ -21,7 +21,6 @@ from __future__ import annotations
 import itertools
 import logging
 import re
-import sqlite3
 import threading
 import unicodedata
 from collections.abc import Callable, Iterable
@@ -30,6 +29,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import xxhash
+
+from k0maru_common import open_sqlite
 
 from ._epa import MIN_TAGS, EpaBasis
 from ._params import ParamsFile
@@ -102,7 +103,7 @@ class TagIndex:
         self._version = 0  # bumped when the set of tag vectors changes (not when only notes do)
         self._space: tuple[int, EpaBasis | None, TagSpace | None] = (-1, None, None)
         self._drift = 0  # embedded tags added or removed since the basis was built
-        self._db = sqlite3.connect(path or ":memory:", check_same_thread=False, isolation_level=None)
+        self._db = open_sqlite(path or ":memory:")  # Unreadable when damaged
         self._db.execute("CREATE TABLE IF NOT EXISTS tags (name TEXT PRIMARY KEY, key TEXT NOT NULL, vector BLOB)")
         for name, key, blob in self._db.execute("SELECT name, key, vector FROM tags"):
             vector = np.frombuffer(blob, dtype=np.float32) if blob else None

@@ -17,6 +17,8 @@ from typing import Any, Protocol
 import numpy as np
 import xxhash
 
+from k0maru_common import Unreadable
+
 from ._bm25 import Scope, folders_of
 from ._disk import BYTES_PER_POINT, check_room
 from ._hnsw import HnswBuilder, recover
@@ -24,6 +26,8 @@ from ._hnsw import HnswBuilder, recover
 PAYLOAD_KEYS = ("path", "diary", "tags", "folders")
 
 log = logging.getLogger(__name__)
+# what Qdrant Edge says of shard files it cannot read (a segment's state, a config: damaged)
+EDGE_UNREADABLE = ("deserialize", "Failed to read segment state", "orrupt")
 
 
 def point_id(chunk_id: str) -> int:
@@ -113,7 +117,12 @@ class EdgeVectorStore:
         qe = self._qe
         recover(self._dir)  # a build or swap cut short by a crash
         if self._dir.exists() and any(self._dir.iterdir()):
-            shard = self._load(self._dir)
+            try:
+                shard = self._load(self._dir)
+            except Exception as exc:
+                if any(words in str(exc) for words in EDGE_UNREADABLE) and "WouldBlock" not in str(exc):
+                    raise Unreadable(str(exc)) from exc
+                raise  # another process holds it (WouldBlock), ...
         else:
             self._dir.mkdir(parents=True, exist_ok=True)
             shard = qe.EdgeShard.create(str(self._dir), self._config())

@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING
 import grpc
 
 from k0maru.v1 import retriever_pb2, retriever_pb2_grpc
-from k0maru_common import HEALTH_NAMES, CannotWrite, GrpcService, NotFound, NotReady, confine, release_free_heap
+from k0maru_common import (
+    HEALTH_NAMES,
+    CannotWrite,
+    GrpcService,
+    NotFound,
+    NotReady,
+    confine,
+    opened_or_set_aside,
+    release_free_heap,
+)
 
 from ._analysis import BM25Analyzer, warm_up_han
 from ._bm25 import Bm25Index
@@ -201,8 +210,11 @@ def open_vector_store(settings: RetrieverSettings, model_id: str, dimension: int
     """One collection per model: vectors of different models never mix."""
     name = re.sub(r"[^A-Za-z0-9_-]", "_", model_id or "none")
     if settings.vector_backend == "edge":
-        return EdgeVectorStore(
-            settings.data_dir / "retriever" / f"vectors-{name}", dimension, hnsw_min_points=settings.hnsw_min_points
+        folder = settings.data_dir / "retriever" / f"vectors-{name}"
+        return opened_or_set_aside(
+            "the vector store",
+            folder,
+            lambda: EdgeVectorStore(folder, dimension, hnsw_min_points=settings.hnsw_min_points),
         )
     suffix = f"_{settings.retriever_id}" if settings.retriever_id else ""  # a second retriever: its own
     return QdrantServerStore(settings.qdrant_url, f"k0_chunks_{name}{suffix}", dimension)
@@ -257,13 +269,18 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
     if query_embedder is not None:
         model_id, dimension = _embedders_model(settings, query_embedder, root / MODEL_FILE)
     model_name = re.sub(r"[^A-Za-z0-9_-]", "_", model_id or "none")
+    # a store that cannot be read (damaged by a crash of the machine) is set aside and built again:
+    # BM25 from the stored documents, the bookkeeping from the scanner, vectors and tag vectors
+    # by the embedders (from their cache, mostly); the checks at start-up make them agree again
+    analyzer = BM25Analyzer()
+    tags_file = root / f"tags-{model_name}.sqlite"
     index = NoteIndex(
-        Bm25Index(root / "bm25", BM25Analyzer()),
+        opened_or_set_aside("the BM25 index", root / "bm25", lambda: Bm25Index(root / "bm25", analyzer)),
         open_vector_store(settings, model_id, dimension),
-        IndexState(root / "state.sqlite"),
+        opened_or_set_aside("the index bookkeeping", root / "state.sqlite", lambda: IndexState(root / "state.sqlite")),
         dimension,
         model_id,
-        TagIndex(root / f"tags-{model_name}.sqlite", model_id, dimension),
+        opened_or_set_aside("the tag index", tags_file, lambda: TagIndex(tags_file, model_id, dimension)),
     )
     service = GrpcService(HEALTH_NAMES["retriever"], settings.grpc_addr, token=settings.grpc_token)
     if query_embedder is not None:  # the embedders were switched to another model: restart to use it

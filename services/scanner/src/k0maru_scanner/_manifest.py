@@ -8,13 +8,17 @@ rows included, so `seq` and the manifest never disagree after a crash.
 from __future__ import annotations
 
 import errno
+import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from k0maru_common import CannotWrite
+from k0maru_common import CannotWrite, Unreadable, open_sqlite, set_aside
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
@@ -70,13 +74,16 @@ class Batch:
 
 
 class Manifest:
-    def __init__(self, path: Path, journal_keep: int) -> None:
+    """Unreadable when the file is damaged (see `open_manifest`). `first_seq`: a new journal's
+    entries are numbered after it."""
+
+    def __init__(self, path: Path, journal_keep: int, first_seq: int = 0) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._path = path
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db = open_sqlite(path)
         self._db.executescript(_SCHEMA)
+        if first_seq and self._db.execute("SELECT 1 FROM sqlite_sequence WHERE name = 'journal'").fetchone() is None:
+            self._db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('journal', ?)", (first_seq,))
         self._lock = threading.Lock()
         self._keep = journal_keep
         self.files: dict[str, FileRecord] = {
@@ -141,3 +148,23 @@ class Manifest:
 
     def close(self) -> None:
         self._db.close()
+
+
+def open_manifest(path: Path, journal_keep: int) -> Manifest:
+    """The manifest at `path`; one that cannot be read (damaged by a crash of the machine) is set
+    aside and a new one made, which the first scan fills from the vault. Its journal goes on
+    from a number past any the old one can have reached (the time in ms): a retriever that
+    applied the old journal up to seq N would take a new journal's seqs ≤ N for ones it has
+    seen; with the jump it finds the gap, asks for changes since N, is told the journal starts
+    later, and reconciles with the whole manifest."""
+    try:
+        return Manifest(path, journal_keep)
+    except Unreadable as exc:
+        aside = set_aside(path)
+        log.warning(
+            "the scanner's manifest %s cannot be read (%s): set aside as %s; a new one is made by a full scan",
+            path,
+            exc,
+            aside.name,
+        )
+        return Manifest(path, journal_keep, first_seq=time.time_ns() // 1_000_000)

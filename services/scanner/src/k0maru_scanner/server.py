@@ -25,7 +25,7 @@ from k0maru_common import (
 )
 
 from ._chunker import chunk_sections
-from ._manifest import FileRecord, JournalEntry, Manifest
+from ._manifest import FileRecord, JournalEntry, open_manifest
 from ._markdown import PARSER_VERSION, parse_note
 from ._scanner import ContentError, IgnoreRules, IncrementalScanner, ScanResult, read_note_text
 from ._watcher import ChangeWatcher
@@ -229,7 +229,7 @@ def open_scanner(
 ) -> IncrementalScanner:
     if not settings.vault.is_dir():
         raise SystemExit(f"scanner: vault {settings.vault} is not a folder")
-    manifest = Manifest(settings.data_dir / "scanner" / "manifest.sqlite", settings.journal_keep)
+    manifest = open_manifest(settings.data_dir / "scanner" / "manifest.sqlite", settings.journal_keep)
     rules = IgnoreRules(
         frozenset(settings.ignore_folders), tuple(settings.ignore_prefixes), tuple(settings.ignore_suffixes)
     )
