@@ -414,8 +414,8 @@ def test_a_folder_that_cannot_be_listed_keeps_its_notes(tmp_path: Path):
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
 
 
-WATCH_LIMIT_SCRIPT = """
-import sys, time
+NAMESPACE_PREAMBLE = """
+import os, sys, time
 from pathlib import Path
 from k0maru_scanner._manifest import Manifest
 from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
@@ -430,6 +430,27 @@ def until(what, check, timeout_s=60.0):
         time.sleep(0.05)
 
 scanner = IncrementalScanner(vault, Manifest(data / "m.sqlite", 100_000), IgnoreRules(), 1 << 20)
+"""
+
+
+def run_in_user_namespace(script: str, vault: Path, data: Path) -> None:
+    """`script` after NAMESPACE_PREAMBLE in a user namespace of its own (`unshare -U -r`), where
+    it may lower the inotify watch limit without touching the machine's; it prints "ok"."""
+    import shutil
+    import subprocess
+    import sys
+
+    unshare = shutil.which("unshare")
+    if unshare is None or subprocess.run([unshare, "-U", "-r", "true"], capture_output=True).returncode != 0:
+        pytest.skip("user namespaces (util-linux unshare -U -r) are not available here")
+    done = subprocess.run(
+        [unshare, "-U", "-r", sys.executable, "-c", NAMESPACE_PREAMBLE + script, str(vault), str(data)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+WATCH_LIMIT_SCRIPT = """
 assert scanner.scan().added == 40
 LIMIT.write_text("30")  # 41 folders
 watcher = ChangeWatcher(scanner, 0.05, 50, 2.0, poll_s=0.2, retry_os_watch_s=3.0)
@@ -458,22 +479,8 @@ print("ok")
 
 
 SKIPPED_FOLDERS_SCRIPT = """
-import os, sys, time
-from pathlib import Path
-from k0maru_scanner._manifest import Manifest
-from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
-from k0maru_scanner._watcher import ChangeWatcher, watched_inodes
-vault, data = Path(sys.argv[1]), Path(sys.argv[2])
-
-def until(what, check, timeout_s=30.0):
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-scanner = IncrementalScanner(vault, Manifest(data / "m.sqlite", 100_000), IgnoreRules(), 1 << 20)
 assert scanner.scan().added == 3 and len(scanner.folders) == 3  # the vault, notes/, notes/deep/
-Path("/proc/sys/user/max_inotify_watches").write_text("20")  # 4 folders to watch, 150 skipped
+LIMIT.write_text("20")  # 3 folders to watch, 100 skipped
 watcher = ChangeWatcher(scanner, 0.05, 50, 3600.0)  # no rescan: every change below comes by event
 watcher.start()
 until("the OS watch holds the listed folders", lambda: watched_inodes() == set(scanner.folders) - {os.stat(vault / os.fsdecode(b"bad-\\xff")).st_ino})
@@ -506,15 +513,8 @@ def test_folders_the_scanner_skips_take_no_watches(tmp_path: Path):
     code project that spent thousands of the user's inotify watches (shared with their editor) on
     folders the scanner skips, and with more than the limit, sent every change to polling. Now
     exactly the listed folders are watched, each on its own; folders made or renamed later are
-    watched once a scan lists them. The limit (20) is lowered in a user namespace of the test's
-    own."""
-    import shutil
-    import subprocess
-    import sys
-
-    unshare = shutil.which("unshare")
-    if unshare is None or subprocess.run([unshare, "-U", "-r", "true"], capture_output=True).returncode != 0:
-        pytest.skip("user namespaces (util-linux unshare -U -r) are not available here")
+    watched once a scan lists them; a folder whose name is not valid UTF-8 is not listed, so not
+    watched either. The limit (20) is lowered in a user namespace of the test's own."""
     vault, data = tmp_path / "vault", tmp_path / "data"
     data.mkdir()
     write_notes(vault, {"top.md": "# Top\n", "notes/a.md": "# A\n", "notes/deep/b.md": "# B\n"})
@@ -522,11 +522,7 @@ def test_folders_the_scanner_skips_take_no_watches(tmp_path: Path):
         (vault / "node_modules" / f"pkg{i}" / "lib").mkdir(parents=True)
         (vault / ".git" / "objects" / f"{i:02x}").mkdir(parents=True)
     os.mkdir(os.fsencode(vault) + b"/bad-\xff")
-    done = subprocess.run(
-        [unshare, "-U", "-r", sys.executable, "-c", SKIPPED_FOLDERS_SCRIPT, str(vault), str(data)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+    run_in_user_namespace(SKIPPED_FOLDERS_SCRIPT, vault, data)
 
 
 def test_a_vault_beyond_the_os_watch_limit_is_polled_and_says_so(tmp_path: Path):
@@ -535,18 +531,7 @@ def test_a_vault_beyond_the_os_watch_limit_is_polled_and_says_so(tmp_path: Path)
     Now the watcher notices (at start, and for folders made later), gives the OS watch up,
     polls, says why, and takes the OS watch back once the limit allows. The limit is lowered in
     a user namespace of the test's own (`unshare -U -r`), so the machine's is untouched."""
-    import shutil
-    import subprocess
-    import sys
-
-    unshare = shutil.which("unshare")
-    if unshare is None or subprocess.run([unshare, "-U", "-r", "true"], capture_output=True).returncode != 0:
-        pytest.skip("user namespaces (util-linux unshare -U -r) are not available here")
     vault, data = tmp_path / "vault", tmp_path / "data"
     data.mkdir()
     write_notes(vault, {f"f{i}/n.md": f"# N{i}\n" for i in range(40)})
-    done = subprocess.run(
-        [unshare, "-U", "-r", sys.executable, "-c", WATCH_LIMIT_SCRIPT, str(vault), str(data)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+    run_in_user_namespace(WATCH_LIMIT_SCRIPT, vault, data)
