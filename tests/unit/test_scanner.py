@@ -241,6 +241,49 @@ def test_a_folder_name_that_is_not_utf8_is_one_skipped_entry_and_the_watcher_liv
         watcher.stop()
 
 
+def test_a_vault_on_a_fuse_mount_finds_changes_made_behind_it(tmp_path: Path):
+    """On a network or FUSE filesystem (NFS, SMB, sshfs, a VM's shared folder) the OS reports only
+    the changes made through this machine's mount: a note saved on the server or another machine
+    waited for the 30 s safety rescan. There the watcher now rescans every 5 s beside the OS
+    watch, and says why. A real FUSE mount (bindfs) of a folder; the changes "made elsewhere" are
+    made in that folder, behind the mount."""
+    import shutil
+    import subprocess
+
+    from k0maru_scanner._watcher import REMOTE_RESCAN_S, ChangeWatcher, filesystem_of
+
+    bindfs = shutil.which("bindfs")
+    if bindfs is None or not os.path.exists("/dev/fuse"):
+        pytest.skip("bindfs or /dev/fuse is not available here")
+    behind, vault = tmp_path / "server", tmp_path / "vault"
+    write_notes(behind, {"a.md": "# A\n"})
+    vault.mkdir()
+    mounted = subprocess.run([bindfs, str(behind), str(vault)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount with bindfs here: {mounted.stderr.strip()}")
+    try:
+        assert filesystem_of(vault) == "fuse"
+        scanner = make(vault, tmp_path)
+        scanner.scan()
+        watcher = ChangeWatcher(scanner, 0.05, 50, 3600)  # no 30 s rescan to fall back on
+        watcher.start()
+        try:
+            deadline = time.monotonic() + 30
+            while "fuse" not in watcher.note and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert f"a scan every {REMOTE_RESCAN_S:g} s" in watcher.note
+            (vault / "local.md").write_text("# Saved through this machine\n")  # the OS reports it
+            (behind / "remote.md").write_text("# Saved on the server\n")  # it does not
+            deadline = time.monotonic() + 4 * REMOTE_RESCAN_S
+            while {"local.md", "remote.md"} - set(scanner.manifest.files) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert {"local.md", "remote.md"} <= set(scanner.manifest.files)
+        finally:
+            watcher.stop()
+    finally:
+        subprocess.run(["fusermount", "-u", str(vault)], check=False)
+
+
 def test_symlink_loops_and_fifos_are_recorded_as_skipped(vault: Path, tmp_path: Path):
     (vault / "loop").symlink_to(vault / "loop")  # at the vault root, whatever the name
     (vault / "ring-a.md").symlink_to(vault / "ring-b.md")

@@ -20,6 +20,11 @@ watches back to the user's other programs), finds changes by a scan every `poll_
 so in `note` (shown by `k0maru status` and the console), and tries the OS watch again every
 `retry_os_watch_s` if the limit was raised or other programs gave watches back.
 
+On a network or FUSE filesystem (NFS, SMB, sshfs, a VM's or container's shared folder) the OS
+reports only the changes made through this machine's mount, not those made on the server or by
+another machine: there the safety rescan runs every `REMOTE_RESCAN_S` instead of every 30 s,
+beside the OS watch, and `note` says so.
+
 The loop runs in a BackgroundWorker: when the OS watcher fails (watchfiles raises on a file
 name that is not valid UTF-8, on a folder it cannot read, ...) the events of that moment are
 lost, so the loop scans and starts watching again, with backoff; only a loop that keeps
@@ -49,6 +54,11 @@ log = logging.getLogger(__name__)
 POLL_S = 2.0  # while the OS cannot watch the whole vault: a scan this often
 ROOM_RETRY_S = 5.0  # a scan that found no room to record its changes is tried again this often
 RETRY_OS_WATCH_S = 300.0  # and the OS watch tried again this often (the limit may have been raised)
+REMOTE_RESCAN_S = 5.0  # on a network or FUSE filesystem: a scan this often finds changes made elsewhere
+# filesystems whose changes made elsewhere the OS does not report (and any "fuse.<name>"; not
+# "fuseblk", a local disk through FUSE, where every write goes through this machine's mount)
+REMOTE_FILESYSTEMS = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "virtiofs", "ceph", "afs", "fuse"})
+_MOUNTINFO_ESCAPE = re.compile(r"\\([0-7]{3})")
 # the limit, and (in a container, a user namespace) the namespace's own: the smaller one holds
 WATCH_LIMITS = {
     "fs.inotify.max_user_watches": Path("/proc/sys/fs/inotify/max_user_watches"),
@@ -108,6 +118,31 @@ def watches_in_use() -> int | None:
     return used
 
 
+def filesystem_of(path: Path) -> str:
+    """The type of the filesystem holding `path` (`/proc/self/mountinfo`: the last mount of the
+    longest mount point above it); "" where /proc does not say."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    target = os.path.realpath(path)
+    best, kind = "", ""
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields = left.split()
+        if len(fields) < 5 or not right:
+            continue
+        mount = _MOUNTINFO_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), fields[4])
+        inside = target == mount or target.startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) >= len(best):
+            best, kind = mount, right.split()[0]
+    return kind
+
+
+def is_remote(kind: str) -> bool:
+    return kind in REMOTE_FILESYSTEMS or kind.startswith("fuse.")
+
+
 def _limit_reached() -> str:
     limit = watch_limit()
     if limit is None:
@@ -134,6 +169,15 @@ class ChangeWatcher:
         self._retry_os_watch_s = retry_os_watch_s
         self.note = ""  # why changes are found by polling; "" while the OS reports every change
         self.os_watch_tries = 0
+        kind = filesystem_of(scanner.vault)
+        self._remote_note = (
+            f"the vault is on {kind}, a network or FUSE filesystem: the OS reports only the changes made "
+            f"through this machine, so the others are found by a scan every {REMOTE_RESCAN_S:g} s"
+            if is_remote(kind)
+            else ""
+        )
+        if self._remote_note:
+            self._rescan_s = min(self._rescan_s, REMOTE_RESCAN_S)
         self._worker = BackgroundWorker("watcher", self._watch, on_give_up)
 
     def start(self) -> None:
@@ -248,7 +292,7 @@ class ChangeWatcher:
             return None
         if unwatched := self._unwatched():
             return unwatched
-        self.note = ""
+        self.note = self._remote_note
         pending: set[str] = set()
         deadline: float | None = None
         last_scan = time.monotonic()
