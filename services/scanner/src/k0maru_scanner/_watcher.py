@@ -118,6 +118,15 @@ def watches_in_use() -> int | None:
     return used
 
 
+def _wait_released(timeout_s: float = 2.0) -> None:
+    """Until this process holds no inotify watch (at most `timeout_s`): notify closes a watcher's
+    inotify instance in its own thread, a moment after it is closed here, and a new watch set up
+    meanwhile would need room for both under the limit."""
+    deadline = time.monotonic() + timeout_s
+    while watched_inodes() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def filesystem_of(path: Path) -> str:
     """The type of the filesystem holding `path` (`/proc/self/mountinfo`: the last mount of the
     longest mount point above it); "" where /proc does not say."""
@@ -242,11 +251,15 @@ class ChangeWatcher:
         try:
             events, watching = self._open_os_watch(stop)
         except OSError as exc:  # the watch limit (inotify's ENOSPC), too many inotify instances, ...
+            _wait_released()  # what the failed set-up had taken
             if "watch limit" in str(exc):
                 return f"the vault's {len(self._scanner.folders)} folders cannot all be watched: {_limit_reached()}"
             return f"the OS cannot watch the vault ({exc})"
-        with closing(events):
-            return self._follow(events, watching, stop)
+        try:
+            with closing(events):
+                return self._follow(events, watching, stop)
+        finally:
+            _wait_released()
 
     def _open_os_watch(
         self, stop: threading.Event
@@ -273,12 +286,14 @@ class ChangeWatcher:
             except FileNotFoundError:
                 if attempt == 3:
                     raise
+                _wait_released()
                 self._scan()
             except PermissionError as exc:
                 if skip_unreadable:
                     raise
                 log.warning("cannot watch a folder (%s); it is left out", exc)
                 skip_unreadable = True
+                _wait_released()
         raise AssertionError("unreachable")
 
     def _follow(
