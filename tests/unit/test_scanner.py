@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+import xxhash
 
 from k0maru.v1 import common_pb2
 from k0maru_scanner._manifest import Manifest
@@ -41,8 +42,10 @@ def test_add_touch_edit_delete(vault: Path, tmp_path: Path):
 
 
 def test_unchanged_files_are_not_read(vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    an_hour_ago = time.time_ns() - 3600 * 10**9  # written earlier: not within a tick of the scan
     for i in range(20):
         (vault / f"n{i}.md").write_text(f"note {i}")
+        os.utime(vault / f"n{i}.md", ns=(an_hour_ago, an_hour_ago))
     scanner = make(vault, tmp_path)
     scanner.scan()
     reads: list[Path] = []
@@ -50,6 +53,32 @@ def test_unchanged_files_are_not_read(vault: Path, tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or original(self))
     result = scanner.scan()
     assert result.unchanged == 20 and reads == []
+
+
+def test_an_edit_in_the_same_mtime_tick_as_the_scan_before_is_not_missed(vault: Path, tmp_path: Path):
+    """File systems stamp mtimes in ticks (FAT 2 s, HFS+ and many network shares 1 s, ext4 a few
+    ms): an edit of the same size in the tick of the version the scanner recorded leaves size and
+    mtime as they were, and was missed until the note changed again. A note recorded within
+    RACY_NS of its mtime is now read again by the next scan; once settled it is not."""
+    from k0maru_scanner._scanner import RACY_NS
+
+    note = vault / "n.md"
+    note.write_text("# N\n\nversion one\n")
+    first = note.stat()
+    scanner = make(vault, tmp_path)
+    assert scanner.scan().added == 1
+    note.write_text("# N\n\nversion two\n")  # the same size, and (as on a coarse file system) the same mtime
+    os.utime(note, ns=(first.st_atime_ns, first.st_mtime_ns))
+    assert kinds(scanner.scan()) == [(K.CHANGE_KIND_MODIFIED, "n.md")]
+    assert scanner.manifest.files["n.md"].hash == xxhash.xxh3_64_hexdigest(note.read_bytes())
+    record = scanner.manifest.files["n.md"]
+    assert record.parsed_at_ms * 1_000_000 - record.mtime_ns >= RACY_NS or scanner.scan().entries == ()
+    settled = time.time_ns() - 3600 * 10**9
+    os.utime(note, ns=(settled, settled))
+    scanner.scan()  # a new mtime: read once more (the same text: no event)
+    read = scanner.manifest.files["n.md"].parsed_at_ms
+    time.sleep(0.01)
+    assert scanner.scan().entries == () and scanner.manifest.files["n.md"].parsed_at_ms == read  # not read
 
 
 def test_rename_is_one_event(vault: Path, tmp_path: Path):

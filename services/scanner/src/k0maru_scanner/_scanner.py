@@ -31,6 +31,12 @@ log = logging.getLogger(__name__)
 EXTENSIONS = (".md", ".markdown", ".txt")
 FRESH_MAX_BYTES = 64 << 20  # notes read by scans and kept for the fetches that follow them
 FRESH_KEEP_S = 120.0
+# A note recorded less than this after its mtime is read again by the next scan, size and mtime
+# equal or not: file systems stamp mtimes in ticks (FAT and exFAT 2 s, HFS+ and many network
+# shares 1 s, ext4 a clock tick of a few ms), and an edit of the same size within the tick of the
+# one recorded leaves both as they were: it was missed until the note changed again (git's
+# "racy" entries, the same fix)
+RACY_NS = 2_000_000_000
 ADDED, MODIFIED, DELETED, RENAMED = (
     common_pb2.CHANGE_KIND_ADDED,
     common_pb2.CHANGE_KIND_MODIFIED,
@@ -284,7 +290,13 @@ class IncrementalScanner:
         modified: list[FileRecord] = []
         for rel, (st, problem) in on_disk.items():
             old = known.get(rel)
-            if old is not None and not force_full and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
+            if (
+                old is not None
+                and not force_full
+                and old.size == st.st_size
+                and old.mtime_ns == st.st_mtime_ns
+                and old.parsed_at_ms * 1_000_000 - old.mtime_ns >= RACY_NS
+            ):
                 if old.indexed:
                     result.unchanged += 1
                 else:
