@@ -45,14 +45,17 @@ def set_aside(path: Path) -> Path:
     return aside
 
 
-def opened_or_set_aside(what: str, path: Path, open_store: Callable[[], T]) -> T:
-    """`open_store()`; when it raises Unreadable, `path` is set aside and a new store opened."""
+def opened_or_set_aside(
+    what: str, path: Path, open_store: Callable[[], T], open_new: Callable[[], T] | None = None
+) -> T:
+    """`open_store()`; when it raises Unreadable, `path` is set aside and a new store opened
+    (by `open_new`, when a new one must differ from a first one)."""
     try:
         return open_store()
     except Unreadable as exc:
         aside = set_aside(path)
         log.warning("%s %s cannot be read (%s): set aside as %s; a new one is built", what, path, exc, aside.name)
-        return open_store()
+        return (open_new or open_store)()
 
 
 def open_sqlite(path: Path | str) -> sqlite3.Connection:

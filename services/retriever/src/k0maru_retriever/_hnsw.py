@@ -28,7 +28,7 @@ A build starts when at least `min_points` points were written since the last bui
 the shard's points not yet in an HNSW segment), one at a time; a failed build is retried only
 after `RETRY_AFTER_S`. `min_points == 0` turns background builds off.
 
-Room: a build starts only with room for the copy and the new index on the disk (`BUILD_ROOM`),
+Room: a build starts only with room for the copy and the new index on the disk (`build_room`),
 and the swap only with room for its replay; otherwise it is put off like a failed build. The
 copy keeps the files' holes (`copy_tree_sparse`): Edge preallocates its memory-mapped files, and
 a plain copy wrote them out in full (159 MB for a store of 300 points that takes 11 MB).

@@ -27,7 +27,7 @@ PAYLOAD_KEYS = ("path", "diary", "tags", "folders")
 
 log = logging.getLogger(__name__)
 # what Qdrant Edge says of shard files it cannot read (a segment's state, a config: damaged)
-EDGE_UNREADABLE = ("deserialize", "Failed to read segment state", "orrupt")
+EDGE_UNREADABLE = ("deserialize", "failed to read segment state", "corrupt")
 
 
 def point_id(chunk_id: str) -> int:
@@ -120,7 +120,8 @@ class EdgeVectorStore:
             try:
                 shard = self._load(self._dir)
             except Exception as exc:
-                if any(words in str(exc) for words in EDGE_UNREADABLE) and "WouldBlock" not in str(exc):
+                said = str(exc).lower()
+                if any(words in said for words in EDGE_UNREADABLE) and "wouldblock" not in said:
                     raise Unreadable(str(exc)) from exc
                 raise  # another process holds it (WouldBlock), ...
         else:

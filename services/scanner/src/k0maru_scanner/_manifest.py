@@ -8,7 +8,6 @@ rows included, so `seq` and the manifest never disagree after a crash.
 from __future__ import annotations
 
 import errno
-import logging
 import sqlite3
 import threading
 import time
@@ -16,9 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from k0maru_common import CannotWrite, Unreadable, open_sqlite, set_aside
-
-log = logging.getLogger(__name__)
+from k0maru_common import CannotWrite, open_sqlite, opened_or_set_aside
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
@@ -157,14 +154,9 @@ def open_manifest(path: Path, journal_keep: int) -> Manifest:
     applied the old journal up to seq N would take a new journal's seqs ≤ N for ones it has
     seen; with the jump it finds the gap, asks for changes since N, is told the journal starts
     later, and reconciles with the whole manifest."""
-    try:
-        return Manifest(path, journal_keep)
-    except Unreadable as exc:
-        aside = set_aside(path)
-        log.warning(
-            "the scanner's manifest %s cannot be read (%s): set aside as %s; a new one is made by a full scan",
-            path,
-            exc,
-            aside.name,
-        )
-        return Manifest(path, journal_keep, first_seq=time.time_ns() // 1_000_000)
+    return opened_or_set_aside(
+        "the scanner's manifest",
+        path,
+        lambda: Manifest(path, journal_keep),
+        lambda: Manifest(path, journal_keep, first_seq=time.time_ns() // 1_000_000),
+    )

@@ -251,15 +251,11 @@ class ChangeWatcher:
         try:
             events, watching = self._open_os_watch(stop)
         except OSError as exc:  # the watch limit (inotify's ENOSPC), too many inotify instances, ...
-            _wait_released()  # what the failed set-up had taken
             if "watch limit" in str(exc):
                 return f"the vault's {len(self._scanner.folders)} folders cannot all be watched: {_limit_reached()}"
             return f"the OS cannot watch the vault ({exc})"
-        try:
-            with closing(events):
-                return self._follow(events, watching, stop)
-        finally:
-            _wait_released()
+        with closing(events):
+            return self._follow(events, watching, stop)
 
     def _open_os_watch(
         self, stop: threading.Event
@@ -269,6 +265,7 @@ class ChangeWatcher:
         they were. One deleted since the scan: scan again (a few times; then the OSError says why)."""
         skip_unreadable = False
         for attempt in range(4):
+            _wait_released()  # the watches of the last set-up (closed, or failed half-way) are given back
             watching = frozenset(self._scanner.folders.values()) or frozenset({str(self._scanner.vault)})
             events = watchfiles.watch(
                 *sorted(watching),
@@ -286,14 +283,12 @@ class ChangeWatcher:
             except FileNotFoundError:
                 if attempt == 3:
                     raise
-                _wait_released()
                 self._scan()
             except PermissionError as exc:
                 if skip_unreadable:
                     raise
                 log.warning("cannot watch a folder (%s); it is left out", exc)
                 skip_unreadable = True
-                _wait_released()
         raise AssertionError("unreachable")
 
     def _follow(
