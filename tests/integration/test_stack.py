@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
 import time
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +15,7 @@ import pytest
 
 from k0maru.v1 import retriever_pb2
 from k0maru_cli import Launcher
-from k0maru_common import DependencyFailed, StackClient
+from k0maru_common import DependencyFailed, NotFound, StackClient
 from tests.conftest import wait_for, write_notes
 
 pytestmark = pytest.mark.integration
@@ -142,6 +144,40 @@ def test_bad_files_never_take_the_stack_down(stack):
     (vault / "broken.md").write_text("---\ntitle: [oops\n---\n# Still indexed\n\nbody with zebra crossing\n")
     wait_for(lambda: search(client, "zebra crossing", BM25)[:1] == ["broken.md"], 45, "broken frontmatter note")
     assert search(client, "SQLITE_BUSY", BM25)[0] == "eng/sqlite.md"
+
+
+def test_names_macos_wrote_decomposed_are_found_as_typed(stack):
+    """A vault unzipped from a macOS archive: decomposed (NFD) file and folder names, some text
+    decomposed too; links, queries, paths and folders come composed (NFC) and in any case."""
+    _launcher, client, vault = stack
+    nfd = functools.partial(unicodedata.normalize, "NFD")
+    write_notes(
+        vault,
+        {
+            nfd("équipe/Café résumé.md"): "# Café résumé\n\nThe espresso machine needs descaling monthly.\n",
+            nfd("équipe/한국어 메모.md"): "# 한국어 메모\n\n서버 배포 절차\n",
+            "links to mac names.md": "# Index\n\n[[Café résumé]], [[한국어 메모]] and [[ÉQUIPE/café RÉSUMÉ]]\n",
+            "decomposed text.md": nfd("# Dessert\n\nCrème brûlée wants a blowtorch.\n"),
+        },
+    )
+    cafe, memo = nfd("équipe/Café résumé.md"), nfd("équipe/한국어 메모.md")
+    wait_for(lambda: search(client, "blowtorch", BM25)[:1] == ["decomposed text.md"], 45, "the new notes")
+    for query in ("crème brûlée", "creme brulee", nfd("Crème")):  # composed, unaccented, decomposed
+        assert search(client, query, BM25)[:1] == ["decomposed text.md"], query
+    note = client.call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path="links to mac names.md"))
+    assert sorted(note.outgoing) == sorted([cafe, memo])
+    assert dict(note.resolved) == {"Café résumé": cafe, "한국어 메모": memo, "ÉQUIPE/café RÉSUMÉ": cafe}
+    for typed in ("équipe/Café résumé.md", "ÉQUIPE/café résumé.md"):  # an agent's or a person's spelling
+        asked = client.call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path=typed))
+        assert asked.document.path == cafe and list(asked.backlinks) == ["links to mac names.md"]
+    backlinks = client.call(client.retriever.Backlinks, retriever_pb2.BacklinksRequest(path="équipe/한국어 메모.md"))
+    assert list(backlinks.paths) == ["links to mac names.md"]
+    with pytest.raises(NotFound):
+        client.call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path="équipe/cafe resume.md"))
+    for scope in ({"diaries": ["Équipe"]}, {"path_prefixes": ["équipe/"]}, {"path_prefixes": ["ÉQUIPE"]}):
+        assert search(client, "espresso descaling", BM25, **scope)[:1] == [cafe], scope
+    wait_for(lambda: coverage(client) == 1.0, 60, "every chunk to have a vector")
+    assert search(client, "coffee machine maintenance", VECTOR, path_prefixes=["équipe/"])[:1] == [cafe]
 
 
 def test_retriever_crash_converges_to_a_fresh_build(stack, tmp_path: Path):

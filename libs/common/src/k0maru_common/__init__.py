@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     )
     from ._tokens import TOKEN_PATTERN, estimate_tokens, estimate_tokens_of_parts
     from ._validation import check_request
-    from ._vault import confine, default_data_dir, default_data_root, relative_posix, vault_id
+    from ._vault import confine, default_data_dir, default_data_root, name_key, relative_posix, vault_id
     from ._workers import BackgroundWorker, WorkerHealth
 
 # Imported on first use (PEP 562): a command that needs only the gRPC client must not pay for
@@ -125,6 +125,7 @@ _WHERE = {
     "release_free_heap": "._process",
     "stop_signals": "._process",
     "relative_posix": "._vault",
+    "name_key": "._vault",
     "vault_id": "._vault",
     "vector_from_bytes": "._streams",
     "vector_to_bytes": "._streams",
@@ -197,6 +198,7 @@ __all__ = [
     "is_loopback_address",
     "lazy_exports",
     "mode_name",
+    "name_key",
     "open_channel",
     "open_sqlite",
     "opened_or_set_aside",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import unicodedata
 from pathlib import Path, PurePosixPath
 
 import xxhash
@@ -90,3 +91,14 @@ def _shown(relative: str) -> str:
 def relative_posix(vault: Path, path: Path) -> str:
     """`path` relative to the vault, `/`-separated."""
     return Path(os.path.relpath(path, vault)).as_posix()
+
+
+def name_key(name: str) -> str:
+    """How two names in a vault compare when a person or an agent typed one of them: equal
+    whatever the Unicode normal form and the case. macOS (HFS+), its zip archives and some sync
+    tools write file names decomposed (NFD: `e` + U+0301, Hangul as jamo), while editors, links
+    and queries are composed (NFC); Obsidian resolves links case-insensitively; and a vault
+    synced to macOS or Windows cannot hold two names that differ only in case."""
+    if name.isascii():
+        return name.lower()
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFD", name).casefold())

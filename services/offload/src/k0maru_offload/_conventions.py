@@ -23,6 +23,8 @@ from pathlib import Path
 
 import yaml
 
+from k0maru_common import name_key
+
 from ._files import read_text_file
 
 RULE_FILES = (".k0maru/rules.md", "AGENTS.md", "CLAUDE.md", "RULES.md", "CONVENTIONS.md")
@@ -115,11 +117,12 @@ def _next_jd(directory: Path | None, area: str) -> int:
 
 
 def core_words(stem: str) -> str:
-    """A note name without its date/timestamp/Johnny-Decimal prefix and `-vN` suffix, lowercased."""
+    """A note name without its date/timestamp/Johnny-Decimal prefix and `-vN` suffix, as names
+    compare (`name_key`: any case, any Unicode normal form)."""
     for rx in (_DATE_PREFIX, _STAMP_PREFIX, _JD_PREFIX):
         stem = rx.sub("", stem, count=1)
     stem = re.sub(r"[-_ ]v\d+$", "", stem)
-    return " ".join(re.findall(r"[^\W_]+", stem.lower()))
+    return " ".join(re.findall(r"[^\W_]+", name_key(stem)))
 
 
 @dataclass

@@ -3,8 +3,10 @@
 The file is written to a temp file in the target folder and then hard-linked into place:
 link(2) fails if the name exists, so creation is atomic and exclusive (the O_EXCL
 guarantee) and readers never see a half-written note. Equal content already there →
-`up_to_date` without writing; a different file with that name → `-v2`, `-v3`, … Every
-path is confined to the vault.
+`up_to_date` without writing; a different file with that name → `-v2`, `-v3`, … A name is
+taken also by a file spelled the same but for case or Unicode normal form (`Rust.md` for
+`rust.md`, a decomposed `café.md`): a vault synced to macOS or Windows cannot hold both, and
+the sync would keep one of them. Every path is confined to the vault.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from k0maru_common import CannotWrite, InvalidInput, OutsideVault, TooLarge, confine
+from k0maru_common import CannotWrite, InvalidInput, OutsideVault, TooLarge, confine, name_key
 
 from ._conventions import DATE_KEYS, NUMBERED_PREFIX, FolderRules, core_words, sniff
 from ._files import make_folder, read_text_file
@@ -177,16 +179,17 @@ def _undated(text: str) -> str:
 
 
 def _existing_folder(vault: Path, category: str) -> str | None:
-    """A category naming a folder that exists (case-insensitive; `projects` finds `1_Projects`)."""
+    """A category naming a folder that exists, as names compare (`projects` finds `Projects`, and
+    `1_Projects`)."""
     here, parts = vault, []
     for part in [p.strip() for p in category.replace("\\", "/").split("/") if p.strip()]:
-        want = part.lower()
+        want = name_key(part)
         try:
             names = sorted(e.name for e in os.scandir(here) if e.is_dir() and not e.name.startswith("."))
         except OSError:
             return None
-        hit = next((n for n in names if n.lower() == want), None) or next(
-            (n for n in names if NUMBERED_PREFIX.sub("", n).lower() == want), None
+        hit = next((n for n in names if name_key(n) == want), None) or next(
+            (n for n in names if name_key(NUMBERED_PREFIX.sub("", n)) == want), None
         )
         if hit is None:
             return None
@@ -283,14 +286,20 @@ def _open_temp(directory: Path) -> Path:
 def write_versioned(
     directory: Path, stem: str, text: str, equal: Callable[[str, str], bool] = str.__eq__
 ) -> tuple[Path, str]:
-    """Write `stem.md`, or `stem-v2.md`, … if a different file holds the name; never overwrite.
+    """Write `stem.md`, or `stem-v2.md`, … if a different file holds the name, or a name spelled
+    the same as names compare (`name_key`); never overwrite.
 
     Returns (path, outcome) with outcome created | versioned | up_to_date (same text already there).
     """
     make_folder(directory)
+    try:
+        spelled = {name_key(name): name for name in os.listdir(directory)}
+    except OSError as exc:
+        raise CannotWrite(f"the folder {directory.name}", exc) from exc
     for n in range(1, MAX_VERSIONS + 1):
-        target = directory / (f"{stem}.md" if n == 1 else f"{stem}-v{n}.md")
-        if _create_exclusive(target, text):
+        name = f"{stem}.md" if n == 1 else f"{stem}-v{n}.md"
+        target = directory / spelled.get(name_key(name), name)  # `Rust.md` stands for `rust.md`
+        if target.name == name and _create_exclusive(target, text):
             return target, "created" if n == 1 else "versioned"
         if equal(read_text_file(target, 10 * len(text.encode()) + 1024), text):
             return target, "up_to_date"

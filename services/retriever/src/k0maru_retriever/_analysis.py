@@ -1,7 +1,8 @@
 """Text analysis for BM25, shared by indexing and querying so both see the same terms.
 
-English and other Latin text: tantivy's simple tokenizer, lowercased, English stopwords
-removed, Snowball-stemmed. Han text: jieba's search-mode segmentation (words and their
+English and other Latin text: tantivy's simple tokenizer, lowercased, folded to ASCII
+(`café`, `Café` and `cafe` are one term: people type words without their accents, and a
+decomposed `é` would otherwise split the word), English stopwords removed, Snowball-stemmed. Han text: jieba's search-mode segmentation (words and their
 sub-words), so `检查器` matches inside `借用检查器报错`. Identifiers such as `SQLITE_BUSY`,
 `E0502` or `snake_case_name` are also kept whole, so an exact symbol outranks its parts.
 
@@ -71,6 +72,7 @@ def _latin_analyzer() -> tantivy.TextAnalyzer:
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
         .filter(tantivy.Filter.remove_long(40))
         .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
         .filter(tantivy.Filter.stopword("english"))
         .filter(tantivy.Filter.stemmer("english"))
         .build()

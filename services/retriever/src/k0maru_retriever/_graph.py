@@ -1,9 +1,10 @@
 """LinkGraph: wikilinks resolved the way Obsidian resolves them, and backlinks, kept incrementally.
 
 A target resolves to, in order: the exact vault path (with or without `.md`), a path
-relative to the linking note's folder, then any note whose file name matches
-case-insensitively, the shortest path winning (ties: alphabetical). Unresolved links are
-kept and resolve as soon as a matching note appears.
+relative to the linking note's folder, then any note whose file name matches as names compare
+(`name_key`: any case and any Unicode normal form, so a link typed on Linux finds a note whose
+name macOS wrote decomposed), the shortest path winning (ties: alphabetical). Unresolved links
+are kept and resolve as soon as a matching note appears.
 
 Updates are incremental: a target can only change its resolution when a note with the same
 file name appears or disappears, so every source is filed under the names its targets
@@ -11,7 +12,7 @@ mention, and only those sources are re-resolved (a full rebuild took 0.75 s at 1
 
 For the search-time graph boost, `connected_among` matches links the broader way ALGORITHMS.md
 B.5(a) does, plus aliases: a link connects two candidates when it resolves to the other one, or
-when its target (without `.md`) or the target's last path component equals, case-insensitively,
+when its target (without `.md`) or the target's last path component equals, as names compare,
 the other note's title, one of its aliases, its file stem or its path (without extension).
 """
 
@@ -22,10 +23,13 @@ from collections.abc import Container, Iterable
 from pathlib import PurePosixPath
 from urllib.parse import unquote
 
+from k0maru_common import name_key
+
 
 def _name(path_or_target: str) -> str:
-    """The lower-case file name a path or a link target refers to (the key links resolve by)."""
-    return _stem(path_or_target.strip()).lower()
+    """The file name a path or a link target refers to, as names compare (`name_key`: any case,
+    any Unicode normal form); the key links resolve by."""
+    return name_key(_stem(path_or_target.strip()))
 
 
 def _basename(path: str) -> str:
@@ -55,15 +59,15 @@ def _stem(path: str) -> str:
 def _note_keys(path: str, names: Iterable[str]) -> frozenset[str]:
     """What a link may say to mean this note: title, aliases, file stem, path (B.5(a))."""
     bare = path.rsplit(".", 1)[0] if "." in _basename(path) else path
-    keys = {n.strip().lower() for n in names if n.strip()}
-    return frozenset(keys | {_stem(path).lower(), path.lower(), bare.lower()})
+    keys = {name_key(n.strip()) for n in names if n.strip()}
+    return frozenset(keys | {name_key(_stem(path)), name_key(path), name_key(bare)})
 
 
 def _target_keys(target: str) -> tuple[str, ...]:
-    """The target without `.md` and its last path component, lower-cased."""
-    clean = unquote(target.strip()).lstrip("./").lower()
+    """The target without `.md` and its last path component, as names compare (`name_key`)."""
+    clean = name_key(unquote(target.strip()).lstrip("./"))
     full = clean[:-3] if clean.endswith(".md") else clean
-    last = _stem(full).lower()
+    last = _stem(full)
     return (full, last) if last != full else (full,)
 
 
@@ -185,8 +189,10 @@ class LinkGraph:
         if not matches:
             return None
         if "/" in clean:  # a partial path: prefer notes whose path ends with it
-            suffix = "/" + clean.lower()
-            tail = [p for p in matches if (p.lower().rsplit(".", 1)[0]).endswith(suffix) or p.lower().endswith(suffix)]
+            suffix = "/" + name_key(clean)
+            tail = [
+                p for p in matches if (name_key(p).rsplit(".", 1)[0]).endswith(suffix) or name_key(p).endswith(suffix)
+            ]
             matches = tail or matches
         return min(matches, key=lambda p: (p.count("/"), len(p), p))
 

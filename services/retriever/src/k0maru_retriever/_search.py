@@ -6,6 +6,7 @@ import logging
 import re
 import threading
 import time
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -257,12 +258,16 @@ class HybridSearcher:
 
     def search(self, request: retriever_pb2.SearchRequest) -> retriever_pb2.SearchResponse:
         started = time.perf_counter()
-        query = request.query.strip()[:MAX_QUERY_CHARS]
+        # composed (NFC), as the scanner reads notes: a query pasted from a macOS file name matches
+        query = unicodedata.normalize("NFC", request.query.strip()[:MAX_QUERY_CHARS])
         if self._shaper is not None:
             self._shaper.check(request)
         limit = min(request.limit or 10, MAX_LIMIT)
         mode = request.mode or HYBRID
         scope = Scope(tuple(request.scope.diaries), tuple(request.scope.path_prefixes), tuple(request.scope.tags))
+        if scope.diaries or scope.path_prefixes:  # also in the vault's own spellings (`projects/` → `Projects/`)
+            with self._index.lock:
+                scope = self._index.state.names.scope(scope)
         _docs, chunks, with_vectors = self._index.counts()
         coverage = with_vectors / chunks if chunks else 0.0
         response = retriever_pb2.SearchResponse(vault=self._vault, mode_used=mode, vector_coverage=coverage)

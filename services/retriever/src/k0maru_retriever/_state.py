@@ -16,6 +16,8 @@ from pathlib import Path
 from k0maru.v1 import common_pb2
 from k0maru_common import open_sqlite
 
+from ._names import VaultNames
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS docs (path TEXT PRIMARY KEY, hash TEXT NOT NULL, document BLOB NOT NULL);
@@ -35,6 +37,7 @@ class IndexState:
             doc = common_pb2.Document()
             doc.ParseFromString(blob)
             self.docs[doc.path] = doc
+        self.names = VaultNames(self.docs)  # the docs' paths and folders by what a person types
         self.vectors: dict[str, str] = dict(self._db.execute("SELECT chunk_id, hash FROM vectors"))
         meta = dict(self._db.execute("SELECT key, value FROM meta"))
         self.last_applied_seq = int(meta.get("last_applied_seq", 0))
@@ -48,12 +51,15 @@ class IndexState:
 
     def put_doc(self, doc: common_pb2.Document) -> None:
         self.version += 1
+        if doc.path not in self.docs:
+            self.names.add(doc.path)
         self.docs[doc.path] = doc
         self._pending_docs[doc.path] = doc
 
     def drop_doc(self, path: str) -> None:
         self.version += 1
-        self.docs.pop(path, None)
+        if self.docs.pop(path, None) is not None:
+            self.names.remove(path)
         self._pending_docs[path] = None
 
     def put_vector(self, chunk_id: str, hash_: str) -> None:
@@ -132,6 +138,7 @@ class IndexState:
             self._pending_vectors.clear()
             self._db.executescript("DELETE FROM docs; DELETE FROM vectors; DELETE FROM meta;")
         self.docs.clear()
+        self.names = VaultNames()
         self.vectors.clear()
         self.version += 1
         self.last_applied_seq = 0

@@ -75,16 +75,14 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
         app = self._ready()
         confine(app.settings.vault, request.path)  # refuses escaping paths with a clear error
         with app.index.lock:
-            doc = app.index.state.docs.get(request.path)
-            if doc is None:
-                raise NotFound(f"no indexed note at {request.path!r}")
+            doc = app.index.state.docs[indexed_path(app, request.path)]
             graph = app.index.graph
             resolved = {t.target: r for t in doc.links if (r := graph.resolve(t.target, doc.path)) and r != doc.path}
             return retriever_pb2.Note(
                 document=doc,
-                backlinks=sorted(graph.backlinks(request.path)),
-                markdown=read_markdown(app.settings.vault, request.path),
-                outgoing=sorted(graph.outgoing(request.path)),
+                backlinks=sorted(graph.backlinks(doc.path)),
+                markdown=read_markdown(app.settings.vault, doc.path),
+                outgoing=sorted(graph.outgoing(doc.path)),
                 resolved=resolved,
             )
 
@@ -94,7 +92,8 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
         app = self._ready()
         confine(app.settings.vault, request.path)
         with app.index.lock:
-            return retriever_pb2.BacklinksResponse(paths=sorted(app.index.graph.backlinks(request.path)))
+            path = indexed_path(app, request.path)
+            return retriever_pb2.BacklinksResponse(paths=sorted(app.index.graph.backlinks(path)))
 
     def IndexStatus(
         self, request: retriever_pb2.IndexStatusRequest, context: grpc.ServicerContext
@@ -167,7 +166,27 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
         if request.path:
             confine(app.settings.vault, request.path)
         with app.index.lock:
+            if request.path:
+                asked, request = request, retriever_pb2.GraphRequest()
+                request.CopyFrom(asked)
+                request.path = indexed_path(app, asked.path)
             return graph_view(app.index, request)
+
+
+def indexed_path(app: RetrieverApp, typed: str) -> str:
+    """The indexed note a request names: its path as given, else the one note spelled so as names
+    compare (any case, any Unicode normal form: `Café.md` typed finds the `Café.md` macOS wrote
+    decomposed). NotFound otherwise, naming the candidates when the name fits several."""
+    names = app.index.state.names
+    if typed in app.index.state.docs:
+        return typed
+    found = names.note(typed)
+    if found is not None:
+        return found
+    candidates = names.notes(typed)
+    if candidates:
+        raise NotFound(f"no indexed note at {typed!r}; it could be any of {', '.join(map(repr, candidates[:5]))}")
+    raise NotFound(f"no indexed note at {typed!r}")
 
 
 MAX_NOTE_BYTES = 2_000_000

@@ -5,12 +5,19 @@ headings' leading hashes; `#a/b` nests; any Unicode letter may appear in a tag; 
 `[[T]]`, `[[T|alias]]`, `[[T#heading]]`, `[[T#^block]]` (and `[[T^block]]`), embeds
 `![[T]]`, and Markdown links to `.md` files. VCP's `Tag:` lines are read too, but anchored
 at the start of a line (VCP's unanchored regex also matches "HashTag:").
+
+Text is read in Unicode's composed form (NFC), the form editors type and queries come in: a
+note pasted from a macOS file name, or written by a tool that decomposes (`e` + U+0301, Hangul
+as jamo), would otherwise match no query (the BM25 analysis splits at the combining mark), and
+its title, tags and links would differ from the same words typed. Paths stay as the file system
+spells them: they name the file.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import PurePosixPath
@@ -21,10 +28,12 @@ import yaml
 
 from ._chunker import Section, chunk_sections
 
-PARSER_VERSION = "2026-12-01.2"  # bump when parse_note or chunk_sections change their output
+# bump when parse_note or chunk_sections change their output (2026-12-01.2: libyaml's messages,
+# below; 2026-12-03.1: text read as NFC)
+PARSER_VERSION = "2026-12-03.1"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
-# some invalid-YAML messages are worded differently, hence .2 above
+# some invalid-YAML messages are worded differently
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
@@ -109,7 +118,7 @@ def _clean_tag(tag: str) -> str:
 def parse_note(path: str, text: str) -> ParsedNote:
     """Parse one note. Never raises on content: problems are recorded instead."""
     problems: list[str] = []
-    text = text.removeprefix("\ufeff")
+    text = unicodedata.normalize("NFC", text.removeprefix("\ufeff"))  # ASCII text: returned at once
     fm_text, body, fm_lines = split_frontmatter(text)
     frontmatter: dict[str, Any] = {}
     if fm_text is not None:
@@ -172,7 +181,11 @@ def parse_note(path: str, text: str) -> ParsedNote:
     if current.lines:
         sections.append(current)
 
-    title = str(frontmatter.get("title") or "").strip() or first_h1 or PurePosixPath(path).stem
+    title = (
+        str(frontmatter.get("title") or "").strip()
+        or first_h1
+        or unicodedata.normalize("NFC", PurePosixPath(path).stem)
+    )
     return ParsedNote(
         path=path,
         title=title,

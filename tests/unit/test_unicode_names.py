@@ -1,0 +1,109 @@
+"""A vault whose names macOS wrote decomposed (NFD), or in another case than people type them.
+
+Unzipped from a macOS archive, copied from HFS+ or synced by some tools, a vault's file and
+folder names are decomposed (`e` + U+0301, Hangul as jamo, `ト` + U+3099), while links, queries,
+paths an agent asks for and new notes' titles are composed (NFC). Each of these used to miss.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from k0maru_common import name_key
+from k0maru_offload._flush import FlushEngine, FlushNote, write_versioned
+from k0maru_retriever._analysis import BM25Analyzer
+from k0maru_retriever._bm25 import Scope
+from k0maru_retriever._graph import LinkGraph
+from k0maru_retriever._names import VaultNames
+from k0maru_scanner._markdown import parse_note
+
+
+def nfd(text: str) -> str:
+    return unicodedata.normalize("NFD", text)
+
+
+def test_names_compare_equal_whatever_their_normal_form_and_case():
+    assert nfd("Café Résumé.md") != "café résumé.md"
+    assert name_key(nfd("Café Résumé.md")) == name_key("café résumé.md")
+    assert name_key(nfd("한국어 메모")) == name_key("한국어 메모")
+    assert name_key(nfd("プロジェクト")) == name_key("プロジェクト")
+    assert name_key("Straße") == name_key("STRASSE")
+    assert name_key("café") != name_key("cafe")  # letters stay letters: only the form and the case go
+
+
+def test_links_typed_composed_resolve_to_notes_named_decomposed():
+    graph = LinkGraph()
+    notes = {
+        nfd("Café résumé.md"): [],
+        nfd("한국어 메모.md"): [],
+        nfd("プロジェクト/データベース設計.md"): [],
+        "index.md": ["Café résumé", "한국어 메모", "プロジェクト/データベース設計", "CAFÉ RÉSUMÉ"],
+    }
+    graph.load(notes)
+    assert graph.outgoing("index.md") == {p for p in notes if p != "index.md"}
+    assert graph.backlinks(nfd("Café résumé.md")) == {"index.md"}
+    # and the graph boost's broader match (titles, aliases) compares the same way
+    graph.set_note("a.md", ["Décision"], ["A"])
+    graph.set_note("b.md", [], [nfd("décision")])
+    assert graph.connected_among({"a.md", "b.md"}) == {"a.md", "b.md"}
+
+
+def test_a_note_written_decomposed_is_read_composed():
+    note = parse_note(
+        nfd("Crème/Brûlée.md"),
+        nfd("---\naliases: [Crème brûlée]\ntags: [dessert-été]\n---\nThe crème needs a torch. #été [[Café]]\n"),
+    )
+    assert note.title == "Brûlée" == unicodedata.normalize("NFC", note.title)  # from the file name
+    assert note.aliases == ["Crème brûlée"] and note.tags == ["dessert-été", "été"]
+    assert [link.target for link in note.links] == ["Café"]
+    assert note.sections[0].lines == ["The crème needs a torch. #été [[Café]]"]
+    assert note.path == nfd("Crème/Brûlée.md")  # the path names the file: as the file system spells it
+
+
+def test_bm25_terms_are_one_whatever_the_accents_and_their_form():
+    analyzer = BM25Analyzer()
+    terms = analyzer.terms("Café résumé naïve Ørsted")
+    assert terms == analyzer.terms("cafe RESUME naive orsted") == ["cafe", "resum", "naiv", "orst"]
+    decomposed = parse_note("n.md", nfd("Café résumé naïve Ørsted")).sections[0].lines[0]
+    assert analyzer.terms(decomposed) == terms  # the scanner composes: `e` + U+0301 split the word
+    assert analyzer.terms(nfd("résumé")) == ["re", "sume"]  # what BM25 made of it before
+    assert analyzer.terms("한국어 データベース") == ["한국어", "データベース"]  # other scripts are left alone
+
+
+def test_vault_names_find_notes_and_folders_as_typed():
+    names = VaultNames([nfd("Projets/Café.md"), "Projets/a.md", "Rust.md", "rust.md", "Notes/x.md", "notes/y.md"])
+    assert names.note("projets/CAFÉ.md") == nfd("Projets/Café.md")
+    assert names.note("RUST.md") is None  # two notes fit: neither is guessed
+    assert names.note("Rust.md") == "Rust.md"
+    assert names.notes("RUST.md") == ["Rust.md", "rust.md"]
+    diary = names.scope(Scope(diaries=("projets",)))
+    assert diary.diaries == ("projets", "Projets") and diary.matches(nfd("Projets/Café.md"), "Projets", [])
+    folder = names.scope(Scope(path_prefixes=("notes/",)))
+    assert folder.path_prefixes == ("notes/", "Notes/") and folder.matches("Notes/x.md", "Notes", [])
+    assert names.scope(Scope(path_prefixes=("projets/café.md",))).matches(nfd("Projets/Café.md"), "Projets", [])
+    names.remove(nfd("Projets/Café.md"))
+    names.remove("Projets/a.md")
+    assert names.folders("projets") == [] and names.note("projets/café.md") is None
+
+
+def test_a_new_note_never_takes_a_name_spelled_the_same(tmp_path: Path):
+    (tmp_path / "Rust.md").write_text("ownership rules")
+    (tmp_path / nfd("café.md")).write_text("espresso")
+    assert write_versioned(tmp_path, "rust", "ownership rules") == (tmp_path / "Rust.md", "up_to_date")
+    assert write_versioned(tmp_path, "rust", "lifetimes") == (tmp_path / "rust-v2.md", "versioned")
+    assert write_versioned(tmp_path, "café", "latte") == (tmp_path / "café-v2.md", "versioned")
+    assert (tmp_path / "Rust.md").read_text() == "ownership rules"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["Rust.md", "rust-v2.md", nfd("café.md"), "café-v2.md"])
+
+
+@pytest.mark.parametrize("category", ["projects", "PROJECTS", "Projects"])
+def test_a_category_finds_its_folder_in_any_case_and_form(tmp_path: Path, category: str):
+    (tmp_path / "Projects").mkdir()
+    path, outcome = FlushEngine(tmp_path).flush(FlushNote("Plan", "a plan", category))
+    assert outcome == "created" and path.startswith("Projects/") and path.endswith("-plan.md")
+    (tmp_path / nfd("Équipe")).mkdir()
+    path, _ = FlushEngine(tmp_path).flush(FlushNote("Plan", "a plan", "équipe"))
+    assert path.startswith(nfd("Équipe") + "/") and path.endswith("-plan.md")
