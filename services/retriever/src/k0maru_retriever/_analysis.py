@@ -1,8 +1,9 @@
 """Text analysis for BM25, shared by indexing and querying so both see the same terms.
 
-English and other Latin text: tantivy's simple tokenizer, lowercased, folded to ASCII
-(`café`, `Café` and `cafe` are one term: people type words without their accents, and a
-decomposed `é` would otherwise split the word), English stopwords removed, Snowball-stemmed. Han text: jieba's search-mode segmentation (words and their
+English and other Latin text: without its diacritics (`café`, `Crème` and a decomposed `é`
+are `cafe`, `Creme`: people type words without their accents; done in Python on non-ASCII text
+only, where tantivy's ASCII folding filter cost every note 7 % more BM25 analysis), then
+tantivy's simple tokenizer, lowercased, English stopwords removed, Snowball-stemmed. Han text: jieba's search-mode segmentation (words and their
 sub-words), so `检查器` matches inside `借用检查器报错`. Identifiers such as `SQLITE_BUSY`,
 `E0502` or `snake_case_name` are also kept whole, so an exact symbol outranks its parts.
 
@@ -15,6 +16,7 @@ identifiers and the jieba words, a small share of the terms, are handed over pre
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import tantivy
 
@@ -33,6 +35,18 @@ LATIN_TOKENIZER = "k0_latin"
 
 
 _HAN_SEGMENTER = HanSegmenter()
+
+
+_LATIN_MARKS = re.compile(r"[\u0300-\u036f]+")  # combining diacritics (not kana's voicing marks)
+
+
+def _unaccented(text: str) -> str:
+    """`text` without Latin diacritics, in compatibility form (`ﬁ` → `fi`, fullwidth `Ａ` → `A`);
+    other scripts' marks are kept (`ガ` stays `ガ`). Letters that are not a base letter plus a
+    mark stay as they are (`ø`, `ł`, `ß`)."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFC", _LATIN_MARKS.sub("", unicodedata.normalize("NFKD", text)))
 
 
 def _segment(run: str) -> list[str]:
@@ -72,7 +86,6 @@ def _latin_analyzer() -> tantivy.TextAnalyzer:
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
         .filter(tantivy.Filter.remove_long(40))
         .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.ascii_fold())
         .filter(tantivy.Filter.stopword("english"))
         .filter(tantivy.Filter.stemmer("english"))
         .build()
@@ -92,9 +105,12 @@ class BM25Analyzer:
 
         Han runs are blanked in the first (the simple tokenizer would keep `abc检查` as one
         token), so the two together hold exactly the terms of `terms(text)`."""
-        if text.isascii() or not _HAN.search(text):
+        if text.isascii():
             return text, _identifiers(text)
-        latin = _HAN.sub(" ", text)
+        if not _HAN.search(text):
+            latin = _unaccented(text)
+            return latin, _identifiers(latin)
+        latin = _unaccented(_HAN.sub(" ", text))
         extra = _identifiers(latin)
         for match in _HAN.finditer(text):
             extra.extend(_segment(match.group(0)))
@@ -115,6 +131,7 @@ class BM25Analyzer:
     def _latin_terms(self, text: str) -> list[str]:
         if not text.strip():
             return []
+        text = _unaccented(text)
         terms: list[str] = self._latin.analyze(text)
         terms.extend(_identifiers(text))
         return terms

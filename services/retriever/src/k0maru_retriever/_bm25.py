@@ -59,7 +59,7 @@ class ChunkRow:
 # 4: "text" keeps term frequencies, not positions (no phrase query reads them; BM25 scores are
 #    the same; 20 % less indexing CPU on a linked vault)
 # 6: "names_raw" (stored: the note's title and aliases, one per line), for the name match
-# 7: Latin terms folded to ASCII (`café` → `cafe`)
+# 7: Latin text without diacritics (`café` → `cafe`)
 SCHEMA_VERSION = "7"
 # The name match (see `search`): a note's bonus grows with the cube of the share of its name the
 # query covers, so a query that names a note counts and a shared word or two hardly does.
