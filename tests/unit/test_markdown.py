@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import random
 
+from k0maru_scanner._chunker import chunk_sections
 from k0maru_scanner._markdown import parse_note
 
 
@@ -88,3 +91,37 @@ def test_embed_marks_at_line_start_and_beside_links():
 def test_diary_is_first_folder_or_root():
     assert parse_note("top.md", "x").diary == "Root"
     assert parse_note("work/deep/n.md", "x").diary == "work"
+
+
+def test_opaque_data_is_not_indexed_and_lines_do_not_move():
+    blob = base64.b64encode(random.Random(7).randbytes(300_000)).decode()
+    text = (
+        "# Error dialog\n\nThe build failed:\n\n"
+        f"![shot](data:image/png;base64,{blob}) then #fixed by [[Cache]] clearing\n\nLast line.\n"
+    )
+    note = parse_note("shot.md", text)
+    chunks = chunk_sections(note.sections)
+    assert len(chunks) == 1  # 704 chunks before, each for the embedder
+    assert chunks[0].text.endswith("![shot](data:image/png;base64,) then #fixed by [[Cache]] clearing\n\nLast line.")
+    assert (chunks[0].start_line, chunks[0].end_line) == (1, 7)
+    assert note.tags == ["fixed"] and [link.target for link in note.links] == ["Cache"]
+
+
+def test_an_excalidraw_drawing_keeps_its_text_elements_only():
+    data = base64.b64encode(random.Random(8).randbytes(30_000)).decode()
+    text = (
+        "---\nexcalidraw-plugin: parsed\n---\n# Text Elements\nLoad balancer ^a1\n\n%%\n# Drawing\n"
+        "```compressed-json\n" + "\n\n".join(data[i : i + 100] for i in range(0, len(data), 100)) + "\n```\n%%\n"
+    )
+    chunks = chunk_sections(parse_note("Drawing.excalidraw.md", text).sections)
+    assert "Load balancer" in chunks[0].text
+    assert not any(data[:100] in c.text or data[-50:] in c.text for c in chunks)
+    assert chunks[-1].end_line == len(text.splitlines())
+
+
+def test_long_text_that_is_not_data_is_kept():
+    chinese = "借用检查器报错时先看不可变引用的作用域" * 20  # 380 characters, no space
+    url = "https://example.com/" + "/".join(["Segment-2"] * 40) + ".html?q=1"
+    words = " ".join(["word"] * 100)
+    for line in (chinese, url, words, "x" * 255):
+        assert parse_note("n.md", line).sections[0].lines == [line]
