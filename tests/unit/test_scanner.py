@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import os
+import random
 import time
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import xxhash
 from k0maru.v1 import common_pb2
 from k0maru_scanner._manifest import Manifest
 from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
+from k0maru_scanner.server import parse_document
 from tests.conftest import write_notes
 
 K = common_pb2
@@ -131,6 +134,24 @@ def test_bad_files_are_skipped_with_reasons(vault: Path, tmp_path: Path):
     assert "outside" in reasons["escape.md"]
     (vault / "latin1.md").write_text("café, fixed")
     assert kinds(scanner.scan()) == [(K.CHANGE_KIND_ADDED, "latin1.md")]
+
+
+def test_a_note_large_only_by_pasted_images_is_indexed_by_its_text(vault: Path, tmp_path: Path):
+    image = base64.b64encode(random.Random(3).randbytes(9_000)).decode()  # 12,000 characters
+    (vault / "shot.md").write_text(f"# Crash dialog\n\n![](data:image/png;base64,{image})\nsegfault in the renderer\n")
+    (vault / "long.md").write_text("many words " * 150 + f"![](data:image/png;base64,{image})")  # 1,677 of text
+    (vault / "huge.md").write_text(f"![](data:image/png;base64,{image * 2})")  # past 16 × the limit: not read
+    scanner = make(vault, tmp_path, max_bytes=1000)
+    assert [e.path for e in scanner.scan().entries] == ["shot.md"]
+    reasons = {p: r.skipped_reason for p, r in scanner.manifest.files.items() if not r.indexed}
+    assert reasons["long.md"].startswith("too large: 1677 bytes of text > 1000")
+    assert reasons["huge.md"].startswith("too large: 24027 bytes > 16 × 1000")
+    doc = parse_document(scanner, "shot.md")
+    assert (
+        doc is not None
+        and doc.size > 12_000
+        and [c.text for c in doc.chunks] == ["# Crash dialog\n\n![](data:image/png;base64,)\nsegfault in the renderer"]
+    )
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")

@@ -227,12 +227,20 @@ def without_opaque_data(line: str) -> str:
     return _OPAQUE.sub(_unless_words, line)
 
 
+def opaque_size(text: str) -> int:
+    """Characters (and bytes: base64 is ASCII) of the opaque data runs in `text`."""
+    return sum(len(run.group()) for run in _OPAQUE.finditer(text) if _is_data(run.group()))
+
+
 def _unless_words(run: re.Match[str]) -> str:
-    """ "" for data; the run itself when it reads like a path or a slug (a URL's folders): base64
-    of compressed or binary data is about 40 % capitals, with digits, where words are not."""
-    sample = run.group()[:OPAQUE_RUN]
-    capitals = sum(c.isupper() for c in sample)
-    return "" if capitals >= OPAQUE_RUN // 5 and any(c.isdigit() for c in sample) else run.group()
+    return "" if _is_data(run.group()) else run.group()
+
+
+def _is_data(run: str) -> bool:
+    """True for encoded data; False for a run that reads like a path or a slug (a URL's folders):
+    base64 of compressed or binary data is about 40 % capitals, with digits, where words are not."""
+    sample = run[:OPAQUE_RUN]
+    return sum(c.isupper() for c in sample) >= OPAQUE_RUN // 5 and any(c.isdigit() for c in sample)
 
 
 def _as_list_keep_spaces(value: Any) -> list[str]:

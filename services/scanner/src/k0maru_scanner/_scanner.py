@@ -25,6 +25,7 @@ from k0maru.v1 import common_pb2
 from k0maru_common import CannotWrite, DependencyFailed
 
 from ._manifest import Batch, FileRecord, JournalEntry, Manifest
+from ._markdown import opaque_size
 
 log = logging.getLogger(__name__)
 
@@ -93,22 +94,36 @@ class ContentError(Exception):
     """A file that cannot be indexed; the message is the reason recorded in the manifest."""
 
 
+# A note may be this many times `max_file_bytes` when the rest is opaque data (pasted images as
+# data: URIs, which are not indexed): its text is what the limit is for. Larger files are not read.
+DATA_ALLOWANCE = 16
+
+
 def read_note_text(path: Path, max_bytes: int) -> tuple[bytes, str]:
-    """Bytes and decoded text of a note, or ContentError with a reason."""
+    """Bytes and decoded text of a note, or ContentError with a reason. `max_bytes` bounds the
+    note's text; opaque data may make the file up to `DATA_ALLOWANCE` times larger."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:
+            data = f.read(DATA_ALLOWANCE * max_bytes + 1)
     except FileNotFoundError as exc:
         raise ContentError("vanished during the scan") from exc
     except OSError as exc:
         raise ContentError(f"unreadable: {exc.strerror or exc}") from exc
-    if len(data) > max_bytes:
-        raise ContentError(f"too large: {len(data)} bytes > {max_bytes}")
+    if len(data) > DATA_ALLOWANCE * max_bytes:
+        raise ContentError(too_large(len(data), max_bytes))
     if b"\x00" in data:
         raise ContentError("binary content (NUL bytes)")
     try:
-        return data, data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ContentError(f"invalid UTF-8 at byte {exc.start}") from exc
+    if len(data) > max_bytes and (size := len(data) - opaque_size(text)) > max_bytes:
+        raise ContentError(f"too large: {size} bytes of text > {max_bytes} (K0_MAX_FILE_BYTES)")
+    return data, text
+
+
+def too_large(size: int, max_bytes: int) -> str:
+    return f"too large: {size} bytes > {DATA_ALLOWANCE} × {max_bytes} (K0_MAX_FILE_BYTES) are not read"
 
 
 UNDECODABLE_NAME = "file name is not valid UTF-8 (listed with \\x escapes); rename the file to index it"
@@ -357,10 +372,8 @@ class IncrementalScanner:
         return result
 
     def _examine(self, rel: str, st: os.stat_result, now_ms: int) -> FileRecord:
-        if st.st_size > self.max_file_bytes:
-            return FileRecord(
-                rel, st.st_size, st.st_mtime_ns, "", now_ms, f"too large: {st.st_size} bytes > {self.max_file_bytes}"
-            )
+        if st.st_size > DATA_ALLOWANCE * self.max_file_bytes:
+            return FileRecord(rel, st.st_size, st.st_mtime_ns, "", now_ms, too_large(st.st_size, self.max_file_bytes))
         try:
             path = self.vault / rel
             if path.is_symlink():

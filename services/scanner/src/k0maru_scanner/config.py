@@ -11,7 +11,10 @@ class ScannerSettings(K0Settings):
     vault: Path = Field(description="the vault folder to read")
     data_dir: Path = Field(description="where the scanner keeps its manifest")
     events_addr: str = Field("tcp://127.0.0.1:5561", description="ZeroMQ PUB bind address")
-    max_file_bytes: int = Field(2 * 1024 * 1024, description="larger files are skipped")
+    max_file_bytes: int = Field(
+        2 * 1024 * 1024,
+        description="notes with more text are skipped (pasted images, not indexed, may make a file 16x larger)",
+    )
     ignore_folders: list[str] = Field(default_factory=lambda: ["node_modules", "trash"])
     ignore_prefixes: list[str] = Field(default_factory=list)
     ignore_suffixes: list[str] = Field(default_factory=list)
