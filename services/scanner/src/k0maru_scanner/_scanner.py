@@ -36,8 +36,12 @@ FRESH_KEEP_S = 120.0
 # equal or not: file systems stamp mtimes in ticks (FAT and exFAT 2 s, HFS+ and many network
 # shares 1 s, ext4 a clock tick of a few ms), and an edit of the same size within the tick of the
 # one recorded leaves both as they were: it was missed until the note changed again (git's
-# "racy" entries, the same fix)
+# "racy" entries, the same fix). An mtime ahead of the clock is racy until the clock passes it (a
+# network share's clock ahead of ours), but not one over FUTURE_NS ahead: an archive unpacked in
+# another time zone (zip keeps local times) or a file from 2099 would be read at every scan, and
+# an edit there moves its mtime to now anyway.
 RACY_NS = 2_000_000_000
+FUTURE_NS = 3600 * 1_000_000_000
 ADDED, MODIFIED, DELETED, RENAMED = (
     common_pb2.CHANGE_KIND_ADDED,
     common_pb2.CHANGE_KIND_MODIFIED,
@@ -310,7 +314,7 @@ class IncrementalScanner:
                 and not force_full
                 and old.size == st.st_size
                 and old.mtime_ns == st.st_mtime_ns
-                and old.parsed_at_ms * 1_000_000 - old.mtime_ns >= RACY_NS
+                and not -FUTURE_NS < old.parsed_at_ms * 1_000_000 - old.mtime_ns < RACY_NS
             ):
                 if old.indexed:
                     result.unchanged += 1
