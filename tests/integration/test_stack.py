@@ -83,6 +83,9 @@ def test_bm25_vector_and_hybrid_find_the_right_note(stack):
     reply = client.call(client.retriever.Search, retriever_pb2.SearchRequest(query="检查器", explain=True))
     assert reply.hits[0].path == "zh/分词.md" and reply.mode_used == BM25
     assert search(client, "部署")[0] == "mixed.md"
+    for query in ("서버 배포 절차", "Сервер перезапуск"):  # nor Korean, nor Russian (it checked Han only)
+        reply = client.call(client.retriever.Search, retriever_pb2.SearchRequest(query=query))
+        assert reply.mode_used == BM25 and "not this query's script" in reply.channels[1].reason, query
     reply = client.call(
         client.retriever.Search, retriever_pb2.SearchRequest(query="write-through cache sqlite", explain=True)
     )

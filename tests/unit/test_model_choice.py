@@ -8,15 +8,10 @@ import random
 import re
 from pathlib import Path
 
-from k0maru_cli._model_choice import (
-    _HAN,
-    CHOICE_FILE,
-    DEFAULT_MODEL,
-    MULTILINGUAL_MODEL,
-    _letters,
-    choose_model,
-    script_mix,
-)
+import pytest
+
+from k0maru_cli._model_choice import CHOICE_FILE, DEFAULT_MODEL, MULTILINGUAL_MODEL, choose_model, script_mix
+from k0maru_common import letters_by_script, unreadable_share
 from tests.conftest import write_notes
 
 ENGLISH = "The retriever fuses BM25 and vector rankings; the scanner hashes every note with xxh3.\n"
@@ -33,9 +28,27 @@ def test_an_english_vault_keeps_the_english_model(tmp_path: Path) -> None:
 def test_a_chinese_vault_gets_the_multilingual_model_with_no_flag(tmp_path: Path) -> None:
     notes = {f"笔记/{i}.md": CHINESE for i in range(10)} | {f"en/{i}.md": ENGLISH for i in range(10)}
     vault = write_notes(tmp_path / "v", notes)
-    han, latin, read = script_mix(vault)
-    assert read == 20 and han > 0 and latin > 0
+    letters, read = script_mix(vault)
+    assert read == 20 and letters["han"] > 0 and letters["latin"] > 0
     assert choose_model(vault, tmp_path / "data").model == MULTILINGUAL_MODEL
+
+
+@pytest.mark.parametrize(
+    ("script", "text"),
+    [
+        ("hangul", "서버 배포 절차는 매주 금요일에 검토합니다. 장애가 나면 먼저 롤백합니다.\n"),
+        ("kana", "テストはよくタイムアウトします。キャッシュをクリアしてからもう一度ためしてください。\n"),
+        ("cyrillic", "Сервер перезапускается после обновления драйвера, потом всё работает.\n"),
+    ],
+)
+def test_a_korean_japanese_or_russian_vault_gets_the_multilingual_model(tmp_path: Path, script: str, text: str) -> None:
+    """The English model reads Latin letters only: it counted Han alone, and a Korean vault got it."""
+    vault = write_notes(tmp_path / "v", {f"{i}.md": text for i in range(10)} | {"en.md": ENGLISH})
+    choice = choose_model(vault, tmp_path / "data")
+    assert choice.model == MULTILINGUAL_MODEL and script in choice.reason
+    english_reads = ("latin",)
+    assert unreadable_share(text, english_reads) > 0.9 and unreadable_share(ENGLISH, english_reads) == 0
+    assert unreadable_share(text, ("latin", "han", "cyrillic", "arabic", "hangul", "kana", "thai")) == 0
 
 
 def test_the_first_choice_is_kept_when_the_vault_changes(tmp_path: Path) -> None:
@@ -69,14 +82,18 @@ def test_hidden_folders_unreadable_files_and_a_broken_record_are_not_fatal(tmp_p
     assert choose_model(empty, tmp_path / "data2").model == DEFAULT_MODEL
 
 
-def test_letters_are_counted_as_the_regexes_count_them_in_any_bytes() -> None:
-    """The fast count (ASCII letters on the bytes) against the plain regexes over the decoded
-    text: English, Chinese, accented Latin, invalid UTF-8 and sequences cut at the end."""
-    latin = re.compile(r"[A-Za-z\u00c0-\u024f]")  # what counted as a Latin letter before
+def test_letters_are_counted_as_single_letter_regexes_count_them() -> None:
+    """The counts by runs and bytes against one regex match per letter: English, Chinese, Korean,
+    accented Latin, invalid UTF-8 and sequences cut at the end."""
+    latin = re.compile(r"[A-Za-z\u00c0-\u024f]")
+    han = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+    hangul = re.compile(r"[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]")
     rng = random.Random(3)
-    pieces = [b"ab", b"Z", b" 1_", "é".encode(), "ɏ".encode(), "中".encode(), "×".encode(), b"\xff", b"\xc3", b"\x80"]
+    pieces = [b"ab", b"Z", b" 1_", "é".encode(), "ɏ".encode(), "中".encode(), "한".encode(), "×".encode(), b"\xff"]
     samples = [(ENGLISH + CHINESE).encode(), ENGLISH.encode()[:-3] + "中".encode()[:2], b"", os.urandom(4096)]
     samples += [b"".join(rng.choice(pieces) for _ in range(rng.randrange(200))) for _ in range(300)]
     for data in samples:
         text = data.decode("utf-8", "ignore")
-        assert _letters(data) == (len(_HAN.findall(text)), len(latin.findall(text))), data
+        counts = letters_by_script(text)
+        assert counts["latin"] == len(latin.findall(text)), data
+        assert counts.get("han", 0) == len(han.findall(text)) and counts.get("hangul", 0) == len(hangul.findall(text))

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._limits import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES
     from ._logging import configure_logging
     from ._process import orphan_guard, release_free_heap, stop_signals
+    from ._scripts import letters_by_script, unreadable_share
     from ._server import (
         HEALTH_NAMES,
         KEEPALIVE_CLIENT_OPTIONS,
@@ -125,6 +126,8 @@ _WHERE = {
     "release_free_heap": "._process",
     "stop_signals": "._process",
     "relative_posix": "._vault",
+    "letters_by_script": "._scripts",
+    "unreadable_share": "._scripts",
     "name_key": "._vault",
     "vault_id": "._vault",
     "vector_from_bytes": "._streams",
@@ -197,6 +200,7 @@ __all__ = [
     "health_state",
     "is_loopback_address",
     "lazy_exports",
+    "letters_by_script",
     "mode_name",
     "name_key",
     "open_channel",
@@ -209,6 +213,7 @@ __all__ = [
     "results_stream",
     "set_aside",
     "stop_signals",
+    "unreadable_share",
     "vault_id",
     "vector_from_bytes",
     "vector_to_bytes",

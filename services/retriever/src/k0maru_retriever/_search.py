@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 import unicodedata
@@ -16,7 +15,7 @@ import grpc
 import numpy as np
 
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
-from k0maru_common import KEEPALIVE_CLIENT_OPTIONS, ROUND_ROBIN_CONFIG, open_channel
+from k0maru_common import KEEPALIVE_CLIENT_OPTIONS, ROUND_ROBIN_CONFIG, open_channel, unreadable_share
 
 from ._bm25 import Scope
 from ._fusion import (
@@ -35,7 +34,6 @@ from ._shaping import QueryShaper
 from ._tags import normalise_tag
 
 log = logging.getLogger(__name__)
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 MAX_LIMIT = 100
 RECENT_QUERIES = 512
 MAX_QUERY_CHARS = 10_000
@@ -142,12 +140,11 @@ class QueryEmbedder:
                 self._recent.popitem(last=False)
 
     def reads(self, query: str) -> bool:
-        """False for a mostly-Han query when the model declares it cannot read Han text."""
-        if not self.scripts or "han" in self.scripts:
+        """False when 30 % or more of the query's letters are in scripts the model declares it
+        cannot read (Han, Hangul, kana, Cyrillic, … for the English model)."""
+        if not self.scripts or query.isascii():
             return True
-        letters = [c for c in query if c.isalpha()]
-        han = sum(1 for c in letters if _HAN.match(c))
-        return not letters or han / len(letters) < 0.3
+        return unreadable_share(query, self.scripts) < 0.3
 
     def model(self, timeout_s: float) -> tuple[str, int, tuple[str, ...]]:
         """(model id, dimension, scripts it reads) of the workers, waiting up to timeout_s for one."""
