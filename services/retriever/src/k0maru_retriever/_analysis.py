@@ -3,9 +3,10 @@
 English and other Latin text: without its diacritics (`café`, `Crème` and a decomposed `é`
 are `cafe`, `Creme`: people type words without their accents; done in Python on non-ASCII text
 only, where tantivy's ASCII folding filter cost every note 7 % more BM25 analysis), then
-tantivy's simple tokenizer, lowercased, English stopwords removed, Snowball-stemmed. Han text: jieba's search-mode segmentation (words and their
-sub-words), so `检查器` matches inside `借用检查器报错`. Identifiers such as `SQLITE_BUSY`,
-`E0502` or `snake_case_name` are also kept whole, so an exact symbol outranks its parts.
+tantivy's simple tokenizer, lowercased, English stopwords removed, Snowball-stemmed. Han text:
+jieba's search-mode segmentation (words and their sub-words), so `检查器` matches inside
+`借用检查器报错`. Identifiers such as `SQLITE_BUSY`, `E0502` or `snake_case_name` are also kept
+whole, so an exact symbol outranks its parts.
 
 Indexing runs the Latin analysis inside tantivy (the analyzer is registered on the index as
 `LATIN_TOKENIZER`, so a chunk's text never comes back to Python as a list of terms); only the

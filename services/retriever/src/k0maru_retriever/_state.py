@@ -138,7 +138,7 @@ class IndexState:
             self._pending_vectors.clear()
             self._db.executescript("DELETE FROM docs; DELETE FROM vectors; DELETE FROM meta;")
         self.docs.clear()
-        self.names = VaultNames()
+        self.names = VaultNames(self.docs)
         self.vectors.clear()
         self.version += 1
         self.last_applied_seq = 0
