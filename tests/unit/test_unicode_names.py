@@ -101,6 +101,11 @@ def test_a_new_note_never_takes_a_name_spelled_the_same(tmp_path: Path):
     assert write_versioned(tmp_path, "rust", "lifetimes") == (tmp_path / "rust-v2.md", "versioned")
     assert write_versioned(tmp_path, "café", "latte") == (tmp_path / "café-v2.md", "versioned")
     assert (tmp_path / "Rust.md").read_text() == "ownership rules"
+    (tmp_path / "go.md").write_text("goroutines")  # both spellings there already: the exact one counts
+    (tmp_path / "Go.md").write_text("channels")
+    assert write_versioned(tmp_path, "go", "goroutines") == (tmp_path / "go.md", "up_to_date")
+    (tmp_path / "go.md").unlink()
+    (tmp_path / "Go.md").unlink()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["Rust.md", "rust-v2.md", nfd("café.md"), "café-v2.md"])
 
 

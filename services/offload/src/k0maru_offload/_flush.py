@@ -293,12 +293,14 @@ def write_versioned(
     """
     make_folder(directory)
     try:
-        spelled = {name_key(name): name for name in os.listdir(directory)}
+        present = set(os.listdir(directory))
     except OSError as exc:
         raise CannotWrite(f"the folder {directory.name}", exc) from exc
+    spelled = {name_key(name): name for name in present}
     for n in range(1, MAX_VERSIONS + 1):
         name = f"{stem}.md" if n == 1 else f"{stem}-v{n}.md"
-        target = directory / spelled.get(name_key(name), name)  # `Rust.md` stands for `rust.md`
+        # the name itself if present, else one spelled the same (`Rust.md` stands for `rust.md`)
+        target = directory / (name if name in present else spelled.get(name_key(name), name))
         if target.name == name and _create_exclusive(target, text):
             return target, "created" if n == 1 else "versioned"
         if equal(read_text_file(target, 10 * len(text.encode()) + 1024), text):
