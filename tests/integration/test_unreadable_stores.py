@@ -104,6 +104,9 @@ def test_stores_a_crash_left_unreadable_are_set_aside_and_rebuilt(vault: Path, t
             for path in damaged:  # the store that held it, kept for a look
                 store = path.parent if path.name in ("edge_config.json", "meta.json") else path
                 assert len(list(store.parent.glob(store.name + ".unreadable-*"))) == 1, path
+            if any(p.name == "edge_config.json" for p in damaged):
+                # one warning, that it was set aside; none that it "kept its own configuration"
+                assert "kept its own configuration" not in (data / "logs" / "retriever.log").read_text()
             if data / "scanner" / "manifest.sqlite" in damaged:
                 # the new manifest's journal goes on past the old one's seqs: a note written now is
                 # not taken by the retriever for a change it has already applied

@@ -110,6 +110,8 @@ class EdgeVectorStore:
         try:
             return self._qe.EdgeShard.load(str(directory), self._config())  # older shards take the settings too
         except Exception as exc:  # another dimension: loaded as it is, as before (the index rebuilds it)
+            if _unreadable(exc):  # damaged: the caller sets it aside (no word about its configuration)
+                raise
             log.warning("vector shard %s kept its own configuration: %s", directory, exc)
             return self._qe.EdgeShard.load(str(directory))
 
@@ -120,8 +122,7 @@ class EdgeVectorStore:
             try:
                 shard = self._load(self._dir)
             except Exception as exc:
-                said = str(exc).lower()
-                if any(words in said for words in EDGE_UNREADABLE) and "wouldblock" not in said:
+                if _unreadable(exc):
                     raise Unreadable(str(exc)) from exc
                 raise  # another process holds it (WouldBlock), ...
         else:
@@ -313,3 +314,9 @@ class QdrantServerStore:
 
     def close(self) -> None:
         self._client.close()
+
+
+def _unreadable(exc: Exception) -> bool:
+    """Edge's words for a shard it cannot read (not for one another process holds: WouldBlock)."""
+    said = str(exc).lower()
+    return any(words in said for words in EDGE_UNREADABLE) and "wouldblock" not in said
