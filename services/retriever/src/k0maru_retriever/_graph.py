@@ -190,9 +190,8 @@ class LinkGraph:
             return None
         if "/" in clean:  # a partial path: prefer notes whose path ends with it
             suffix = "/" + name_key(clean)
-            tail = [
-                p for p in matches if (name_key(p).rsplit(".", 1)[0]).endswith(suffix) or name_key(p).endswith(suffix)
-            ]
+            keyed = [(p, name_key(p)) for p in matches]
+            tail = [p for p, key in keyed if key.rsplit(".", 1)[0].endswith(suffix) or key.endswith(suffix)]
             matches = tail or matches
         return min(matches, key=lambda p: (p.count("/"), len(p), p))
 

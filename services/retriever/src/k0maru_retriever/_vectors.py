@@ -107,24 +107,24 @@ class EdgeVectorStore:
         )
 
     def _load(self, directory: Path) -> Any:
+        """The shard at `directory`; Unreadable when Edge cannot read its files (damaged: the
+        caller sets it aside), not when another process holds it (WouldBlock)."""
         try:
             return self._qe.EdgeShard.load(str(directory), self._config())  # older shards take the settings too
         except Exception as exc:  # another dimension: loaded as it is, as before (the index rebuilds it)
-            if _unreadable(exc):  # damaged: the caller sets it aside (no word about its configuration)
-                raise
+            _raise_if_unreadable(exc)  # no word about its configuration then
             log.warning("vector shard %s kept its own configuration: %s", directory, exc)
+        try:
             return self._qe.EdgeShard.load(str(directory))
+        except Exception as exc:
+            _raise_if_unreadable(exc)
+            raise
 
     def _open(self) -> Any:
         qe = self._qe
         recover(self._dir)  # a build or swap cut short by a crash
         if self._dir.exists() and any(self._dir.iterdir()):
-            try:
-                shard = self._load(self._dir)
-            except Exception as exc:
-                if _unreadable(exc):
-                    raise Unreadable(str(exc)) from exc
-                raise  # another process holds it (WouldBlock), ...
+            shard = self._load(self._dir)
         else:
             self._dir.mkdir(parents=True, exist_ok=True)
             shard = qe.EdgeShard.create(str(self._dir), self._config())
@@ -316,7 +316,8 @@ class QdrantServerStore:
         self._client.close()
 
 
-def _unreadable(exc: Exception) -> bool:
-    """Edge's words for a shard it cannot read (not for one another process holds: WouldBlock)."""
+def _raise_if_unreadable(exc: Exception) -> None:
+    """Unreadable for Edge's words of a shard it cannot read (not for one another process holds)."""
     said = str(exc).lower()
-    return any(words in said for words in EDGE_UNREADABLE) and "wouldblock" not in said
+    if any(words in said for words in EDGE_UNREADABLE) and "wouldblock" not in said:
+        raise Unreadable(str(exc)) from exc
