@@ -53,6 +53,28 @@ def test_chinese_word_inside_longer_run(index: Bm25Index):
     assert paths(index.search("检查器", 5, Scope())) == ["zh/n.md"]
 
 
+def test_korean_and_japanese_words_are_found_inside_their_runs(tmp_path: Path):
+    """Korean writes a word and its particle as one, Japanese runs kana words together: cut at
+    spaces, `서버` (server) matched no note that says `서버를` or `서버가`, and `サーバー` none
+    that says `サーバーに`."""
+    idx = Bm25Index(tmp_path / "i", BM25Analyzer())
+    notes = {
+        "ko/restart.md": "서버를 재시작하면 연결 풀이 비워진다",  # restarting the server empties the pool
+        "ko/memory.md": "메모리가 부족하면 캐시를 줄인다",  # short of memory: shrink the cache
+        "ja/connect.md": "サーバーに接続できないときはポートを確認する",  # can't reach the server: check the port
+        "ja/cache.md": "キャッシュのサイズを小さくする",  # make the cache smaller
+    }
+    for path, text in notes.items():
+        idx.add(ChunkRow(f"{path}#0", path, path.split("/")[0], [], text))
+    idx.commit()
+    assert paths(idx.search("서버", 5, Scope())) == ["ko/restart.md"]
+    assert paths(idx.search("서버 재시작", 5, Scope())) == ["ko/restart.md"]
+    assert paths(idx.search("캐시", 5, Scope())) == ["ko/memory.md"]
+    assert paths(idx.search("サーバー", 5, Scope())) == ["ja/connect.md"]
+    assert paths(idx.search("ポート", 5, Scope())) == ["ja/connect.md"]
+    assert paths(idx.search("ｷｬｯｼｭ", 5, Scope())) == ["ja/cache.md"]  # halfwidth katakana as typed on some keyboards
+
+
 @pytest.mark.parametrize("query", ['title:"x', "a AND OR NOT (", "*?~^:[]{}\\", "", "   ", "x" * 10_000, "词" * 5000])
 def test_bad_queries_never_raise(index: Bm25Index, query: str):
     assert isinstance(index.search(query, 10, Scope()), list)
@@ -79,6 +101,7 @@ MIXED = [
     "借用检查器报错时 use std::mem::take 或 Option<&mut T>，再看 __init__.py 与 v1.2.3",
     "abc检查器def_x 中文 running runs RUNNING the The",
     "Ωmega é_x ñ-y naïve café 3.14.15",
+    "서버를 재시작했다 db_pool 설정이 이 문제를 고쳤다; サーバーに接続できない ｶﾞｲﾄﾞ",
 ]
 
 
@@ -102,7 +125,7 @@ def test_index_side_analysis_scores_as_the_python_terms(tmp_path: Path):
     reference.reload()
     searcher = reference.searcher()
     terms = {t for text in MIXED for t in analyzer.terms(text)}
-    assert {"sqlite_busy", "e0502", "检查", "v1.2.3", "run"} <= terms
+    assert {"sqlite_busy", "e0502", "检查", "v1.2.3", "run", "서버", "이", "サー", "ガイ"} <= terms
     for term in terms:  # one term query each, on both indexes
         scored = []
         for index_searcher, index_schema in ((searcher, schema), (idx._searcher, idx._schema)):

@@ -68,12 +68,14 @@ def test_bm25_terms_are_one_whatever_the_accents_and_their_form():
     terms = analyzer.terms("Café résumé naïve Việt ﬁle")
     assert terms == analyzer.terms("cafe RESUME naive viet file") == ["cafe", "resum", "naiv", "viet", "file"]
     assert analyzer.terms(nfd("Café résumé naïve Việt ﬁle")) == terms  # `e` + U+0301 split the word before
-    assert analyzer.split(nfd("Crème 검사"))[0] == "Creme 검사"  # what tantivy indexes
-    assert analyzer.terms("한국어 データベース ガイド") == [
-        "한국어",
-        "データベース",
-        "ガイド",
-    ]  # other scripts keep their marks
+    assert analyzer.split(nfd("Crème 검사"))[0].split() == ["Creme"]  # what tantivy indexes
+    decomposed = analyzer.terms(nfd("Crème 검사 ガイド"))  # Hangul as jamo, `カ` + U+3099
+    assert decomposed == ["creme", "검사", "ガイ", "イド"]
+    assert analyzer.terms("한국어 データベース ガイド") == [  # other scripts keep their marks
+        *["한국", "국어"],
+        *["デー", "ータ", "タベ", "ベー", "ース"],
+        *["ガイ", "イド"],
+    ]
 
 
 def test_vault_names_find_notes_and_folders_as_typed():

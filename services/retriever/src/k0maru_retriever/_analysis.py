@@ -5,13 +5,17 @@ are `cafe`, `Creme`: people type words without their accents; done in Python on 
 only, where tantivy's ASCII folding filter cost every note 7 % more BM25 analysis), then
 tantivy's simple tokenizer, lowercased, English stopwords removed, Snowball-stemmed. Han text:
 jieba's search-mode segmentation (words and their sub-words), so `检查器` matches inside
-`借用检查器报错`. Identifiers such as `SQLITE_BUSY`, `E0502` or `snake_case_name` are also kept
+`借用检查器报错`. Hangul and kana: overlapping character bigrams (a lone character stays a
+unigram), as Lucene's CJK analyzer does: Korean writes a word and its particle as one (`서버를`,
+the server + object particle) and Japanese runs kana words together (`サーバーに`), so cutting at
+spaces would leave the query `서버` or `サーバー` matching nothing; their bigrams `서버`, `サー`,
+`ーバ`, `バー` match. Identifiers such as `SQLITE_BUSY`, `E0502` or `snake_case_name` are also kept
 whole, so an exact symbol outranks its parts.
 
 Indexing runs the Latin analysis inside tantivy (the analyzer is registered on the index as
 `LATIN_TOKENIZER`, so a chunk's text never comes back to Python as a list of terms); only the
-identifiers and the jieba words, a small share of the terms, are handed over pre-tokenized.
-`terms()` gives the same multiset of terms in Python (queries, tests).
+identifiers, the jieba words and the bigrams, a small share of the terms, are handed over
+pre-tokenized. `terms()` gives the same multiset of terms in Python (queries, tests).
 """
 
 from __future__ import annotations
@@ -23,7 +27,12 @@ import tantivy
 
 from ._han import HanSegmenter
 
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_HAN_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# Hangul (syllables, jamo, compatibility jamo), hiragana and katakana letters with their voicing
+# marks and the prolonged sound mark, halfwidth katakana; not the kana punctuation (`・`, `゠`)
+_SYLLABLE_CHARS = "\u1100-\u11ff\u3041-\u3096\u3099-\u309a\u309d-\u309f\u30a1-\u30fa\u30fc-\u30ff\u3131-\u318e\u31f0-\u31ff\uac00-\ud7a3\uff66-\uff9f"
+_HAN = re.compile(f"[{_HAN_CHARS}]+")
+_NOT_LATIN = re.compile(f"[{_HAN_CHARS}]+|[{_SYLLABLE_CHARS}]+")  # a Han run, or a Hangul/kana one
 # an identifier: a run of letters/digits joined to more runs by `_ . : -` (runs like E0502 stay
 # whole anyway). Possessive runs: no backtracking into a word that has no separator after it
 # (twice as fast as tantivy's regex tokenizer on SciFact, and 2.2× the greedy form).
@@ -53,6 +62,19 @@ def _unaccented(text: str) -> str:
 def _segment(run: str) -> list[str]:
     """jieba's search-mode words of a Han run; jieba's dictionary loads by character (`_han`)."""
     return _HAN_SEGMENTER.segment(run)
+
+
+def _bigrams(run: str) -> list[str]:
+    """Overlapping character bigrams of a Hangul or kana run; a lone character is its own term.
+    The run is read composed and in its usual width, as the Latin analysis reads compatibility
+    forms: decomposed Hangul (jamo) and kana (`カ` + U+3099) as syllables, halfwidth `ｶﾞ` as `ガ`."""
+    run = unicodedata.normalize("NFKC", run)
+    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def _run_terms(run: str) -> list[str]:
+    """The terms of one `_NOT_LATIN` run: jieba's words for Han, bigrams for Hangul and kana."""
+    return _segment(run) if _HAN.match(run) else _bigrams(run)
 
 
 def _identifiers(text: str) -> list[str]:
@@ -104,17 +126,17 @@ class BM25Analyzer:
     def split(self, text: str) -> tuple[str, list[str]]:
         """(the text for `LATIN_TOKENIZER`, the other terms: identifiers and jieba words).
 
-        Han runs are blanked in the first (the simple tokenizer would keep `abc检查` as one
-        token), so the two together hold exactly the terms of `terms(text)`."""
+        Han, Hangul and kana runs are blanked in the first (the simple tokenizer would keep
+        `abc检查` as one token), so the two together hold exactly the terms of `terms(text)`."""
         if text.isascii():
             return text, _identifiers(text)
-        if not _HAN.search(text):
+        if not _NOT_LATIN.search(text):
             latin = _unaccented(text)
             return latin, _identifiers(latin)
-        latin = _unaccented(_HAN.sub(" ", text))
+        latin = _unaccented(_NOT_LATIN.sub(" ", text))
         extra = _identifiers(latin)
-        for match in _HAN.finditer(text):
-            extra.extend(_segment(match.group(0)))
+        for match in _NOT_LATIN.finditer(text):
+            extra.extend(_run_terms(match.group(0)))
         return latin, extra
 
     def terms(self, text: str) -> list[str]:
@@ -122,9 +144,9 @@ class BM25Analyzer:
         out: list[str] = []
         pos = 0
         if not text.isascii():
-            for match in _HAN.finditer(text):
+            for match in _NOT_LATIN.finditer(text):
                 out.extend(self._latin_terms(text[pos : match.start()]))
-                out.extend(_segment(match.group(0)))
+                out.extend(_run_terms(match.group(0)))
                 pos = match.end()
         out.extend(self._latin_terms(text[pos:]))
         return out
