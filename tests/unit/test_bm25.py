@@ -75,6 +75,28 @@ def test_korean_and_japanese_words_are_found_inside_their_runs(tmp_path: Path):
     assert paths(idx.search("ｷｬｯｼｭ", 5, Scope())) == ["ja/cache.md"]  # halfwidth katakana as typed on some keyboards
 
 
+def test_words_that_change_case_inside_are_found_by_their_parts(tmp_path: Path):
+    """Code in notes names things in camelCase: `server side props` finds `getServerSideProps`,
+    and typing the name itself still ranks it above notes that only share its parts."""
+    idx = Bm25Index(tmp_path / "i", BM25Analyzer())
+    notes = {
+        "next.md": "Data fetching: export getServerSideProps from the page.",
+        "ssr.md": "Server rendering: the server renders each page's props on its side.",
+        "http.md": "An XMLHttpRequest answers requests.",
+        "sqlite.md": "SQLite keeps one file.",
+        "rna.md": "The mRNA level fell.",
+        "dna.md": "RNA and DNA.",
+    }
+    for path, text in notes.items():
+        idx.add(ChunkRow(f"{path}#0", path, "Root", [], text))
+    idx.commit()
+    assert "next.md" in paths(idx.search("server side props", 5, Scope()))
+    assert paths(idx.search("getServerSideProps", 5, Scope()))[0] == "next.md"
+    assert paths(idx.search("http request", 5, Scope()))[0] == "http.md"
+    assert paths(idx.search("lite", 5, Scope())) == []  # `SQLite` is not `SQ` + `Lite`
+    assert paths(idx.search("RNA", 5, Scope())) == ["dna.md"]  # `mRNA` is a word, not `m` + `RNA`
+
+
 @pytest.mark.parametrize("query", ['title:"x', "a AND OR NOT (", "*?~^:[]{}\\", "", "   ", "x" * 10_000, "词" * 5000])
 def test_bad_queries_never_raise(index: Bm25Index, query: str):
     assert isinstance(index.search(query, 10, Scope()), list)
@@ -102,6 +124,7 @@ MIXED = [
     "abc检查器def_x 中文 running runs RUNNING the The",
     "Ωmega é_x ñ-y naïve café 3.14.15",
     "서버를 재시작했다 db_pool 설정이 이 문제를 고쳤다; サーバーに接続できない ｶﾞｲﾄﾞ",
+    "getServerSideProps calls parseHTMLForIDs; mRNA and siRNA in the XMLHttpRequest",
 ]
 
 
@@ -125,7 +148,20 @@ def test_index_side_analysis_scores_as_the_python_terms(tmp_path: Path):
     reference.reload()
     searcher = reference.searcher()
     terms = {t for text in MIXED for t in analyzer.terms(text)}
-    assert {"sqlite_busy", "e0502", "检查", "v1.2.3", "run", "서버", "이", "サー", "ガイ"} <= terms
+    assert {
+        "sqlite_busy",
+        "e0502",
+        "检查",
+        "v1.2.3",
+        "run",
+        "서버",
+        "이",
+        "サー",
+        "ガイ",
+        "getserversideprop",
+        "side",
+        "html",
+    } <= terms
     for term in terms:  # one term query each, on both indexes
         scored = []
         for index_searcher, index_schema in ((searcher, schema), (idx._searcher, idx._schema)):

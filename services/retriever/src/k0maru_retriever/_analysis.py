@@ -10,7 +10,9 @@ unigram), as Lucene's CJK analyzer does: Korean writes a word and its particle a
 the server + object particle) and Japanese runs kana words together (`サーバーに`), so cutting at
 spaces would leave the query `서버` or `サーバー` matching nothing; their bigrams `서버`, `サー`,
 `ーバ`, `バー` match. Identifiers such as `SQLITE_BUSY`, `E0502` or `snake_case_name` are also kept
-whole, so an exact symbol outranks its parts.
+whole, so an exact symbol outranks its parts; words in camelCase are split into their parts too
+(`getServerSideProps` also counts as `get server side prop`), where two lower-case letters meet
+a capital, so `mRNA`, `IgG` and `SQLite` stay words.
 
 Indexing runs the Latin analysis inside tantivy (the analyzer is registered on the index as
 `LATIN_TOKENIZER`, so a chunk's text never comes back to Python as a list of terms); only the
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
 
 import tantivy
 
@@ -39,6 +42,13 @@ _NOT_LATIN = re.compile(f"[{_HAN_CHARS}]+|[{_SYLLABLE_CHARS}]+")  # a Han run, o
 _IDENT = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]++(?:[_.:-][A-Za-z0-9]++)+")
 _IDENT_AT = re.compile(r"[A-Za-z0-9]++(?:[_.:-][A-Za-z0-9]++)+")  # _IDENT where a run starts
 _JOINT = re.compile(r"[_.:-](?<=[A-Za-z0-9][_.:-])(?=[A-Za-z0-9])")  # a separator inside an identifier
+# a word that goes from 2 lower-case letters to a capital: `getServer`, `XMLHttp`; not `mRNA`,
+# `IgG` or `SQLite` (`SQ` + `Lite`), where the capitals are not where the parts meet
+_SHAPES = bytes(
+    ord("a") if chr(b).islower() else ord("A") if chr(b).isupper() else ord("0") if chr(b).isdigit() else 32
+    for b in range(128)
+) + bytes(128)  # ASCII letters and digits by their shape, for `bytes.find`
+_CASE_PART = re.compile(r"[A-Z]{2,}s(?![a-z])|[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")  # `PSCs` stays whole
 _ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 MAX_QUERY_TERMS = 64
 LATIN_TOKENIZER = "k0_latin"
@@ -75,6 +85,38 @@ def _bigrams(run: str) -> list[str]:
 def _run_terms(run: str) -> list[str]:
     """The terms of one `_NOT_LATIN` run: jieba's words for Han, bigrams for Hangul and kana."""
     return _segment(run) if _HAN.match(run) else _bigrams(run)
+
+
+def _case_changes(text: str) -> Iterator[int]:
+    """Where a capital follows two lower-case ASCII letters, found by `bytes.find` in the text's
+    shapes (`a`, `A`, `0`, space: one byte per character, other characters `?` → space): several
+    times faster than a regex on prose, whose many capitals each cost the regex a look-behind."""
+    shapes = text.encode("ascii", "replace").translate(_SHAPES)
+    at = shapes.find(b"aaA")
+    while at >= 0:
+        yield at + 2
+        at = shapes.find(b"aaA", at + 3)
+
+
+def _case_parts(text: str) -> str:
+    """The parts of the words that change case inside (`getServerSideProps` → `get Server Side
+    Props`, `parseHTMLFor` → `parse HTML For`), 2 characters or more, one text for the Latin analysis.
+    The whole word is a term too, so typing it exactly still counts most."""
+    out: list[str] = []
+    end = 0
+    for capital in _case_changes(text):  # each word then walked to its ends
+        if capital < end:  # inside the word found last
+            continue
+        start, stop = capital, capital + 1
+        while start > 0 and text[start - 1] in _ALNUM:
+            start -= 1
+        while stop < len(text) and text[stop] in _ALNUM:
+            stop += 1
+        end = stop
+        parts = [part for part in _CASE_PART.findall(text, start, stop) if len(part) > 1]
+        if len(parts) > 1:  # `getX`, `abC`: nothing the word itself does not say
+            out.extend(parts)
+    return " ".join(out)
 
 
 def _identifiers(text: str) -> list[str]:
@@ -129,15 +171,17 @@ class BM25Analyzer:
         Han, Hangul and kana runs are blanked in the first (the simple tokenizer would keep
         `abc检查` as one token), so the two together hold exactly the terms of `terms(text)`."""
         if text.isascii():
-            return text, _identifiers(text)
-        if not _NOT_LATIN.search(text):
+            latin, extra = text, _identifiers(text)
+        elif not _NOT_LATIN.search(text):
             latin = _unaccented(text)
-            return latin, _identifiers(latin)
-        latin = _unaccented(_NOT_LATIN.sub(" ", text))
-        extra = _identifiers(latin)
-        for match in _NOT_LATIN.finditer(text):
-            extra.extend(_run_terms(match.group(0)))
-        return latin, extra
+            extra = _identifiers(latin)
+        else:
+            latin = _unaccented(_NOT_LATIN.sub(" ", text))
+            extra = _identifiers(latin)
+            for match in _NOT_LATIN.finditer(text):
+                extra.extend(_run_terms(match.group(0)))
+        parts = _case_parts(latin)
+        return (f"{latin}\n{parts}" if parts else latin), extra
 
     def terms(self, text: str) -> list[str]:
         """Every term of `text`, in order, duplicates kept (term frequency matters)."""
@@ -156,6 +200,8 @@ class BM25Analyzer:
             return []
         text = _unaccented(text)
         terms: list[str] = self._latin.analyze(text)
+        if parts := _case_parts(text):
+            terms.extend(self._latin.analyze(parts))
         terms.extend(_identifiers(text))
         return terms
 

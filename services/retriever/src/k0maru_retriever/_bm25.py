@@ -60,7 +60,8 @@ class ChunkRow:
 #    the same; 20 % less indexing CPU on a linked vault)
 # 6: "names_raw" (stored: the note's title and aliases, one per line), for the name match
 # 7: Latin text without diacritics (`café` → `cafe`)
-# 8: Hangul and kana as character bigrams (`서버를` → `서버`, `버를`)
+# 8: Hangul and kana as character bigrams (`서버를` → `서버`, `버를`); camelCase words also by their
+#    parts (`getServerSideProps` → `get server side prop`)
 SCHEMA_VERSION = "8"
 # The name match (see `search`): a note's bonus grows with the cube of the share of its name the
 # query covers, so a query that names a note counts and a shared word or two hardly does.
