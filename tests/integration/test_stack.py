@@ -158,7 +158,7 @@ def test_names_macos_wrote_decomposed_are_found_as_typed(stack):
         vault,
         {
             nfd("équipe/Café résumé.md"): "# Café résumé\n\nThe espresso machine needs descaling monthly.\n",
-            nfd("équipe/한국어 메모.md"): "# 한국어 메모\n\n서버 배포 절차\n",
+            nfd("équipe/한국어 메모.md"): nfd("# 한국어 메모\n\n서버를 배포하는 절차\n"),  # deploying the server
             "links to mac names.md": "# Index\n\n[[Café résumé]], [[한국어 메모]] and [[ÉQUIPE/café RÉSUMÉ]]\n",
             "decomposed text.md": nfd("# Dessert\n\nCrème brûlée wants a blowtorch.\n"),
         },
@@ -167,6 +167,8 @@ def test_names_macos_wrote_decomposed_are_found_as_typed(stack):
     wait_for(lambda: search(client, "blowtorch", BM25)[:1] == ["decomposed text.md"], 45, "the new notes")
     for query in ("crème brûlée", "creme brulee", nfd("Crème")):  # composed, unaccented, decomposed
         assert search(client, query, BM25)[:1] == ["decomposed text.md"], query
+    # Korean words carry their particles (서버를: the server + object particle), written as jamo here
+    assert search(client, "서버 배포", BM25)[:1] == [memo]
     note = client.call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path="links to mac names.md"))
     assert sorted(note.outgoing) == sorted([cafe, memo])
     assert dict(note.resolved) == {"Café résumé": cafe, "한국어 메모": memo, "ÉQUIPE/café RÉSUMÉ": cafe}
