@@ -183,24 +183,26 @@ class BM25Analyzer:
         parts = _case_parts(latin)
         return (f"{latin}\n{parts}" if parts else latin), extra
 
-    def terms(self, text: str) -> list[str]:
-        """Every term of `text`, in order, duplicates kept (term frequency matters)."""
+    def terms(self, text: str, case_parts: bool = True) -> list[str]:
+        """Every term of `text`, in order, duplicates kept (term frequency matters). Without
+        `case_parts`, camelCase words are only themselves (a note's names, for the name match:
+        `GitHub` is all of its name for a query that says `github`)."""
         out: list[str] = []
         pos = 0
         if not text.isascii():
             for match in _NOT_LATIN.finditer(text):
-                out.extend(self._latin_terms(text[pos : match.start()]))
+                out.extend(self._latin_terms(text[pos : match.start()], case_parts))
                 out.extend(_run_terms(match.group(0)))
                 pos = match.end()
-        out.extend(self._latin_terms(text[pos:]))
+        out.extend(self._latin_terms(text[pos:], case_parts))
         return out
 
-    def _latin_terms(self, text: str) -> list[str]:
+    def _latin_terms(self, text: str, case_parts: bool = True) -> list[str]:
         if not text.strip():
             return []
         text = _unaccented(text)
         terms: list[str] = self._latin.analyze(text)
-        if parts := _case_parts(text):
+        if case_parts and (parts := _case_parts(text)):
             terms.extend(self._latin.analyze(parts))
         terms.extend(_identifiers(text))
         return terms

@@ -240,7 +240,7 @@ class Bm25Index:
             parsed = [
                 {t: self._idf(t) for t in terms}
                 for line in names.splitlines()
-                if (terms := set(self._analyzer.terms(line)))
+                if (terms := set(self._analyzer.terms(line, case_parts=False)))
             ]
             _keep(self._names_seen, names, parsed)
         return parsed
