@@ -97,7 +97,10 @@ def test_words_that_change_case_inside_are_found_by_their_parts(tmp_path: Path):
     assert paths(idx.search("RNA", 5, Scope())) == ["dna.md"]  # `mRNA` is a word, not `m` + `RNA`
 
 
-@pytest.mark.parametrize("query", ['title:"x', "a AND OR NOT (", "*?~^:[]{}\\", "", "   ", "x" * 10_000, "词" * 5000, "getX" * 5000, "서버를" * 4000])
+@pytest.mark.parametrize(
+    "query",
+    ['title:"x', "a AND OR NOT (", "*?~^:[]{}\\", "", "   ", "x" * 10_000, "词" * 5000, "getX" * 5000, "서버를" * 4000],
+)
 def test_bad_queries_never_raise(index: Bm25Index, query: str):
     assert isinstance(index.search(query, 10, Scope()), list)
 
