@@ -166,7 +166,8 @@ class BM25Analyzer:
         index.register_tokenizer(LATIN_TOKENIZER, _latin_analyzer())
 
     def split(self, text: str) -> tuple[str, list[str]]:
-        """(the text for `LATIN_TOKENIZER`, the other terms: identifiers and jieba words).
+        """(the text for `LATIN_TOKENIZER`, with camelCase words' parts on a last line; the other
+        terms: identifiers, jieba words, Hangul and kana bigrams).
 
         Han, Hangul and kana runs are blanked in the first (the simple tokenizer would keep
         `abc检查` as one token), so the two together hold exactly the terms of `terms(text)`."""
