@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 import tantivy
 
+from k0maru.v1 import common_pb2
 from k0maru_retriever._analysis import BM25Analyzer
 from k0maru_retriever._bm25 import Bm25Index, ChunkRow, Scope
+from k0maru_retriever._index import note_names
 
 ROWS = [
     ChunkRow(
@@ -237,3 +239,18 @@ def test_a_shared_word_or_two_hardly_moves_a_long_title(tmp_path: Path):
     best = max(plain.values())
     # "risk" and "elderly" cover about a third of the title's weight: a bonus of under 5 % of the best score
     assert 0 < named["paper.md#0"] - plain["paper.md#0"] < 0.05 * best
+
+
+def test_a_note_is_also_named_by_its_file_name():
+    """Obsidian and Foam link by file name, so people know a note by it; a number is no name."""
+
+    def names(path: str, title: str, *aliases: str) -> list[str]:
+        return note_names(common_pb2.Document(path=path, title=title, aliases=list(aliases))).splitlines()
+
+    assert names("daily/2026-11-30 standup.md", "Standup with the infra team") == [
+        "Standup with the infra team",
+        "2026-11-30 standup",
+    ]
+    assert names("Publish to GitHub.md", "publish to github") == ["publish to github"]  # the same name
+    assert names("rust.md", "Rust borrow checker", "rust") == ["Rust borrow checker", "rust"]  # an alias already
+    assert names("4983.md", "Osteoporosis in the elderly") == ["Osteoporosis in the elderly"]

@@ -16,14 +16,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import unicodedata
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 import numpy as np
 import xxhash
 
 from k0maru.v1 import common_pb2
+from k0maru_common import name_key
 
 from ._bm25 import Bm25Index
 from ._graph import LinkGraph
@@ -49,8 +52,14 @@ def vector_key(doc: common_pb2.Document, chunk: common_pb2.Chunk, model_id: str)
 
 
 def note_names(doc: common_pb2.Document) -> str:
-    """A note's names for BM25's name match: its title and aliases, one per line."""
-    return "\n".join(filter(None, [doc.title, *doc.aliases]))
+    """A note's names for BM25's name match, one per line: its title, its aliases, and its file
+    name when that says something else in words (Obsidian and Foam link by file name, so people
+    know a note by it: `2026-11-30 standup` titled "Standup with the infra team")."""
+    names = [doc.title, *doc.aliases]
+    stem = unicodedata.normalize("NFC", PurePosixPath(doc.path).stem)
+    if any(c.isalpha() for c in stem) and name_key(stem) not in {name_key(n) for n in names}:
+        names.append(stem)
+    return "\n".join(filter(None, names))
 
 
 def embed_text(doc: common_pb2.Document, chunk: common_pb2.Chunk) -> str:
