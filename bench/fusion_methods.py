@@ -65,6 +65,8 @@ METHODS: dict[str, Callable[[Ranking, Ranking], list[str]]] = {
     "adaptive rrf p2": adaptive_rrf(power=2),
     **{f"adaptive convex {w} p{p}": convex(w, p) for w in (0.4, 0.5, 0.6) for p in (1, 1.25, 2)},
     **{f"adaptive convex 0.5 p1.25 s×{f}": convex(0.5, 1.25, f * FusionParams().gap_scale) for f in (0.9, 1.1)},
+    # sixteenth wave: BM25 with the name match (eighth wave) and file names as names, weights again
+    **{f"adaptive convex {w} p{p}": convex(w, p) for w in (0.55, 0.6, 0.65) for p in (1, 1.25, 1.5, 2, 2.5, 3)},
 }
 METHODS["default"] = convex(0.5, FusionParams().adaptive)
 

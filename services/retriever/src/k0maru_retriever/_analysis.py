@@ -111,9 +111,9 @@ def _case_parts(text: str) -> str:
             start -= 1
         while stop < len(shapes) and shapes[stop] != 32:
             stop += 1
-        parts = [part for part in _CASE_PART.findall(text, start, stop) if len(part) > 1]
-        if len(parts) > 1:  # `getX`, `abC`: nothing the word itself does not say
-            out.extend(parts)
+        parts = _CASE_PART.findall(text, start, stop)
+        if len(parts) > 1:  # `URLs` is one part; `kappaB` and `getX` give `kappa` and `get`
+            out.extend(part for part in parts if len(part) > 1)
         at = shapes.find(b"aaA", stop)
     return " ".join(out)
 
