@@ -61,7 +61,7 @@ class ChunkRow:
 # 6: "names_raw" (stored: the note's title and aliases, one per line), for the name match
 # 7: Latin text without diacritics (`café` → `cafe`)
 # 8: Hangul and kana as character bigrams (`서버를` → `서버`, `버를`); camelCase words also by their
-#    parts (`getServerSideProps` → `get server side prop`)
+#    parts (`getServerSideProps` → `get server side prop`); "names_raw" holds the file name too
 SCHEMA_VERSION = "8"
 # The name match (see `search`): a note's bonus grows with the cube of the share of its name the
 # query covers, so a query that names a note counts and a shared word or two hardly does.
