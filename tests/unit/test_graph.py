@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from k0maru_retriever._graph import LinkGraph
+from k0maru.v1 import common_pb2
+from k0maru_retriever._graph import LinkGraph, link_target
 
 
 def test_resolution_order_and_shortest_path():
@@ -15,6 +16,45 @@ def test_resolution_order_and_shortest_path():
     assert g.resolve("Plan") == "projects/Plan.md"
     assert g.resolve("Sibling", "folder/Other.md") == "folder/Sibling.md"
     assert g.resolve("Missing") is None
+
+
+def _link(target: str, alias: str = "", markdown: bool = False) -> str:
+    return link_target(common_pb2.Link(target=target, alias=alias, markdown=markdown))
+
+
+def test_a_label_written_first_names_the_note_when_the_target_does_not():
+    """Dendron (and Gollum, GitHub wikis) write `[[label|note]]`, Obsidian `[[note|label]]`."""
+    g = LinkGraph()
+    g.set_note("dendron.topic.lookup.md", [])
+    g.set_note("Rust.md", [])
+    g.set_note("docs.md", [])
+    g.set_note(
+        "source.md",
+        [
+            _link("docs", "dendron.topic.lookup#create"),  # both sides name notes: the target wins
+            _link("Docs for lookup", "dendron.topic.lookup#create"),  # label first
+            _link("Rust", "the language"),  # Obsidian
+            _link("Nothing", "nowhere"),
+            _link("notes", "Rust.md", markdown=True),  # a Markdown link's text is never a note name
+        ],
+    )
+    assert g.outgoing("source.md") == {"docs.md", "dendron.topic.lookup.md", "Rust.md"}
+    assert g.resolve_link(_link("Docs for lookup", "dendron.topic.lookup#create"), "source.md") == (
+        "dendron.topic.lookup",
+        "dendron.topic.lookup.md",
+    )
+    assert g.resolve_link(_link("Nothing", "nowhere")) == ("Nothing", None)
+    assert g.backlinks("dendron.topic.lookup.md") == {"source.md"}
+    # the target's note appears: the link moves to it; it goes: back to the label's note
+    g.set_note("Docs for lookup.md", [])
+    assert g.backlinks("Docs for lookup.md") == {"source.md"}
+    assert g.resolve(_link("Docs for lookup", "dendron.topic.lookup#create")) == "Docs for lookup.md"
+    g.remove_note("Docs for lookup.md")
+    assert g.resolve(_link("Docs for lookup", "dendron.topic.lookup#create")) == "dendron.topic.lookup.md"
+    g.set_note("nowhere.md", [])
+    assert "nowhere.md" in g.outgoing("source.md")
+    g.remove_note("dendron.topic.lookup.md")
+    assert g.outgoing("source.md") == {"docs.md", "Rust.md", "nowhere.md"}
 
 
 def test_unresolved_link_resolves_when_note_appears_and_backlinks_follow():

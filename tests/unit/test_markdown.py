@@ -71,6 +71,24 @@ def test_links_of_every_form():
     assert all("x.y" not in lk.target for lk in links)
 
 
+def test_dendron_links_name_their_note_without_the_vault():
+    """`dendron://vault/note` names a note of another vault of the workspace; after a `|` it marks
+    the label-first form `[[label|dendron://vault/note]]`. A plain `[[label|note]]` is left as
+    written: which side names a note is the retriever's graph's to find."""
+    text = (
+        "[[Office Hours|dendron://dendron.site/community.events.office-hours]] "
+        "[[Dendronites|dendron://site/community.concepts#dendronites]] "
+        "![[dendron://site/dendron._ref.web-ui#calendar-view,1:#*]] [[docs|dendron.topic.lookup#create]]"
+    )
+    seen = [(lk.target, lk.alias, lk.heading, lk.embed) for lk in parse_note("s.md", text).links]
+    assert seen == [
+        ("community.events.office-hours", "Office Hours", "", False),
+        ("community.concepts", "Dendronites", "dendronites", False),
+        ("dendron._ref.web-ui", "", "calendar-view,1:#*", True),
+        ("docs", "dendron.topic.lookup#create", "", False),
+    ]
+
+
 def test_embed_marks_at_line_start_and_beside_links():
     text = "![[A]][[B]]![[C]] [[[D]] x![[E]]\n![img](pics/F.md) [![x](G.md) [h](H.md)![i](I.md)"
     links = parse_note("s.md", text).links

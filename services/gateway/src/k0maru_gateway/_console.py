@@ -580,7 +580,6 @@ def build_console(
             frontmatter = json.loads(doc.frontmatter_json or "{}")
         except ValueError:
             frontmatter = {}
-        resolved = dict(reply.resolved)
         return JSONResponse(
             {
                 "path": doc.path,
@@ -589,16 +588,16 @@ def build_console(
                 "frontmatter": frontmatter if isinstance(frontmatter, dict) else {},
                 "tags": list(doc.tags),
                 "aliases": list(doc.aliases),
-                "links": [
+                "links": [  # a label-first link (`[[label|note]]`, Dendron) shown with its sides turned
                     {
-                        "target": link.target,
-                        "alias": link.alias,
+                        "target": where.target,
+                        "alias": link.alias if where.target == link.target else link.target,
                         "heading": link.heading,
                         "line": link.line,
                         "embed": link.embed,
-                        "path": resolved.get(link.target),
+                        "path": where.path or None,
                     }
-                    for link in doc.links
+                    for link, where in zip(doc.links, reply.links, strict=True)
                 ],
                 "outgoing": list(reply.outgoing),
                 "backlinks": list(reply.backlinks),

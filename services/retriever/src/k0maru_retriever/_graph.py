@@ -6,6 +6,11 @@ relative to the linking note's folder, then any note whose file name matches as 
 name macOS wrote decomposed), the shortest path winning (ties: alphabetical). Unresolved links
 are kept and resolve as soon as a matching note appears.
 
+A wikilink with a label is filed as `link_target`: `target` and, after `LABEL_SIDE`, its label.
+It resolves to its target, else to the note its label names: Dendron (and Gollum and GitHub
+wikis) write the label first, `[[label|note]]`, the reverse of Obsidian's `[[note|label]]`, and
+a link says nothing of which it is. The target side wins when both name notes.
+
 Updates are incremental: a target can only change its resolution when a note with the same
 file name appears or disappears, so every source is filed under the names its targets
 mention, and only those sources are re-resolved (a full rebuild took 0.75 s at 10k notes).
@@ -21,9 +26,28 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Container, Iterable
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from k0maru_common import name_key
+
+if TYPE_CHECKING:
+    from k0maru.v1 import common_pb2
+
+LABEL_SIDE = "\n"  # between a link's target and its label in `link_target` (no link holds a line break)
+
+
+def link_target(link: common_pb2.Link) -> str:
+    """What the graph files for one parsed link: the target as written, and for a wikilink with
+    a label, `target LABEL_SIDE label` (the label without its #heading or ^block) to resolve
+    when the target does not."""
+    label = link.alias.partition("#")[0].partition("^")[0].strip() if link.alias and not link.markdown else ""
+    label = label.removesuffix(".md")
+    return f"{link.target}{LABEL_SIDE}{label}" if label and label != link.target else link.target
+
+
+def _sides(target: str) -> list[str]:
+    return target.split(LABEL_SIDE) if LABEL_SIDE in target else [target]
 
 
 def _name(path_or_target: str) -> str:
@@ -115,7 +139,8 @@ class LinkGraph:
         """File the note and the names its targets mention; True if the note is new."""
         self._targets[path] = targets
         for target in targets:
-            self._mentions[_name(target)].add(path)
+            for side in _sides(target):
+                self._mentions[_name(side)].add(path)
         if path in self._paths:
             return False
         self._paths.add(path)
@@ -124,7 +149,7 @@ class LinkGraph:
 
     def _set_keys(self, path: str, targets: list[str], names: Iterable[str]) -> None:
         self._keys[path] = _note_keys(path, names)
-        self._target_keys[path] = tuple({k for t in targets for k in _target_keys(t)})
+        self._target_keys[path] = tuple({k for t in targets for k in _target_keys(_sides(t)[0])})
 
     def remove_note(self, path: str) -> None:
         self._keys.pop(path, None)
@@ -138,7 +163,8 @@ class LinkGraph:
 
     def _forget_targets(self, path: str) -> None:
         for target in self._targets.get(path, []):
-            self._mentions[_name(target)].discard(path)
+            for side in _sides(target):
+                self._mentions[_name(side)].discard(path)
         for out in self.outgoing(path):
             self._back[out].discard(path)
         self._resolved.pop(path, None)
@@ -152,7 +178,7 @@ class LinkGraph:
             before = self.outgoing(source)
             resolved = self._resolved.setdefault(source, {})
             for target in self._targets.get(source, []):
-                if _name(target) == name:
+                if any(_name(side) == name for side in _sides(target)):
                     found = self.resolve(target, source)
                     resolved[target] = found if found != source else None
             self._update_backlinks(source, before)
@@ -174,6 +200,19 @@ class LinkGraph:
             self._back[new].add(source)
 
     def resolve(self, target: str, source: str = "") -> str | None:
+        """The note a target names (a `link_target`: its target, else its label), or None."""
+        return self.resolve_link(target, source)[1]
+
+    def resolve_link(self, target: str, source: str = "") -> tuple[str, str | None]:
+        """(the side of a `link_target` that names a note, the note), or (its target, None)."""
+        sides = _sides(target)
+        for side in sides:
+            found = self._resolve_one(side, source)
+            if found is not None:
+                return side, found
+        return sides[0], None
+
+    def _resolve_one(self, target: str, source: str) -> str | None:
         clean = target.strip().lstrip("/")
         if not clean:
             return None

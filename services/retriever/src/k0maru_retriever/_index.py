@@ -29,7 +29,7 @@ from k0maru.v1 import common_pb2
 from k0maru_common import name_key
 
 from ._bm25 import Bm25Index
-from ._graph import LinkGraph
+from ._graph import LinkGraph, link_target
 from ._state import IndexState
 from ._tags import TAG_PREFIX, TagIndex, tag_key
 from ._vectors import VectorPoint, VectorStore
@@ -122,7 +122,7 @@ class NoteIndex:
         self._changed_since: set[str] | None = None  # notes applied or removed during a compaction
         self.last_change = time.monotonic()  # of a note applied or removed
         self.graph.load(
-            {doc.path: [lk.target for lk in doc.links if lk.target] for doc in state.docs.values()},
+            {doc.path: [link_target(lk) for lk in doc.links if lk.target] for doc in state.docs.values()},
             {doc.path: [doc.title, *doc.aliases] for doc in state.docs.values()},
         )
         for doc in state.docs.values():
@@ -262,7 +262,7 @@ class NoteIndex:
             old = self.state.docs.get(doc.path)
             self.bm25.delete_path(doc.path)
             self._add_bm25(doc)
-            links = ([lk.target for lk in doc.links if lk.target], [doc.title, *doc.aliases])
+            links = ([link_target(lk) for lk in doc.links if lk.target], [doc.title, *doc.aliases])
             if link_later:
                 self._links_pending[doc.path] = links
             else:

@@ -30,6 +30,7 @@ from ._bm25 import Bm25Index
 from ._compaction import Bm25Compactor
 from ._follower import EventFollower
 from ._fusion import model_gap_scale
+from ._graph import link_target
 from ._graphview import graph_view
 from ._index import NoteIndex
 from ._params import FILE_NAME, ParamsFile
@@ -77,13 +78,16 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
         with app.index.lock:
             doc = app.index.state.docs[indexed_path(app, request.path)]
             graph = app.index.graph
-            resolved = {t.target: r for t in doc.links if (r := graph.resolve(t.target, doc.path)) and r != doc.path}
+            links = []
+            for link in doc.links:
+                side, found = graph.resolve_link(link_target(link), doc.path)
+                links.append(retriever_pb2.LinkResolution(target=side, path="" if found == doc.path else found or ""))
             return retriever_pb2.Note(
                 document=doc,
                 backlinks=sorted(graph.backlinks(doc.path)),
                 markdown=read_markdown(app.settings.vault, doc.path),
                 outgoing=sorted(graph.outgoing(doc.path)),
-                resolved=resolved,
+                links=links,
             )
 
     def Backlinks(

@@ -35,8 +35,8 @@ import yaml
 from ._chunker import Section, chunk_sections
 
 # bump when parse_note or chunk_sections change their output (2026-12-01.2: libyaml's messages,
-# below; 2026-12-03.1: text read as NFC; .2: opaque data left out)
-PARSER_VERSION = "2026-12-03.2"
+# below; 2026-12-03.1: text read as NFC; .2: opaque data left out; 2026-12-04.1: Dendron's links)
+PARSER_VERSION = "2026-12-04.1"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
 # some invalid-YAML messages are worded differently
@@ -55,6 +55,11 @@ _TAG_LINE_SPLIT = re.compile(r"[,，、;；|｜]")
 # fast literal search, where a leading `(!?)` made the engine try a match at every character
 # (the two link regexes were a fifth of parsing a linked vault's long lines)
 _WIKILINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
+# Dendron names a note of another vault of its workspace `dendron://<vault>/<note>`, and writes a
+# link with a label `[[label|dendron://vault/note]]` or `[[label|note]]`: the label first, the
+# reverse of Obsidian's `[[note|label]]`. A `dendron://` after the `|` settles which side is the
+# note; without one the retriever's graph tries the other side when the first names no note.
+_DENDRON_VAULT = re.compile(r"^\s*dendron://[^/\]|]*/")
 _MD_LINK = re.compile(
     r"\[([^\]\n]*)\]\(<?([^)<>\s]+?\.(?:md|markdown))(#[^)\s>]*)?>?(?:\s+\"[^\"]*\")?\)", re.IGNORECASE
 )
@@ -259,7 +264,9 @@ def _links_in(line: str, line_no: int) -> list[ParsedLink]:
         start = match.start()
         inner = match.group(1).replace("\\|", "|")
         target, _, alias = inner.partition("|")
-        target, _, heading = target.partition("#")
+        if alias.lstrip().startswith("dendron://"):
+            target, alias = alias, target
+        target, _, heading = _DENDRON_VAULT.sub("", target).partition("#")
         block = ""
         if heading.startswith("^"):
             block, heading = heading[1:], ""

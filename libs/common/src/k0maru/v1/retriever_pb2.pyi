@@ -204,25 +204,26 @@ class GetNoteRequest(_message.Message):
     def __init__(self, path: _Optional[str] = ...) -> None: ...
 
 class Note(_message.Message):
-    __slots__ = ("document", "backlinks", "markdown", "outgoing", "resolved")
-    class ResolvedEntry(_message.Message):
-        __slots__ = ("key", "value")
-        KEY_FIELD_NUMBER: _ClassVar[int]
-        VALUE_FIELD_NUMBER: _ClassVar[int]
-        key: str
-        value: str
-        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    __slots__ = ("document", "backlinks", "markdown", "outgoing", "links")
     DOCUMENT_FIELD_NUMBER: _ClassVar[int]
     BACKLINKS_FIELD_NUMBER: _ClassVar[int]
     MARKDOWN_FIELD_NUMBER: _ClassVar[int]
     OUTGOING_FIELD_NUMBER: _ClassVar[int]
-    RESOLVED_FIELD_NUMBER: _ClassVar[int]
+    LINKS_FIELD_NUMBER: _ClassVar[int]
     document: _common_pb2.Document
     backlinks: _containers.RepeatedScalarFieldContainer[str]
     markdown: str
     outgoing: _containers.RepeatedScalarFieldContainer[str]
-    resolved: _containers.ScalarMap[str, str]
-    def __init__(self, document: _Optional[_Union[_common_pb2.Document, _Mapping]] = ..., backlinks: _Optional[_Iterable[str]] = ..., markdown: _Optional[str] = ..., outgoing: _Optional[_Iterable[str]] = ..., resolved: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    links: _containers.RepeatedCompositeFieldContainer[LinkResolution]
+    def __init__(self, document: _Optional[_Union[_common_pb2.Document, _Mapping]] = ..., backlinks: _Optional[_Iterable[str]] = ..., markdown: _Optional[str] = ..., outgoing: _Optional[_Iterable[str]] = ..., links: _Optional[_Iterable[_Union[LinkResolution, _Mapping]]] = ...) -> None: ...
+
+class LinkResolution(_message.Message):
+    __slots__ = ("target", "path")
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    target: str
+    path: str
+    def __init__(self, target: _Optional[str] = ..., path: _Optional[str] = ...) -> None: ...
 
 class BacklinksRequest(_message.Message):
     __slots__ = ("path",)

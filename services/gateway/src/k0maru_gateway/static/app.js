@@ -243,14 +243,20 @@ function tagmemoChip(t) {
 // ---------- safe Markdown ----------
 function safeUrl(u) { return /^https?:\/\//i.test(u) ? u : null; }
 
+function unesc(s) { return s.replace(/&amp;/g, "&").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&#39;/g, "'"); }
+
 function inlineMd(text, resolved) {
   const codes = [];
   let s = String(text).replace(/`([^`\n]+)`/g, (_, c) => { codes.push(c); return "\u0000" + (codes.length - 1) + "\u0000"; });
   s = esc(s);
   s = s.replace(/!?\[\[([^\]|#^]*)(?:#[^\]|]*)?(?:\^[^\]|]*)?(?:\|([^\]]*))?\]\]/g, (_, target, alias) => {
-    const raw = target.replace(/&amp;/g, "&").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&#39;/g, "'");
-    const path = resolved[raw] || resolved[raw.trim()];
-    const label = alias || target;
+    // as the scanner reads it: `dendron://vault/` and #heading / ^block off; Dendron writes the
+    // label first, `[[label|dendron://vault/note]]` or `[[label|note]]` (tried when `label` is no note)
+    const name = (t) => unesc(t).replace(/^\s*dendron:\/\/[^/\]|]*\//, "").split(/[#^]/)[0].trim().replace(/\.md$/i, "");
+    const labelFirst = Boolean(alias) && alias.trim().startsWith("dendron://");
+    let path = labelFirst ? undefined : resolved[name(target)];
+    let label = labelFirst ? target : alias || esc(name(target)) || target;
+    if (!path && alias && resolved[name(alias)]) { path = resolved[name(alias)]; label = target; }
     return path ? `<a class="wikilink" href="${esc(noteHref(path))}">${label}</a>` : `<span class="unresolved" title="unresolved link">${label}</span>`;
   });
   s = s.replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (_, label, url) => {
