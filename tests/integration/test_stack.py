@@ -189,6 +189,50 @@ def test_names_macos_wrote_decomposed_are_found_as_typed(stack):
     assert search(client, "coffee machine maintenance", VECTOR, path_prefixes=["équipe/"])[:1] == [cafe]
 
 
+def test_a_logseq_graph_and_a_dendron_vault_are_read_as_they_are_written(stack):
+    """Logseq: page properties, namespace pages in `a___b.md`, `#[[tags]]`, its backups in
+    logseq/bak left out. Dendron: links written label first, and `dendron://vault/` names."""
+    _launcher, client, vault = stack
+    write_notes(
+        vault,
+        {
+            "pages/Project___Beta.md": "title:: Project/Beta\ntags:: [[release train]], infra\n\n"
+            "- The beta rollout waits for the canary metrics.\n",
+            "journals/2026_12_04.md": "- Met about [[Project/Beta]] #[[release train]]\n",
+            "logseq/bak/pages/Project___Beta/2026-12-01T10_00_00.000Z.Desktop.md": "- beta rollout canary metrics\n",
+            "dendron.topic.lookup.md": "# Lookup\n\nLookup finds notes by their hierarchy.\n",
+            "dendron.changelog.md": "# Changelog\n\n- fuzzy matching shipped ([[docs|dendron.topic.lookup#create]])\n"
+            "- see [[Lookup|dendron://site/dendron.topic.lookup]]\n",
+        },
+    )
+    wait_for(lambda: search(client, "canary metrics", BM25)[:1] == ["pages/Project___Beta.md"], 45, "the new notes")
+    wait_for(
+        lambda: search(client, "fuzzy matching shipped", BM25)[:1] == ["dendron.changelog.md"], 45, "the new notes"
+    )
+    assert not [p for p in search(client, "beta rollout canary metrics", BM25, limit=20) if p.startswith("logseq/")]
+    page = client.call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path="pages/Project___Beta.md"))
+    assert page.document.title == "Project/Beta"
+    assert set(page.document.tags) == {"release train", "infra"}
+    assert list(page.backlinks) == ["journals/2026_12_04.md"]
+    journal = client.call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path="journals/2026_12_04.md"))
+    assert [(lk.target, lk.path) for lk in journal.links] == [
+        ("Project/Beta", "pages/Project___Beta.md"),
+        ("release train", ""),
+    ]
+    assert "release train" in journal.document.tags
+    assert sorted(search(client, "beta", BM25, tags=["release train"])) == [
+        "journals/2026_12_04.md",
+        "pages/Project___Beta.md",
+    ]
+    changelog = client.call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path="dendron.changelog.md"))
+    assert [(lk.target, lk.path) for lk in changelog.links] == [
+        ("dendron.topic.lookup", "dendron.topic.lookup.md"),  # its label first: found by the other side
+        ("dendron.topic.lookup", "dendron.topic.lookup.md"),
+    ]
+    backlinks = client.call(client.retriever.Backlinks, retriever_pb2.BacklinksRequest(path="dendron.topic.lookup.md"))
+    assert list(backlinks.paths) == ["dendron.changelog.md"]
+
+
 def test_retriever_crash_converges_to_a_fresh_build(stack, tmp_path: Path):
     launcher, client, vault = stack
     write_notes(

@@ -254,3 +254,6 @@ def test_a_note_is_also_named_by_its_file_name():
     assert names("Publish to GitHub.md", "publish to github") == ["publish to github"]  # the same name
     assert names("rust.md", "Rust borrow checker", "rust") == ["Rust borrow checker", "rust"]  # an alias already
     assert names("4983.md", "Osteoporosis in the elderly") == ["Osteoporosis in the elderly"]
+    # Logseq's namespace page `Project/Beta`: its page name, not the escaped file name
+    assert names("pages/Project___Beta.md", "Beta kickoff") == ["Beta kickoff", "Project/Beta"]
+    assert names("pages/Project%2FBeta.md", "Project/Beta") == ["Project/Beta"]

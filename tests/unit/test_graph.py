@@ -57,6 +57,23 @@ def test_a_label_written_first_names_the_note_when_the_target_does_not():
     assert g.outgoing("source.md") == {"docs.md", "Rust.md", "nowhere.md"}
 
 
+def test_logseq_namespace_pages_are_found_as_folders_would_be():
+    """Logseq writes the page `Project/Beta` as `pages/Project___Beta.md` (before 0.8:
+    `Project%2FBeta.md`); a link names it `[[Project/Beta]]`."""
+    g = LinkGraph()
+    for p in ("pages/Project___Beta.md", "pages/Other___Beta.md", "pages/Project%2FGamma.md", "pages/src.md"):
+        g.set_note(p, [])
+    g.set_note("journals/2024_01_05.md", ["Project/Beta", "Other/Beta", "project/gamma", "Later/Page"])
+    assert g.outgoing("journals/2024_01_05.md") == {
+        "pages/Project___Beta.md",
+        "pages/Other___Beta.md",
+        "pages/Project%2FGamma.md",
+    }
+    assert g.resolve("Gamma") == "pages/Project%2FGamma.md"  # as `Project/Gamma.md` is by `[[Gamma]]`
+    g.set_note("pages/Later___Page.md", [])
+    assert g.backlinks("pages/Later___Page.md") == {"journals/2024_01_05.md"}
+
+
 def test_unresolved_link_resolves_when_note_appears_and_backlinks_follow():
     g = LinkGraph()
     g.set_note("a.md", ["Later"])

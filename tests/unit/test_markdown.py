@@ -89,6 +89,30 @@ def test_dendron_links_name_their_note_without_the_vault():
     ]
 
 
+def test_a_logseq_page_has_its_title_aliases_and_tags():
+    """Logseq keeps a page's properties in `key:: value` lines that open the page, writes a tag
+    of several words `#[[two words]]`, and names a namespace page's file `a___b.md`."""
+    text = (
+        "title:: Project/Alpha Plan\nalias:: alpha, [[A P]]\ntags:: planning, [[big project]], #q1\nowner:: bob\n\n"
+        "- Kickoff with [[Bob]] about [[Project/Beta]] and #[[road map]]\n"
+        "\t- id:: 64f1c2aa-1111-2222-3333-444455556666\n\t- tag:: not a page property\n"
+    )
+    note = parse_note("pages/Project___Alpha.md", text)
+    assert note.title == "Project/Alpha Plan"
+    assert sorted(note.aliases) == ["A P", "alpha"]
+    assert sorted(note.tags) == ["big project", "planning", "q1", "road map"]
+    assert note.frontmatter["owner"] == "bob" and "id" not in note.frontmatter
+    assert {lk.target for lk in note.links} == {"A P", "big project", "Bob", "Project/Beta", "road map"}
+    # no title property: the page name from the file name; an old graph's escaped `/`
+    assert parse_note("pages/Project___Beta.md", "- body\n").title == "Project/Beta"
+    assert parse_note("pages/Project%2FGamma.md", "- body\n").title == "Project/Gamma"
+    assert parse_note("pages/100% done.md", "- body\n").title == "100% done"
+    # YAML frontmatter's own keys win; properties further down are a block's, not the page's
+    note = parse_note("a.md", "---\ntags: [y]\n---\ntags:: z\nowner:: me\n")
+    assert note.tags == ["y"] and note.frontmatter["owner"] == "me"
+    assert parse_note("b.md", "# B\n\ntags:: late\n").tags == []
+
+
 def test_embed_marks_at_line_start_and_beside_links():
     text = "![[A]][[B]]![[C]] [[[D]] x![[E]]\n![img](pics/F.md) [![x](G.md) [h](H.md)![i](I.md)"
     links = parse_note("s.md", text).links

@@ -114,11 +114,21 @@ def test_ignored_folders_and_names(vault: Path, tmp_path: Path):
         ".hidden.md",
         "t.txt",
         "m.markdown",
+        "logseq/bak/pages/Plan/2026-12-01T10_00_00.000Z.Desktop.md",  # Logseq's copies of pages it overwrote
+        "logseq/version-files/pages/Plan.md",
+        "logseq/custom.md",
+        "notes/logseq/bak/kept.md",  # a path rule names the vault's own logseq/bak only
     ):
         (vault / rel).parent.mkdir(parents=True, exist_ok=True)
         (vault / rel).write_text("x")
     result = make(vault, tmp_path).scan()
-    assert sorted(e.path for e in result.entries) == ["m.markdown", "ok/n.md", "t.txt"]
+    assert sorted(e.path for e in result.entries) == [
+        "logseq/custom.md",
+        "m.markdown",
+        "notes/logseq/bak/kept.md",
+        "ok/n.md",
+        "t.txt",
+    ]
 
 
 def test_bad_files_are_skipped_with_reasons(vault: Path, tmp_path: Path):

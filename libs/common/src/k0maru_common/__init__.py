@@ -59,7 +59,15 @@ if TYPE_CHECKING:
     )
     from ._tokens import TOKEN_PATTERN, estimate_tokens, estimate_tokens_of_parts
     from ._validation import check_request
-    from ._vault import confine, default_data_dir, default_data_root, name_key, relative_posix, vault_id
+    from ._vault import (
+        confine,
+        default_data_dir,
+        default_data_root,
+        name_key,
+        page_name,
+        relative_posix,
+        vault_id,
+    )
     from ._workers import BackgroundWorker, WorkerHealth
 
 # Imported on first use (PEP 562): a command that needs only the gRPC client must not pay for
@@ -129,6 +137,7 @@ _WHERE = {
     "letters_by_script": "._scripts",
     "unreadable_share": "._scripts",
     "name_key": "._vault",
+    "page_name": "._vault",
     "vault_id": "._vault",
     "vector_from_bytes": "._streams",
     "vector_to_bytes": "._streams",
@@ -207,6 +216,7 @@ __all__ = [
     "open_sqlite",
     "opened_or_set_aside",
     "orphan_guard",
+    "page_name",
     "relative_posix",
     "release_free_heap",
     "reply_stream",

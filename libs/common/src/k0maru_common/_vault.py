@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
 import unicodedata
 from pathlib import Path, PurePosixPath
+from urllib.parse import unquote
 
 import xxhash
 
@@ -91,6 +93,21 @@ def _shown(relative: str) -> str:
 def relative_posix(vault: Path, path: Path) -> str:
     """`path` relative to the vault, `/`-separated."""
     return Path(os.path.relpath(path, vault)).as_posix()
+
+
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def page_name(stem: str) -> str:
+    """The name a note's file stem gives it. Logseq writes the page `Project/Alpha` (a namespace)
+    as `Project___Alpha.md`, and before 0.8 as `Project%2FAlpha.md`, escaping other characters
+    a file name cannot hold the same way (`%3A` for `:`); every other stem is its own name."""
+    if "___" in stem:
+        stem = stem.replace("___", "/")
+    if "%" in stem and _ESCAPE.search(stem):
+        with contextlib.suppress(UnicodeDecodeError):  # escapes that are not UTF-8: not an escaped name
+            stem = unquote(stem, errors="strict")
+    return stem
 
 
 def name_key(name: str) -> str:

@@ -29,7 +29,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-from k0maru_common import name_key
+from k0maru_common import name_key, page_name
 
 if TYPE_CHECKING:
     from k0maru.v1 import common_pb2
@@ -73,11 +73,25 @@ def _parent(path: str) -> str:
 
 
 def _stem(path: str) -> str:
+    """The file name without its extension, as the last part of its page name (`page_name`:
+    Logseq's `pages/Project___Beta.md` is the page `Project/Beta`, found by `Beta` as a note
+    `Project/Beta.md` would be)."""
     name = _basename(path)
     for ext in (".md", ".markdown", ".txt"):
         if name.lower().endswith(ext):
-            return name[: -len(ext)]
-    return name
+            name = name[: -len(ext)]
+            break
+    return page_name(name).rsplit("/", 1)[-1] if "___" in name or "%" in name else name
+
+
+def _page_path(path: str) -> str:
+    """The path with its file's page name in place of its stem (Logseq's namespaces as folders)."""
+    folder, _, name = path.rpartition("/")
+    if "___" not in name and "%" not in name:
+        return path
+    stem, dot, ext = name.rpartition(".")
+    named = f"{page_name(stem)}{dot}{ext}" if dot else page_name(name)
+    return f"{folder}/{named}" if folder else named
 
 
 def _note_keys(path: str, names: Iterable[str]) -> frozenset[str]:
@@ -229,7 +243,7 @@ class LinkGraph:
             return None
         if "/" in clean:  # a partial path: prefer notes whose path ends with it
             suffix = "/" + name_key(clean)
-            keyed = [(p, name_key(p)) for p in matches]
+            keyed = [(p, name_key(_page_path(p))) for p in matches]
             tail = [p for p, key in keyed if key.rsplit(".", 1)[0].endswith(suffix) or key.endswith(suffix)]
             matches = tail or matches
         return min(matches, key=lambda p: (p.count("/"), len(p), p))

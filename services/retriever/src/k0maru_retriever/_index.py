@@ -26,7 +26,7 @@ import numpy as np
 import xxhash
 
 from k0maru.v1 import common_pb2
-from k0maru_common import name_key
+from k0maru_common import name_key, page_name
 
 from ._bm25 import Bm25Index
 from ._graph import LinkGraph, link_target
@@ -56,7 +56,7 @@ def note_names(doc: common_pb2.Document) -> str:
     name when that says something else in words (Obsidian and Foam link by file name, so people
     know a note by it: `2026-11-30 standup` titled "Standup with the infra team")."""
     names = [doc.title, *doc.aliases]
-    stem = unicodedata.normalize("NFC", PurePosixPath(doc.path).stem)
+    stem = unicodedata.normalize("NFC", page_name(PurePosixPath(doc.path).stem))
     if any(c.isalpha() for c in stem) and name_key(stem) not in {name_key(n) for n in names}:
         names.append(stem)
     return "\n".join(filter(None, names))

@@ -32,10 +32,13 @@ from urllib.parse import unquote
 
 import yaml
 
+from k0maru_common import page_name
+
 from ._chunker import Section, chunk_sections
 
 # bump when parse_note or chunk_sections change their output (2026-12-01.2: libyaml's messages,
-# below; 2026-12-03.1: text read as NFC; .2: opaque data left out; 2026-12-04.1: Dendron's links)
+# below; 2026-12-03.1: text read as NFC; .2: opaque data left out; 2026-12-04.1: Dendron's links,
+# Logseq's page properties, `#[[tags]]` and namespace file names)
 PARSER_VERSION = "2026-12-04.1"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
@@ -49,7 +52,11 @@ _HEADING = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _MD_LINK_DEST = re.compile(r"\]\([^)]*\)")
 _INLINE_TAG = re.compile(r"(?<![\w/\\=&?#\-.])#([\w\-/]+)")
-_TAG_LINE = re.compile(r"^\s*tag[:：][ \t]*(.+)$", re.IGNORECASE)
+_INLINE_PAGE_TAG = re.compile(r"(?<![\w/\\=&?#\-.])#\[\[([^\[\]\n]+)\]\]")  # Logseq: #[[two words]]
+_TAG_LINE = re.compile(r"^\s*tag[:：](?![:：])[ \t]*(.+)$", re.IGNORECASE)
+# Logseq's page properties (and Obsidian Dataview's fields): `key:: value` lines that open the page
+_PROPERTY = re.compile(r"^[ \t]*([A-Za-z][\w-]*)::(?:[ \t]+(.*?))?[ \t]*$")
+_PROPERTY_REF = re.compile(r"\[\[([^\[\]\n]+)\]\]")
 _TAG_LINE_SPLIT = re.compile(r"[,，、;；|｜]")
 # an embed's `!` is read before the match: a pattern that starts with a literal is found by a
 # fast literal search, where a leading `(!?)` made the engine try a match at every character
@@ -146,6 +153,8 @@ def parse_note(path: str, text: str) -> ParsedNote:
             elif loaded is not None:
                 problems.append("frontmatter is not a mapping")
 
+    for key, value in _page_properties(body).items():
+        frontmatter.setdefault(key, value)  # the YAML frontmatter's own value wins
     tags: list[str] = []
     for raw in _as_list(frontmatter.get("tags", frontmatter.get("tag"))):
         tags.append(_clean_tag(raw))
@@ -197,13 +206,15 @@ def parse_note(path: str, text: str) -> ParsedNote:
             tag = match.group(1).rstrip("/")
             if tag and not tag.startswith("/") and not tag.isdigit():
                 tags.append(tag)
+        for match in _INLINE_PAGE_TAG.finditer(tag_text) if "#[[" in tag_text else ():
+            tags.append(_clean_tag(match.group(1)))
     if current.lines:
         sections.append(current)
 
     title = (
         str(frontmatter.get("title") or "").strip()
         or first_h1
-        or unicodedata.normalize("NFC", PurePosixPath(path).stem)
+        or unicodedata.normalize("NFC", page_name(PurePosixPath(path).stem))
     )
     return ParsedNote(
         path=path,
@@ -246,6 +257,27 @@ def _is_data(run: str) -> bool:
     base64 of compressed or binary data is about 40 % capitals, with digits, where words are not."""
     sample = run[:OPAQUE_RUN]
     return sum(c.isupper() for c in sample) >= OPAQUE_RUN // 5 and any(c.isdigit() for c in sample)
+
+
+def _page_properties(body: str) -> dict[str, Any]:
+    """The `key:: value` lines a Logseq page opens with (the first may be a bullet's: `- key::`).
+    `tags`, `alias` and `aliases` hold lists (`a, [[b c]], #d`); keys are lower-cased."""
+    found: dict[str, Any] = {}
+    if "::" not in body[:4096]:
+        return found
+    for i, line in enumerate(body.splitlines()):
+        match = _PROPERTY.match(line[2:] if i == 0 and line.startswith("- ") else line)
+        if not match:
+            break
+        key, value = match.group(1).lower(), match.group(2) or ""
+        if key in ("tags", "tag", "alias", "aliases"):
+            refs = _PROPERTY_REF.findall(value)
+            rest = _PROPERTY_REF.sub(",", value)
+            items = [r.strip() for r in refs] + [v.strip().lstrip("#").strip() for v in rest.split(",")]
+            found.setdefault(key, [v for v in items if v])
+        else:
+            found.setdefault(key, value)
+    return found
 
 
 def _as_list_keep_spaces(value: Any) -> list[str]:

@@ -26,6 +26,7 @@ from k0maru_common import CannotWrite, DependencyFailed
 
 from ._manifest import Batch, FileRecord, JournalEntry, Manifest
 from ._markdown import opaque_size
+from .config import IGNORED_FOLDERS
 
 log = logging.getLogger(__name__)
 
@@ -52,12 +53,13 @@ ADDED, MODIFIED, DELETED, RENAMED = (
 
 @dataclass(frozen=True)
 class IgnoreRules:
-    folders: frozenset[str] = frozenset({"node_modules", "trash"})
+    folders: frozenset[str] = frozenset(IGNORED_FOLDERS)
     prefixes: tuple[str, ...] = ()
     suffixes: tuple[str, ...] = ()
 
-    def skip_dir(self, name: str) -> bool:
-        return name.startswith(".") or name in self.folders
+    def skip_dir(self, name: str, rel: str = "") -> bool:
+        """A folder left out: hidden, or named in `folders` by its name or its vault-relative path."""
+        return name.startswith(".") or name in self.folders or rel in self.folders
 
     def wants_file(self, name: str) -> bool:
         if name.startswith(".") or not name.lower().endswith(EXTENSIONS):
@@ -214,7 +216,7 @@ class IncrementalScanner:
                 rel = prefix + entry.name
                 try:
                     if entry.is_dir(follow_symlinks=False):
-                        if self.rules.skip_dir(entry.name):
+                        if self.rules.skip_dir(entry.name, rel):
                             continue
                         if safe_name(entry.name) != entry.name:  # one record says why, not listed
                             found.setdefault(safe_name(rel), (entry.stat(follow_symlinks=False), UNDECODABLE_FOLDER))

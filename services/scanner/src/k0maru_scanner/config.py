@@ -6,6 +6,10 @@ from pathlib import Path
 
 from k0maru_common import Field, K0Settings
 
+# folders never indexed, by name anywhere or by vault-relative path: Logseq keeps copies of pages
+# it overwrote in logseq/bak (and before 0.6 in logseq/version-files), each a whole older note
+IGNORED_FOLDERS = ("node_modules", "trash", "logseq/bak", "logseq/version-files")
+
 
 class ScannerSettings(K0Settings):
     vault: Path = Field(description="the vault folder to read")
@@ -15,7 +19,10 @@ class ScannerSettings(K0Settings):
         2 * 1024 * 1024,
         description="notes with more text are skipped (pasted images, not indexed, may make a file 16x larger)",
     )
-    ignore_folders: list[str] = Field(default_factory=lambda: ["node_modules", "trash"])
+    ignore_folders: list[str] = Field(
+        default_factory=lambda: list(IGNORED_FOLDERS),
+        description="folders not indexed, by name anywhere or by vault-relative path (with a /)",
+    )
     ignore_prefixes: list[str] = Field(default_factory=list)
     ignore_suffixes: list[str] = Field(default_factory=list)
     watch: bool = Field(True, description="watch the vault for changes")
