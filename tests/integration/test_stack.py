@@ -198,7 +198,8 @@ def test_a_logseq_graph_and_a_dendron_vault_are_read_as_they_are_written(stack):
         {
             "pages/Project___Beta.md": "title:: Project/Beta\ntags:: [[release train]], infra\n\n"
             "- The beta rollout waits for the canary metrics.\n",
-            "journals/2026_12_04.md": "- Met about [[Project/Beta]] #[[release train]]\n",
+            "journals/2026_12_04.md": "- Met about [[Project/Beta]] #[[release train]], in [[JS]]\n",
+            "pages/JavaScript.md": "alias:: JS, ECMAScript\n\n- The language of the beta's front end.\n",
             "logseq/bak/pages/Project___Beta/2026-12-01T10_00_00.000Z.Desktop.md": "- beta rollout canary metrics\n",
             "dendron.topic.lookup.md": "# Lookup\n\nLookup finds notes by their hierarchy.\n",
             "dendron.changelog.md": "# Changelog\n\n- fuzzy matching shipped ([[docs|dendron.topic.lookup#create]])\n"
@@ -218,6 +219,7 @@ def test_a_logseq_graph_and_a_dendron_vault_are_read_as_they_are_written(stack):
     assert [(lk.target, lk.path) for lk in journal.links] == [
         ("Project/Beta", "pages/Project___Beta.md"),
         ("release train", ""),
+        ("JS", "pages/JavaScript.md"),  # by the page's alias, as Logseq resolves it
     ]
     assert "release train" in journal.document.tags
     assert sorted(search(client, "beta", BM25, tags=["release train"])) == [

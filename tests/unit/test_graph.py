@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from k0maru.v1 import common_pb2
-from k0maru_retriever._graph import LinkGraph, link_target
+from k0maru_retriever._graph import LABEL_SIDE, LinkGraph, link_target
 
 
 def test_resolution_order_and_shortest_path():
@@ -74,6 +74,29 @@ def test_logseq_namespace_pages_are_found_as_folders_would_be():
     assert g.backlinks("pages/Later___Page.md") == {"journals/2024_01_05.md"}
 
 
+def test_a_link_by_a_title_or_alias_finds_its_one_note():
+    """Logseq resolves `[[JS]]` to the page with `alias:: JS`; a file name still comes first, and a
+    name several notes share names none of them."""
+    g = LinkGraph()
+    g.set_note("pages/JavaScript.md", [], ["JavaScript", "JS"])
+    g.set_note("journal.md", ["js", "Overview", "Tooling"])
+    assert g.outgoing("journal.md") == {"pages/JavaScript.md"}
+    g.set_note("a/x.md", [], ["Overview"])
+    g.set_note("b/y.md", [], ["Overview"])  # two notes titled "Overview"
+    g.set_note("c/z.md", [], ["Tooling"])
+    assert g.outgoing("journal.md") == {"pages/JavaScript.md", "c/z.md"}
+    g.set_note("b/y.md", [], ["Why"])  # retitled: "Overview" is one note's again
+    assert g.outgoing("journal.md") == {"pages/JavaScript.md", "c/z.md", "a/x.md"}
+    g.set_note("JS.md", [])  # a file named so wins over the alias
+    assert g.outgoing("journal.md") == {"JS.md", "c/z.md", "a/x.md"}
+    g.remove_note("JS.md")
+    g.set_note("pages/JavaScript.md", [], ["JavaScript"])  # the alias dropped
+    assert g.outgoing("journal.md") == {"c/z.md", "a/x.md"}
+    g.remove_note("c/z.md")
+    assert g.outgoing("journal.md") == {"a/x.md"}
+    assert g.backlinks("a/x.md") == {"journal.md"}
+
+
 def test_unresolved_link_resolves_when_note_appears_and_backlinks_follow():
     g = LinkGraph()
     g.set_note("a.md", ["Later"])
@@ -90,20 +113,28 @@ def test_incremental_updates_equal_a_fresh_build():
 
     rng = random.Random(7)
     names = [f"n{i}" for i in range(40)]
+    titles = [f"T{i}" for i in range(80)] + names[:6]  # titles and aliases, some a file's name too
     folders = ["", "a/", "a/b/", "c/"]
     live = LinkGraph()
-    notes: dict[str, list[str]] = {}
-    for _ in range(400):
+    notes: dict[str, tuple[list[str], list[str]]] = {}
+
+    def target() -> str:
+        one = rng.choice(names + titles + [f"a/{n}" for n in names[:5]])
+        return _link(rng.choice([*titles, "label"]), one) if rng.random() < 0.3 else one  # label first
+
+    for _ in range(600):
         path = f"{rng.choice(folders)}{rng.choice(names)}.md"
         if path in notes and rng.random() < 0.3:
             del notes[path]
             live.remove_note(path)
         else:
-            notes[path] = [rng.choice(names + [f"a/{n}" for n in names[:5]]) for _ in range(rng.randrange(4))]
-            live.set_note(path, notes[path])
+            notes[path] = ([target() for _ in range(rng.randrange(4))], rng.sample(titles, rng.randrange(3)))
+            live.set_note(path, *notes[path])
     fresh = LinkGraph()
-    for path, targets in notes.items():
-        fresh.set_note(path, targets)
+    fresh.load({p: targets for p, (targets, _) in notes.items()}, {p: t for p, (_, t) in notes.items()})
+    found = [(t, *fresh.resolve_link(t, p)) for p, (targets, _) in notes.items() for t in targets]
+    assert any(LABEL_SIDE in t and side != t.split(LABEL_SIDE)[0] and path for t, side, path in found)  # by label
+    assert any(side.startswith("T") and path for _, side, path in found)  # by title or alias
     for path in notes:
         assert live.outgoing(path) == fresh.outgoing(path), path
         assert live.backlinks(path) == fresh.backlinks(path), path

@@ -3,8 +3,10 @@
 A target resolves to, in order: the exact vault path (with or without `.md`), a path
 relative to the linking note's folder, then any note whose file name matches as names compare
 (`name_key`: any case and any Unicode normal form, so a link typed on Linux finds a note whose
-name macOS wrote decomposed), the shortest path winning (ties: alphabetical). Unresolved links
-are kept and resolve as soon as a matching note appears.
+name macOS wrote decomposed), the shortest path winning (ties: alphabetical), and last the one
+note with that title or alias (Logseq resolves `[[JS]]` to the page with `alias:: JS`; a title or
+alias that several notes share resolves nothing). Unresolved links are kept and resolve as soon
+as a matching note appears.
 
 A wikilink with a label is filed as `link_target`: `target` and, after `LABEL_SIDE`, its label.
 It resolves to its target, else to the note its label names: Dendron (and Gollum and GitHub
@@ -12,8 +14,8 @@ wikis) write the label first, `[[label|note]]`, the reverse of Obsidian's `[[not
 a link says nothing of which it is. The target side wins when both name notes.
 
 Updates are incremental: a target can only change its resolution when a note with the same
-file name appears or disappears, so every source is filed under the names its targets
-mention, and only those sources are re-resolved (a full rebuild took 0.75 s at 10k notes).
+file name, title or alias appears or disappears, so every source is filed under the names its
+targets mention, and only those sources are re-resolved (a full rebuild took 0.75 s at 10k notes).
 
 For the search-time graph boost, `connected_among` matches links the broader way ALGORITHMS.md
 B.5(a) does, plus aliases: a link connects two candidates when it resolves to the other one, or
@@ -72,15 +74,17 @@ def _parent(path: str) -> str:
     return str(PurePosixPath(path).parent)
 
 
+_NOTE_EXTENSIONS = frozenset({".md", ".markdown", ".txt"})
+
+
 def _stem(path: str) -> str:
     """The file name without its extension, as the last part of its page name (`page_name`:
     Logseq's `pages/Project___Beta.md` is the page `Project/Beta`, found by `Beta` as a note
     `Project/Beta.md` would be)."""
     name = _basename(path)
-    for ext in (".md", ".markdown", ".txt"):
-        if name.lower().endswith(ext):
-            name = name[: -len(ext)]
-            break
+    dot = name.rfind(".")
+    if dot >= 0 and name[dot:].lower() in _NOTE_EXTENSIONS:  # a million calls at a cold start of 50k notes
+        name = name[:dot]
     return page_name(name).rsplit("/", 1)[-1] if "___" in name or "%" in name else name
 
 
@@ -94,11 +98,15 @@ def _page_path(path: str) -> str:
     return f"{folder}/{named}" if folder else named
 
 
-def _note_keys(path: str, names: Iterable[str]) -> frozenset[str]:
+def _titles(names: Iterable[str]) -> frozenset[str]:
+    """A note's title and aliases as names compare."""
+    return frozenset(key for n in names if (key := name_key(n.strip())))
+
+
+def _note_keys(path: str, titles: frozenset[str]) -> frozenset[str]:
     """What a link may say to mean this note: title, aliases, file stem, path (B.5(a))."""
     bare = path.rsplit(".", 1)[0] if "." in _basename(path) else path
-    keys = {name_key(n.strip()) for n in names if n.strip()}
-    return frozenset(keys | {name_key(_stem(path)), name_key(path), name_key(bare)})
+    return titles | {name_key(_stem(path)), name_key(path), name_key(bare)}
 
 
 def _target_keys(target: str) -> tuple[str, ...]:
@@ -119,12 +127,14 @@ class LinkGraph:
         self._mentions: dict[str, set[str]] = defaultdict(set)  # lower-case target name → sources
         self._keys: dict[str, frozenset[str]] = {}  # path → what links may call it (boost matching)
         self._target_keys: dict[str, tuple[str, ...]] = {}  # path → keys of its targets
+        self._named: dict[str, frozenset[str]] = {}  # path → its title and aliases (`name_key`)
+        self._by_title: dict[str, set[str]] = defaultdict(set)  # a title or alias (`name_key`) → paths
 
     def load(self, notes: dict[str, list[str]], names: dict[str, list[str]] | None = None) -> None:
         """Bulk start: add every note, then resolve each source once. `names`: titles and aliases."""
         for path, targets in notes.items():
             self._register(path, targets)
-            self._set_keys(path, targets, (names or {}).get(path, ()))
+            self._set_titles(path, self._set_keys(path, targets, (names or {}).get(path, ())))
         for path in notes:
             self._resolve_source(path)
 
@@ -139,7 +149,8 @@ class LinkGraph:
         batch: dict[str, None] = {}
         new_names: dict[str, None] = {}
         for path, targets, names in notes:
-            self._set_keys(path, targets, names)
+            changed = self._set_titles(path, self._set_keys(path, targets, names))
+            new_names.update(dict.fromkeys(_name(key) for key in changed))
             self._forget_targets(path)
             if self._register(path, targets):
                 new_names[_name(path)] = None
@@ -161,11 +172,33 @@ class LinkGraph:
         self._by_name[_name(path)].append(path)
         return True
 
-    def _set_keys(self, path: str, targets: list[str], names: Iterable[str]) -> None:
-        self._keys[path] = _note_keys(path, names)
+    def _set_keys(self, path: str, targets: list[str], names: Iterable[str]) -> frozenset[str]:
+        """File what links may call the note and what its links call others; its titles to
+        resolve links by (`_set_titles`)."""
+        titles = _titles(names)
+        self._keys[path] = _note_keys(path, titles)
         self._target_keys[path] = tuple({k for t in targets for k in _target_keys(_sides(t)[0])})
+        # a title that is the file's own name is found by it first: filed by title it would cost a
+        # cold start of 50k notes 0.3 s and change no link
+        return titles - {_name(path)} if titles else titles
+
+    def _set_titles(self, path: str, after: frozenset[str]) -> frozenset[str]:
+        """File the note under its title and aliases (`_titles`); the ones added or dropped."""
+        before = self._named.get(path, frozenset())
+        if after == before:
+            return frozenset()
+        for key in before - after:
+            self._by_title[key].discard(path)
+        for key in after - before:
+            self._by_title[key].add(path)
+        if after:
+            self._named[path] = after
+        else:
+            self._named.pop(path, None)
+        return before ^ after
 
     def remove_note(self, path: str) -> None:
+        changed = {_name(key) for key in self._set_titles(path, frozenset())}
         self._keys.pop(path, None)
         self._target_keys.pop(path, None)
         self._forget_targets(path)
@@ -173,7 +206,9 @@ class LinkGraph:
         if path in self._paths:
             self._paths.discard(path)
             self._by_name[_name(path)].remove(path)
-            self._reresolve_mentions_of(_name(path))
+            changed.add(_name(path))
+        for name in changed:
+            self._reresolve_mentions_of(name)
 
     def _forget_targets(self, path: str) -> None:
         for target in self._targets.get(path, []):
@@ -219,11 +254,23 @@ class LinkGraph:
 
     def resolve_link(self, target: str, source: str = "") -> tuple[str, str | None]:
         """(the side of a `link_target` that names a note, the note), or (its target, None)."""
-        sides = _sides(target)
-        for side in sides:
-            found = self._resolve_one(side, source)
+        if LABEL_SIDE not in target:  # most links: no label to try
+            found = self._resolve_one(target, source)
             if found is not None:
-                return side, found
+                return target, found
+            sides = [target]
+        else:
+            sides = target.split(LABEL_SIDE)
+            for side in sides:
+                found = self._resolve_one(side, source)
+                if found is not None:
+                    return side, found
+        for side in (
+            sides if self._by_title else ()
+        ):  # no file name: the one note titled so or with that alias (Logseq's alias::)
+            titled = self._by_title.get(name_key(side.strip()))
+            if titled and len(titled) == 1:
+                return side, next(iter(titled))
         return sides[0], None
 
     def _resolve_one(self, target: str, source: str) -> str | None:
