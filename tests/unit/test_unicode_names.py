@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from k0maru.v1 import common_pb2
 from k0maru_common import name_key
 from k0maru_offload._flush import FlushEngine, FlushNote, write_versioned
 from k0maru_retriever._analysis import BM25Analyzer
@@ -119,3 +120,26 @@ def test_a_category_finds_its_folder_in_any_case_and_form(tmp_path: Path, catego
     (tmp_path / nfd("Équipe")).mkdir()
     path, _ = FlushEngine(tmp_path).flush(FlushNote("Plan", "a plan", "équipe"))
     assert path.startswith(nfd("Équipe") + "/") and path.endswith("-plan.md")
+
+
+def test_a_tag_scope_finds_the_tag_as_typed_and_the_tags_nested_under_it():
+    """As Obsidian's tag search: no `#`, any case, and `project` finds `project/alpha` (Logseq's
+    namespaced tags too); a note keeps the spelling its author typed."""
+    docs: dict[str, common_pb2.Document] = {
+        "a.md": common_pb2.Document(path="a.md", tags=["Project", "ops"]),
+        "b.md": common_pb2.Document(path="b.md", tags=["project/alpha"]),
+        "c.md": common_pb2.Document(path="c.md", tags=["projects", nfd("Équipe")]),
+    }
+    names = VaultNames(docs)
+    scope = names.scope(Scope(tags=("#PROJECT",)))
+    assert scope.tags == (("Project", "project/alpha"),)
+    assert [p for p, d in docs.items() if scope.matches(p, "", list(d.tags))] == ["a.md", "b.md"]
+    assert names.scope(Scope(tags=("project/Alpha", "équipe"))).tags == (("project/alpha",), (nfd("Équipe"),))
+    assert names.scope(Scope(tags=("missing",))).tags == (("missing",),)
+    # two tags: a hit carries both
+    both = names.scope(Scope(tags=("project", "OPS")))
+    assert [p for p, d in docs.items() if both.matches(p, "", list(d.tags))] == ["a.md"]
+    docs["d.md"] = common_pb2.Document(path="d.md", tags=["Project/Beta"])  # as IndexState does it
+    names.add("d.md")
+    names.retagged()
+    assert names.scope(Scope(tags=("project",))).tags == (("Project", "Project/Beta", "project/alpha"),)

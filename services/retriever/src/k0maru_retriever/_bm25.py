@@ -20,7 +20,13 @@ from ._analysis import LATIN_TOKENIZER, BM25Analyzer
 class Scope:
     diaries: tuple[str, ...] = ()
     path_prefixes: tuple[str, ...] = ()
-    tags: tuple[str, ...] = ()
+    # each entry a tag every hit carries: one spelling, or spellings any of which will do
+    # (`VaultNames.scope`: `#Project` finds `project` and the nested `project/alpha`)
+    tags: tuple[str | tuple[str, ...], ...] = ()
+
+    def tag_groups(self) -> list[tuple[str, ...]]:
+        """The tags as groups of spellings: a hit carries one of each group."""
+        return [(t,) if isinstance(t, str) else t for t in self.tags]
 
     def matches(self, path: str, diary: str, tags: list[str]) -> bool:
         if self.diaries and diary not in self.diaries:
@@ -32,7 +38,7 @@ class Scope:
             for p in self.path_prefixes
         ):
             return False
-        return all(t in tags for t in self.tags)
+        return all(any(t in tags for t in group) for group in self.tag_groups())
 
     @property
     def empty(self) -> bool:
@@ -274,8 +280,8 @@ class Bm25Index:
                     if paths:
                         subs.append((tantivy.Occur.Should, tantivy.Query.term_set_query(self._schema, "path", paths)))
             clauses.append((tantivy.Occur.Must, tantivy.Query.boolean_query(subs)))
-        for tag in scope.tags:
-            clauses.append((tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "tags", tag)))
+        for group in scope.tag_groups():
+            clauses.append((tantivy.Occur.Must, any_of("tags", list(group))))
         return clauses
 
     def close(self) -> None:

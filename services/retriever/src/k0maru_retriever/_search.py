@@ -262,7 +262,7 @@ class HybridSearcher:
         limit = min(request.limit or 10, MAX_LIMIT)
         mode = request.mode or HYBRID
         scope = Scope(tuple(request.scope.diaries), tuple(request.scope.path_prefixes), tuple(request.scope.tags))
-        if scope.diaries or scope.path_prefixes:  # also in the vault's own spellings (`projects/` → `Projects/`)
+        if not scope.empty:  # also in the vault's own spellings (`projects/` → `Projects/`, `#Ops` → `ops`)
             with self._index.lock:
                 scope = self._index.state.names.scope(scope)
         _docs, chunks, with_vectors = self._index.counts()

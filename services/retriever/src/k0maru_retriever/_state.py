@@ -51,15 +51,20 @@ class IndexState:
 
     def put_doc(self, doc: common_pb2.Document) -> None:
         self.version += 1
-        if doc.path not in self.docs:
+        old = self.docs.get(doc.path)
+        if old is None:
             self.names.add(doc.path)
+        if (old.tags if old is not None else []) != doc.tags:
+            self.names.retagged()
         self.docs[doc.path] = doc
         self._pending_docs[doc.path] = doc
 
     def drop_doc(self, path: str) -> None:
         self.version += 1
-        if self.docs.pop(path, None) is not None:
+        if (old := self.docs.pop(path, None)) is not None:
             self.names.remove(path)
+            if old.tags:
+                self.names.retagged()
         self._pending_docs[path] = None
 
     def put_vector(self, chunk_id: str, hash_: str) -> None:

@@ -190,8 +190,8 @@ class EdgeVectorStore:
         must = []
         if scope.diaries:
             must.append(qe.FieldCondition(key="diary", match=qe.MatchAny(list(scope.diaries))))
-        for tag in scope.tags:
-            must.append(qe.FieldCondition(key="tags", match=qe.MatchValue(tag)))
+        for group in scope.tag_groups():
+            must.append(qe.FieldCondition(key="tags", match=qe.MatchAny(list(group))))
         if scope.path_prefixes and all(p.endswith("/") for p in scope.path_prefixes):
             must.append(
                 qe.FieldCondition(key="folders", match=qe.MatchAny([p.rstrip("/") for p in scope.path_prefixes]))
@@ -275,8 +275,8 @@ class QdrantServerStore:
         must: list[Any] = []
         if scope.diaries:
             must.append(m.FieldCondition(key="diary", match=m.MatchAny(any=list(scope.diaries))))
-        for tag in scope.tags:
-            must.append(m.FieldCondition(key="tags", match=m.MatchValue(value=tag)))
+        for group in scope.tag_groups():
+            must.append(m.FieldCondition(key="tags", match=m.MatchAny(any=list(group))))
         if scope.path_prefixes and all(p.endswith("/") for p in scope.path_prefixes):
             must.append(
                 m.FieldCondition(key="folders", match=m.MatchAny(any=[p.rstrip("/") for p in scope.path_prefixes]))
