@@ -16,6 +16,11 @@ def test_resolution_order_and_shortest_path():
     assert g.resolve("Plan") == "projects/Plan.md"
     assert g.resolve("Sibling", "folder/Other.md") == "folder/Sibling.md"
     assert g.resolve("Missing") is None
+    # a Markdown link's relative path, from the linking note's folder
+    g.set_note("x/Note.md", [])
+    assert g.resolve("../x/Note", "folder/Other.md") == "x/Note.md"  # by file name, the shortest path would win
+    assert g.resolve("./a/Note", "deep/Other.md") == "deep/a/Note.md"
+    assert g.resolve("../../deep/a/Note.md", "projects/x/Plan.md") == "deep/a/Note.md"
 
 
 def _link(target: str, alias: str = "", markdown: bool = False) -> str:

@@ -67,6 +67,12 @@ def test_links_of_every_form():
     assert ("Other", "", "", "blk", False, False) in seen
     assert ("Embedded.png", "", "", "", True, False) in seen
     assert ("sub/file name", "md", "part", "", False, True) in seen
+    angled = parse_note("s.md", '[a](<my note.md>) [b](<sub dir/y.md#Some Heading>) [c](../up/x.md "t")').links
+    assert [(lk.target, lk.alias, lk.heading) for lk in angled] == [
+        ("my note", "a", ""),  # CommonMark's <destination> may hold spaces
+        ("sub dir/y", "b", "Some Heading"),
+        ("../up/x", "c", ""),
+    ]
     assert all(lk.target != "in code" for lk in links)
     assert all("x.y" not in lk.target for lk in links)
 

@@ -1,12 +1,12 @@
 """LinkGraph: wikilinks resolved the way Obsidian resolves them, and backlinks, kept incrementally.
 
 A target resolves to, in order: the exact vault path (with or without `.md`), a path
-relative to the linking note's folder, then any note whose file name matches as names compare
-(`name_key`: any case and any Unicode normal form, so a link typed on Linux finds a note whose
-name macOS wrote decomposed), the shortest path winning (ties: alphabetical), and last the one
-note with that title or alias (Logseq resolves `[[JS]]` to the page with `alias:: JS`; a title or
-alias that several notes share resolves nothing). Unresolved links are kept and resolve as soon
-as a matching note appears.
+relative to the linking note's folder (`./` and `../` too, as Markdown links write them), then
+any note whose file name matches as names compare (`name_key`: any case and any Unicode normal
+form, so a link typed on Linux finds a note whose name macOS wrote decomposed), the shortest
+path winning (ties: alphabetical), and last the one note with that title or alias (Logseq
+resolves `[[JS]]` to the page with `alias:: JS`; a title or alias that several notes share
+resolves nothing). Unresolved links are kept and resolve as soon as a matching note appears.
 
 A wikilink with a label is filed as `link_target`: `target` and, after `LABEL_SIDE`, its label.
 It resolves to its target, else to the note its label names: Dendron (and Gollum and GitHub
@@ -25,6 +25,7 @@ the other note's title, one of its aliases, its file stem or its path (without e
 
 from __future__ import annotations
 
+import posixpath
 from collections import defaultdict
 from collections.abc import Container, Iterable
 from pathlib import PurePosixPath
@@ -285,6 +286,11 @@ class LinkGraph:
             for candidate in (f"{folder}/{clean}", f"{folder}/{clean}.md"):
                 if candidate in self._paths:
                     return candidate
+        if clean.startswith(("./", "../")) or "/../" in clean or "/./" in clean:  # a Markdown link's relative path
+            joined = posixpath.normpath(posixpath.join(_parent(source) if "/" in source else "", clean))
+            for candidate in (joined, joined + ".md", joined + ".markdown"):
+                if candidate in self._paths:
+                    return candidate  # else, as before, a note of that file name elsewhere
         matches = self._by_name.get(_name(clean))
         if not matches:
             return None

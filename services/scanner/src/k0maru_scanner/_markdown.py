@@ -67,8 +67,12 @@ _WIKILINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
 # reverse of Obsidian's `[[note|label]]`. A `dendron://` after the `|` settles which side is the
 # note; without one the retriever's graph tries the other side when the first names no note.
 _DENDRON_VAULT = re.compile(r"^\s*dendron://[^/\]|]*/")
+# a destination in <angle brackets> may hold spaces (`[x](<my note.md#Some heading>)`: CommonMark,
+# and what VS Code and some Obsidian versions write); a bare one is percent-encoded (`my%20note.md`)
 _MD_LINK = re.compile(
-    r"\[([^\]\n]*)\]\(<?([^)<>\s]+?\.(?:md|markdown))(#[^)\s>]*)?>?(?:\s+\"[^\"]*\")?\)", re.IGNORECASE
+    r"\[([^\]\n]*)\]\((?:<([^<>\n]+?\.(?:md|markdown))(#[^<>\n]*)?>|([^)<>\s]+?\.(?:md|markdown))(#[^)\s>]*)?)"
+    r"(?:\s+\"[^\"]*\")?\)",
+    re.IGNORECASE,
 )
 
 
@@ -318,10 +322,10 @@ def _links_in(line: str, line_no: int) -> list[ParsedLink]:
                 )
             )
     for match in _MD_LINK.finditer(line) if "](" in line else ():
-        dest = unquote(match.group(2))
+        dest = unquote(match.group(2) or match.group(4))
         if "://" in dest:
             continue
-        heading = unquote(match.group(3) or "").lstrip("#")
+        heading = unquote(match.group(3) or match.group(5) or "").lstrip("#")
         start = match.start()
         found.append(
             ParsedLink(
