@@ -50,7 +50,8 @@ NOTES = {
     "evil.md": '# Evil\n\n<script>window.__pwned = 1</script>\n\n<img src=x onerror="window.__pwned = 2">\n\n[click](javascript:window.__pwned=3)\n\nlighthouse\n',
     "中文/借用.md": "# 借用检查器\n\n可变借用与共享借用重叠时报错 E0502。参见 [[Lighthouse]]。\n",
     # Dendron writes the label first: `[[label|dendron://vault/note]]`, `[[label|note]]`
-    "misc/from dendron.md": "# From Dendron\n\n[[the drain|dendron://site/misc/storm drain]], [[borrowing|借用]], [[Storm drain|a drain]]\n",
+    "wiki/from dendron.md": "# From Dendron\n\n[[the drain|dendron://site/misc/storm drain]], [[borrowing|借用]], [[Storm drain|a drain]]\n"
+    "\nAnd a Markdown link: [the drain again](<../misc/storm drain.md#Some heading>).\n",
 }
 TOKEN = "s3cret-token"
 
@@ -289,20 +290,24 @@ def test_note_is_rendered_safely_and_backlinks_are_followed(page: Any, stack: St
 def test_links_written_label_first_lead_to_their_notes(page: Any, stack: Stack):
     """Dendron's `[[label|note]]`: the list of links and the rendered note show the label and
     lead to the note; Obsidian's `[[note|label]]` beside them still does."""
-    status, note = get_json(f"{stack.base}/api/note?path=misc/from%20dendron.md")
+    status, note = get_json(f"{stack.base}/api/note?path=wiki/from%20dendron.md")
     assert status == 200
     assert [(lk["target"], lk["alias"], lk["path"]) for lk in note["links"]] == [
         ("misc/storm drain", "the drain", "misc/storm drain.md"),
         ("借用", "borrowing", "中文/借用.md"),
         ("Storm drain", "a drain", "misc/storm drain.md"),
+        ("../misc/storm drain", "the drain again", "misc/storm drain.md"),  # relative to wiki/
     ]
     assert sorted(note["outgoing"]) == ["misc/storm drain.md", "中文/借用.md"]
-    open_page(page, stack, "note/" + urllib.request.quote("misc/from dendron.md", safe=""))
+    open_page(page, stack, "note/" + urllib.request.quote("wiki/from dendron.md", safe=""))
     page.wait_for_selector("#note-body a.wikilink")
     links = page.locator("#note-body a.wikilink")
     assert links.all_inner_texts() == ["the drain", "borrowing", "a drain"]
     hrefs = [urllib.request.unquote(links.nth(i).get_attribute("href") or "") for i in range(3)]
     assert hrefs == ["#/note/misc/storm drain.md", "#/note/中文/借用.md", "#/note/misc/storm drain.md"]
+    markdown = page.locator("#note-body a:not(.wikilink)")
+    assert markdown.all_inner_texts() == ["the drain again"]
+    assert urllib.request.unquote(markdown.get_attribute("href") or "") == "#/note/misc/storm drain.md"
 
 
 def test_graph_overview_and_neighbourhood(page: Any, stack: Stack):
@@ -310,7 +315,7 @@ def test_graph_overview_and_neighbourhood(page: Any, stack: Stack):
     page.wait_for_selector("#graph-canvas[data-nodes]")
     canvas = page.locator("#graph-canvas")
     assert int(canvas.get_attribute("data-nodes") or 0) == len(NOTES)
-    # lighthouse→storm log, 借用→lighthouse, from dendron→storm drain (twice) and →借用
+    # lighthouse→storm log, 借用→lighthouse, from dendron→storm drain (three links, one edge) and →借用
     assert int(canvas.get_attribute("data-edges") or 0) == 4
     open_page(page, stack, "graph/" + urllib.request.quote("ops/storm log.md", safe="") + "?hops=2")
     page.wait_for_function("() => document.querySelector('#graph-title').textContent.includes('storm log')")

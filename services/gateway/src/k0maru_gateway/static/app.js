@@ -259,10 +259,14 @@ function inlineMd(text, resolved) {
     if (!path && alias && resolved[name(alias)]) { path = resolved[name(alias)]; label = target; }
     return path ? `<a class="wikilink" href="${esc(noteHref(path))}">${label}</a>` : `<span class="unresolved" title="unresolved link">${label}</span>`;
   });
-  s = s.replace(/\[([^\]]+)\]\(([^)\s]+)\)/g, (_, label, url) => {
-    const raw = url.replace(/&amp;/g, "&");
-    const target = decodeURIComponent(raw.replace(/&#39;|&quot;/g, ""));
-    const path = resolved[target] || resolved[raw];
+  // [label](path.md), [label](<a path with spaces.md#A heading>), [label](url "title"); as the
+  // scanner reads it: percent-decoded, without #heading and .md
+  s = s.replace(/\[([^\]]+)\]\((&lt;.+?&gt;|[^)\s]+)(?:\s+&quot;[^)]*?&quot;)?\)/g, (_, label, url) => {
+    const raw = unesc(url.replace(/^&lt;|&gt;$/g, ""));
+    let name = raw;
+    try { name = decodeURIComponent(raw); } catch { /* not percent-encoded: as written */ }
+    name = name.split("#")[0].replace(/\.(md|markdown)$/i, "");
+    const path = resolved[name] || resolved[raw];
     if (path) return `<a href="${esc(noteHref(path))}">${label}</a>`;
     const ok = safeUrl(raw);
     return ok ? `<a href="${esc(ok)}" rel="noopener noreferrer nofollow" target="_blank">${label}</a>` : `<span class="unresolved">${label}</span>`;
