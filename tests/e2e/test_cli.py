@@ -111,7 +111,7 @@ def test_search_and_scan_through_a_running_stacks_console(vault: Path, tmp_path:
         vault,
         {
             "ops/lighthouse.md": "# Lighthouse\n\nThe lighthouse keeper logs every storm.\n",
-            "misc/drain.md": "# Drain\n\nA storm drain by the road.\n",
+            "misc/drain.md": "# Drain\n\nA storm drain by the road. #roads/drains\n",
         },
     )
     launcher = Launcher(vault, tmp_path / "data", embedders=0, http_port=0, extra_env={"K0_CONSOLE_TOKEN": "c t"})
@@ -136,6 +136,14 @@ def test_search_and_scan_through_a_running_stacks_console(vault: Path, tmp_path:
         assert piped.wait(timeout=120) == 141  # as a shell reports a program stopped by SIGPIPE
         assert "Traceback" not in piped.stderr.read().decode()  # it printed a BrokenPipeError's
         piped.stderr.close()
+        for scope in (
+            ("--tag", "#Roads"),
+            ("--folder", "misc/"),
+            ("--diary", "misc"),
+            ("--folder", "x/", "--folder", "misc/"),
+        ):
+            scoped = json.loads(run("search", "storm", *where, "--mode", "bm25", "--json", *scope).stdout)
+            assert [h["path"] for h in scoped["hits"]] == ["misc/drain.md"], scope
         none = run("search", "zeppelin", *where, "--mode", "bm25")
         assert none.returncode == 0 and none.stdout.startswith("no notes match 'zeppelin'")
         bad = run("search", "storm", *where, "--limit", "0")  # the console's own check and message

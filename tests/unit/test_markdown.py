@@ -119,6 +119,19 @@ def test_a_logseq_page_has_its_title_aliases_and_tags():
     assert parse_note("b.md", "# B\n\ntags:: late\n").tags == []
 
 
+def test_a_logseq_journal_is_named_by_its_day_and_hidden_block_properties_are_not_text():
+    """Logseq shows journals/2026_12_04.md as "Dec 4th, 2026" (its default format), links to it
+    so, and never shows a block's `id::` or `collapsed::`."""
+    text = "- Met about [[Project/Beta]]\n  id:: 64f1c2aa-1111-2222-3333-444455556666\n  collapsed:: true\n- done\n"
+    note = parse_note("journals/2026_12_04.md", text)
+    assert (note.title, note.aliases) == ("Dec 4th, 2026", ["2026-12-04"])
+    assert note.sections[0].lines == ["- Met about [[Project/Beta]]", "", "", "- done"]  # line numbers kept
+    days = {p: parse_note(p, "- x\n").title for p in ("journals/2026_12_01.md", "journals/2026_12_12.md")}
+    assert days == {"journals/2026_12_01.md": "Dec 1st, 2026", "journals/2026_12_12.md": "Dec 12th, 2026"}
+    assert parse_note("journals/2026_02_30.md", "- x\n").aliases == []  # no such day
+    assert parse_note("notes/journals.md", "- x\n").title == "journals"
+
+
 def test_embed_marks_at_line_start_and_beside_links():
     text = "![[A]][[B]]![[C]] [[[D]] x![[E]]\n![img](pics/F.md) [![x](G.md) [h](H.md)![i](I.md)"
     links = parse_note("s.md", text).links

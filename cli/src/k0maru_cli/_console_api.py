@@ -41,7 +41,7 @@ def call_console(
     state: StackState,
     method: str,
     path: str,
-    params: dict[str, str | int] | None = None,
+    params: dict[str, str | int | list[str]] | None = None,
     body: dict[str, Any] | None = None,
     timeout: float = 60.0,
 ) -> dict[str, Any]:
@@ -49,7 +49,7 @@ def call_console(
     import http.client
 
     host, port = console_address(state.console_url)
-    target = f"{path}?{urlencode(params)}" if params else path
+    target = f"{path}?{urlencode(params, doseq=True)}" if params else path  # a list: the name repeated
     headers = {"accept": "application/json"}
     token = state.console_token or state.grpc_token
     if token:

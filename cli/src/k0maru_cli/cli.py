@@ -352,11 +352,14 @@ def cmd_search(args: argparse.Namespace) -> int:
     from ._console_api import ConsoleError, call_console
 
     state = _require_stack(args)
-    params: dict[str, str | int] = {
+    params: dict[str, str | int | list[str]] = {
         "q": args.query,
         "limit": args.limit,
         "mode": args.mode,
         "explain": int(args.explain),
+        "tag": args.tag,
+        "prefix": args.folder,
+        "diary": args.diary,
     }
     try:
         answer = call_console(state, "GET", "/api/search", params)
@@ -601,6 +604,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=sorted(SEARCH_MODE_NAMES), default="hybrid")
     p.add_argument("--explain", action="store_true")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--tag",
+        action="append",
+        default=[],
+        help="only notes with this tag (repeat: all of them); any case, # or not; takes nested tags (a/b for a)",
+    )
+    p.add_argument("--folder", action="append", default=[], help="only notes under this folder (repeat: any of them)")
+    p.add_argument(
+        "--diary", action="append", default=[], help="only notes of this diary (first-level folder, or Root)"
+    )
     p = with_vault(sub.add_parser("scan", help="scan the vault once"))
     p.add_argument("--full", action="store_true", help="re-read and re-hash every file")
     p = with_vault(sub.add_parser("offload", help="run a command (or read stdin) and offload long output"))

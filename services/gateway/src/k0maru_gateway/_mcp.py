@@ -171,7 +171,13 @@ def build_mcp(client: StackClient) -> MCPServer:
         folder: Annotated[
             str, Field(description="only notes under this vault folder (a diary), e.g. 'projects/'")
         ] = "",
-        tags: Annotated[list[str] | None, Field(description="only notes carrying all these tags")] = None,
+        tags: Annotated[
+            list[str] | None,
+            Field(
+                description="only notes carrying all these tags (any case, with or without #; a tag also "
+                "takes the tags nested under it: project takes project/alpha)"
+            ),
+        ] = None,
         explain: Annotated[bool, Field(description="include why each note ranked where it did")] = False,
         diary: Annotated[
             str, Field(description="only notes of this diary: a first-level folder, or 'Root' for top-level notes")

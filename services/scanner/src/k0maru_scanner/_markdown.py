@@ -57,6 +57,14 @@ _TAG_LINE = re.compile(r"^\s*tag[:：](?![:：])[ \t]*(.+)$", re.IGNORECASE)
 # Logseq's page properties (and Obsidian Dataview's fields): `key:: value` lines that open the page
 _PROPERTY = re.compile(r"^[ \t]*([A-Za-z][\w-]*)::(?:[ \t]+(.*?))?[ \t]*$")
 _PROPERTY_REF = re.compile(r"\[\[([^\[\]\n]+)\]\]")
+# block properties Logseq writes and never shows (a referenced block's id, folding, PDF highlights):
+# not a note's text (a uuid's hex made BM25 terms and embedder tokens of every referenced block)
+_HIDDEN_PROPERTY = re.compile(
+    r"^[ \t]*(?:-[ \t]+)?(?:id|collapsed|heading|ls-type|hl-type|hl-page|hl-stamp|hl-color)::"
+)
+# Logseq's journal pages: journals/2026_12_04.md is the page "Dec 4th, 2026" (its default format)
+_JOURNAL = re.compile(r"(?:^|/)journals/(\d{4})_(\d{2})_(\d{2})\.md$")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _TAG_LINE_SPLIT = re.compile(r"[,，、;；|｜]")
 # an embed's `!` is read before the match: a pattern that starts with a literal is found by a
 # fast literal search, where a leading `(!?)` made the engine try a match at every character
@@ -187,6 +195,9 @@ def parse_note(path: str, text: str) -> ParsedNote:
             opaque_fence = raw_line[fence.end() :].strip().lower().startswith(_OPAQUE_FENCES)
             current.lines.append(raw_line)
             continue
+        if "::" in raw_line and _HIDDEN_PROPERTY.match(raw_line):
+            current.lines.append("")
+            continue
         heading = _HEADING.match(raw_line)
         if heading:
             level, heading_text = len(heading.group(1)), heading.group(2).strip()
@@ -215,9 +226,12 @@ def parse_note(path: str, text: str) -> ParsedNote:
     if current.lines:
         sections.append(current)
 
+    journal = _journal_names(path)
+    aliases += journal[1:]
     title = (
         str(frontmatter.get("title") or "").strip()
         or first_h1
+        or (journal[0] if journal else "")
         or unicodedata.normalize("NFC", page_name(PurePosixPath(path).stem))
     )
     return ParsedNote(
@@ -261,6 +275,19 @@ def _is_data(run: str) -> bool:
     base64 of compressed or binary data is about 40 % capitals, with digits, where words are not."""
     sample = run[:OPAQUE_RUN]
     return sum(c.isupper() for c in sample) >= OPAQUE_RUN // 5 and any(c.isdigit() for c in sample)
+
+
+def _journal_names(path: str) -> list[str]:
+    """A Logseq journal page's title in Logseq's default format and its ISO date, or []."""
+    match = _JOURNAL.search(path) if "journals/" in path else None
+    if not match:
+        return []
+    try:
+        day = date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    except ValueError:
+        return []
+    suffix = "th" if 11 <= day.day <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(day.day % 10, "th")
+    return [f"{_MONTHS[day.month - 1]} {day.day}{suffix}, {day.year}", day.isoformat()]
 
 
 def _page_properties(body: str) -> dict[str, Any]:
