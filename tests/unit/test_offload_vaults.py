@@ -9,6 +9,7 @@ import yaml
 
 from k0maru_offload._conventions import sniff
 from k0maru_offload._flush import FlushEngine, FlushNote
+from k0maru_scanner._markdown import parse_note
 from tests.conftest import write_notes
 
 DAY = dt.date(2026, 8, 5)
@@ -190,3 +191,59 @@ def test_a_distilled_card_follows_the_rules_file(vault: Path):
     card = distill("$ pytest\nKeyError: 'token'\nFix: export API_TOKEN\n")
     path, _ = FlushEngine(vault).flush(FlushNote(card.title, card.markdown, "skill", card.tags), DAY)
     assert path == "30 Playbooks/Fix KeyError Token.md"  # the folder and its Title Case, space-separated names
+
+
+def test_a_logseq_graph_gets_pages_with_properties(vault: Path):
+    """Logseq reads pages from pages/ only: a note written anywhere else would never show there."""
+    write_notes(
+        vault,
+        {
+            "logseq/config.edn": "{:meta/version 1}\n",
+            "pages/Export pipeline.md": "tags:: infra\n\n- The nightly export.\n",
+            "pages/Release train.md": "- Every second Tuesday.\n",
+            "journals/2026_08_04.md": "- Met about [[Export pipeline]]\n",
+        },
+    )
+    conv = sniff(vault)
+    assert conv.tool == "logseq" and conv.folder_for("decision") == "pages"
+    engine = FlushEngine(vault)
+    note = FlushNote("Export lock contention fix", "We serialise exports behind one lock.", "decision", ("export",))
+    path, outcome = engine.flush(note, DAY)
+    assert (path, outcome) == ("pages/Export lock contention fix.md", "created")  # the pages' own naming
+    text = (vault / path).read_text()
+    assert text.startswith("title:: Export lock contention fix\ndate:: 2026-08-05\ncategory:: decision\n")
+    assert "tags:: export\n" in text and not text.startswith("---")
+    parsed = parse_note(path, text)  # read back as the scanner reads a Logseq page
+    assert (parsed.title, parsed.tags) == ("Export lock contention fix", ["export"])
+    assert engine.flush(note, DAY + dt.timedelta(days=1)) == (path, "up_to_date")  # its date:: aside
+    assert engine.flush(FlushNote("Skill x", "Steps.", "playbook"), DAY)[0] == "pages/Skill x.md"
+    assert engine.flush(FlushNote("Other", "Text.", "research/papers"), DAY)[0] == "pages/Other.md"
+
+
+def test_a_dendron_vault_gets_hierarchy_names_in_its_root(vault: Path):
+    """Dendron keeps every note in the vault's root, its place in the hierarchy in its name."""
+    fm = "---\nid: abc123\ntitle: {t}\ndesc: ''\nupdated: 1700000000000\ncreated: 1700000000000\n---\n"
+    write_notes(
+        vault,
+        {
+            "root.md": fm.format(t="Root"),
+            "adr.use-wal.md": fm.format(t="Use WAL") + "# Use WAL\n",
+            "dendron.topic.lookup.md": fm.format(t="Lookup"),
+            "dendron.topic.md": fm.format(t="Topic"),
+        },
+    )
+    conv = sniff(vault)
+    assert conv.tool == "dendron" and conv.hierarchy_for("decision") == "adr"  # the vault's own
+    engine = FlushEngine(vault)
+    note = FlushNote("Export lock contention fix", "We serialise exports behind one lock.", "decision")
+    path, outcome = engine.flush(note, DAY)
+    assert (path, outcome) == ("adr.2026-08-05-export-lock-contention-fix.md", "created")
+    meta = front((vault / path).read_text())
+    assert list(meta) == ["id", "title", "desc", "updated", "created"]
+    assert meta["title"] == "Export lock contention fix" and isinstance(meta["created"], int)
+    assert len(str(meta["id"])) == 24 and meta["created"] > 1_700_000_000_000
+    assert engine.flush(note, DAY) == (path, "up_to_date")  # a new id and time are no new content
+    other = engine.flush(FlushNote("Export lock contention fix", "Another text.", "decision"), DAY)
+    assert other == ("adr.2026-08-05-export-lock-contention-fix-v2.md", "versioned")
+    assert engine.flush(FlushNote("Session", "Text.", "log"), DAY)[0] == "logs.2026-08-05-session.md"
+    assert not [p for p in vault.iterdir() if p.is_dir()]  # no folder Dendron would not read

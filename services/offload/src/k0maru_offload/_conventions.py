@@ -10,10 +10,17 @@ Evidence, strongest first (ALGORITHMS.md B.7, extended):
   4. the notes already in each folder: naming (dated / timestamped / Johnny-Decimal id or not,
      word separator, case), the `##` sections most of them share, the frontmatter keys in use.
 A folder without notes inherits the vault's dominant naming.
+
+A vault written for a tool that only reads its own layout is written in that layout (`tool`), or
+the tool would never show what an agent wrote: a Logseq graph (`logseq/config.edn`, or `pages/`
+beside `journals/`) reads pages from `pages/` only, with `key:: value` properties; a Dendron vault
+(`dendron.yml`, or `root.md` among notes named `a.b.c.md`) keeps every note in its root, the
+hierarchy in the name (`decisions.2026-08-05-export-lock.md`), with `id`, `created` and `updated`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import re
@@ -133,6 +140,7 @@ class FolderRules:
     frontmatter: list[str] | None = None  # keys in use; None = unknown (write the default set); [] = none
     template: str = ""  # vault-relative path of the template
     notes: int = 0  # how many notes the folder's rules were learned from
+    properties: bool = False  # Logseq's `key:: value` lines instead of YAML frontmatter
 
 
 @dataclass
@@ -146,6 +154,17 @@ class Conventions:
     templates: dict[str, str] = field(default_factory=dict)  # category → template path
     vault_naming: NameStyle = field(default_factory=NameStyle)
     per_folder: dict[str, FolderRules] = field(default_factory=dict)
+    tool: str = ""  # "logseq" | "dendron" | "": the tool whose layout the vault is written in
+    default_folder: str = ""  # where a category with no folder of its own goes
+    hierarchies: set[str] = field(default_factory=set)  # Dendron: the first parts of the root notes' names
+
+    def hierarchy_for(self, category: str) -> str:
+        """Dendron: the hierarchy a category's notes are named under (`decisions`, or the vault's
+        own `adr` when its notes use that)."""
+        key = self.category_key(category) if category.strip() else "log"
+        own = re.sub(r"[^\w-]+", "-", category.strip().lower()).strip("-") or "notes"
+        candidates = [c.replace("/", ".") for c in _TOPOLOGY.get(key, (own,))]
+        return next((c for c in candidates if c in self.hierarchies), candidates[0])
 
     def category_key(self, category: str) -> str:
         c = category.strip().lower()
@@ -166,13 +185,20 @@ class Conventions:
         key = self.category_key(category) if category else "log"
         sections = self.rule_sections.get(key) or self.rule_sections.get("*")
         template = self.templates.get(key, "")
+        frontmatter, naming = rules.frontmatter, rules.naming
+        if self.tool == "logseq":  # properties, in k0maru's default set: Logseq shows them on the page
+            frontmatter = None
+        elif self.tool == "dendron":  # the leaf of `hierarchy.leaf`: dated, lower-case words
+            frontmatter = rules.frontmatter or ["id", "title", "desc", "updated", "created"]
+            naming = NameStyle()
         return FolderRules(
             folder,
-            rules.naming,
+            naming,
             list(sections) if sections else list(rules.sections),
-            rules.frontmatter,
+            frontmatter,
             template,
             rules.notes,
+            properties=self.tool == "logseq",
         )
 
     def describe(self) -> list[str]:
@@ -263,6 +289,21 @@ def sniff(vault: Path) -> Conventions:
         if path.is_file():
             conv.rule_files.append(name)
             _parse_rules(conv, vault, name, _read(path, 100_000))
+    conv.tool = _tool_of(vault)
+    if conv.tool:
+        conv.default_folder = "pages" if conv.tool == "logseq" else ""
+        for category in _TOPOLOGY:  # a rules file's mapping stays
+            conv.folders.setdefault(category, conv.default_folder)
+        conv.evidence.append(
+            "a Logseq graph: new notes are pages in pages/, with properties (Logseq reads no other folder)"
+            if conv.tool == "logseq"
+            else "a Dendron vault: new notes in the root, named hierarchy.leaf.md (Dendron reads no folder)"
+        )
+        if conv.tool == "dendron":  # names only: one listing of the root
+            with contextlib.suppress(OSError):
+                conv.hierarchies = {
+                    e.name.split(".", 1)[0].lower() for e in os.scandir(vault) if e.name.endswith(".md")
+                }
     top = _dirs(vault) if vault.is_dir() else []
     para = sum(
         1
@@ -303,6 +344,19 @@ def sniff(vault: Path) -> Conventions:
                     conv.evidence.append(f"template {tdir}/{hit} for {category} notes")
     _learn_folders(vault, conv)
     return conv
+
+
+def _tool_of(vault: Path) -> str:
+    """The tool whose layout the vault is written in, when that layout says so."""
+    if (vault / "logseq" / "config.edn").is_file() or ((vault / "pages").is_dir() and (vault / "journals").is_dir()):
+        return "logseq"
+    if (vault / "dendron.yml").is_file() or (vault.parent / "dendron.yml").is_file():
+        return "dendron"
+    if (vault / "root.md").is_file():  # every Dendron vault has one, beside notes named a.b.c.md
+        stems = [p.stem for p in _sample(vault)]
+        if len(stems) >= 3 and sum("." in s for s in stems) * 2 >= len(stems):
+            return "dendron"
+    return ""
 
 
 def _sample(directory: Path) -> list[Path]:

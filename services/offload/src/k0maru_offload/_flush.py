@@ -17,7 +17,7 @@ import os
 import re
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -93,7 +93,9 @@ def _meta(note: FlushNote, today: dt.date, keys: list[str] | None) -> dict[str, 
         meta = {}
         for key in keys:
             k = key.lower()
-            if k in ("title", "name"):
+            if key in note.extra_frontmatter:  # in the folder's order
+                meta[key] = note.extra_frontmatter[key]
+            elif k in ("title", "name"):
                 meta[key] = note.title.strip()
             elif k in DATE_KEYS:
                 meta[key] = today.isoformat()
@@ -123,9 +125,12 @@ def render(note: FlushNote, today: dt.date, rules: FolderRules | None = None, va
     """The note as the folder writes its notes: its frontmatter keys, its sections or its template."""
     rules = rules or FolderRules("")
     meta = _meta(note, today, rules.frontmatter)
-    front = (
-        f"---\n{yaml.safe_dump(meta, allow_unicode=True, sort_keys=False).strip()}\n---\n\n" if meta is not None else ""
-    )
+    if meta is not None and rules.properties:
+        front = _properties(meta)
+    elif meta is not None:
+        front = f"---\n{yaml.safe_dump(meta, allow_unicode=True, sort_keys=False).strip()}\n---\n\n"
+    else:
+        front = ""
     related = [r.strip().removeprefix("[[").removesuffix("]]") for r in note.related if r.strip()]
     links = "\n".join(f"- [[{r}]]" for r in dict.fromkeys(related))
     content = note.content.strip()
@@ -163,18 +168,36 @@ def render(note: FlushNote, today: dt.date, rules: FolderRules | None = None, va
     return f"{front}{body}\n"
 
 
+def _properties(meta: dict[str, object]) -> str:
+    """Logseq's page properties: `key:: value` lines that open the page (lists comma-separated)."""
+    lines = []
+    for key, value in meta.items():
+        text = ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+        text = " ".join(text.split())  # one line each
+        if text:
+            lines.append(f"{key}:: {text}")
+    return "\n".join(lines) + "\n\n" if lines else ""
+
+
+_UNCOMPARED = DATE_KEYS | {"id"}  # a Dendron note's id is new at every write
+
+
 def same_ignoring_dates(a: str, b: str) -> bool:
     """Equal notes but for the write date in the frontmatter (flushed again on another day)."""
     return _undated(a) == _undated(b)
 
 
 def _undated(text: str) -> str:
-    if not text.startswith("---\n"):
-        return text
+    if not text.startswith("---\n"):  # Logseq's properties, or none
+        lines = text.split("\n")
+        top = next((i for i, ln in enumerate(lines) if "::" not in ln), len(lines))
+        return "\n".join(
+            ln for i, ln in enumerate(lines) if i >= top or ln.split("::", 1)[0].strip() not in _UNCOMPARED
+        )
     end = text.find("\n---", 4)
     if end < 0:
         return text
-    front = [ln for ln in text[4:end].splitlines() if ln.split(":", 1)[0].strip().lower() not in DATE_KEYS]
+    front = [ln for ln in text[4:end].splitlines() if ln.split(":", 1)[0].strip().lower() not in _UNCOMPARED]
     return "\n".join(front) + text[end:]
 
 
@@ -215,30 +238,38 @@ class FlushEngine:
         key = conv.category_key(note.category) if note.category.strip() else "log"
         folder = conv.folders.get(key)
         if folder is None:
-            folder = _existing_folder(self.vault, note.category) or ""
+            folder = ("" if conv.tool else _existing_folder(self.vault, note.category)) or conv.default_folder
             conv.learn_folder(self.vault, folder)
         rules = conv.rules_for(note.category, folder)
         directory = confine(self.vault, folder) if folder else self.vault
+        hierarchy = f"{conv.hierarchy_for(note.category)}." if conv.tool == "dendron" else ""
+        if hierarchy:  # Dendron's own frontmatter: an id, and times in ms
+            now = int(dt.datetime.combine(day, dt.datetime.now().time()).timestamp() * 1000)
+            dendron = {"id": secrets.token_hex(12), "desc": "", "updated": now, "created": now}
+            note = replace(note, extra_frontmatter={**dendron, **note.extra_frontmatter})
         text = render(note, day, rules, self.vault)
-        earlier = _same_note(directory, note.title, text)
+        earlier = _same_note(directory, note.title, text, hierarchy)
         if earlier is not None:
             return earlier.relative_to(self.vault).as_posix(), "up_to_date"
-        stem = rules.naming.stem(note.title, day, directory)  # write_versioned makes the folder
+        stem = hierarchy + rules.naming.stem(note.title, day, directory)  # write_versioned makes the folder
         target, outcome = write_versioned(directory, stem, text, same_ignoring_dates)
         rel = target.relative_to(self.vault).as_posix()
         confine(self.vault, rel)
         return rel, outcome
 
 
-def _same_note(directory: Path, title: str, text: str) -> Path | None:
-    """A note of this title already in the folder with this content (any date in its name)."""
+def _same_note(directory: Path, title: str, text: str, hierarchy: str = "") -> Path | None:
+    """A note of this title already in the folder (under this Dendron hierarchy) with this content
+    (any date in its name)."""
     want = core_words(title)
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError:
         return None
     for entry in entries:
-        if entry.name.endswith(".md") and core_words(entry.name[:-3]) == want and entry.is_file():
+        name = entry.name.removeprefix(hierarchy) if entry.name.startswith(hierarchy) else ""
+        leaf = name[:-3] if name.endswith(".md") and not (hierarchy and "." in name[:-3]) else None
+        if leaf is not None and core_words(leaf) == want and entry.is_file():
             with contextlib.suppress(OSError):
                 if same_ignoring_dates(Path(entry.path).read_text(encoding="utf-8"), text):
                     return Path(entry.path)
