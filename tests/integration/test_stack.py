@@ -197,7 +197,7 @@ def test_a_logseq_graph_and_a_dendron_vault_are_read_as_they_are_written(stack):
         vault,
         {
             "pages/Project___Beta.md": "title:: Project/Beta\ntags:: [[release train]], infra\n\n"
-            "- The beta rollout waits for the canary metrics.\n",
+            "- The beta rollout waits for the canary metrics.\n- As ((64f1c2aa-1111-2222-3333-444455556666)) says\n",
             "journals/2026_12_04.md": "- Met about [[Project/Beta]] #[[release train]], in [[JS]]\n",
             "pages/JavaScript.md": "alias:: JS, ECMAScript\n\n- The language of the beta's front end.\n"
             "- Adopted on [[Dec 4th, 2026]]\n  id:: 64f1c2aa-1111-2222-3333-444455556666\n",
@@ -224,7 +224,12 @@ def test_a_logseq_graph_and_a_dendron_vault_are_read_as_they_are_written(stack):
     ]
     assert "release train" in journal.document.tags
     assert journal.document.title == "Dec 4th, 2026" and list(journal.backlinks) == ["pages/JavaScript.md"]
-    assert search(client, "64f1c2aa", BM25) == []  # a block's hidden id is not its text
+    assert [(lk.target, lk.path) for lk in page.links][-1:] == [
+        ("((64f1c2aa-1111-2222-3333-444455556666))", "pages/JavaScript.md")  # a block reference
+    ]
+    javascript = client.call(client.retriever.Backlinks, retriever_pb2.BacklinksRequest(path="pages/JavaScript.md"))
+    assert list(javascript.paths) == ["journals/2026_12_04.md", "pages/Project___Beta.md"]
+    assert "pages/JavaScript.md" not in search(client, "64f1c2aa", BM25)  # a block's hidden id is not its text
     for tag in ("release train", "#Release Train"):  # tags compare without `#`, in any case
         assert sorted(search(client, "beta", BM25, tags=[tag])) == ["journals/2026_12_04.md", "pages/Project___Beta.md"]
     wait_for(lambda: coverage(client) == 1.0, 60, "every chunk to have a vector")

@@ -62,6 +62,12 @@ def note_names(doc: common_pb2.Document) -> str:
     return "\n".join(filter(None, names))
 
 
+def graph_names(doc: common_pb2.Document) -> list[str]:
+    """What links may name a note by besides its file: its title, its aliases, and `((id))` for
+    each block of it other notes reference (Logseq)."""
+    return [doc.title, *doc.aliases, *(f"(({b}))" for b in doc.block_ids)]
+
+
 def embed_text(doc: common_pb2.Document, chunk: common_pb2.Chunk) -> str:
     return f"{doc.title}\n{chunk.text}" if doc.title and doc.title not in chunk.text[:200] else chunk.text
 
@@ -123,7 +129,7 @@ class NoteIndex:
         self.last_change = time.monotonic()  # of a note applied or removed
         self.graph.load(
             {doc.path: [link_target(lk) for lk in doc.links if lk.target] for doc in state.docs.values()},
-            {doc.path: [doc.title, *doc.aliases] for doc in state.docs.values()},
+            {doc.path: graph_names(doc) for doc in state.docs.values()},
         )
         for doc in state.docs.values():
             self.tags.set_note(doc.path, doc.tags)
@@ -262,7 +268,7 @@ class NoteIndex:
             old = self.state.docs.get(doc.path)
             self.bm25.delete_path(doc.path)
             self._add_bm25(doc)
-            links = ([link_target(lk) for lk in doc.links if lk.target], [doc.title, *doc.aliases])
+            links = ([link_target(lk) for lk in doc.links if lk.target], graph_names(doc))
             if link_later:
                 self._links_pending[doc.path] = links
             else:

@@ -63,6 +63,9 @@ _HIDDEN_PROPERTY = re.compile(
     r"^[ \t]*(?:-[ \t]+)?(?:id|collapsed|heading|ls-type|hl-type|hl-page|hl-stamp|hl-color)::"
 )
 # Logseq's journal pages: journals/2026_12_04.md is the page "Dec 4th, 2026" (its default format)
+_BLOCK_ID = re.compile(r"^[ \t]*(?:-[ \t]+)?id::[ \t]*([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})[ \t]*$")
+# Logseq's block reference: ((64f1c2aa-1111-2222-3333-444455556666)), a link to the note holding it
+_BLOCK_REF = re.compile(r"\(\(([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})\)\)")
 _JOURNAL = re.compile(r"(?:^|/)journals/(\d{4})_(\d{2})_(\d{2})\.md$")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _TAG_LINE_SPLIT = re.compile(r"[,，、;；|｜]")
@@ -106,6 +109,7 @@ class ParsedNote:
     links: list[ParsedLink]
     sections: list[Section]
     problems: list[str] = field(default_factory=list)
+    block_ids: list[str] = field(default_factory=list)  # Logseq's `id::` of blocks others reference
 
     @property
     def frontmatter_json(self) -> str:
@@ -173,6 +177,7 @@ def parse_note(path: str, text: str) -> ParsedNote:
     aliases = [a.strip() for a in _as_list_keep_spaces(frontmatter.get("aliases", frontmatter.get("alias")))]
 
     links: list[ParsedLink] = []
+    block_ids: list[str] = []
     sections: list[Section] = []
     heading_stack: list[tuple[int, str]] = []
     first_h1 = ""
@@ -196,6 +201,8 @@ def parse_note(path: str, text: str) -> ParsedNote:
             current.lines.append(raw_line)
             continue
         if "::" in raw_line and _HIDDEN_PROPERTY.match(raw_line):
+            if block_id := _BLOCK_ID.match(raw_line):
+                block_ids.append(block_id.group(1).lower())
             current.lines.append("")
             continue
         heading = _HEADING.match(raw_line)
@@ -244,6 +251,7 @@ def parse_note(path: str, text: str) -> ParsedNote:
         links=links,
         sections=sections,
         problems=problems,
+        block_ids=block_ids,
     )
 
 
@@ -321,7 +329,7 @@ def _as_list_keep_spaces(value: Any) -> list[str]:
 
 def _links_in(line: str, line_no: int) -> list[ParsedLink]:
     found: list[ParsedLink] = []
-    if "[" not in line:
+    if "[" not in line and "((" not in line:
         return found
     for match in _WIKILINK.finditer(line) if "[[" in line else ():
         start = match.start()
@@ -348,6 +356,9 @@ def _links_in(line: str, line_no: int) -> list[ParsedLink]:
                     line_no,
                 )
             )
+    for match in _BLOCK_REF.finditer(line) if "((" in line else ():
+        block = match.group(1).lower()
+        found.append(ParsedLink(f"(({block}))", "", "", block, False, False, line_no))
     for match in _MD_LINK.finditer(line) if "](" in line else ():
         dest = unquote(match.group(2) or match.group(4))
         if "://" in dest:
