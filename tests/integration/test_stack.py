@@ -189,9 +189,10 @@ def test_names_macos_wrote_decomposed_are_found_as_typed(stack):
     assert search(client, "coffee machine maintenance", VECTOR, path_prefixes=["équipe/"])[:1] == [cafe]
 
 
-def test_a_logseq_graph_and_a_dendron_vault_are_read_as_they_are_written(stack):
-    """Logseq: page properties, namespace pages in `a___b.md`, `#[[tags]]`, its backups in
-    logseq/bak left out. Dendron: links written label first, and `dendron://vault/` names."""
+def test_logseq_dendron_and_canvas_files_are_read_as_their_tools_write_them(stack):
+    """Logseq: page properties, namespace pages in `a___b.md`, `#[[tags]]`, aliases, journals,
+    block references, its backups in logseq/bak left out. Dendron: links written label first, and
+    `dendron://vault/` names. An Obsidian canvas: its cards are text, its file cards links."""
     _launcher, client, vault = stack
     write_notes(
         vault,
@@ -203,6 +204,14 @@ def test_a_logseq_graph_and_a_dendron_vault_are_read_as_they_are_written(stack):
             "- Adopted on [[Dec 4th, 2026]]\n  id:: 64f1c2aa-1111-2222-3333-444455556666\n",
             "logseq/bak/pages/Project___Beta/2026-12-01T10_00_00.000Z.Desktop.md": "- beta rollout canary metrics\n",
             "dendron.topic.lookup.md": "# Lookup\n\nLookup finds notes by their hierarchy.\n",
+            "boards/release.canvas": json.dumps(  # an Obsidian canvas: a text card, a file card
+                {
+                    "nodes": [
+                        {"id": "t1", "type": "text", "text": "The launch waits for two green dashboards #launch"},
+                        {"id": "f1", "type": "file", "file": "pages/Project___Beta.md"},
+                    ]
+                }
+            ),
             "dendron.changelog.md": "# Changelog\n\n- fuzzy matching shipped ([[docs|dendron.topic.lookup#create]])\n"
             "- see [[Lookup|dendron://site/dendron.topic.lookup]]\n",
         },
@@ -212,10 +221,11 @@ def test_a_logseq_graph_and_a_dendron_vault_are_read_as_they_are_written(stack):
         lambda: search(client, "fuzzy matching shipped", BM25)[:1] == ["dendron.changelog.md"], 45, "the new notes"
     )
     assert not [p for p in search(client, "beta rollout canary metrics", BM25, limit=20) if p.startswith("logseq/")]
+    assert search(client, "launch waits for green dashboards", BM25, tags=["launch"]) == ["boards/release.canvas"]
     page = client.call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path="pages/Project___Beta.md"))
     assert page.document.title == "Project/Beta"
     assert set(page.document.tags) == {"release train", "infra"}
-    assert list(page.backlinks) == ["journals/2026_12_04.md"]
+    assert list(page.backlinks) == ["boards/release.canvas", "journals/2026_12_04.md"]
     journal = client.call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path="journals/2026_12_04.md"))
     assert [(lk.target, lk.path) for lk in journal.links] == [
         ("Project/Beta", "pages/Project___Beta.md"),

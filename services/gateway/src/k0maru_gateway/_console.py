@@ -397,6 +397,25 @@ def _flag(req: Request, name: str, default: bool) -> bool:
     return raw in ("1", "true")
 
 
+def canvas_markdown(text: str) -> str:
+    """An Obsidian canvas shown as a note: its groups' labels as headings, its text cards, its file
+    cards as links, its link cards as URLs (in the canvas's order); the file as it is when it is no
+    canvas."""
+    try:
+        nodes = json.loads(text).get("nodes")
+    except (ValueError, AttributeError):
+        return text
+    parts = []
+    for node in nodes if isinstance(nodes, list) else ():
+        if not isinstance(node, dict):
+            continue
+        kind = node.get("type")
+        value = node.get({"text": "text", "file": "file", "link": "url", "group": "label"}.get(str(kind), ""))
+        if isinstance(value, str) and value.strip():
+            parts.append({"file": f"[[{value}]]", "group": f"## {value}"}.get(str(kind), value.strip()))
+    return "\n\n".join(parts)
+
+
 def _list_param(req: Request, name: str) -> list[str]:
     values = [v.strip() for v in req.query_params.getlist(name) if v.strip()]
     if len(values) > MAX_SCOPE_ITEMS:
@@ -601,7 +620,7 @@ def build_console(
                 ],
                 "outgoing": list(reply.outgoing),
                 "backlinks": list(reply.backlinks),
-                "markdown": reply.markdown,
+                "markdown": canvas_markdown(reply.markdown) if doc.path.lower().endswith(".canvas") else reply.markdown,
                 "chunks": [
                     {"index": c.index, "heading_path": list(c.heading_path), "lines": [c.start_line, c.end_line]}
                     for c in doc.chunks

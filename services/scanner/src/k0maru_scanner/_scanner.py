@@ -30,7 +30,7 @@ from .config import IGNORED_FOLDERS
 
 log = logging.getLogger(__name__)
 
-EXTENSIONS = (".md", ".markdown", ".txt")
+EXTENSIONS = (".md", ".markdown", ".txt", ".canvas")  # .canvas: Obsidian's boards (`_canvas.py`)
 FRESH_MAX_BYTES = 64 << 20  # notes read by scans and kept for the fetches that follow them
 FRESH_KEEP_S = 120.0
 # A note recorded less than this after its mtime is read again by the next scan, size and mtime

@@ -24,6 +24,7 @@ from k0maru_common import (
     vault_id,
 )
 
+from ._canvas import parse_canvas
 from ._chunker import chunk_sections
 from ._manifest import FileRecord, JournalEntry, open_manifest
 from ._markdown import PARSER_VERSION, parse_note
@@ -80,7 +81,7 @@ def parse_document(
             data, text = read_note_text(path, scanner.max_file_bytes)
     except (ContentError, OSError):
         return None
-    note = parse_note(rel, text)
+    note = parse_canvas(rel, text) if rel.lower().endswith(".canvas") else parse_note(rel, text)
     doc = new_document(
         path=rel,
         title=note.title,
