@@ -10,7 +10,9 @@ not a canvas (invalid JSON, no `nodes` list) is indexed with a problem saying so
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Any
@@ -32,13 +34,13 @@ def parse_canvas(path: str, text: str) -> ParsedNote:
         if text.strip():
             note.problems.append("canvas has no list of nodes")
         return note
-    lines = text.splitlines()
+    lines = _node_lines(text)
     groups = [n for n in nodes if isinstance(n, dict) and n.get("type") == "group" and isinstance(n.get("label"), str)]
     tags: dict[str, None] = {}
     for node in nodes:
         if not isinstance(node, dict):
             continue
-        line = _line_of(node, lines)
+        line = lines.get(str(node.get("id")), 1)
         if node.get("type") == "file" and isinstance(node.get("file"), str) and node["file"].strip():
             target = node["file"].strip()
             heading = str(node.get("subpath") or "").lstrip("#")
@@ -56,15 +58,18 @@ def parse_canvas(path: str, text: str) -> ParsedNote:
     return note
 
 
-def _line_of(node: dict[str, Any], lines: list[str]) -> int:
-    """The 1-based line of the canvas file that holds the node (by its id), else 1."""
-    node_id = node.get("id")
-    if isinstance(node_id, str) and node_id:
-        needle = json.dumps(node_id)
-        for i, line in enumerate(lines, start=1):
-            if needle in line:
-                return i
-    return 1
+_ID = re.compile(r'"id"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def _node_lines(text: str) -> dict[str, int]:
+    """Each node id → the 1-based line of the file where it first appears (nodes come before
+    edges, and Obsidian writes one node per line)."""
+    found: dict[str, int] = {}
+    for i, line in enumerate(text.splitlines(), start=1):
+        for match in _ID.finditer(line) if '"id"' in line else ():
+            with contextlib.suppress(ValueError):  # not a JSON string after all: that node gets line 1
+                found.setdefault(json.loads(f'"{match.group(1)}"'), i)
+    return found
 
 
 def _inside(node: dict[str, Any], group: dict[str, Any]) -> bool:
