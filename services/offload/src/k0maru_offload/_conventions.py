@@ -188,6 +188,7 @@ class Conventions:
         frontmatter, naming = rules.frontmatter, rules.naming
         if self.tool == "logseq":  # properties, in k0maru's default set: Logseq shows them on the page
             frontmatter = None
+            naming = NameStyle("", " ", "sentence")  # a page's file is its title (`___` is a namespace's /)
         elif self.tool == "dendron":  # the leaf of `hierarchy.leaf`: dated, lower-case words
             frontmatter = rules.frontmatter or ["id", "title", "desc", "updated", "created"]
             naming = NameStyle()
