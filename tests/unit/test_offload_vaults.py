@@ -200,8 +200,9 @@ def test_a_logseq_graph_gets_pages_with_properties(vault: Path):
         {
             "logseq/config.edn": "{:meta/version 1}\n",
             "pages/Export pipeline.md": "tags:: infra\n\n- The nightly export.\n",
-            "pages/Release train.md": "- Every second Tuesday.\n",
-            "pages/Project___Beta_Launch.md": "- A namespace page: its underscores are no word separators.\n",
+            # namespace pages: their underscores are no word separator
+            "pages/Project___Beta.md": "- Beta.\n",
+            "pages/Project___Gamma.md": "- Gamma.\n",
             "journals/2026_08_04.md": "- Met about [[Export pipeline]]\n",
         },
     )
