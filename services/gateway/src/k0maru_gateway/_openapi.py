@@ -298,7 +298,11 @@ def openapi_spec() -> dict[str, Any]:
                         _query("explain", {"enum": ["0", "1"], "default": "1"}, "per-hit explanation"),
                         _query("diary", {"type": "array", "items": _STR}, "first folder(s) to search in"),
                         _query("prefix", {"type": "array", "items": _STR}, "path prefix(es) to search in"),
-                        _query("tag", {"type": "array", "items": _STR}, "tags every hit must carry"),
+                        _query(
+                            "tag",
+                            {"type": "array", "items": _STR},
+                            "tags every hit must carry (any case, # or not; a tag takes the tags nested under it)",
+                        ),
                         _query("tagmemo", {"enum": ["0", "1"]}, "run TagMemo"),
                         _query(
                             "tag_weight", {"type": "number", "minimum": 0, "maximum": 1}, "TagMemo β₀ (0 = configured)"
