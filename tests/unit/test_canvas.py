@@ -47,6 +47,9 @@ def test_a_file_that_is_no_canvas_is_indexed_with_a_problem():
     assert parse_canvas("x.canvas", "[1, 2]").problems == ["canvas has no list of nodes"]
     assert parse_canvas("x.canvas", '{"nodes": [1, {"type": "text"}, {"type": "text", "text": 5}]}').sections == []
     assert parse_canvas("x.canvas", "").problems == []  # a new, empty canvas
+    hostile = '{"nodes": ' + "[" * 100_000 + "]" * 100_000 + "}"  # deeper than Python's stack
+    assert parse_canvas("x.canvas", hostile).problems == ["canvas is nested too deeply to read"]
+    assert canvas_markdown(hostile) == hostile
 
 
 def test_the_console_shows_a_canvas_as_its_cards():

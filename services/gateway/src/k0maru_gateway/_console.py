@@ -403,7 +403,7 @@ def canvas_markdown(text: str) -> str:
     canvas."""
     try:
         nodes = json.loads(text).get("nodes")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return text
     parts = []
     for node in nodes if isinstance(nodes, list) else ():

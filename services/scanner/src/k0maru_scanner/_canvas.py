@@ -29,6 +29,9 @@ def parse_canvas(path: str, text: str) -> ParsedNote:
     except ValueError as exc:
         note.problems.append(f"canvas is not valid JSON: {exc}")
         return note
+    except RecursionError:  # `[[[[…` deeper than Python's stack: a hostile file, not a board
+        note.problems.append("canvas is nested too deeply to read")
+        return note
     nodes = canvas.get("nodes") if isinstance(canvas, dict) else None
     if not isinstance(nodes, list):
         if text.strip():
