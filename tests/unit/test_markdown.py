@@ -77,6 +77,19 @@ def test_links_of_every_form():
     assert all("x.y" not in lk.target for lk in links)
 
 
+def test_a_note_keeps_at_most_256_tags_and_aliases_and_says_so():
+    """A generated or hostile note with 100k tags would queue an hour of tag embedding."""
+    text = (
+        "---\naliases: ["
+        + ", ".join(f"a{i}" for i in range(300))
+        + "]\n---\n"
+        + " ".join(f"#t{i}" for i in range(100_000))
+    )
+    note = parse_note("many.md", text)
+    assert note.tags == [f"t{i}" for i in range(256)] and len(note.aliases) == 256
+    assert note.problems == ["100000 tags: only the first 256 are kept", "300 aliases: only the first 256 are kept"]
+
+
 def test_dendron_links_name_their_note_without_the_vault():
     """`dendron://vault/note` names a note of another vault of the workspace; after a `|` it marks
     the label-first form `[[label|dendron://vault/note]]`. A plain `[[label|note]]` is left as

@@ -38,7 +38,7 @@ from ._chunker import Section, chunk_sections
 
 # bump when parse_note or chunk_sections change their output (2026-12-01.2: libyaml's messages,
 # below; 2026-12-03.1: text read as NFC; .2: opaque data left out; 2026-12-04.1: Dendron's links,
-# Logseq's page properties, `#[[tags]]` and namespace file names)
+# Logseq's page properties, `#[[tags]]`, namespace file names and journals; at most 256 tags and aliases)
 PARSER_VERSION = "2026-12-04.1"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
@@ -248,8 +248,8 @@ def parse_note(path: str, text: str) -> ParsedNote:
         title=title,
         diary=diary_of(path),
         frontmatter=frontmatter,
-        tags=list(dict.fromkeys(t for t in tags if t)),
-        aliases=[a for a in aliases if a],
+        tags=_at_most(list(dict.fromkeys(t for t in tags if t)), "tags", problems),
+        aliases=_at_most([a for a in aliases if a], "aliases", problems),
         links=links,
         sections=sections,
         problems=problems,
@@ -285,6 +285,19 @@ def _is_data(run: str) -> bool:
     base64 of compressed or binary data is about 40 % capitals, with digits, where words are not."""
     sample = run[:OPAQUE_RUN]
     return sum(c.isupper() for c in sample) >= OPAQUE_RUN // 5 and any(c.isdigit() for c in sample)
+
+
+# a note names at most this many tags and aliases: each distinct tag is embedded (TagMemo), each
+# alias is a name links resolve by, and a generated or hostile note with 100k `#t1 #t2 …` would
+# queue an hour of embedding (no real note comes near: tagged_android has ≤ 5, dendron ≤ 11)
+MAX_NAMES = 256
+
+
+def _at_most(names: list[str], what: str, problems: list[str]) -> list[str]:
+    if len(names) > MAX_NAMES:
+        problems.append(f"{len(names)} {what}: only the first {MAX_NAMES} are kept")
+        return names[:MAX_NAMES]
+    return names
 
 
 def _journal_names(path: str) -> list[str]:
