@@ -155,8 +155,12 @@ class Conventions:
     vault_naming: NameStyle = field(default_factory=NameStyle)
     per_folder: dict[str, FolderRules] = field(default_factory=dict)
     tool: str = ""  # "logseq" | "dendron" | "": the tool whose layout the vault is written in
-    default_folder: str = ""  # where a category with no folder of its own goes
     hierarchies: set[str] = field(default_factory=set)  # Dendron: the first parts of the root notes' names
+
+    @property
+    def default_folder(self) -> str:
+        """Where a category with no folder of its own goes: Logseq reads pages from pages/ only."""
+        return "pages" if self.tool == "logseq" else ""
 
     def hierarchy_for(self, category: str) -> str:
         """Dendron: the hierarchy a category's notes are named under (`decisions`, or the vault's
@@ -292,7 +296,6 @@ def sniff(vault: Path) -> Conventions:
             _parse_rules(conv, vault, name, _read(path, 100_000))
     conv.tool = _tool_of(vault)
     if conv.tool:
-        conv.default_folder = "pages" if conv.tool == "logseq" else ""
         for category in _TOPOLOGY:  # a rules file's mapping stays
             conv.folders.setdefault(category, conv.default_folder)
         conv.evidence.append(

@@ -267,9 +267,12 @@ def _same_note(directory: Path, title: str, text: str, hierarchy: str = "") -> P
     except OSError:
         return None
     for entry in entries:
-        name = entry.name.removeprefix(hierarchy) if entry.name.startswith(hierarchy) else ""
-        leaf = name[:-3] if name.endswith(".md") and not (hierarchy and "." in name[:-3]) else None
-        if leaf is not None and core_words(leaf) == want and entry.is_file():
+        if not (entry.name.startswith(hierarchy) and entry.name.endswith(".md")):
+            continue
+        leaf = entry.name[len(hierarchy) : -3]
+        if hierarchy and "." in leaf:  # a note deeper in the hierarchy
+            continue
+        if core_words(leaf) == want and entry.is_file():
             with contextlib.suppress(OSError):
                 if same_ignoring_dates(Path(entry.path).read_text(encoding="utf-8"), text):
                     return Path(entry.path)

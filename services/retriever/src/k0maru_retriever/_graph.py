@@ -229,16 +229,14 @@ class LinkGraph:
             resolved = self._resolved.setdefault(source, {})
             for target in self._targets.get(source, []):
                 if any(_name(side) == name for side in _sides(target)):
-                    found = self.resolve(target, source)
-                    resolved[target] = found if found != source else None
+                    resolved[target] = self.resolve(target, source)
             self._update_backlinks(source, before)
 
     def _resolve_source(self, source: str) -> None:
         before = self.outgoing(source)
         resolved: dict[str, str | None] = {}
         for target in self._targets.get(source, []):
-            found = self.resolve(target, source)
-            resolved[target] = found if found != source else None
+            resolved[target] = self.resolve(target, source)
         self._resolved[source] = resolved
         self._update_backlinks(source, before)
 
@@ -254,25 +252,18 @@ class LinkGraph:
         return self.resolve_link(target, source)[1]
 
     def resolve_link(self, target: str, source: str = "") -> tuple[str, str | None]:
-        """(the side of a `link_target` that names a note, the note), or (its target, None)."""
-        if LABEL_SIDE not in target:  # most links: no label to try
-            found = self._resolve_one(target, source)
-            if found is not None:
-                return target, found
-            sides = [target]
-        else:
-            sides = target.split(LABEL_SIDE)
-            for side in sides:
-                found = self._resolve_one(side, source)
-                if found is not None:
-                    return side, found
-        for side in (
-            sides if self._by_title else ()
-        ):  # no file name: the one note titled so or with that alias (Logseq's alias::)
-            titled = self._by_title.get(name_key(side.strip()))
-            if titled and len(titled) == 1:
-                return side, next(iter(titled))
-        return sides[0], None
+        """(the side of a `link_target` that names a note, the note), or (its target, None); a
+        link from a note to itself names none."""
+        sides = _sides(target)
+        found = next(((side, path) for side in sides if (path := self._resolve_one(side, source))), None)
+        if found is None and self._by_title:  # no file name: the one note titled so or with that alias
+            found = next(((side, next(iter(t))) for side in sides if len(t := self._titled(side)) == 1), None)
+        if found is None or found[1] == source:
+            return sides[0] if found is None else found[0], None
+        return found
+
+    def _titled(self, name: str) -> set[str]:
+        return self._by_title.get(name_key(name.strip()), set())
 
     def _resolve_one(self, target: str, source: str) -> str | None:
         clean = target.strip().lstrip("/")

@@ -81,7 +81,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
             links = []
             for link in doc.links:
                 side, found = graph.resolve_link(link_target(link), doc.path)
-                links.append(retriever_pb2.LinkResolution(target=side, path="" if found == doc.path else found or ""))
+                links.append(retriever_pb2.LinkResolution(target=side, path=found or ""))
             return retriever_pb2.Note(
                 document=doc,
                 backlinks=sorted(graph.backlinks(doc.path)),

@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from ._chunker import Section
-from ._markdown import ParsedLink, ParsedNote, diary_of, parse_note
+from ._markdown import ParsedLink, ParsedNote, diary_of, parse_note, without_note_extension
 
 
 def parse_canvas(path: str, text: str) -> ParsedNote:
@@ -45,11 +45,10 @@ def parse_canvas(path: str, text: str) -> ParsedNote:
             continue
         line = lines.get(str(node.get("id")), 1)
         if node.get("type") == "file" and isinstance(node.get("file"), str) and node["file"].strip():
-            target = node["file"].strip()
             heading = str(node.get("subpath") or "").lstrip("#")
-            for ext in (".md", ".markdown"):
-                target = target[: -len(ext)] if target.lower().endswith(ext) else target
-            note.links.append(ParsedLink(target, "", heading, "", False, False, line))
+            note.links.append(
+                ParsedLink(without_note_extension(node["file"].strip()), "", heading, "", False, False, line)
+            )
         elif node.get("type") == "text" and isinstance(node.get("text"), str) and node["text"].strip():
             card = parse_note(path, node["text"])
             group = [g["label"] for g in groups if _inside(node, g)][:1]

@@ -56,7 +56,6 @@ _INLINE_PAGE_TAG = re.compile(r"(?<![\w/\\=&?#\-.])#\[\[([^\[\]\n]+)\]\]")  # Lo
 _TAG_LINE = re.compile(r"^\s*tag[:：](?![:：])[ \t]*(.+)$", re.IGNORECASE)
 # Logseq's page properties (and Obsidian Dataview's fields): `key:: value` lines that open the page
 _PROPERTY = re.compile(r"^[ \t]*([A-Za-z][\w-]*)::(?:[ \t]+(.*?))?[ \t]*$")
-_PROPERTY_REF = re.compile(r"\[\[([^\[\]\n]+)\]\]")
 # block properties Logseq writes and never shows (a referenced block's id, folding, PDF highlights):
 # not a note's text (a uuid's hex made BM25 terms and embedder tokens of every referenced block)
 _HIDDEN_PROPERTY = re.compile(
@@ -68,6 +67,7 @@ _BLOCK_REF = re.compile(r"\(\(([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{
 # Logseq's journal pages: journals/2026_12_04.md is the page "Dec 4th, 2026" (its default format)
 _JOURNAL = re.compile(r"(?:^|/)journals/(\d{4})_(\d{2})_(\d{2})\.md$")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_NOTE_EXTENSION = re.compile(r"\.(md|markdown)$", re.IGNORECASE)
 _TAG_LINE_SPLIT = re.compile(r"[,，、;；|｜]")
 # an embed's `!` is read before the match: a pattern that starts with a literal is found by a
 # fast literal search, where a leading `(!?)` made the engine try a match at every character
@@ -301,6 +301,11 @@ def _at_most(names: list[str], what: str, problems: list[str]) -> list[str]:
     return names
 
 
+def without_note_extension(target: str) -> str:
+    """A link's target without `.md` / `.markdown` (any case), as links name notes."""
+    return _NOTE_EXTENSION.sub("", target)
+
+
 def _journal_names(path: str) -> list[str]:
     """A Logseq journal page's title in Logseq's default format and its ISO date, or []."""
     match = _JOURNAL.search(path) if "journals/" in path else None
@@ -326,8 +331,8 @@ def _page_properties(body: str) -> dict[str, Any]:
             break
         key, value = match.group(1).lower(), match.group(2) or ""
         if key in ("tags", "tag", "alias", "aliases"):
-            refs = _PROPERTY_REF.findall(value)
-            rest = _PROPERTY_REF.sub(",", value)
+            refs = _WIKILINK.findall(value)
+            rest = _WIKILINK.sub(",", value)
             items = [r.strip() for r in refs] + [v.strip().lstrip("#").strip() for v in rest.split(",")]
             found.setdefault(key, [v for v in items if v])
         else:
@@ -384,7 +389,7 @@ def _links_in(line: str, line_no: int) -> list[ParsedLink]:
         start = match.start()
         found.append(
             ParsedLink(
-                re.sub(r"\.(md|markdown)$", "", dest, flags=re.I),
+                without_note_extension(dest),
                 match.group(1).strip(),
                 heading,
                 "",
