@@ -104,10 +104,11 @@ def _titles(names: Iterable[str]) -> frozenset[str]:
     return frozenset(key for n in names if (key := name_key(n.strip())))
 
 
-def _note_keys(path: str, titles: frozenset[str]) -> frozenset[str]:
-    """What a link may say to mean this note: title, aliases, file stem, path (B.5(a))."""
+def _note_keys(path: str, titles: frozenset[str], own: str) -> frozenset[str]:
+    """What a link may say to mean this note: title, aliases, file stem (`own`: `_name(path)`),
+    path (B.5(a))."""
     bare = path.rsplit(".", 1)[0] if "." in _basename(path) else path
-    return titles | {name_key(_stem(path)), name_key(path), name_key(bare)}
+    return titles | {own, name_key(path), name_key(bare)}
 
 
 def _target_keys(target: str) -> tuple[str, ...]:
@@ -176,12 +177,12 @@ class LinkGraph:
     def _set_keys(self, path: str, targets: list[str], names: Iterable[str]) -> frozenset[str]:
         """File what links may call the note and what its links call others; its titles to
         resolve links by (`_set_titles`)."""
-        titles = _titles(names)
-        self._keys[path] = _note_keys(path, titles)
+        titles, own = _titles(names), _name(path)
+        self._keys[path] = _note_keys(path, titles, own)
         self._target_keys[path] = tuple({k for t in targets for k in _target_keys(_sides(t)[0])})
         # a title that is the file's own name is found by it first: filed by title it would cost a
         # cold start of 50k notes 0.3 s and change no link
-        return titles - {_name(path)} if titles else titles
+        return titles - {own} if titles else titles
 
     def _set_titles(self, path: str, after: frozenset[str]) -> frozenset[str]:
         """File the note under its title and aliases (`_titles`); the ones added or dropped."""
@@ -255,12 +256,14 @@ class LinkGraph:
         """(the side of a `link_target` that names a note, the note), or (its target, None); a
         link from a note to itself names none."""
         sides = _sides(target)
-        found = next(((side, path) for side in sides if (path := self._resolve_one(side, source))), None)
-        if found is None and self._by_title:  # no file name: the one note titled so or with that alias
-            found = next(((side, next(iter(t))) for side in sides if len(t := self._titled(side)) == 1), None)
-        if found is None or found[1] == source:
-            return sides[0] if found is None else found[0], None
-        return found
+        for side in sides:  # a loop, not a generator: 300k links at a cold start
+            if (path := self._resolve_one(side, source)) is not None:
+                return side, path if path != source else None
+        for side in sides if self._by_title else ():  # no file name: the one note titled so or aliased so
+            if len(titled := self._titled(side)) == 1:
+                path = next(iter(titled))
+                return side, path if path != source else None
+        return sides[0], None
 
     def _titled(self, name: str) -> set[str]:
         return self._by_title.get(name_key(name.strip()), set())
