@@ -208,6 +208,7 @@ def test_a_logseq_graph_gets_pages_with_properties(vault: Path):
     )
     conv = sniff(vault)
     assert conv.tool == "logseq" and conv.folder_for("decision") == "pages"
+    assert "decision → pages/: Example note.md; Logseq properties" in conv.describe()
     engine = FlushEngine(vault)
     note = FlushNote("Export lock contention fix", "We serialise exports behind one lock.", "decision", ("export",))
     path, outcome = engine.flush(note, DAY)
@@ -236,6 +237,7 @@ def test_a_dendron_vault_gets_hierarchy_names_in_its_root(vault: Path):
     )
     conv = sniff(vault)
     assert conv.tool == "dendron" and conv.hierarchy_for("decision") == "adr"  # the vault's own
+    assert "decision → (root)/: adr.2026-08-01-example-note.md" in "\n".join(conv.describe())  # the loadout's L1
     engine = FlushEngine(vault)
     note = FlushNote("Export lock contention fix", "We serialise exports behind one lock.", "decision")
     path, outcome = engine.flush(note, DAY)

@@ -210,7 +210,10 @@ class Conventions:
         out = []
         for category, folder in sorted(self.folders.items()):
             r = self.rules_for(category, folder)
-            parts = [f"{category} → {folder or '(root)'}/: {r.naming.describe()}.md"]
+            hierarchy = f"{self.hierarchy_for(category)}." if self.tool == "dendron" else ""
+            parts = [f"{category} → {folder or '(root)'}/: {hierarchy}{r.naming.describe()}.md"]
+            if r.properties:
+                parts.append("Logseq properties")
             if r.sections:
                 parts.append("sections " + ", ".join(r.sections))
             if r.frontmatter:
