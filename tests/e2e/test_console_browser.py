@@ -52,6 +52,8 @@ NOTES = {
     # Dendron writes the label first: `[[label|dendron://vault/note]]`, `[[label|note]]`
     "wiki/from dendron.md": "# From Dendron\n\n[[the drain|dendron://site/misc/storm drain]], [[borrowing|借用]], [[Storm drain|a drain]]\n"
     "\nAnd a Markdown link: [the drain again](<../misc/storm drain.md#Some heading>).\n",
+    # a Logseq journal: titled by its date, a tag of two words written `#[[…]]`
+    "journals/2026_12_04.md": "- Packed the kayak for the quay #[[release train]] #quay\n",
 }
 TOKEN = "s3cret-token"
 
@@ -308,6 +310,15 @@ def test_links_written_label_first_lead_to_their_notes(page: Any, stack: Stack):
     markdown = page.locator("#note-body a:not(.wikilink)")
     assert markdown.all_inner_texts() == ["the drain again"]
     assert urllib.request.unquote(markdown.get_attribute("href") or "") == "#/note/misc/storm drain.md"
+
+
+def test_a_logseq_journal_shows_its_title_and_its_tags_of_several_words(page: Any, stack: Stack):
+    open_page(page, stack, "note/" + urllib.request.quote("journals/2026_12_04.md", safe=""))
+    page.wait_for_selector("#note-body .tagchip")
+    assert page.locator(".note-title").inner_text() == "Dec 4th, 2026"  # the file name says 2026_12_04
+    assert page.locator("#note-body .tagchip").all_inner_texts() == ["#release train", "#quay"]
+    assert page.locator("#note-body .unresolved, #note-body a").count() == 0  # `#[[x]]` is no link
+    assert page.locator(".side .tags a").all_inner_texts() == ["#quay", "#release train"]
 
 
 def test_graph_overview_and_neighbourhood(page: Any, stack: Stack):

@@ -6,6 +6,8 @@ import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from k0maru.v1 import common_pb2, retriever_pb2
+from k0maru_gateway._console import note_links
 from k0maru_gateway._mermaid import parse, render_svg
 from k0maru_offload import _catalog as catalog
 from k0maru_offload._engine import OffloadEngine
@@ -81,3 +83,23 @@ def test_catalog_lists_offloaded_logs_newest_first(tmp_path: Path):
     assert catalog.list_logs(tmp_path, limit=1).logs[0].node_id == second.node_id
     by_task = {e.task_id: e for e in catalog.list_logs(tmp_path).logs}
     assert by_task["build"].exit_code == 2 and not by_task["ci"].HasField("exit_code")  # listed from its file
+
+
+def test_a_notes_links_are_listed_unresolved_when_the_retriever_sends_no_resolutions():
+    """A retriever older than `GetNoteReply.links` (a rolling upgrade) answers without them:
+    the note still opens, its links listed as written and leading nowhere."""
+    doc = common_pb2.Document(
+        path="wiki/a.md",
+        links=[common_pb2.Link(target="storm drain", alias="the drain"), common_pb2.Link(target="b")],
+    )
+    resolved = [
+        retriever_pb2.LinkResolution(target="storm drain", path="misc/storm drain.md"),
+        retriever_pb2.LinkResolution(target="b"),
+    ]
+    assert [(x["target"], x["alias"], x["path"]) for x in note_links(doc, resolved)] == [
+        ("storm drain", "the drain", "misc/storm drain.md"),
+        ("b", "", None),
+    ]
+    assert [(x["target"], x["path"]) for x in note_links(doc, [])] == [("storm drain", None), ("b", None)]
+    label_first = [retriever_pb2.LinkResolution(target="the drain", path="misc/storm drain.md"), resolved[1]]
+    assert note_links(doc, label_first)[0]["alias"] == "storm drain"  # sides turned

@@ -19,7 +19,7 @@ import ipaddress
 import json
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -416,6 +416,25 @@ def canvas_markdown(text: str) -> str:
     return "\n\n".join(parts)
 
 
+def note_links(doc: common_pb2.Document, resolutions: Sequence[retriever_pb2.LinkResolution]) -> list[dict[str, Any]]:
+    """A note's links as the console lists them, with where each leads. A label-first link
+    (`[[label|note]]`, Dendron) is shown with its sides turned. A retriever older than
+    `GetNoteReply.links` (during a rolling upgrade) sends none: its links are listed unresolved."""
+    if len(resolutions) != len(doc.links):
+        resolutions = [retriever_pb2.LinkResolution(target=link.target) for link in doc.links]
+    return [
+        {
+            "target": where.target,
+            "alias": link.alias if where.target == link.target else link.target,
+            "heading": link.heading,
+            "line": link.line,
+            "embed": link.embed,
+            "path": where.path or None,
+        }
+        for link, where in zip(doc.links, resolutions, strict=True)
+    ]
+
+
 def _list_param(req: Request, name: str) -> list[str]:
     values = [v.strip() for v in req.query_params.getlist(name) if v.strip()]
     if len(values) > MAX_SCOPE_ITEMS:
@@ -607,17 +626,7 @@ def build_console(
                 "frontmatter": frontmatter if isinstance(frontmatter, dict) else {},
                 "tags": list(doc.tags),
                 "aliases": list(doc.aliases),
-                "links": [  # a label-first link (`[[label|note]]`, Dendron) shown with its sides turned
-                    {
-                        "target": where.target,
-                        "alias": link.alias if where.target == link.target else link.target,
-                        "heading": link.heading,
-                        "line": link.line,
-                        "embed": link.embed,
-                        "path": where.path or None,
-                    }
-                    for link, where in zip(doc.links, reply.links, strict=True)
-                ],
+                "links": note_links(doc, reply.links),
                 "outgoing": list(reply.outgoing),
                 "backlinks": list(reply.backlinks),
                 "markdown": canvas_markdown(reply.markdown) if doc.path.lower().endswith(".canvas") else reply.markdown,

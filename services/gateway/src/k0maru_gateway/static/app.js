@@ -249,6 +249,8 @@ function inlineMd(text, resolved) {
   const codes = [];
   let s = String(text).replace(/`([^`\n]+)`/g, (_, c) => { codes.push(c); return "\u0000" + (codes.length - 1) + "\u0000"; });
   s = esc(s);
+  // Logseq's tag of several words, `#[[release train]]`: a tag, as the scanner reads it, not a link
+  s = s.replace(/(^|[^\w\/\\=&?#.-])#\[\[([^\[\]\n]+)\]\]/gu, '$1<span class="tagchip">#$2</span>');
   s = s.replace(/!?\[\[([^\]|#^]*)(?:#[^\]|]*)?(?:\^[^\]|]*)?(?:\|([^\]]*))?\]\]/g, (_, target, alias) => {
     // as the scanner reads it: `dendron://vault/` and #heading / ^block off; Dendron writes the
     // label first, `[[label|dendron://vault/note]]` or `[[label|note]]` (tried when `label` is no note)
@@ -322,7 +324,7 @@ async function noteView(path) {
   for (const l of n.links) if (l.path) resolved[l.target] = l.path;
   const fmRows = Object.entries(n.frontmatter).map(([k, v]) => `<tr><td>${esc(k)}</td><td>${esc(typeof v === "string" ? v : JSON.stringify(v))}</td></tr>`).join("");
   const linkItems = n.links.map((l) => l.path ? `<li><a href="${esc(noteHref(l.path))}">${esc(l.alias || l.target)}</a> <span class="dim">L${l.line}</span></li>` : `<li><span class="unresolved">${esc(l.target)}</span> <span class="dim">unresolved</span></li>`).join("");
-  view().innerHTML = `<div class="row"><a href="#/search" id="back" class="dim">← back</a><span class="path">${esc(n.path)}</span>
+  view().innerHTML = `<div class="row"><a href="#/search" id="back" class="dim">← back</a>${n.title ? `<strong class="note-title">${esc(n.title)}</strong>` : ""}<span class="path">${esc(n.path)}</span>
     <a href="#/graph/${encodeURIComponent(n.path)}">graph around this note</a></div>
   <div class="note"><article class="md" id="note-body"></article>
   <aside class="side">
