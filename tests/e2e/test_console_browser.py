@@ -93,6 +93,8 @@ class Stack:
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     root = tmp_path_factory.mktemp("console")
     vault = write_notes(root / "vault", NOTES)
+    # Obsidian's Excluded files: the archive is no note of the index (the wait below counts NOTES)
+    write_notes(vault, {".obsidian/app.json": '{"userIgnoreFilters": ["Archive/"]}', "Archive/old.md": "# Old\n"})
     launcher = Launcher(
         vault, root / "data", embedders=1, model="minilm-l6-int8", http_port=0
     )  # the English model: the test checks a Han query on it
@@ -377,7 +379,9 @@ def test_scoreboard_moves_live_and_survives_a_reload(page: Any, stack: Stack):
     # the OS tells the scanner of every change (no folder beyond the watch limit: no polling note)
     assert "watchinglive" in page.inner_text("#counts").replace("\n", "")
     assert get_json(f"{stack.base}/api/status")[1]["scanner"]["watch_note"] == ""
-    assert page.inner_text("#scanner-notes") == ""
+    assert page.locator("#scanner-notes .warn").count() == 0
+    excluded = page.inner_text("#scanner-notes #excluded")  # what the vault's own settings leave out
+    assert "Archive/ (Obsidian's Excluded files, .obsidian/app.json)" in excluded
     page.wait_for_function("() => document.querySelector('#money-saved .big').textContent.includes('USD')")
     before = page.inner_text("#tokens-saved .big")
     stack.offload("scoreboard-log")

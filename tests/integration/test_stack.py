@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from k0maru.v1 import retriever_pb2
+from k0maru.v1 import retriever_pb2, scanner_pb2
 from k0maru_cli import Launcher
 from k0maru_common import DependencyFailed, NotFound, StackClient
 from tests.conftest import wait_for, write_notes
@@ -189,6 +189,30 @@ def test_names_macos_wrote_decomposed_are_found_as_typed(stack):
     assert search(client, "coffee machine maintenance", VECTOR, path_prefixes=["équipe/"])[:1] == [cafe]
 
 
+def test_what_obsidian_excludes_from_its_search_leaves_the_index_and_comes_back(stack):
+    """A note under a folder named in Obsidian's Excluded files is out of every search from the
+    next scan on, `Status` says which rule left it out, and it is back once the rule is gone."""
+    _launcher, client, vault = stack
+    write_notes(vault, {"Templates/Standup template.md": "# Standup\n\nYesterday: {{yesterday}} quokka placeholder\n"})
+    wait_for(
+        lambda: search(client, "quokka placeholder", BM25) == ["Templates/Standup template.md"], 45, "the template"
+    )
+    app = vault / ".obsidian" / "app.json"
+    app.parent.mkdir(exist_ok=True)
+    app.write_text(json.dumps({"userIgnoreFilters": ["templates/"], "alwaysUpdateLinks": True}))
+    try:
+        client.call(client.scanner.Scan, scanner_pb2.ScanRequest())  # or the periodic rescan, within 30 s
+        wait_for(lambda: search(client, "quokka placeholder", BM25) == [], 45, "the template left out")
+        assert "Templates/Standup template.md" not in search(client, "quokka placeholder", HYBRID, limit=20)
+        status = client.call(client.scanner.Status, scanner_pb2.ScannerStatusRequest())
+        assert list(status.excluded) == ["templates/ (Obsidian's Excluded files, .obsidian/app.json)"]
+    finally:
+        app.unlink()
+    client.call(client.scanner.Scan, scanner_pb2.ScanRequest())
+    wait_for(lambda: search(client, "quokka placeholder", BM25) == ["Templates/Standup template.md"], 45, "it back")
+    assert list(client.call(client.scanner.Status, scanner_pb2.ScannerStatusRequest()).excluded) == []
+
+
 def test_logseq_dendron_and_canvas_files_are_read_as_their_tools_write_them(stack):
     """Logseq: page properties, namespace pages in `a___b.md`, `#[[tags]]`, aliases, journals,
     block references, its backups in logseq/bak left out. Dendron: links written label first, and
@@ -274,8 +298,6 @@ def test_retriever_crash_converges_to_a_fresh_build(stack, tmp_path: Path):
     write_notes(
         vault, {f"bulk/n{i}.md": f"# Bulk {i}\n\nbulk note {i}, edited, about topic{i % 5}\n" for i in range(120)}
     )
-    from k0maru.v1 import scanner_pb2
-
     last = client.call(client.scanner.Scan, scanner_pb2.ScanRequest()).last_seq
     wait_for(
         lambda: client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest()).last_applied_seq >= last,

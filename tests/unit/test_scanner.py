@@ -131,6 +131,84 @@ def test_ignored_folders_and_names(vault: Path, tmp_path: Path):
     ]
 
 
+def test_what_obsidian_and_logseq_exclude_from_their_search_is_not_indexed(vault: Path, tmp_path: Path):
+    """Obsidian's Excluded files (`.obsidian/app.json`: prefixes any case, `/regex/`) and Logseq's
+    `:hidden` (`logseq/config.edn`, prefixes from the graph's folder); a change to either takes
+    effect at the next scan, deleting or adding the notes it names."""
+    notes = (
+        "Templates/Meeting.md",
+        "templates2/x.md",
+        "archive/2019/old.md",
+        "work/plan.draft.md",
+        "work/plan.md",
+        "pages/archived/gone.md",
+        "pages/archivedx.md",
+        "pages/kept.md",
+        "secret.md",
+    )
+    write_notes(vault, {rel: f"# {rel}\n" for rel in notes})
+    app = vault / ".obsidian" / "app.json"
+    app.parent.mkdir()
+    app.write_text('{"userIgnoreFilters": ["Templates/", "Archive/", "/\\\\.draft\\\\.md$/", "/(unclosed/", 3, ""]}')
+    edn = vault / "logseq" / "config.edn"
+    edn.parent.mkdir()
+    edn.write_text(
+        ';; Directories to be ignored (hidden) by Logseq\n;; e.g. :hidden ["/work" "/test.md"]\n'
+        '{:meta/version 1\n :hidden ["/pages/archived" "secret.md"] ; and a comment\n :journal/page-title-format "MMM do, yyyy"}\n'
+    )
+    scanner = make(vault, tmp_path)
+    first = scanner.scan()
+    assert sorted(e.path for e in first.entries) == [
+        "pages/archivedx.md",
+        "pages/kept.md",
+        "templates2/x.md",
+        "work/plan.md",
+    ]
+    assert scanner.excluded.described == (
+        "Templates/ (Obsidian's Excluded files, .obsidian/app.json)",
+        "Archive/ (Obsidian's Excluded files, .obsidian/app.json)",
+        "/\\.draft\\.md$/ (Obsidian's Excluded files, .obsidian/app.json)",
+        "/(unclosed/ (Obsidian's Excluded files, .obsidian/app.json): not a regular expression here"
+        " (missing ), unterminated subpattern at position 0), not applied",
+        "/pages/archived (Logseq's :hidden, logseq/config.edn)",
+        "/secret.md (Logseq's :hidden, logseq/config.edn)",
+    )
+    assert not any(f.endswith(("/archive", "/Templates")) for f in scanner.folders.values())  # not even listed
+
+    app.write_text('{"userIgnoreFilters": ["work/plan.md"]}')  # Templates/ and Archive/ let back in
+    second = scanner.scan()
+    assert sorted(kinds(second)) == sorted(
+        [
+            (K.CHANGE_KIND_ADDED, "Templates/Meeting.md"),
+            (K.CHANGE_KIND_ADDED, "archive/2019/old.md"),
+            (K.CHANGE_KIND_ADDED, "work/plan.draft.md"),
+            (K.CHANGE_KIND_DELETED, "work/plan.md"),
+        ]
+    )
+    app.write_text("{not json")  # as a half-written file: nothing from it applies, and it says so
+    edn.unlink()
+    third = scanner.scan()
+    assert kinds(third) == [
+        (K.CHANGE_KIND_ADDED, "pages/archived/gone.md"),
+        (K.CHANGE_KIND_ADDED, "secret.md"),
+        (K.CHANGE_KIND_ADDED, "work/plan.md"),
+    ]
+    assert scanner.excluded.described == (
+        ".obsidian/app.json could not be read as JSON: Obsidian's Excluded files are not applied",
+    )
+
+
+def test_tool_excludes_can_be_turned_off(vault: Path, tmp_path: Path):
+    write_notes(vault, {"Templates/Meeting.md": "# Meeting\n"})
+    (vault / ".obsidian").mkdir()
+    (vault / ".obsidian" / "app.json").write_text('{"userIgnoreFilters": ["Templates/"]}')
+    scanner = IncrementalScanner(
+        vault, Manifest(tmp_path / "m.sqlite", 100), IgnoreRules(), 1 << 20, tool_excludes=False
+    )
+    assert kinds(scanner.scan()) == [(K.CHANGE_KIND_ADDED, "Templates/Meeting.md")]
+    assert scanner.excluded.described == ()
+
+
 def test_bad_files_are_skipped_with_reasons(vault: Path, tmp_path: Path):
     (vault / "binary.md").write_bytes(b"abc\x00def")
     (vault / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))

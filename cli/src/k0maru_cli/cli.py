@@ -259,6 +259,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     workers: list[dict[str, object]] = []  # the job stream's consumers, as the retriever reads them
     problems: list[str] = []  # what the services say about themselves beyond health
     watch = ""  # why the scanner finds changes by polling ("" while the OS tells it)
+    excluded: list[str] = []  # what the vault's tool settings leave out (Obsidian's Excluded files, …)
     try:
         reply = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 3.0)
         index = {
@@ -286,6 +287,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         scanner = client.call(client.scanner.Status, scanner_pb2.ScannerStatusRequest(), 3.0)
         problems += [f"scanner: {w.name} {w.state}: {w.last_error}" for w in scanner.workers if w.state != "running"]
         watch = scanner.watch_note
+        excluded = list(scanner.excluded)
         problems += [f"scanner: {scanner.problem}"] if scanner.problem else []
     except K0Error:
         pass
@@ -311,6 +313,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "build": build,
                     "problems": problems,
                     "watch_note": watch,
+                    "excluded": excluded,
                 }
             )
         )
@@ -343,6 +346,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             )
         if watch:
             print(f"watch   by polling: {watch}")
+        for rule in excluded:
+            print(f"exclude {rule}: not indexed (K0_TOOL_EXCLUDES=false indexes it)")
         for problem in problems:
             print(f"problem {problem}")
     return 0 if ok else 1

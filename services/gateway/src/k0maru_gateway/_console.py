@@ -306,6 +306,7 @@ class StatusSampler:
                 "watching": scan.watching,
                 "watch_note": scan.watch_note,  # why changes are found by polling ("" when the OS tells)
                 "problem": scan.problem,  # why changes are not recorded (a full disk); "" while they are
+                "excluded": list(scan.excluded),  # what the vault's tool settings leave out of the index
             }
         if index is not None:
             out["index"] = {

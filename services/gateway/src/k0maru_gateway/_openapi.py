@@ -214,6 +214,7 @@ SCHEMAS: dict[str, Any] = {
                         "watching": _BOOL,
                         "watch_note": _STR,
                         "problem": _STR,
+                        "excluded": {"type": "array", "items": _STR},
                     }
                 )
             ),

@@ -26,6 +26,7 @@ from k0maru_common import CannotWrite, DependencyFailed
 
 from ._manifest import Batch, FileRecord, JournalEntry, Manifest
 from ._markdown import opaque_size
+from ._tool_excludes import ToolExcludes, ToolExcludesFile
 from .config import IGNORED_FOLDERS
 
 log = logging.getLogger(__name__)
@@ -161,10 +162,14 @@ class IncrementalScanner:
         rules: IgnoreRules,
         max_file_bytes: int,
         on_events: Callable[[list[JournalEntry]], None] | None = None,
+        tool_excludes: bool = True,
     ) -> None:
         self.vault = vault.resolve()
         self.manifest = manifest
         self.rules = rules
+        # what Obsidian's Excluded files and Logseq's :hidden leave out, read again when they change
+        self._tool_excludes = ToolExcludesFile(self.vault, tool_excludes)
+        self.excluded = ToolExcludes()  # as the last walk applied them
         self.max_file_bytes = max_file_bytes
         self._on_events = on_events
         self._lock = threading.Lock()
@@ -185,7 +190,8 @@ class IncrementalScanner:
         can); and the folders that could not be listed (as path prefixes ending in "/"): what the
         manifest knows under them is not gone, only out of sight.
 
-        Symlinked folders are not followed. A name that is not valid UTF-8 is listed under its
+        Symlinked folders are not followed. What the vault's own tool settings exclude
+        (`_tool_excludes.py`) is not listed: a note it leaves out is gone from the index. A name that is not valid UTF-8 is listed under its
         `safe_name` and skipped: the manifest, the journal and every gRPC message carry UTF-8 only;
         a folder so named is one such entry, and is not listed.
         VaultUnavailable when the vault folder itself cannot be listed (an unmounted drive, a
@@ -194,6 +200,7 @@ class IncrementalScanner:
         found: dict[str, tuple[os.stat_result, str]] = {}
         unlisted: list[str] = []
         listed: dict[int, str] = {}
+        excluded = self.excluded = self._tool_excludes.current()
         stack = [(str(self.vault), "")]
         while stack:
             folder, prefix = stack.pop()
@@ -216,7 +223,7 @@ class IncrementalScanner:
                 rel = prefix + entry.name
                 try:
                     if entry.is_dir(follow_symlinks=False):
-                        if self.rules.skip_dir(entry.name, rel):
+                        if self.rules.skip_dir(entry.name, rel) or (excluded and excluded.excludes_folder(rel)):
                             continue
                         if safe_name(entry.name) != entry.name:  # one record says why, not listed
                             found.setdefault(safe_name(rel), (entry.stat(follow_symlinks=False), UNDECODABLE_FOLDER))
@@ -226,7 +233,7 @@ class IncrementalScanner:
                     st, problem = self._inspect(entry)
                 except OSError:
                     continue  # vanished during the walk
-                if st is None:
+                if st is None or (excluded and excluded.excludes(rel)):
                     continue
                 safe = safe_name(rel)
                 if safe == rel:

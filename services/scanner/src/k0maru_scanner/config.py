@@ -23,6 +23,10 @@ class ScannerSettings(K0Settings):
         default_factory=lambda: list(IGNORED_FOLDERS),
         description="folders not indexed, by name anywhere or by vault-relative path (with a /)",
     )
+    tool_excludes: bool = Field(
+        True,
+        description="leave out what the vault's tool excludes from its own search: Obsidian's Excluded files, Logseq's :hidden",
+    )
     ignore_prefixes: list[str] = Field(default_factory=list)
     ignore_suffixes: list[str] = Field(default_factory=list)
     watch: bool = Field(True, description="watch the vault for changes")

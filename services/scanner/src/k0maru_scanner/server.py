@@ -207,6 +207,7 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
             workers=[self._watcher.health().to_proto()] if self._watcher else [],
             watch_note=self._watcher.note if self._watcher else "",
             problem=self._scanner.problem,
+            excluded=self._scanner.excluded.described,
         )
 
 
@@ -235,7 +236,9 @@ def open_scanner(
     rules = IgnoreRules(
         frozenset(settings.ignore_folders), tuple(settings.ignore_prefixes), tuple(settings.ignore_suffixes)
     )
-    return IncrementalScanner(settings.vault, manifest, rules, settings.max_file_bytes, on_events)
+    return IncrementalScanner(
+        settings.vault, manifest, rules, settings.max_file_bytes, on_events, settings.tool_excludes
+    )
 
 
 def scan_once(settings: ScannerSettings, force_full: bool = False) -> scanner_pb2.ScanStats:
