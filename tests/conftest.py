@@ -57,9 +57,10 @@ def valkey_url(tmp_path: Path) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
-# The six MCP tools the gateway serves (tests that list or call every one of them)
+# The seven MCP tools the gateway serves (tests that list or call every one of them)
 MCP_TOOLS = (
     "recall_memory",
+    "read_note",
     "offload_log",
     "inspect_log_node",
     "flush_session",

@@ -11,11 +11,14 @@ import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
+from mcp.server.mcpserver.exceptions import ToolError
 
-from k0maru.v1 import retriever_pb2, scanner_pb2
+from k0maru.v1 import offload_pb2, retriever_pb2, scanner_pb2
 from k0maru_cli import Launcher
 from k0maru_common import DependencyFailed, NotFound, StackClient
+from k0maru_gateway._mcp import build_mcp
 from tests.conftest import wait_for, write_notes
 
 pytestmark = pytest.mark.integration
@@ -187,6 +190,60 @@ def test_names_macos_wrote_decomposed_are_found_as_typed(stack):
         assert search(client, "espresso descaling", BM25, **scope)[:1] == [cafe], scope
     wait_for(lambda: coverage(client) == 1.0, 60, "every chunk to have a vector")
     assert search(client, "coffee machine maintenance", VECTOR, path_prefixes=["équipe/"])[:1] == [cafe]
+
+
+def test_read_note_reads_what_recall_found_in_parts_and_the_ledger_counts_it(stack):
+    """MCP read_note, as an agent without the vault's files uses it: a hit's line range, the whole
+    note in parts of at most max_chars (next_call reads on), its links and backlinks; what it hands
+    over is spent against what recall saved; paths outside the index are clear errors."""
+    _launcher, client, vault = stack
+    text = "# Runbook\n\nSee [[sqlite]].\n\n" + "".join(
+        f"## Step {i}\n\nrestart the quokka relay {i}\n\n" for i in range(60)
+    )
+    write_notes(vault, {"ops/runbook.md": text})
+    wait_for(lambda: search(client, "quokka relay 42", BM25)[:1] == ["ops/runbook.md"], 45, "the runbook")
+    mcp = build_mcp(client)
+
+    def tool(name: str, **arguments: object) -> dict[str, object]:
+        result = anyio.run(mcp.call_tool, name, arguments)
+        assert not result.is_error, result.content
+        return dict(result.structured_content)
+
+    hit = next(
+        h for h in tool("recall_memory", query="quokka relay 42", mode="bm25")["hits"] if h["path"] == "ops/runbook.md"
+    )
+    start, end = (int(x) for x in str(hit["lines"]).split("-"))
+    part = tool("read_note", path="ops/runbook.md", start_line=start, end_line=end)
+    assert "quokka relay 42" in str(part["text"]) and part["lines"] == hit["lines"] and part["next_call"] is None
+    assert part["title"] == "Runbook" and part["links"] == ["eng/sqlite.md"] and part["backlinks"] == []
+    assert part["total_lines"] == len(text.splitlines())
+    before = client.call(client.offload.TokenStats, offload_pb2.TokenStatsRequest())
+    pieces, arguments = [], {"path": "ops/runbook.md", "max_chars": 500}
+    while True:
+        answer = tool("read_note", **arguments)
+        assert len(str(answer["text"])) <= 500
+        pieces.append(str(answer["text"]))
+        if answer["next_call"] is None:
+            break
+        arguments = {**dict(answer["next_call"]["arguments"]), "max_chars": 500}  # type: ignore[index]
+    assert "\n".join(pieces) == "\n".join(text.splitlines()) and len(pieces) >= 5
+    after = wait_for(
+        lambda: (
+            (t := client.call(client.offload.TokenStats, offload_pb2.TokenStatsRequest())).reads
+            >= before.reads + len(pieces)
+            and t
+        ),
+        10,
+        "the reads in the ledger",
+    )
+    assert after.recall_answer_tokens > before.recall_answer_tokens and after.recalls == before.recalls
+    for bad, says in (
+        ({"path": "../outside.md"}, "escapes the vault"),
+        ({"path": "ops/none.md"}, "ops/none.md"),
+        ({"path": "ops/runbook.md", "start_line": 5000}, f"has {len(text.splitlines())} lines; asked for 5000-end"),
+    ):
+        with pytest.raises(ToolError, match=says):
+            anyio.run(mcp.call_tool, "read_note", bad)
 
 
 def test_what_obsidian_excludes_from_its_search_leaves_the_index_and_comes_back(stack):

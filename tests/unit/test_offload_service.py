@@ -123,6 +123,7 @@ def test_tool_descriptions_say_when_to_call_each_tool(stack: Stack):
     intents = {
         "get_project_loadout": "taking over",
         "recall_memory": "fix this error",
+        "read_note": "snippet is not enough",
         "offload_log": "more than ~50 lines",
         "inspect_log_node": "stack",
         "flush_session": "agreed on",

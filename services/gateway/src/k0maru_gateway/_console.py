@@ -146,6 +146,7 @@ TOKENS_KNOWN = {
     "recalls",
     "recall_note_tokens",
     "recall_answer_tokens",
+    "reads",
 }
 EXPLAIN_KNOWN = {"bm25", "vector", "graph_boost", "fused_score", "heading_path", "tagmemo_tags", "name_match"}
 
@@ -367,7 +368,8 @@ class StatusSampler:
                 "recall": {
                     "answers": tokens.recalls,
                     "note_tokens": tokens.recall_note_tokens,
-                    "answer_tokens": tokens.recall_answer_tokens,
+                    "answer_tokens": tokens.recall_answer_tokens,  # reads included
+                    "reads": tokens.reads,  # notes read after a recall (MCP read_note)
                     "saved": recall_saved,
                     "saved_money": round(recall_saved * self.prices.per_million / 1_000_000, 6),
                 },

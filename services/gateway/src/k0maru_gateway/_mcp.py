@@ -27,6 +27,7 @@ T = TypeVar("T")
 INTENTS = """When to call which tool:
 - "I'm taking over this service, walk me through its rules" / starting work on a project → get_project_loadout
 - "How do I fix this error? Have we seen it before?" / "what did we decide about X" → recall_memory
+- a note recall_memory found says more than its snippet, or a note's name is known → read_note
 - a command, build or test run printed more than ~50 lines → offload_log (never paste the log into the context)
 - "the tests printed a long error, show me the stack trace" → inspect_log_node (the next_call offload_log gave)
 - "save the lock-renewal plan we just agreed on" / a decision or lesson worth keeping → flush_session
@@ -96,6 +97,19 @@ class RecallResult(BaseModel):
 class NextCall(BaseModel):
     tool: str
     arguments: dict[str, Any]
+
+
+class NoteAnswer(BaseModel):
+    vault: str
+    path: str
+    title: str
+    tags: list[str]
+    lines: str  # the range returned, "13-40" (1-based, inclusive)
+    total_lines: int
+    text: str  # those lines as the file has them now
+    links: list[str]  # vault paths of the notes it links to
+    backlinks: list[str]  # vault paths of the notes linking to it
+    next_call: NextCall | None = None  # the rest, when the answer stopped at max_chars
 
 
 class OffloadAnswer(BaseModel):
@@ -279,6 +293,62 @@ def build_mcp(client: StackClient) -> MCPServer:
             record = offload_pb2.RecallRecord(paths=[h.path for h in hits], answer=result.model_dump_json())
             client.offload.RecordRecall.future(record, timeout=5.0).add_done_callback(_log_unrecorded)
         return result
+
+    @server.tool()
+    def read_note(
+        path: Annotated[str, Field(description="the note's vault-relative path, as recall_memory returns it")],
+        start_line: Annotated[
+            int,
+            Field(ge=0, le=MAX_LINE, description="first line (1-based); 0 = the start. A hit's lines are its section"),
+        ] = 0,
+        end_line: Annotated[int, Field(ge=0, le=MAX_LINE, description="last line, inclusive; 0 = the end")] = 0,
+        max_chars: Annotated[
+            int,
+            Field(ge=200, le=100_000, description="at most this many characters; whole lines, the rest by next_call"),
+        ] = 12_000,
+    ) -> NoteAnswer:
+        """Call to read a note recall_memory found, when its snippet is not enough ("show me that decision",
+        "what else does the runbook say"): the note's text as the vault has it now, whole or a line range
+        (a hit's `lines`), with its title, tags, the notes it links to and those linking to it.
+
+        Works where the vault is not on this machine (a team deployment). Long notes come in parts:
+        next_call reads on."""
+        note = _call(lambda q, t: client.call(client.retriever.GetNote, q, t), retriever_pb2.GetNoteRequest(path=path))
+        lines = note.markdown.splitlines()
+        first = max(start_line, 1)
+        last = min(end_line or len(lines), len(lines))
+        if first > max(last, 1) or (start_line and start_line > len(lines)):
+            raise ToolError(f"{note.document.path} has {len(lines)} lines; asked for {start_line}-{end_line or 'end'}")
+        taken: list[str] = []
+        size = 0
+        for number in range(first, last + 1):
+            line = lines[number - 1]
+            if taken and size + len(line) + 1 > max_chars:
+                break
+            taken.append(line[:max_chars] if not taken else line)  # one line longer than max_chars: its start
+            size += len(line) + 1
+        shown_last = first + len(taken) - 1
+        answer = NoteAnswer(
+            vault=vault,
+            path=note.document.path,
+            title=note.document.title,
+            tags=list(note.document.tags),
+            lines=f"{first}-{shown_last}" if taken else "",
+            total_lines=len(lines),
+            text="\n".join(taken),
+            links=list(note.outgoing),
+            backlinks=list(note.backlinks),
+            next_call=NextCall(
+                tool="read_note",
+                arguments={"path": note.document.path, "start_line": shown_last + 1, "end_line": end_line},
+            )
+            if shown_last < last
+            else None,
+        )
+        # the ledger: what was read is spent against what recall saved (best effort, in the background)
+        record = offload_pb2.RecallRecord(answer=answer.model_dump_json(), follow_up=True)
+        client.offload.RecordRecall.future(record, timeout=5.0).add_done_callback(_log_unrecorded)
+        return answer
 
     @server.tool()
     def offload_log(

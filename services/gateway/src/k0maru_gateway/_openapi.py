@@ -249,6 +249,7 @@ SCHEMAS: dict[str, Any] = {
                                 "answers": _INT,
                                 "note_tokens": _INT,
                                 "answer_tokens": _INT,
+                                "reads": _INT,
                                 "saved": _INT,
                                 "saved_money": _NUM,
                             }

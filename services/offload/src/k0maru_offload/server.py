@@ -69,11 +69,17 @@ class TokenLedger:
             return False
 
     def record_recall(self, note_tokens: int, answer_tokens: int) -> None:
+        self._add({"recalls": 1, "recall_note_tokens": note_tokens, "recall_answer_tokens": answer_tokens})
+
+    def record_read(self, answer_tokens: int) -> None:
+        """A note read after a recall (read_note): spent against what recalls saved."""
+        self._add({"reads": 1, "recall_answer_tokens": answer_tokens})
+
+    def _add(self, counts: dict[str, int]) -> None:
         try:
             pipe = self._redis.pipeline(transaction=True)
-            pipe.hincrby(TOKEN_LEDGER, "recalls", 1)
-            pipe.hincrby(TOKEN_LEDGER, "recall_note_tokens", note_tokens)
-            pipe.hincrby(TOKEN_LEDGER, "recall_answer_tokens", answer_tokens)
+            for key, n in counts.items():
+                pipe.hincrby(TOKEN_LEDGER, key, n)
             pipe.execute()
         except redis.RedisError as exc:  # the answer has already gone out
             log.warning("token ledger not updated: %s", exc)
@@ -214,12 +220,17 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
             recalls=totals.get("recalls", 0),
             recall_note_tokens=totals.get("recall_note_tokens", 0),
             recall_answer_tokens=totals.get("recall_answer_tokens", 0),
+            reads=totals.get("reads", 0),
         )
 
     def RecordRecall(
         self, request: offload_pb2.RecallRecord, context: grpc.ServicerContext
     ) -> offload_pb2.TokenStatsResponse:
-        """Tokens of the whole notes a recall answer drew on vs the answer: what recall saved."""
+        """Tokens of the whole notes a recall answer drew on vs the answer: what recall saved. A
+        follow-up read (read_note) only spends: its answer's tokens count against the savings."""
+        if request.follow_up:
+            self._ledger.record_read(estimate_tokens(request.answer))
+            return self.TokenStats(offload_pb2.TokenStatsRequest(), context)
         if len(request.paths) > MAX_RECALL_PATHS:
             raise InvalidInput(f"at most {MAX_RECALL_PATHS} paths per recall")
         vault = self._settings.vault.resolve()

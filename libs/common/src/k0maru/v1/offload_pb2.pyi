@@ -219,7 +219,7 @@ class TokenStatsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class TokenStatsResponse(_message.Message):
-    __slots__ = ("offloads", "original_tokens", "summary_tokens", "saved_ratio", "streamed_tokens", "repeats", "recalls", "recall_note_tokens", "recall_answer_tokens")
+    __slots__ = ("offloads", "original_tokens", "summary_tokens", "saved_ratio", "streamed_tokens", "repeats", "recalls", "recall_note_tokens", "recall_answer_tokens", "reads")
     OFFLOADS_FIELD_NUMBER: _ClassVar[int]
     ORIGINAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_TOKENS_FIELD_NUMBER: _ClassVar[int]
@@ -229,6 +229,7 @@ class TokenStatsResponse(_message.Message):
     RECALLS_FIELD_NUMBER: _ClassVar[int]
     RECALL_NOTE_TOKENS_FIELD_NUMBER: _ClassVar[int]
     RECALL_ANSWER_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    READS_FIELD_NUMBER: _ClassVar[int]
     offloads: int
     original_tokens: int
     summary_tokens: int
@@ -238,15 +239,18 @@ class TokenStatsResponse(_message.Message):
     recalls: int
     recall_note_tokens: int
     recall_answer_tokens: int
-    def __init__(self, offloads: _Optional[int] = ..., original_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., saved_ratio: _Optional[float] = ..., streamed_tokens: _Optional[int] = ..., repeats: _Optional[int] = ..., recalls: _Optional[int] = ..., recall_note_tokens: _Optional[int] = ..., recall_answer_tokens: _Optional[int] = ...) -> None: ...
+    reads: int
+    def __init__(self, offloads: _Optional[int] = ..., original_tokens: _Optional[int] = ..., summary_tokens: _Optional[int] = ..., saved_ratio: _Optional[float] = ..., streamed_tokens: _Optional[int] = ..., repeats: _Optional[int] = ..., recalls: _Optional[int] = ..., recall_note_tokens: _Optional[int] = ..., recall_answer_tokens: _Optional[int] = ..., reads: _Optional[int] = ...) -> None: ...
 
 class RecallRecord(_message.Message):
-    __slots__ = ("paths", "answer")
+    __slots__ = ("paths", "answer", "follow_up")
     PATHS_FIELD_NUMBER: _ClassVar[int]
     ANSWER_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_UP_FIELD_NUMBER: _ClassVar[int]
     paths: _containers.RepeatedScalarFieldContainer[str]
     answer: str
-    def __init__(self, paths: _Optional[_Iterable[str]] = ..., answer: _Optional[str] = ...) -> None: ...
+    follow_up: bool
+    def __init__(self, paths: _Optional[_Iterable[str]] = ..., answer: _Optional[str] = ..., follow_up: _Optional[bool] = ...) -> None: ...
 
 class ListLogsRequest(_message.Message):
     __slots__ = ("limit",)

@@ -573,7 +573,7 @@ async function statusView() {
       ["tokens saved by offload", fmt(t.saved), "tokens-saved"], ["money saved by offload", money(t.saved), "money-saved"],
       ["offloaded logs (distinct)", fmt(t.offloads), "offloads"], ["offload before → after", `${fmt(t.original)} → ${fmt(t.summary)} (${t.saved_ratio > 0 ? "−" : ""}${(100 * t.saved_ratio).toFixed(1)}%)`, ""],
       ...(r ? [["tokens saved by recall", fmt(r.saved), "recall-saved"], ["money saved by recall", money(r.saved), "recall-money"],
-        ["recall answers", fmt(r.answers), "recalls"], ["whole notes → answers", `${fmt(r.note_tokens)} → ${fmt(r.answer_tokens)}`, ""],
+        ["recall answers", fmt(r.answers), "recalls"], ["notes read after a recall", fmt(r.reads || 0), "reads"], ["whole notes → answers", `${fmt(r.note_tokens)} → ${fmt(r.answer_tokens)}`, ""],
         ["total saved", `${fmt(t.saved + r.saved)} · ${money(t.saved + r.saved)}`, "total-saved"]] : []),
       ...Object.entries(t.extra || {}).map(([k, v]) => [k.replace(/_/g, " "), typeof v === "number" ? fmt(v) : JSON.stringify(v), ""]),
     ];
