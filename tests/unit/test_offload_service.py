@@ -6,6 +6,7 @@ build_mcp; tools are called through MCPServer.call_tool, as an agent host's requ
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -143,3 +144,27 @@ def test_distill_through_mcp_from_a_plain_trace_and_export(stack: Stack, vault: 
     assert len(exported) == 1 and answer["exported_path"] == str(exported[0])
     structured(stack.tool("distill_session_skill", trace=trace, export_hermes=True))  # again: nothing overwritten
     assert sorted(p.name for p in (vault.parent / "hermes").glob("*.md")) == [exported[0].name]
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def test_answers_are_one_line_of_json_for_the_model_and_whole_for_the_host(stack: Stack):
+    """The text an agent's model reads is the answer as compact JSON without null fields (what the
+    ledger counts); the structured content is the whole answer, as each tool's output schema says."""
+
+    async def tools() -> Any:
+        return await stack.mcp.list_tools()
+
+    assert all(t.output_schema for t in anyio.run(tools))
+    log = "\n".join(f"step {i}: ok" for i in range(120)) + "\nError: the disk is full\n"
+    for text in (log, "two\nlines\n"):
+        result = stack.tool("offload_log", text=text)
+        (block,) = result.content
+        assert "\n" not in block.text and json.loads(block.text) == _without_nulls(result.structured_content)
+    assert result.structured_content["next_call"] is None and "next_call" not in json.loads(block.text)

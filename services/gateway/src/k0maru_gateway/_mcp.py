@@ -14,6 +14,7 @@ from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from k0maru.v1 import offload_pb2, retriever_pb2
@@ -164,6 +165,21 @@ def _next_step(node_id: str) -> str:
     return f'next: inspect_log_node(node_id="{node_id}", around_first_error=true) (or start_line/end_line, grep)'
 
 
+def _answer(model: BaseModel) -> CallToolResult:
+    """A tool's answer: for the model to read, one line of JSON without the fields that say nothing
+    (null); for the host, the whole answer as structured content. The SDK's own text is the JSON
+    indented by two spaces: 22 % more characters on a recall of five notes, all of it whitespace,
+    and not what the ledger counted."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=model.model_dump_json(exclude_none=True))],
+        structured_content=model.model_dump(mode="json"),
+    )
+
+
+def _text(answer: CallToolResult) -> str:
+    return "".join(block.text for block in answer.content if isinstance(block, TextContent))
+
+
 def _call(fn: Callable[[Any, float], T], request: Any, timeout: float = 30.0) -> T:
     try:
         return fn(request, timeout)
@@ -206,7 +222,7 @@ def build_mcp(client: StackClient) -> MCPServer:
             list[str] | None, Field(description="TagMemo: tags to weigh up (any case), e.g. from the conversation")
         ] = None,
         dedup: Annotated[bool, Field(description="drop near-duplicate notes (SVD residual selection)")] = False,
-    ) -> RecallResult:
+    ) -> Annotated[CallToolResult, RecallResult]:
         """Call BEFORE debugging an error or re-deciding something: searches the vault's notes (BM25 + vectors +
         wikilink graph) for past fixes, decisions and knowledge.
 
@@ -288,11 +304,12 @@ def build_mcp(client: StackClient) -> MCPServer:
             if explain and reply.HasField("tagmemo")
             else None,
         )
+        answer = _answer(result)
         if hits:  # the ledger: what handing over the whole notes would have cost (best effort, in the
             # background: the offload service reads those notes, the agent must not wait for it)
-            record = offload_pb2.RecallRecord(paths=[h.path for h in hits], answer=result.model_dump_json())
+            record = offload_pb2.RecallRecord(paths=[h.path for h in hits], answer=_text(answer))
             client.offload.RecordRecall.future(record, timeout=5.0).add_done_callback(_log_unrecorded)
-        return result
+        return answer
 
     @server.tool()
     def read_note(
@@ -306,7 +323,7 @@ def build_mcp(client: StackClient) -> MCPServer:
             int,
             Field(ge=200, le=100_000, description="at most this many characters; whole lines, the rest by next_call"),
         ] = 12_000,
-    ) -> NoteAnswer:
+    ) -> Annotated[CallToolResult, NoteAnswer]:
         """Call to read a note recall_memory found, when its snippet is not enough ("show me that decision",
         "what else does the runbook say"): the note's text as the vault has it now, whole or a line range
         (a hit's `lines`), with its title, tags, the notes it links to and those linking to it.
@@ -328,7 +345,7 @@ def build_mcp(client: StackClient) -> MCPServer:
             taken.append(line[:max_chars] if not taken else line)  # one line longer than max_chars: its start
             size += len(line) + 1
         shown_last = first + len(taken) - 1
-        answer = NoteAnswer(
+        note_answer = NoteAnswer(
             vault=vault,
             path=note.document.path,
             title=note.document.title,
@@ -345,8 +362,9 @@ def build_mcp(client: StackClient) -> MCPServer:
             if shown_last < last
             else None,
         )
+        answer = _answer(note_answer)
         # the ledger: what was read is spent against what recall saved (best effort, in the background)
-        record = offload_pb2.RecallRecord(answer=answer.model_dump_json(), follow_up=True)
+        record = offload_pb2.RecallRecord(answer=_text(answer), follow_up=True)
         client.offload.RecordRecall.future(record, timeout=5.0).add_done_callback(_log_unrecorded)
         return answer
 
@@ -362,7 +380,7 @@ def build_mcp(client: StackClient) -> MCPServer:
                 description=f"lines above which the log is offloaded (0 = default {OFFLOAD_THRESHOLD_LINES})",
             ),
         ] = 0,
-    ) -> OffloadAnswer:
+    ) -> Annotated[CallToolResult, OffloadAnswer]:
         """Call whenever a command, build or test run printed more than the offload threshold (50 lines; cargo, pytest, go test, mvn,
         npm, tsc, gcc, ctest…): keeps the log out of the context and returns the first real error, the failing
         file:line in your own sources, counts, a short Mermaid and `next_call` (inspect_log_node with its
@@ -372,26 +390,32 @@ def build_mcp(client: StackClient) -> MCPServer:
             offload_pb2.OffloadLogRequest(text=text, task_id=task_id, threshold=threshold),
         )
         if not r.offloaded:
-            return OffloadAnswer(
+            return _answer(
+                OffloadAnswer(
+                    vault=vault,
+                    offloaded=False,
+                    node_id="",
+                    summary=r.summary,
+                    mermaid="",
+                    original_tokens=r.original_tokens,
+                    summary_tokens=r.summary_tokens,
+                )
+            )
+        return _answer(
+            OffloadAnswer(
                 vault=vault,
-                offloaded=False,
-                node_id="",
-                summary=r.summary,
-                mermaid="",
+                offloaded=True,
+                node_id=r.node_id,
+                summary=f"{r.summary}\n{_next_step(r.node_id)}",
+                mermaid=r.mermaid,
                 original_tokens=r.original_tokens,
                 summary_tokens=r.summary_tokens,
+                first_error=r.first_error,
+                location=r.first_location,
+                next_call=NextCall(
+                    tool="inspect_log_node", arguments={"node_id": r.node_id, "around_first_error": True}
+                ),
             )
-        return OffloadAnswer(
-            vault=vault,
-            offloaded=True,
-            node_id=r.node_id,
-            summary=f"{r.summary}\n{_next_step(r.node_id)}",
-            mermaid=r.mermaid,
-            original_tokens=r.original_tokens,
-            summary_tokens=r.summary_tokens,
-            first_error=r.first_error,
-            location=r.first_location,
-            next_call=NextCall(tool="inspect_log_node", arguments={"node_id": r.node_id, "around_first_error": True}),
         )
 
     @server.tool()
@@ -408,7 +432,7 @@ def build_mcp(client: StackClient) -> MCPServer:
             int, Field(ge=0, le=200, description="lines of context around grep matches or the first error")
         ] = 0,
         around_first_error: Annotated[bool, Field(description="return the region around the first error")] = False,
-    ) -> InspectAnswer:
+    ) -> Annotated[CallToolResult, InspectAnswer]:
         """Call to look closer at a log offload_log stored: "the tests printed a long error, show me the stack
         trace", "what happened around the first error", "find every line mentioning timeout".
 
@@ -425,11 +449,13 @@ def build_mcp(client: StackClient) -> MCPServer:
                 around_first_error=around_first_error,
             ),
         )
-        return InspectAnswer(
-            vault=vault,
-            node_id=r.node_id,
-            total_lines=r.total_lines,
-            text="\n".join(f"{ln.number:>6}  {ln.text}" for ln in r.lines),
+        return _answer(
+            InspectAnswer(
+                vault=vault,
+                node_id=r.node_id,
+                total_lines=r.total_lines,
+                text="\n".join(f"{ln.number:>6}  {ln.text}" for ln in r.lines),
+            )
         )
 
     @server.tool()
@@ -441,7 +467,7 @@ def build_mcp(client: StackClient) -> MCPServer:
         ] = "",
         tags: Annotated[list[str] | None, Field(description="tags without #")] = None,
         related_notes: Annotated[list[str] | None, Field(description="note names to link as [[wikilinks]]")] = None,
-    ) -> FlushAnswer:
+    ) -> Annotated[CallToolResult, FlushAnswer]:
         """Call when the session reached a decision, design or lesson that should outlive it: "save the
         distributed-lock renewal plan we just agreed on", "record this decision", "write up what we did today".
 
@@ -458,7 +484,7 @@ def build_mcp(client: StackClient) -> MCPServer:
                 source="mcp flush_session",
             ),
         )
-        return FlushAnswer(vault=vault, path=r.path, outcome=OUTCOME_NAMES.get(r.outcome, "unknown"))
+        return _answer(FlushAnswer(vault=vault, path=r.path, outcome=OUTCOME_NAMES.get(r.outcome, "unknown")))
 
     @server.tool()
     def distill_session_skill(
@@ -466,7 +492,7 @@ def build_mcp(client: StackClient) -> MCPServer:
         node_id: Annotated[str, Field(description="or the node id of an offloaded log")] = "",
         title: Annotated[str, Field(description="optional title of the skill card")] = "",
         export_hermes: Annotated[bool, Field(description="also write it as a Hermes skill file")] = False,
-    ) -> DistillAnswer:
+    ) -> Annotated[CallToolResult, DistillAnswer]:
         """Call after a failure was solved and is worth not solving twice: "turn this compiler error into a
         troubleshooting playbook", "make a skill out of what we just fixed".
 
@@ -479,12 +505,14 @@ def build_mcp(client: StackClient) -> MCPServer:
             lambda q, t: client.call(client.offload.DistillSkill, q, t),
             offload_pb2.DistillRequest(trace=trace, node_id=node_id, title=title, export=export_hermes),
         )
-        return DistillAnswer(
-            vault=vault,
-            path=r.path,
-            outcome=OUTCOME_NAMES.get(r.outcome, "unknown"),
-            skill_markdown=r.skill_markdown,
-            exported_path=r.exported_path,
+        return _answer(
+            DistillAnswer(
+                vault=vault,
+                path=r.path,
+                outcome=OUTCOME_NAMES.get(r.outcome, "unknown"),
+                skill_markdown=r.skill_markdown,
+                exported_path=r.exported_path,
+            )
         )
 
     @server.tool()
@@ -495,7 +523,7 @@ def build_mcp(client: StackClient) -> MCPServer:
         max_tokens: Annotated[
             int, Field(ge=100, le=20_000, description="token budget of the answer; 300 by default, raise for more")
         ] = 300,
-    ) -> LoadoutAnswer:
+    ) -> Annotated[CallToolResult, LoadoutAnswer]:
         """Call FIRST when starting work on a project or picking up a repo you have not seen in this session
         ("take over this service", "get me up to speed", "what are the rules here").
 
@@ -505,7 +533,7 @@ def build_mcp(client: StackClient) -> MCPServer:
             lambda q, t: client.call(client.offload.GetProjectLoadout, q, t),
             offload_pb2.LoadoutRequest(max_tokens=max_tokens, project=project_name),
         )
-        return LoadoutAnswer(vault=vault, project=r.project, tokens=r.tokens, markdown=r.markdown)
+        return _answer(LoadoutAnswer(vault=vault, project=r.project, tokens=r.tokens, markdown=r.markdown))
 
     return server
 
