@@ -168,8 +168,8 @@ def _next_step(node_id: str) -> str:
 def _answer(model: BaseModel) -> CallToolResult:
     """A tool's answer: for the model to read, one line of JSON without the fields that say nothing
     (null); for the host, the whole answer as structured content. The SDK's own text is the JSON
-    indented by two spaces: 22 % more characters on a recall of five notes, all of it whitespace,
-    and not what the ledger counted."""
+    indented by two spaces: 31 % more characters on ten recalls over the dendron vault (21,167
+    against 16,191), all of it whitespace and nulls, and not what the ledger counted."""
     return CallToolResult(
         content=[TextContent(type="text", text=model.model_dump_json(exclude_none=True))],
         structured_content=model.model_dump(mode="json"),
