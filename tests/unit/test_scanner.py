@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import random
 import time
@@ -169,7 +170,7 @@ def test_what_obsidian_and_logseq_exclude_from_their_search_is_not_indexed(vault
         "Archive/ (Obsidian's Excluded files, .obsidian/app.json)",
         "/\\.draft\\.md$/ (Obsidian's Excluded files, .obsidian/app.json)",
         "/(unclosed/ (Obsidian's Excluded files, .obsidian/app.json): not a regular expression here"
-        " (missing ), unterminated subpattern at position 0), not applied",
+        " (missing ) at position 9), not applied",
         "/pages/archived (Logseq's :hidden, logseq/config.edn)",
         "/secret.md (Logseq's :hidden, logseq/config.edn)",
     )
@@ -196,6 +197,25 @@ def test_what_obsidian_and_logseq_exclude_from_their_search_is_not_indexed(vault
     assert scanner.excluded.described == (
         ".obsidian/app.json could not be read as JSON: Obsidian's Excluded files are not applied",
     )
+
+
+def test_a_users_pattern_that_backtracks_or_a_huge_settings_file_never_holds_the_scanner(vault: Path, tmp_path: Path):
+    """An Excluded files pattern runs on every path of every scan: one with nested quantifiers
+    would backtrack for ever on a path of a's; it stops after its budget and is dropped, said so."""
+    slow = "a" * 40 + "!.md"
+    write_notes(vault, {slow: "# a\n", "b.draft.md": "# b\n", "c.md": "# c\n"})
+    (vault / ".obsidian").mkdir()
+    (vault / ".obsidian" / "app.json").write_text(json.dumps({"userIgnoreFilters": ["/(a|a)+$/", "/draft/"]}))
+    scanner = make(vault, tmp_path)
+    started = time.monotonic()
+    assert sorted(e.path for e in scanner.scan().entries) == [slow, "c.md"]
+    assert time.monotonic() - started < 30  # not the hours the pattern alone would take
+    first, second = scanner.excluded.described
+    assert first.startswith("/(a|a)+$/ (Obsidian's Excluded files, .obsidian/app.json): took more than 0.05 s on ")
+    assert second == "/draft/ (Obsidian's Excluded files, .obsidian/app.json)"
+    (vault / ".obsidian" / "app.json").write_text('{"userIgnoreFilters": ["c.md"], "x": "' + "y" * (1 << 20) + '"}')
+    assert kinds(scanner.scan()) == [(K.CHANGE_KIND_ADDED, "b.draft.md")]  # not read: nothing excluded
+    assert scanner.excluded.described == (".obsidian/app.json is larger than 1,048,576 bytes: not read",)
 
 
 def test_tool_excludes_can_be_turned_off(vault: Path, tmp_path: Path):
