@@ -347,6 +347,10 @@ def test_team_topology_on_nine_hosts(network: Network, tmp_path: Path):
                 assert not result.is_error, result.content
                 data = result.structured_content
                 assert data is not None and data["hits"][0]["path"] == "ops/lighthouse-keeper.md", data
+                # and reads the note through the team's retriever (its own host has no copy to open)
+                note = await session.call_tool("read_note", {"path": "ops/lighthouse-keeper.md"})
+                assert not note.is_error and note.structured_content is not None, note.content
+                assert "quokka failover" in note.structured_content["text"].lower(), note.structured_content
 
     anyio.run(agent)
 

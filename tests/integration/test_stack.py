@@ -192,6 +192,24 @@ def test_names_macos_wrote_decomposed_are_found_as_typed(stack):
     assert search(client, "coffee machine maintenance", VECTOR, path_prefixes=["équipe/"])[:1] == [cafe]
 
 
+def test_a_frontmatter_date_that_does_not_exist_is_a_problem_not_a_stalled_index(stack):
+    """`date: 2026-02-30` is YAML's grammar for a date its constructor refuses: the scanner's
+    GetDocuments failed for the whole batch, so the notes fetched beside it never came either."""
+    _launcher, client, vault = stack
+    write_notes(
+        vault,
+        {
+            "odd/typo date.md": "---\ndate: 2026-02-30\n---\n# Typo date\n\nwombat ledger reconciliation\n",
+            "odd/beside it.md": "# Beside it\n\nwombat ledger audit trail\n",
+        },
+    )
+    wait_for(
+        lambda: sorted(search(client, "wombat ledger", BM25)) == ["odd/beside it.md", "odd/typo date.md"], 45, "both"
+    )
+    note = client.call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path="odd/typo date.md"))
+    assert list(note.document.problems) == ["frontmatter has a value YAML cannot read: day is out of range for month"]
+
+
 def test_read_note_reads_what_recall_found_in_parts_and_the_ledger_counts_it(stack):
     """MCP read_note, as an agent without the vault's files uses it: a hit's line range, the whole
     note in parts of at most max_chars (next_call reads on), its links and backlinks; what it hands
@@ -250,23 +268,23 @@ def test_what_obsidian_excludes_from_its_search_leaves_the_index_and_comes_back(
     """A note under a folder named in Obsidian's Excluded files is out of every search from the
     next scan on, `Status` says which rule left it out, and it is back once the rule is gone."""
     _launcher, client, vault = stack
-    write_notes(vault, {"Templates/Standup template.md": "# Standup\n\nYesterday: {{yesterday}} quokka placeholder\n"})
+    write_notes(vault, {"Templates/Standup template.md": "# Standup\n\nYesterday: {{yesterday}} numbat placeholder\n"})
     wait_for(
-        lambda: search(client, "quokka placeholder", BM25) == ["Templates/Standup template.md"], 45, "the template"
+        lambda: search(client, "numbat placeholder", BM25) == ["Templates/Standup template.md"], 45, "the template"
     )
     app = vault / ".obsidian" / "app.json"
     app.parent.mkdir(exist_ok=True)
     app.write_text(json.dumps({"userIgnoreFilters": ["templates/"], "alwaysUpdateLinks": True}))
     try:
         client.call(client.scanner.Scan, scanner_pb2.ScanRequest())  # or the periodic rescan, within 30 s
-        wait_for(lambda: search(client, "quokka placeholder", BM25) == [], 45, "the template left out")
-        assert "Templates/Standup template.md" not in search(client, "quokka placeholder", HYBRID, limit=20)
+        wait_for(lambda: search(client, "numbat placeholder", BM25) == [], 45, "the template left out")
+        assert "Templates/Standup template.md" not in search(client, "numbat placeholder", HYBRID, limit=20)
         status = client.call(client.scanner.Status, scanner_pb2.ScannerStatusRequest())
         assert list(status.excluded) == ["templates/ (Obsidian's Excluded files, .obsidian/app.json)"]
     finally:
         app.unlink()
     client.call(client.scanner.Scan, scanner_pb2.ScanRequest())
-    wait_for(lambda: search(client, "quokka placeholder", BM25) == ["Templates/Standup template.md"], 45, "it back")
+    wait_for(lambda: search(client, "numbat placeholder", BM25) == ["Templates/Standup template.md"], 45, "it back")
     assert list(client.call(client.scanner.Status, scanner_pb2.ScannerStatusRequest()).excluded) == []
 
 

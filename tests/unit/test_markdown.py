@@ -35,6 +35,27 @@ def test_broken_yaml_still_indexes_body_and_records_problem():
     assert note.frontmatter == {}
 
 
+def test_frontmatter_values_yaml_reads_but_cannot_build_are_problems_not_failures():
+    """YAML's grammar takes `2026-02-30` as a date its constructor then refuses; JSON cannot hold a
+    value that holds itself or a mapping with keys of mixed types. Each failed the scanner's whole
+    GetDocuments reply (every note fetched beside it); now each is a problem on its note."""
+    cases = {
+        "date: 2026-02-30": "has a value YAML cannot read: day is out of range for month",
+        "date: 2026-01-01 25:00:00": "has a value YAML cannot read: hour must be in 0..23",
+        "due: 0000-01-01": "has a value YAML cannot read: year 0 is out of range",
+        "n: !!int ten": "has a value YAML cannot read: invalid literal for int()",
+        "t: !!timestamp soon": "has a value YAML cannot read:",
+        "a: &x [*x]": "kept as text: JSON cannot hold it (Circular reference detected)",
+        "a: {1: one, b: two}": "kept as text: JSON cannot hold it ('<' not supported",
+    }
+    for yaml_line, says in cases.items():
+        note = parse_note("x.md", f"---\n{yaml_line}\n---\n# Body Title\ntext #tag\n")
+        assert note.title == "Body Title" and note.tags == ["tag"], yaml_line
+        assert len(note.problems) == 1 and note.problems[0].startswith(f"frontmatter {says}"), note.problems
+        json.loads(note.frontmatter_json)  # always a JSON object
+    assert json.loads(parse_note("x.md", "---\na: &x [*x]\nb: 2\n---\n").frontmatter_json) == {"a": "[[...]]", "b": "2"}
+
+
 def test_inline_tags_follow_obsidian_rules():
     text = "\n".join(
         [

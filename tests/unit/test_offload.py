@@ -162,6 +162,19 @@ def test_conventions_detect_johnny_decimal_and_dated_names(vault: Path):
     assert conv.naming_style == "date-slug"
 
 
+def test_conventions_read_past_frontmatter_values_yaml_cannot_build(vault: Path):
+    """`date: 2026-02-30` raised out of the sniffer (loadout and flush_session failed); such a note
+    is one whose keys are unknown, and the folder's other notes still teach its frontmatter."""
+    (vault / "decisions").mkdir()
+    for i, day in enumerate(("2026-02-30", "2026-03-01", "2026-03-02")):
+        (vault / "decisions" / f"{day}-d{i}.md").write_text(f"---\ndate: {day}\nstatus: done\n---\n# D{i}\n")
+    conv = sniff(vault)
+    assert conv.folders["decision"] == "decisions"
+    assert "decision → decisions/: 2026-08-01-example-note.md; keys date, status" in conv.describe()
+    path, outcome = FlushEngine(vault).flush(FlushNote("Pick a queue", "We chose Redis streams.", "decision"))
+    assert outcome == "created" and (vault / path).read_text().startswith("---\ndate: ")
+
+
 def test_distill_writes_one_frontmatter_skill_card(vault: Path):
     trace = (
         "$ cargo build\n"

@@ -426,7 +426,8 @@ def _front_keys(text: str) -> list[str] | None:
         return None
     try:
         meta = yaml.safe_load(body[:end])
-    except yaml.YAMLError:
+    # and values its constructors refuse: `date: 2026-02-30`, `!!int x` (the scanner's parse_note)
+    except (yaml.YAMLError, ValueError, TypeError, AttributeError, OverflowError, RecursionError):
         return None
     return [str(k) for k in meta] if isinstance(meta, dict) else None
 

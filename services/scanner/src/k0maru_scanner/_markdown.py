@@ -25,7 +25,7 @@ import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import unquote
@@ -38,8 +38,9 @@ from ._chunker import Section, chunk_sections
 
 # bump when parse_note or chunk_sections change their output (2026-12-01.2: libyaml's messages,
 # below; 2026-12-03.1: text read as NFC; .2: opaque data left out; 2026-12-04.1: Dendron's links,
-# Logseq's page properties, `#[[tags]]`, namespace file names and journals; at most 256 tags and aliases)
-PARSER_VERSION = "2026-12-04.1"
+# Logseq's page properties, `#[[tags]]`, namespace file names and journals; at most 256 tags and aliases;
+# .2: frontmatter values YAML or JSON cannot hold are problems, a note's own date)
+PARSER_VERSION = "2026-12-04.2"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
 # some invalid-YAML messages are worded differently
@@ -66,6 +67,8 @@ _BLOCK_ID = re.compile(r"^[ \t]*(?:-[ \t]+)?id::[ \t]*([0-9a-fA-F]{8}(?:-[0-9a-f
 _BLOCK_REF = re.compile(r"\(\(([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})\)\)")
 # Logseq's journal pages: journals/2026_12_04.md is the page "Dec 4th, 2026" (its default format)
 _JOURNAL = re.compile(r"(?:^|/)journals/(\d{4})_(\d{2})_(\d{2})\.md$")
+_DATE_KEYS = ("updated", "modified", "last_modified", "lastmod", "date", "created")
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}(?:$|[T ])")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _NOTE_EXTENSION = re.compile(r"\.(md|markdown)$", re.IGNORECASE)
 _TAG_LINE_SPLIT = re.compile(r"[,，、;；|｜]")
@@ -110,10 +113,8 @@ class ParsedNote:
     sections: list[Section]
     problems: list[str] = field(default_factory=list)
     block_ids: list[str] = field(default_factory=list)  # Logseq's `id::` of blocks others reference
-
-    @property
-    def frontmatter_json(self) -> str:
-        return json.dumps(self.frontmatter, ensure_ascii=False, default=_json_default, sort_keys=True)
+    date: str = ""  # the note's own date, YYYY-MM-DD (`note_date`); "" when its text names none
+    frontmatter_json: str = "{}"  # the frontmatter as a JSON object (`_frontmatter_json`)
 
 
 def _json_default(value: object) -> str:
@@ -163,6 +164,10 @@ def parse_note(path: str, text: str) -> ParsedNote:
             loaded = yaml.load(fm_text, Loader=_YAML_LOADER)  # a safe loader
         except yaml.YAMLError as exc:
             problems.append(f"frontmatter is not valid YAML: {str(exc).splitlines()[0]}")
+        # values YAML's grammar takes and its constructors refuse: `date: 2026-02-30` (ValueError),
+        # `!!int x`, `!!timestamp x` (AttributeError); each once failed the scanner's whole reply
+        except (ValueError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
+            problems.append(f"frontmatter has a value YAML cannot read: {exc}")
         else:
             if isinstance(loaded, dict):
                 frontmatter = {str(k): v for k, v in loaded.items()}
@@ -237,6 +242,7 @@ def parse_note(path: str, text: str) -> ParsedNote:
 
     journal = _journal_names(path)
     aliases += journal[1:]
+    day = note_date(frontmatter, journal[1] if journal else "")
     title = (
         str(frontmatter.get("title") or "").strip()
         or first_h1
@@ -254,7 +260,52 @@ def parse_note(path: str, text: str) -> ParsedNote:
         sections=sections,
         problems=problems,
         block_ids=block_ids,
+        date=day,
+        frontmatter_json=_frontmatter_json(frontmatter, problems),
     )
+
+
+def _frontmatter_json(frontmatter: dict[str, Any], problems: list[str]) -> str:
+    """The frontmatter as a JSON object. YAML can say what JSON cannot: a value holding itself
+    (`a: &x [*x]`), keys of mixed types in one mapping (`{1: a, b: c}` cannot be sorted); such a
+    frontmatter is kept with its values as text, and a problem says so."""
+    try:
+        return json.dumps(frontmatter, ensure_ascii=False, default=_json_default, sort_keys=True)
+    except (ValueError, TypeError, RecursionError) as exc:
+        problems.append(f"frontmatter kept as text: JSON cannot hold it ({exc})")
+    try:
+        return json.dumps({k: str(v) for k, v in frontmatter.items()}, ensure_ascii=False, sort_keys=True)
+    except RecursionError:
+        return "{}"
+
+
+def note_date(frontmatter: dict[str, Any], journal_day: str = "") -> str:
+    """The day a note says it was last written: the first of its `updated`, `modified`,
+    `last_modified`, `lastmod`, `date`, `created` keys (any case) that holds a date (YAML's, an ISO
+    string, or a Unix time: Dendron writes milliseconds), else a Logseq journal's own day; "" when
+    it names none. The file's mtime is no substitute: a git clone or a sync stamps every file."""
+    keyed = {k.lower(): v for k, v in frontmatter.items()} if frontmatter else {}
+    for key in _DATE_KEYS:
+        if (day := _as_day(keyed.get(key))) is not None:
+            return day
+    return journal_day
+
+
+def _as_day(value: Any) -> str | None:
+    if isinstance(value, date):  # a datetime too
+        return value.isoformat()[:10]
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        seconds = value / 1000 if value > 1e11 else value  # Dendron: ms since 1970
+        try:
+            return datetime.fromtimestamp(seconds, tz=UTC).isoformat()[:10]
+        except (OverflowError, OSError, ValueError):
+            return None
+    if isinstance(value, str) and _ISO_DAY.match(value.strip()):
+        try:
+            return date.fromisoformat(value.strip()[:10]).isoformat()
+        except ValueError:
+            return None
+    return None
 
 
 def without_opaque_data(line: str) -> str:
