@@ -30,6 +30,10 @@ CONTENTS = st.one_of(
     st.sampled_from(
         [
             b"---\nkey: [unclosed\n---\n# T\n",
+            # YAML's grammar takes these and its constructors (or JSON) refuse them
+            b"---\ndate: 2026-02-30\n---\n# T\n",
+            b"---\nt: !!timestamp soon\nn: !!int ten\n---\n",
+            b"---\na: &x [*x]\nb: {1: one, c: two}\n---\n",
             b"---\n---\n",
             b"# " + b"#" * 200 + b"\n[[" * 100,
             "\ufeff# bom\n".encode(),
