@@ -8,11 +8,13 @@ import os
 import random
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import xxhash
 
-from k0maru.v1 import common_pb2
+from k0maru.v1 import common_pb2, scanner_pb2
+from k0maru_scanner import server
 from k0maru_scanner._manifest import Manifest
 from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
 from k0maru_scanner.server import parse_document
@@ -227,6 +229,26 @@ def test_tool_excludes_can_be_turned_off(vault: Path, tmp_path: Path):
     )
     assert kinds(scanner.scan()) == [(K.CHANGE_KIND_ADDED, "Templates/Meeting.md")]
     assert scanner.excluded.described == ()
+
+
+def test_a_parser_fault_on_one_note_costs_only_that_note(vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Fault injection: were parsing to raise on one note (as it did on `date: 2026-02-30`),
+    the reply still carries every other note, and that one is reported missing."""
+    write_notes(vault, {"a.md": "# A\n", "b.md": "# B\n[[a]]\n", "c.md": "# C\n"})
+    scanner = make(vault, tmp_path)
+    scanner.scan()
+    real = server.chunk_sections
+
+    def faulty(sections: list[Any]) -> Any:  # b.md's document is half built in the reply by then
+        if any("# B" in line for section in sections for line in section.lines):
+            raise ValueError("a parser fault")
+        return real(sections)
+
+    monkeypatch.setattr(server, "chunk_sections", faulty)
+    reply = server.ScannerServicer(scanner, "v", None).GetDocuments(
+        scanner_pb2.GetDocumentsRequest(paths=["a.md", "b.md", "c.md"]), None
+    )
+    assert [d.path for d in reply.documents] == ["a.md", "c.md"] and list(reply.missing) == ["b.md"]
 
 
 def test_bad_files_are_skipped_with_reasons(vault: Path, tmp_path: Path):

@@ -157,9 +157,14 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
             raise InvalidInput(f"at most {MAX_PATHS_PER_CALL} paths per call")
         reply = scanner_pb2.GetDocumentsResponse()
         for rel in request.paths:
+            built = len(reply.documents)
             try:
                 doc = parse_document(self._scanner, rel, reply.documents.add)
             except OutsideVault:
+                doc = None
+            except Exception:  # a parser fault on one note must not cost the notes fetched beside it
+                log.exception("cannot parse %s: it is left out of the index until it changes", rel)
+                del reply.documents[built:]  # what was built of it in the reply
                 doc = None
             if doc is None:
                 reply.missing.append(rel)
