@@ -215,7 +215,7 @@ def test_read_note_reads_what_recall_found_in_parts_and_the_ledger_counts_it(sta
     note in parts of at most max_chars (next_call reads on), its links and backlinks; what it hands
     over is spent against what recall saved; paths outside the index are clear errors."""
     _launcher, client, vault = stack
-    text = "# Runbook\n\nSee [[sqlite]].\n\n" + "".join(
+    text = "---\nupdated: 2026-11-30\n---\n# Runbook\n\nSee [[sqlite]].\n\n" + "".join(
         f"## Step {i}\n\nrestart the quokka relay {i}\n\n" for i in range(60)
     )
     write_notes(vault, {"ops/runbook.md": text})
@@ -230,10 +230,13 @@ def test_read_note_reads_what_recall_found_in_parts_and_the_ledger_counts_it(sta
     hit = next(
         h for h in tool("recall_memory", query="quokka relay 42", mode="bm25")["hits"] if h["path"] == "ops/runbook.md"
     )
+    modified = time.strftime("%Y-%m-%d", time.gmtime((vault / "ops/runbook.md").stat().st_mtime))
+    assert (hit["date"], hit["modified"]) == ("2026-11-30", modified)  # what the note says, and its file
     start, end = (int(x) for x in str(hit["lines"]).split("-"))
     part = tool("read_note", path="ops/runbook.md", start_line=start, end_line=end)
     assert "quokka relay 42" in str(part["text"]) and part["lines"] == hit["lines"] and part["next_call"] is None
     assert part["title"] == "Runbook" and part["links"] == ["eng/sqlite.md"] and part["backlinks"] == []
+    assert (part["date"], part["modified"]) == ("2026-11-30", modified)
     assert part["total_lines"] == len(text.splitlines())
     before = client.call(client.offload.TokenStats, offload_pb2.TokenStatsRequest())
     pieces, arguments = [], {"path": "ops/runbook.md", "max_chars": 500}

@@ -56,6 +56,27 @@ def test_frontmatter_values_yaml_reads_but_cannot_build_are_problems_not_failure
     assert json.loads(parse_note("x.md", "---\na: &x [*x]\nb: 2\n---\n").frontmatter_json) == {"a": "[[...]]", "b": "2"}
 
 
+def test_a_notes_own_date_is_its_last_written_day_as_its_text_says():
+    def day(text: str, path: str = "n.md") -> str:
+        return parse_note(path, text).date
+
+    assert day("---\ndate: 2026-01-02\ncreated: 2025-05-05\n---\n") == "2026-01-02"
+    assert day("---\ncreated: 2025-05-05\nUpdated: 2026-03-04T10:00:00Z\n---\n") == "2026-03-04"  # any case
+    assert day("---\nupdated: 1627283357535\ncreated: 1600000000000\n---\n") == "2021-07-26"  # Dendron: ms
+    assert day("---\nlastmod: '2026-07-08 09:10'\n---\n") == "2026-07-08"  # Hugo, as text
+    assert day("date:: 2026-12-01\n\n- a Logseq page's property\n") == "2026-12-01"
+    assert day("- a journal\n", "journals/2026_12_04.md") == "2026-12-04"
+    assert day("---\ndate: 2026-11-30\n---\n- a journal dated otherwise\n", "journals/2026_12_04.md") == "2026-11-30"
+    for none in (
+        "# no date",
+        "---\ndate: next week\nupdated: true\n---\n",
+        "---\ndate: 2026-02-30\n---\n",
+        "---\ndate: 99999999999999999999999\n---\n",
+        "---\ndate: [2026-01-01]\n---\n",
+    ):
+        assert day(none) == "", none
+
+
 def test_inline_tags_follow_obsidian_rules():
     text = "\n".join(
         [

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         name_key,
         page_name,
         relative_posix,
+        utc_day,
         vault_id,
     )
     from ._workers import BackgroundWorker, WorkerHealth
@@ -138,6 +139,7 @@ _WHERE = {
     "unreadable_share": "._scripts",
     "name_key": "._vault",
     "page_name": "._vault",
+    "utc_day": "._vault",
     "vault_id": "._vault",
     "vector_from_bytes": "._streams",
     "vector_to_bytes": "._streams",
@@ -224,6 +226,7 @@ __all__ = [
     "set_aside",
     "stop_signals",
     "unreadable_share",
+    "utc_day",
     "vault_id",
     "vector_from_bytes",
     "vector_to_bytes",

@@ -6,6 +6,7 @@ import contextlib
 import os
 import re
 import stat
+import time
 import unicodedata
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
@@ -96,6 +97,14 @@ def relative_posix(vault: Path, path: Path) -> str:
 
 
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+def utc_day(mtime_ns: int) -> str:
+    """A file's modification time as its day in UTC, YYYY-MM-DD ("" for none)."""
+    if mtime_ns <= 0:
+        return ""
+    tm = time.gmtime(mtime_ns // 1_000_000_000)
+    return f"{tm.tm_year:04d}-{tm.tm_mon:02d}-{tm.tm_mday:02d}"
 
 
 def page_name(stem: str) -> str:

@@ -160,6 +160,8 @@ def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
         "diary": h.diary,
         "tags": list(h.tags),
         "lines": [h.start_line, h.end_line],
+        "date": h.date or None,  # the note's own date; None when it names none
+        "modified": h.modified or None,  # its file's modification day (UTC)
     }
     if explain:
         e = h.explain
@@ -640,6 +642,7 @@ def build_console(
                 "problems": list(doc.problems),
                 "size": doc.size,
                 "mtime_ns": doc.mtime_ns,
+                "date": doc.date or None,  # the note's own date (frontmatter, journal); None if it names none
             }
         )
 

@@ -18,7 +18,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from k0maru.v1 import offload_pb2, retriever_pb2
-from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, mode_name
+from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, mode_name, utc_day
 
 from ._answers import partial_channels
 
@@ -60,6 +60,8 @@ class Hit(BaseModel):
     score: float
     lines: str
     tags: list[str]
+    date: str | None = None  # the day the note says it was written (frontmatter, journal); None if it names none
+    modified: str | None = None  # the day its file was last modified (UTC)
     explain: Explain | None = None
 
 
@@ -105,6 +107,8 @@ class NoteAnswer(BaseModel):
     path: str
     title: str
     tags: list[str]
+    date: str | None = None  # the day the note says it was written; None if it names none
+    modified: str | None = None  # the day its file was last modified (UTC)
     lines: str  # the range returned, "13-40" (1-based, inclusive)
     total_lines: int
     text: str  # those lines as the file has them now
@@ -270,6 +274,8 @@ def build_mcp(client: StackClient) -> MCPServer:
                     score=round(h.score, 6),
                     lines=f"{h.start_line}-{h.end_line}",
                     tags=list(h.tags),
+                    date=h.date or None,
+                    modified=h.modified or None,
                     explain=ex,
                 )
             )
@@ -350,6 +356,8 @@ def build_mcp(client: StackClient) -> MCPServer:
             path=note.document.path,
             title=note.document.title,
             tags=list(note.document.tags),
+            date=note.document.date or None,
+            modified=utc_day(note.document.mtime_ns) or None,
             lines=f"{first}-{shown_last}" if taken else "",
             total_lines=len(lines),
             text="\n".join(taken),

@@ -82,6 +82,8 @@ SCHEMAS: dict[str, Any] = {
             "diary": _STR,
             "tags": {"type": "array", "items": _STR},
             "lines": {"type": "array", "items": _INT, "minItems": 2, "maxItems": 2},
+            "date": _nullable({"type": "string", "format": "date"}),  # the note's own date
+            "modified": _nullable({"type": "string", "format": "date"}),  # its file's modification day (UTC)
             "explain": _ref("Explain"),
         },
         required=["path", "title", "snippet", "score", "diary", "tags", "lines"],
@@ -136,6 +138,7 @@ SCHEMAS: dict[str, Any] = {
             "problems": {"type": "array", "items": _STR},
             "size": _INT,
             "mtime_ns": {"type": "integer"},
+            "date": _nullable({"type": "string", "format": "date"}),
         }
     ),
     "Graph": _obj(

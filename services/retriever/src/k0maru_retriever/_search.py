@@ -15,7 +15,7 @@ import grpc
 import numpy as np
 
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
-from k0maru_common import KEEPALIVE_CLIENT_OPTIONS, ROUND_ROBIN_CONFIG, open_channel, unreadable_share
+from k0maru_common import KEEPALIVE_CLIENT_OPTIONS, ROUND_ROBIN_CONFIG, open_channel, unreadable_share, utc_day
 
 from ._bm25 import Scope
 from ._fusion import (
@@ -397,6 +397,8 @@ class HybridSearcher:
             chunk_index=index,
             start_line=chunk.start_line if chunk else 0,
             end_line=chunk.end_line if chunk else 0,
+            date=doc.date,
+            modified=utc_day(doc.mtime_ns),
         )
         if asked is not None:
             out.explain.CopyFrom(

@@ -94,6 +94,7 @@ def parse_document(
         mtime_ns=st.st_mtime_ns,
         problems=note.problems,
         block_ids=note.block_ids,
+        date=note.date,
     )
     add_link = doc.links.add  # built in place: a list of messages would be copied into the field
     for lk in note.links:

@@ -210,7 +210,7 @@ async function searchView(_arg, params) {
     const tagmemo = (x.tagmemo_tags || []).length ? `<span class="badge tag" title="TagMemo">TagMemo ${x.tagmemo_tags.map((t) => esc(t.tag) + " " + t.weight.toFixed(2)).join(", ")}</span>` : "";
     const extra = Object.entries(x.extra || {}).map(([k, v]) => `<span class="score">${esc(k)} <b>${esc(typeof v === "number" ? +v.toFixed(4) : JSON.stringify(v))}</b></span>`).join("");
     el.innerHTML = `<div class="head"><a class="title" href="${noteHref(h.path)}">${esc(h.title || h.path)}</a>
-      <span class="path">${esc(h.path)}:${h.lines[0]}–${h.lines[1]}</span>
+      <span class="path">${esc(h.path)}:${h.lines[0]}–${h.lines[1]}</span>${hitDate(h)}
       ${x.graph_boost > 0 ? `<span class="badge graph" title="linked to another hit: +${x.graph_boost.toFixed(4)}">+Graph Boost</span>` : ""}${x.name_match >= 0.5 ? `<span class="badge name" title="the query holds ${Math.round(100 * x.name_match)} % of this note's title or an alias">Name match</span>` : ""}${tagmemo}</div>
       ${heading ? `<div class="crumbs">${esc(heading)}</div>` : ""}
       <div class="snippet"></div>
@@ -228,6 +228,13 @@ async function searchView(_arg, params) {
     el.addEventListener("click", (e) => { if (!e.target.closest("a")) location.hash = noteHref(h.path); });
     hits.appendChild(el);
   }
+}
+
+function hitDate(h) {
+  // the day the note says it was written, else its file's modification day
+  const day = h.date || h.modified;
+  const title = h.date ? `the note's date${h.modified && h.modified !== h.date ? `; file modified ${h.modified}` : ""}` : "file modified";
+  return day ? ` <span class="dim date" title="${esc(title)}">${esc(day)}</span>` : "";
 }
 
 function tagmemoChip(t) {
