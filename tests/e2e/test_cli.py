@@ -129,7 +129,17 @@ def test_search_and_scan_through_a_running_stacks_console(vault: Path, tmp_path:
         bm25 = json.loads(run("search", "storm", *where, "--mode", "bm25", "--json").stdout)
         assert bm25["vault"] == str(vault) and bm25["channels"] == [{"channel": "bm25", "ran": True, "reason": ""}]
         assert {h["path"] for h in bm25["hits"]} == {"ops/lighthouse.md", "misc/drain.md"}
-        assert set(bm25["hits"][0]) == {"path", "title", "snippet", "score", "diary", "tags", "lines"}
+        assert set(bm25["hits"][0]) == {
+            "path",
+            "title",
+            "snippet",
+            "score",
+            "diary",
+            "tags",
+            "lines",
+            "date",
+            "modified",
+        }
         piped = subprocess.Popen([K0MARU, "search", "storm", *where], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert piped.stdout is not None and piped.stderr is not None
         piped.stdout.close()  # `k0maru search … | head` with head gone before the answer came

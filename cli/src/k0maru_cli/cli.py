@@ -386,7 +386,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"no notes match {args.query!r} in {answer['vault']}")
     for i, h in enumerate(hits, start=1):
         day = h.get("date") or h.get("modified") or ""
-        print(f"{i:>2}. {h['title']}  [{h['path']}:{h['lines'][0]}]  {day}  score {h['score']:.4f}")
+        print(f"{i:>2}. {h['title']}  [{h['path']}:{h['lines'][0]}]  score {h['score']:.4f}  {day}".rstrip())
         print(f"    {h['snippet']}")
         if args.explain:
             e = h["explain"]
