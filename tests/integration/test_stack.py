@@ -17,7 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from k0maru.v1 import offload_pb2, retriever_pb2, scanner_pb2
 from k0maru_cli import Launcher
-from k0maru_common import DependencyFailed, NotFound, StackClient
+from k0maru_common import DependencyFailed, InvalidInput, NotFound, StackClient
 from k0maru_gateway._mcp import build_mcp
 from tests.conftest import wait_for, write_notes
 
@@ -59,7 +59,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Launcher, 
     launcher.stop()
 
 
-def search(client: StackClient, query: str, mode: int = HYBRID, limit: int = 5, **scope: list[str]) -> list[str]:
+def search(client: StackClient, query: str, mode: int = HYBRID, limit: int = 5, **scope: list[str] | str) -> list[str]:
     reply = client.call(
         client.retriever.Search,
         retriever_pb2.SearchRequest(
@@ -210,6 +210,34 @@ def test_a_frontmatter_date_that_does_not_exist_is_a_problem_not_a_stalled_index
     assert list(note.document.problems) == ["frontmatter has a value YAML cannot read: day is out of range for month"]
 
 
+def test_a_date_scope_keeps_the_notes_dated_within_it(stack):
+    """since / until on a note's own date (frontmatter, Dendron's ms), or on its file's day when it
+    names none; in both channels; a day that is not one is a clear error."""
+    _launcher, client, vault = stack
+    write_notes(
+        vault,
+        {
+            "dated/january.md": "---\ndate: 2026-01-10\n---\n# January\n\ncapybara budget review\n",
+            "dated/march.md": "---\nupdated: 1773100800000\n---\n# March\n\ncapybara budget review\n",  # 2026-03-10
+            "dated/undated.md": "# Undated\n\ncapybara budget review\n",  # its file: today
+        },
+    )
+    wait_for(lambda: len(search(client, "capybara budget", BM25)) == 3, 45, "the dated notes")
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    for mode in (BM25, HYBRID):  # in the folder: hybrid's vector channel also returns unrelated notes
+
+        def dated(**days: str) -> list[str]:
+            return sorted(search(client, "capybara budget", mode, path_prefixes=["dated/"], **days))  # noqa: B023
+
+        assert dated(since="2026-02-01") == ["dated/march.md", "dated/undated.md"]
+        assert dated(until="2026-02-01") == ["dated/january.md"]
+        assert dated(since="2026-03-10", until="2026-03-10") == ["dated/march.md"]
+        assert dated(since=today) == ["dated/undated.md"]
+        assert len(dated()) == 3
+    with pytest.raises(InvalidInput, match="since must be a day, YYYY-MM-DD"):
+        search(client, "capybara budget", BM25, since="last week")
+
+
 def test_read_note_reads_what_recall_found_in_parts_and_the_ledger_counts_it(stack):
     """MCP read_note, as an agent without the vault's files uses it: a hit's line range, the whole
     note in parts of at most max_chars (next_call reads on), its links and backlinks; what it hands
@@ -232,6 +260,8 @@ def test_read_note_reads_what_recall_found_in_parts_and_the_ledger_counts_it(sta
     )
     modified = time.strftime("%Y-%m-%d", time.gmtime((vault / "ops/runbook.md").stat().st_mtime))
     assert (hit["date"], hit["modified"]) == ("2026-11-30", modified)  # what the note says, and its file
+    later = tool("recall_memory", query="quokka relay 42", mode="bm25", since="2026-12-01")["hits"]
+    assert "ops/runbook.md" not in [h["path"] for h in later]
     start, end = (int(x) for x in str(hit["lines"]).split("-"))
     part = tool("read_note", path="ops/runbook.md", start_line=start, end_line=end)
     assert "quokka relay 42" in str(part["text"]) and part["lines"] == hit["lines"] and part["next_call"] is None

@@ -545,7 +545,11 @@ def build_console(
         limit = _int_param(req, "limit", 10, 1, 100)
         explain = _flag(req, "explain", True)
         scope = retriever_pb2.Scope(
-            diaries=_list_param(req, "diary"), path_prefixes=_list_param(req, "prefix"), tags=_list_param(req, "tag")
+            diaries=_list_param(req, "diary"),
+            path_prefixes=_list_param(req, "prefix"),
+            tags=_list_param(req, "tag"),
+            since=req.query_params.get("since", ""),
+            until=req.query_params.get("until", ""),
         )
         request_pb = retriever_pb2.SearchRequest(
             query=q, limit=limit, mode=SEARCH_MODES[mode], explain=explain, scope=scope

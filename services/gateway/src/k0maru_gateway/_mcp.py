@@ -226,6 +226,14 @@ def build_mcp(client: StackClient) -> MCPServer:
             list[str] | None, Field(description="TagMemo: tags to weigh up (any case), e.g. from the conversation")
         ] = None,
         dedup: Annotated[bool, Field(description="drop near-duplicate notes (SVD residual selection)")] = False,
+        since: Annotated[
+            str,
+            Field(
+                description="only notes dated this day or later, YYYY-MM-DD ('what did we decide since Monday'): "
+                "a note's own date, or its file's modification day"
+            ),
+        ] = "",
+        until: Annotated[str, Field(description="only notes dated this day or earlier, YYYY-MM-DD")] = "",
     ) -> Annotated[CallToolResult, RecallResult]:
         """Call BEFORE debugging an error or re-deciding something: searches the vault's notes (BM25 + vectors +
         wikilink graph) for past fixes, decisions and knowledge.
@@ -238,7 +246,11 @@ def build_mcp(client: StackClient) -> MCPServer:
         if not query.strip():
             raise ToolError("query is empty: say what to look for")
         scope = retriever_pb2.Scope(
-            path_prefixes=[folder] if folder else [], tags=tags or [], diaries=[diary] if diary else []
+            path_prefixes=[folder] if folder else [],
+            tags=tags or [],
+            diaries=[diary] if diary else [],
+            since=since,
+            until=until,
         )
         reply = _call(
             lambda r, t: client.call(client.retriever.Search, r, t),

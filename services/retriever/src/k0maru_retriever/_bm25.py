@@ -23,12 +23,16 @@ class Scope:
     # each entry a tag every hit carries: one spelling, or spellings any of which will do
     # (`VaultNames.scope`: `#Project` finds `project` and the nested `project/alpha`)
     tags: tuple[str | tuple[str, ...], ...] = ()
+    since: str = ""  # YYYY-MM-DD, inclusive: checked on each candidate's day (`matches`), not in the stores
+    until: str = ""
 
     def tag_groups(self) -> list[tuple[str, ...]]:
         """The tags as groups of spellings: a hit carries one of each group."""
         return [(t,) if isinstance(t, str) else t for t in self.tags]
 
-    def matches(self, path: str, diary: str, tags: list[str]) -> bool:
+    def matches(self, path: str, diary: str, tags: list[str], day: str = "") -> bool:
+        if (self.since and not self.since <= day) or (self.until and not (day and day <= self.until)):
+            return False
         if self.diaries and diary not in self.diaries:
             return False
         if self.path_prefixes and not any(
@@ -42,7 +46,7 @@ class Scope:
 
     @property
     def empty(self) -> bool:
-        return not (self.diaries or self.path_prefixes or self.tags)
+        return not (self.diaries or self.path_prefixes or self.tags or self.since or self.until)
 
 
 def folders_of(path: str) -> list[str]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Mapping
+from dataclasses import replace
 
 from k0maru_common import name_key
 
@@ -102,7 +103,7 @@ class VaultNames:
             tags: tuple[str | tuple[str, ...], ...] = tuple(
                 self.tags(t) if isinstance(t, str) else t for t in scope.tags
             )
-            scope = Scope(scope.diaries, scope.path_prefixes, tags)
+            scope = replace(scope, tags=tags)
         if not (scope.diaries or scope.path_prefixes):
             return scope
         diaries = list(scope.diaries)
@@ -115,7 +116,7 @@ class VaultNames:
             prefixes += [f + slash for f in self.folders(prefix)]
             if prefix.lower().endswith((".md", ".markdown", ".txt")):  # one note (the notes' map is built on demand)
                 prefixes += self.notes(prefix)
-        return Scope(tuple(dict.fromkeys(diaries)), tuple(dict.fromkeys(prefixes)), scope.tags)
+        return replace(scope, diaries=tuple(dict.fromkeys(diaries)), path_prefixes=tuple(dict.fromkeys(prefixes)))
 
 
 def _by_key(names: Mapping[str, object] | set[str]) -> dict[str, list[str]]:

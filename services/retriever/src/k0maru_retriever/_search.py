@@ -10,12 +10,20 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import date
 
 import grpc
 import numpy as np
 
 from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
-from k0maru_common import KEEPALIVE_CLIENT_OPTIONS, ROUND_ROBIN_CONFIG, open_channel, unreadable_share, utc_day
+from k0maru_common import (
+    KEEPALIVE_CLIENT_OPTIONS,
+    ROUND_ROBIN_CONFIG,
+    InvalidInput,
+    open_channel,
+    unreadable_share,
+    utc_day,
+)
 
 from ._bm25 import Scope
 from ._fusion import (
@@ -207,6 +215,16 @@ class QueryEmbedder:
         self._channel.close()
 
 
+def _day(text: str, name: str) -> str:
+    """A scope's day as YYYY-MM-DD; InvalidInput when it is not one."""
+    if not text:
+        return ""
+    try:
+        return date.fromisoformat(text.strip()).isoformat()
+    except ValueError:
+        raise InvalidInput(f"{name} must be a day, YYYY-MM-DD (got {text[:40]!r})") from None
+
+
 def _best_per_chunk(rankings: list[list[tuple[str, float]]]) -> list[tuple[str, float]]:
     """One ranking from several (raw and reshaped query): each chunk at its best score."""
     if len(rankings) == 1:
@@ -261,7 +279,13 @@ class HybridSearcher:
             self._shaper.check(request)
         limit = min(request.limit or 10, MAX_LIMIT)
         mode = request.mode or HYBRID
-        scope = Scope(tuple(request.scope.diaries), tuple(request.scope.path_prefixes), tuple(request.scope.tags))
+        scope = Scope(
+            tuple(request.scope.diaries),
+            tuple(request.scope.path_prefixes),
+            tuple(request.scope.tags),
+            _day(request.scope.since, "since"),
+            _day(request.scope.until, "until"),
+        )
         if not scope.empty:  # also in the vault's own spellings (`projects/` → `Projects/`, `#Ops` → `ops`)
             with self._index.lock:
                 scope = self._index.state.names.scope(scope)
@@ -375,7 +399,9 @@ class HybridSearcher:
             if path in seen or path not in docs:
                 continue
             doc = docs[path]
-            if not scope.empty and not scope.matches(path, doc.diary, list(doc.tags)):
+            if not scope.empty and not scope.matches(
+                path, doc.diary, list(doc.tags), doc.date or utc_day(doc.mtime_ns)
+            ):
                 continue
             seen[path] = (score, cid)
             if len(seen) >= pool:

@@ -22,14 +22,18 @@ SEARCH_MODE_VECTOR: SearchMode
 SEARCH_MODE_HYBRID: SearchMode
 
 class Scope(_message.Message):
-    __slots__ = ("diaries", "path_prefixes", "tags")
+    __slots__ = ("diaries", "path_prefixes", "tags", "since", "until")
     DIARIES_FIELD_NUMBER: _ClassVar[int]
     PATH_PREFIXES_FIELD_NUMBER: _ClassVar[int]
     TAGS_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    UNTIL_FIELD_NUMBER: _ClassVar[int]
     diaries: _containers.RepeatedScalarFieldContainer[str]
     path_prefixes: _containers.RepeatedScalarFieldContainer[str]
     tags: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, diaries: _Optional[_Iterable[str]] = ..., path_prefixes: _Optional[_Iterable[str]] = ..., tags: _Optional[_Iterable[str]] = ...) -> None: ...
+    since: str
+    until: str
+    def __init__(self, diaries: _Optional[_Iterable[str]] = ..., path_prefixes: _Optional[_Iterable[str]] = ..., tags: _Optional[_Iterable[str]] = ..., since: _Optional[str] = ..., until: _Optional[str] = ...) -> None: ...
 
 class TagMemoOptions(_message.Message):
     __slots__ = ("enabled", "core_tags", "beta")

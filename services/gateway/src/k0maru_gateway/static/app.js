@@ -167,6 +167,8 @@ async function searchView(_arg, params) {
       <input id="diary" placeholder="folder / diary" value="${esc(params.get("diary") || "")}" size="14" aria-label="diary">
       <input id="prefix" placeholder="path prefix" value="${esc(params.get("prefix") || "")}" size="14" aria-label="path prefix">
       <input id="tag" placeholder="tags (comma)" value="${esc(params.get("tag") || "")}" size="16" aria-label="tags">
+      <input id="since" type="date" value="${esc(params.get("since") || "")}" aria-label="dated since" title="notes dated this day or later">
+      <input id="until" type="date" value="${esc(params.get("until") || "")}" aria-label="dated until" title="notes dated this day or earlier">
       <label><input type="checkbox" id="tagmemo"${params.get("tagmemo") === "1" ? " checked" : ""}> TagMemo</label>
       <input id="tag_weight" placeholder="β₀ 0–1" value="${esc(params.get("tag_weight") || params.get("beta") || "")}" size="5" aria-label="TagMemo beta">
       <input id="core_tags" placeholder="core tags" value="${esc(params.get("core_tags") || "")}" size="10" aria-label="TagMemo core tags">
@@ -178,14 +180,14 @@ async function searchView(_arg, params) {
   $("#search-form").addEventListener("submit", (e) => {
     e.preventDefault();
     const p = new URLSearchParams({ q: $("#q").value, mode: $("#mode").value });
-    for (const k of ["diary", "prefix", "tag", "tag_weight", "core_tags", "limit"]) if ($("#" + k).value.trim()) p.set(k, $("#" + k).value.trim());
+    for (const k of ["diary", "prefix", "tag", "since", "until", "tag_weight", "core_tags", "limit"]) if ($("#" + k).value.trim()) p.set(k, $("#" + k).value.trim());
     if ($("#tagmemo").checked) p.set("tagmemo", "1");
     if ($("#dedup").checked) p.set("dedup", "1");
     location.hash = "#/search?" + p;
   });
   if (!q.trim()) { $("#hits").innerHTML = `<p class="dim">Type a query. Every hit shows why it ranked where it did; click a hit to open the note.</p>`; return; }
   const p = new URLSearchParams({ q, mode, explain: "1", limit: params.get("limit") || "10" });
-  for (const k of ["diary", "prefix"]) if (params.get(k)) p.append(k, params.get(k));
+  for (const k of ["diary", "prefix", "since", "until"]) if (params.get(k)) p.append(k, params.get(k));
   for (const t of (params.get("tag") || "").split(",")) if (t.trim()) p.append("tag", t.trim().replace(/^#/, ""));
   if (params.get("tagmemo") === "1") { p.set("tagmemo", "1"); for (const k of ["tag_weight", "core_tags"]) if (params.get(k)) p.set(k, params.get(k)); }
   if (params.get("dedup") === "1") p.set("dedup", "1");
