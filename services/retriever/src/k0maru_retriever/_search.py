@@ -394,14 +394,14 @@ class HybridSearcher:
         """Chunk hits → the first (best) chunk of each note, scope-filtered, at most `pool` notes."""
         seen: dict[str, tuple[float, str]] = {}
         docs = self._index.state.docs
+        dated = bool(scope.since or scope.until)
         for cid, score in ranked:
             path, _ = split_chunk_id(cid)
             if path in seen or path not in docs:
                 continue
             doc = docs[path]
-            if not scope.empty and not scope.matches(
-                path, doc.diary, list(doc.tags), doc.date or utc_day(doc.mtime_ns)
-            ):
+            day = (doc.date or utc_day(doc.mtime_ns)) if dated else ""
+            if not scope.empty and not scope.matches(path, doc.diary, list(doc.tags), day):
                 continue
             seen[path] = (score, cid)
             if len(seen) >= pool:
