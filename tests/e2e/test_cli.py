@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from k0maru_cli import Launcher
+from k0maru_cli._state import pid_alive
 from tests.conftest import wait_for, write_notes
 
 pytestmark = pytest.mark.e2e
@@ -236,3 +237,30 @@ def test_a_chinese_vault_gets_semantic_search_with_no_flag(tmp_path: Path):
         client.close()
     finally:
         launcher.stop()
+
+
+def test_stop_ends_a_stack_started_in_the_background(vault: Path, tmp_path: Path):
+    """`k0maru up` left running in the background (nohup, a service manager) is stopped by
+    `k0maru stop` as Ctrl+C would: every process gone, stack.json removed; again, nothing to stop."""
+    write_notes(vault, {"a.md": "# A\n\nalpha\n"})
+    where = ("--vault", str(vault), "--data-dir", str(tmp_path / "data"))
+    up = subprocess.Popen(
+        [K0MARU, "up", *where, "--embedders", "0", "--port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # as nohup leaves it: not in the test's process group
+    )
+    try:
+        wait_for(lambda: run("status", *where).returncode == 0, 90, "the stack")
+        state = json.loads((tmp_path / "data" / "stack.json").read_text())
+        pids = [state["launcher_pid"], *state["pids"].values()]
+        out = run("stop", *where)
+        assert out.returncode == 0 and out.stdout.startswith(f"stopped the stack for {vault}"), out
+        assert up.wait(timeout=30) == 0
+        wait_for(lambda: not any(pid_alive(p) for p in pids), 30, "every process of the stack")
+        assert not (tmp_path / "data" / "stack.json").exists()
+        again = run("stop", *where)
+        assert again.returncode == 0 and again.stdout == f"no stack is running for {vault}\n"
+    finally:
+        if up.poll() is None:
+            up.kill()

@@ -31,13 +31,18 @@ def process_start_time(pid: int) -> int | None:
 
 
 def pid_alive(pid: int) -> bool:
+    """The process runs: it exists and has not exited (a zombie, an exited process its parent has
+    not reaped yet, as under a supervisor or a test's Popen, does not run)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True  # no /proc: kill's answer stands
 
 
 class StackState:

@@ -27,7 +27,7 @@ from types import FrameType
 
 from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES, K0Error, stop_signals
 
-from ._state import StackState, resolve_data_dir
+from ._state import StackState, pid_alive, resolve_data_dir
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a whole-process CLI path); mypy knows the name
 if TYPE_CHECKING:
@@ -238,6 +238,35 @@ def _embedder_report(state: StackState, services: dict[str, str]) -> list[dict[s
                 pass
         report.append(entry)
     return report
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    """Stop the vault's running stack as Ctrl+C in its terminal would: SIGTERM to its launcher
+    (`k0maru up`, `ui`, or an agent's `k0maru mcp`), which stops every service and removes
+    stack.json; waits for it to be gone."""
+    vault, state = _running(args)
+    if state is None:  # StackState.load checks the launcher lives and is the one that wrote it
+        print(f"no stack is running for {vault}")
+        return 0
+    pid = state.launcher_pid
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        print(f"k0maru: the stack for {vault} was started by another user (launcher pid {pid})", file=sys.stderr)
+        return 1
+    deadline = time.monotonic() + args.timeout
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if pid_alive(pid):
+        print(
+            f"k0maru: the stack for {vault} is still stopping after {args.timeout:g} s (launcher pid {pid})",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"stopped the stack for {vault} (launcher pid {pid})")
+    return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -604,6 +633,8 @@ def build_parser() -> argparse.ArgumentParser:
             )
         if name == "ui":
             p.add_argument("--open", action="store_true", help="open the console in the default browser")
+    p = with_vault(sub.add_parser("stop", help="stop the vault's running stack (as Ctrl+C in its terminal)"))
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for it to stop (default 60)")
     p = with_vault(sub.add_parser("status", help="health of every service of the vault's stack"))
     p.add_argument("--json", action="store_true")
     p = with_vault(sub.add_parser("search", help="search the vault"))
@@ -673,6 +704,7 @@ COMMANDS = {
     "ui": cmd_ui,
     "mcp": cmd_mcp,
     "status": cmd_status,
+    "stop": cmd_stop,
     "search": cmd_search,
     "scan": cmd_scan,
     "offload": cmd_offload,
