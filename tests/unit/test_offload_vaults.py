@@ -157,6 +157,23 @@ def test_loadout_is_an_l0_to_l3_hierarchy_under_300_tokens(vault: Path):
     assert "Never edit generated code in gen/." in bigger.markdown and "[[skills/retry-export]]" in bigger.markdown
 
 
+def test_loadout_names_the_newest_decisions_of_a_cloned_vault(vault: Path):
+    """A git clone stamps files in whatever order: here the oldest decisions have the newest
+    mtimes. L2 goes by the day in the names, so the newest decision is there; by mtime alone the
+    30 kept were the 30 oldest."""
+    import os
+
+    from k0maru_offload._loadout import build_loadout
+
+    days = [DAY + dt.timedelta(days=i) for i in range(40)]
+    write_notes(vault, {f"decisions/{d.isoformat()}-choice-{i}.md": f"# Choice {i}\n" for i, d in enumerate(days)})
+    for i, d in enumerate(days):
+        stamp = 1_900_000_000 - i * 3600  # the later the name, the older the file
+        os.utime(vault / "decisions" / f"{d.isoformat()}-choice-{i}.md", (stamp, stamp))
+    text = build_loadout(vault, max_tokens=2000).markdown
+    assert "[[decisions/2026-09-13-choice-39]]" in text and "[[decisions/2026-08-05-choice-0]]" not in text
+
+
 def test_loadout_for_a_named_project(vault: Path):
     from k0maru_offload._loadout import build_loadout
 

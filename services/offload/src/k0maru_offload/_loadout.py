@@ -4,7 +4,7 @@
                 note: a note named after the project, else README/index/home, else the rules file)
   L1 conventions where each kind of note goes and how it is written here (naming, sections,
                 frontmatter), and which rules file governs
-  L2 recent     the newest decisions and logs (by modification time)
+  L2 recent     the newest decisions and logs (by the date in their names, else modification time)
   L3 evergreen  principles from the rules file, skills and hub notes (maps of content)
 
 Lines are added in that order, item by item, while the token estimate (B.10) stays within the
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from ._files import read_text_file
 
 _WIKILINK = re.compile(r"\[\[[^\]\n]+\]\]")
 _HUB_NAME = re.compile(r"(^|[-_ ])(index|moc|hub|map|readme|home|overview)([-_ .]|$)", re.IGNORECASE)
+_NAME_DAY = re.compile(r"(?<!\d)((?:19|20)\d\d)[-_.]?(0[1-9]|1[0-2])[-_.]?(0[1-9]|[12]\d|3[01])(?!\d)")
 _PROJECT_NOTES = ("README.md", "readme.md", "index.md", "Index.md", "Home.md", "home.md", "00 Index.md")
 MAX_FILES = 5000
 DEFAULT_TOKENS = 300
@@ -41,6 +43,17 @@ class Loadout:
     skills: list[str] = field(default_factory=list)
     markdown: str = ""
     tokens: int = 0
+
+
+def _recency(path: Path) -> tuple[str, float, str]:
+    """How recent a note is: the day its name carries (`2026-11-30-x.md`, Dendron's
+    `adr.2026-11-30-x.md`, `20261130 x.md`), else its file's modification day; then the mtime. A
+    git clone or a sync stamps every file alike, so by mtime alone the newest decisions of a
+    cloned vault could miss the 30 kept."""
+    mtime = path.stat().st_mtime
+    named = _NAME_DAY.search(path.stem)
+    day = "-".join(named.groups()) if named else time.strftime("%Y-%m-%d", time.gmtime(mtime))
+    return day, mtime, path.name
 
 
 def _notes(directory: Path) -> list[Path]:
@@ -144,12 +157,12 @@ def build_loadout(vault: Path, max_tokens: int = DEFAULT_TOKENS, project: str = 
     for category, target in (("decision", loadout.decisions), ("skill", loadout.skills)):
         folder = conv.folders.get(category)
         if folder and (vault / folder).is_dir():
-            found = sorted(_notes(vault / folder), key=lambda p: (p.stat().st_mtime, p.name), reverse=True)
+            found = sorted(_notes(vault / folder), key=_recency, reverse=True)
             target.extend(p.relative_to(vault).as_posix() for p in found[:30])
     logs: list[str] = []
     log_folder = conv.folders.get("log")
     if log_folder and (vault / log_folder).is_dir():
-        found = sorted(_notes(vault / log_folder), key=lambda p: (p.stat().st_mtime, p.name), reverse=True)
+        found = sorted(_notes(vault / log_folder), key=_recency, reverse=True)
         logs = [p.relative_to(vault).as_posix() for p in found[:30]]
 
     def link(rel: str) -> str:
