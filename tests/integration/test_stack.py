@@ -267,6 +267,7 @@ def test_read_note_reads_what_recall_found_in_parts_and_the_ledger_counts_it(sta
     assert "quokka relay 42" in str(part["text"]) and part["lines"] == hit["lines"] and part["next_call"] is None
     assert part["title"] == "Runbook" and part["links"] == ["eng/sqlite.md"] and part["backlinks"] == []
     assert (part["date"], part["modified"]) == ("2026-11-30", modified)
+    assert tool("read_note", path="sqlite")["path"] == "eng/sqlite.md"  # as `[[sqlite]]` names it
     assert part["total_lines"] == len(text.splitlines())
     before = client.call(client.offload.TokenStats, offload_pb2.TokenStatsRequest())
     pieces, arguments = [], {"path": "ops/runbook.md", "max_chars": 500}

@@ -331,7 +331,13 @@ def build_mcp(client: StackClient) -> MCPServer:
 
     @server.tool()
     def read_note(
-        path: Annotated[str, Field(description="the note's vault-relative path, as recall_memory returns it")],
+        path: Annotated[
+            str,
+            Field(
+                description="the note's vault-relative path, as recall_memory returns it, or its name as a "
+                "wikilink writes it (`storm log`, a title, an alias)"
+            ),
+        ],
         start_line: Annotated[
             int,
             Field(ge=0, le=MAX_LINE, description="first line (1-based); 0 = the start. A hit's lines are its section"),

@@ -180,11 +180,12 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
 def indexed_path(app: RetrieverApp, typed: str) -> str:
     """The indexed note a request names: its path as given, else the one note spelled so as names
     compare (any case, any Unicode normal form: `Café.md` typed finds the `Café.md` macOS wrote
-    decomposed). NotFound otherwise, naming the candidates when the name fits several."""
+    decomposed), else the note a wikilink so written leads to (`storm log`, a title, an alias,
+    `Project/Beta`). NotFound otherwise, naming the candidates when the name fits several."""
     names = app.index.state.names
     if typed in app.index.state.docs:
         return typed
-    found = names.note(typed)
+    found = names.note(typed) or app.index.graph.resolve(typed)
     if found is not None:
         return found
     candidates = names.notes(typed)
