@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from k0maru.v1 import common_pb2, retriever_pb2
+from k0maru_common import InvalidInput
 from k0maru_retriever._analysis import BM25Analyzer
 from k0maru_retriever._bm25 import Bm25Index
 from k0maru_retriever._index import NoteIndex, split_chunk_id, vector_key
-from k0maru_retriever._search import FusionParams, HybridSearcher, QueryEmbedder
+from k0maru_retriever._search import FusionParams, HybridSearcher, QueryEmbedder, _day
 from k0maru_retriever._state import IndexState
 from k0maru_retriever._vectors import EdgeVectorStore
 
@@ -115,3 +117,20 @@ def test_hybrid_reports_each_channels_weight_and_confidence(index: NoteIndex):
         assert [(c.channel, c.weight) for c in only_bm25.channels] == [("bm25", 0.0)]  # weights are hybrid's
     finally:
         embedder.close()
+
+
+def test_a_scope_day_is_a_day_or_one_counted_back_from_today():
+    today = date(2026, 12, 4)
+    assert _day("2026-11-30", "since", today) == "2026-11-30"
+    assert _day(" 20261130 ", "since", today) == "2026-11-30"  # ISO's basic form
+    assert [_day(x, "since", today) for x in ("today", "Yesterday", "7d", "2w", "0d")] == [
+        "2026-12-04",
+        "2026-12-03",
+        "2026-11-27",
+        "2026-11-20",
+        "2026-12-04",
+    ]
+    assert _day("", "since", today) == ""
+    for bad in ("last week", "2026-02-30", "999999d", "-3d", "3 days"):
+        with pytest.raises(InvalidInput, match="since must be a day, YYYY-MM-DD, or one counted back"):
+            _day(bad, "since", today)

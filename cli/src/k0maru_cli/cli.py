@@ -653,8 +653,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--diary", action="append", default=[], help="only notes of this diary (first-level folder, or Root)"
     )
-    p.add_argument("--since", default="", help="only notes dated this day or later (YYYY-MM-DD)")
-    p.add_argument("--until", default="", help="only notes dated this day or earlier (YYYY-MM-DD)")
+    p.add_argument("--since", default="", help="only notes dated this day or later (YYYY-MM-DD, or today, 7d, 2w)")
+    p.add_argument("--until", default="", help="only notes dated this day or earlier (YYYY-MM-DD, or yesterday, 7d)")
     p = with_vault(sub.add_parser("scan", help="scan the vault once"))
     p.add_argument("--full", action="store_true", help="re-read and re-hash every file")
     p = with_vault(sub.add_parser("offload", help="run a command (or read stdin) and offload long output"))

@@ -229,11 +229,13 @@ def build_mcp(client: StackClient) -> MCPServer:
         since: Annotated[
             str,
             Field(
-                description="only notes dated this day or later, YYYY-MM-DD ('what did we decide since Monday'): "
-                "a note's own date, or its file's modification day"
+                description="only notes dated this day or later: YYYY-MM-DD, or counted back from today: today, "
+                "yesterday, 7d, 2w ('what did we decide last week' → 7d); a note's own date, else its file's day"
             ),
         ] = "",
-        until: Annotated[str, Field(description="only notes dated this day or earlier, YYYY-MM-DD")] = "",
+        until: Annotated[
+            str, Field(description="only notes dated this day or earlier: YYYY-MM-DD, or today, yesterday, 7d, 2w")
+        ] = "",
     ) -> Annotated[CallToolResult, RecallResult]:
         """Call BEFORE debugging an error or re-deciding something: searches the vault's notes (BM25 + vectors +
         wikilink graph) for past fixes, decisions and knowledge.

@@ -308,8 +308,10 @@ def openapi_spec() -> dict[str, Any]:
                             {"type": "array", "items": _STR},
                             "tags every hit must carry (any case, # or not; a tag takes the tags nested under it)",
                         ),
-                        _query("since", {"type": "string", "format": "date"}, "notes dated this day or later"),
-                        _query("until", {"type": "string", "format": "date"}, "notes dated this day or earlier"),
+                        _query(
+                            "since", _STR, "notes dated this day or later (YYYY-MM-DD, or today, yesterday, 7d, 2w)"
+                        ),
+                        _query("until", _STR, "notes dated this day or earlier (YYYY-MM-DD, or today, yesterday, 7d)"),
                         _query("tagmemo", {"enum": ["0", "1"]}, "run TagMemo"),
                         _query(
                             "tag_weight", {"type": "number", "minimum": 0, "maximum": 1}, "TagMemo β₀ (0 = configured)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 import unicodedata
@@ -10,7 +11,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 
 import grpc
 import numpy as np
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 MAX_LIMIT = 100
 RECENT_QUERIES = 512
 MAX_QUERY_CHARS = 10_000
+_DAYS_BACK = re.compile(r"(\d{1,5})([dw])")
 MAX_POOL_DEPTH = 64  # chunks fetched per pooled note, at most, when notes have many matching chunks
 BM25, VECTOR, HYBRID = (
     retriever_pb2.SEARCH_MODE_BM25,
@@ -215,14 +217,22 @@ class QueryEmbedder:
         self._channel.close()
 
 
-def _day(text: str, name: str) -> str:
-    """A scope's day as YYYY-MM-DD; InvalidInput when it is not one."""
+def _day(text: str, name: str, today: date | None = None) -> str:
+    """A scope's day as YYYY-MM-DD: a day, or one counted back from today (UTC): `today`,
+    `yesterday`, `7d`, `2w` (an agent often does not know today's date); InvalidInput otherwise."""
+    text = text.strip().lower()
     if not text:
         return ""
+    today = today or datetime.now(UTC).date()
+    back = {"today": 0, "yesterday": 1}.get(text)
+    if back is None and (counted := _DAYS_BACK.fullmatch(text)):
+        back = int(counted.group(1)) * (7 if counted.group(2) == "w" else 1)
     try:
-        return date.fromisoformat(text.strip()).isoformat()
-    except ValueError:
-        raise InvalidInput(f"{name} must be a day, YYYY-MM-DD (got {text[:40]!r})") from None
+        return (today - timedelta(days=back)).isoformat() if back is not None else date.fromisoformat(text).isoformat()
+    except (ValueError, OverflowError):
+        raise InvalidInput(
+            f"{name} must be a day, YYYY-MM-DD, or one counted back: today, yesterday, 7d, 2w (got {text[:40]!r})"
+        ) from None
 
 
 def _best_per_chunk(rankings: list[list[tuple[str, float]]]) -> list[tuple[str, float]]:
