@@ -268,6 +268,13 @@ def test_read_note_reads_what_recall_found_in_parts_and_the_ledger_counts_it(sta
     assert part["title"] == "Runbook" and part["links"] == ["eng/sqlite.md"] and part["backlinks"] == []
     assert (part["date"], part["modified"]) == ("2026-11-30", modified)
     assert tool("read_note", path="sqlite")["path"] == "eng/sqlite.md"  # as `[[sqlite]]` names it
+    assert part["cut"] is None
+    long_line = tool("read_note", path="ops/runbook.md", start_line=4, max_chars=200)  # "# Runbook" is short
+    assert long_line["cut"] is None
+    write_notes(vault, {"ops/one line.md": "# One line\n\n" + "quokka " * 5000 + "\n"})
+    wait_for(lambda: "ops/one line.md" in search(client, "quokka", BM25, limit=10), 45, "the long line")
+    cut = tool("read_note", path="ops/one line.md", start_line=3, max_chars=500)
+    assert cut["cut"] == "line 3 has 35,000 characters: its first 500 are shown" and len(str(cut["text"])) == 500
     assert part["total_lines"] == len(text.splitlines())
     before = client.call(client.offload.TokenStats, offload_pb2.TokenStatsRequest())
     pieces, arguments = [], {"path": "ops/runbook.md", "max_chars": 500}

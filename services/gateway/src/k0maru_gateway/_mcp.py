@@ -114,6 +114,7 @@ class NoteAnswer(BaseModel):
     text: str  # those lines as the file has them now
     links: list[str]  # vault paths of the notes it links to
     backlinks: list[str]  # vault paths of the notes linking to it
+    cut: str | None = None  # a line longer than max_chars: only its start is in text
     next_call: NextCall | None = None  # the rest, when the answer stopped at max_chars
 
 
@@ -371,6 +372,7 @@ def build_mcp(client: StackClient) -> MCPServer:
             taken.append(line[:max_chars] if not taken else line)  # one line longer than max_chars: its start
             size += len(line) + 1
         shown_last = first + len(taken) - 1
+        long_line = len(lines[first - 1]) if taken and len(lines[first - 1]) > max_chars else 0
         note_answer = NoteAnswer(
             vault=vault,
             path=note.document.path,
@@ -383,6 +385,7 @@ def build_mcp(client: StackClient) -> MCPServer:
             text="\n".join(taken),
             links=list(note.outgoing),
             backlinks=list(note.backlinks),
+            cut=f"line {first} has {long_line:,} characters: its first {max_chars:,} are shown" if long_line else None,
             next_call=NextCall(
                 tool="read_note",
                 arguments={"path": note.document.path, "start_line": shown_last + 1, "end_line": end_line},
