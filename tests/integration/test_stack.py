@@ -516,3 +516,38 @@ def test_moving_a_note_after_a_restart_embeds_nothing(tmp_path: Path):
     after, hits = run_stack("b/long.md", move)
     assert hits[:1] == ["b/long.md"]
     assert after == 0  # counted before this test's one query: no chunk was embedded again
+
+
+def test_a_logseq_graph_that_titles_its_journals_its_own_way(stack):
+    """`:journal/page-title-format` in logseq/config.edn: journals are titled so, a link so written
+    finds them, and a change of format is applied to the notes already indexed, then undone."""
+    _launcher, client, vault = stack
+    write_notes(
+        vault,
+        {
+            "journals/2026_11_20.md": "- retro with the platform team\n",
+            "pages/Retro.md": "- notes of [[2026/11/20]]\n",
+        },
+    )
+    config = vault / "logseq" / "config.edn"
+    config.parent.mkdir(exist_ok=True)
+    config.write_text('{:meta/version 1\n :journal/page-title-format "yyyy/MM/dd"}\n')
+
+    def title() -> str:
+        try:
+            return client.call(
+                client.retriever.GetNote, retriever_pb2.GetNoteRequest(path="journals/2026_11_20.md")
+            ).document.title
+        except NotFound:
+            return ""
+
+    try:
+        client.call(client.scanner.Scan, scanner_pb2.ScanRequest())  # or the periodic rescan
+        wait_for(lambda: title() == "2026/11/20", 45, "the journal titled by the graph's format")
+        wait_for(lambda: search(client, "notes of", BM25, path_prefixes=["pages/Retro.md"]), 45, "the retro")
+        retro = client.call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path="pages/Retro.md"))
+        assert [(lk.target, lk.path) for lk in retro.links] == [("2026/11/20", "journals/2026_11_20.md")]
+    finally:
+        config.unlink()
+    client.call(client.scanner.Scan, scanner_pb2.ScanRequest())
+    wait_for(lambda: title() == "Nov 20th, 2026", 45, "Logseq's default title again")

@@ -35,6 +35,9 @@ import yaml
 from k0maru_common import page_name
 
 from ._chunker import Section, chunk_sections
+from ._journals import JournalFormat
+
+DEFAULT_JOURNALS = JournalFormat()  # Logseq's: journals/2026_12_04.md is "Dec 4th, 2026"
 
 # bump when parse_note or chunk_sections change their output (2026-12-01.2: libyaml's messages,
 # below; 2026-12-03.1: text read as NFC; .2: opaque data left out; 2026-12-04.1: Dendron's links,
@@ -65,11 +68,8 @@ _HIDDEN_PROPERTY = re.compile(
 _BLOCK_ID = re.compile(r"^[ \t]*(?:-[ \t]+)?id::[ \t]*([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})[ \t]*$")
 # Logseq's block reference: ((64f1c2aa-1111-2222-3333-444455556666)), a link to the note holding it
 _BLOCK_REF = re.compile(r"\(\(([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})\)\)")
-# Logseq's journal pages: journals/2026_12_04.md is the page "Dec 4th, 2026" (its default format)
-_JOURNAL = re.compile(r"(?:^|/)journals/(\d{4})_(\d{2})_(\d{2})\.md$")
 _DATE_KEYS = ("updated", "modified", "last_modified", "lastmod", "date", "created")
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}(?:$|[T ])")
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _NOTE_EXTENSION = re.compile(r"\.(md|markdown)$", re.IGNORECASE)
 _TAG_LINE_SPLIT = re.compile(r"[,，、;；|｜]")
 # an embed's `!` is read before the match: a pattern that starts with a literal is found by a
@@ -153,7 +153,7 @@ def _clean_tag(tag: str) -> str:
     return tag.strip().lstrip("#").strip().rstrip("/")
 
 
-def parse_note(path: str, text: str) -> ParsedNote:
+def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS) -> ParsedNote:
     """Parse one note. Never raises on content: problems are recorded instead."""
     problems: list[str] = []
     text = unicodedata.normalize("NFC", text.removeprefix("\ufeff"))  # ASCII text: returned at once
@@ -240,7 +240,7 @@ def parse_note(path: str, text: str) -> ParsedNote:
     if current.lines:
         sections.append(current)
 
-    journal = _journal_names(path)
+    journal = journals.names(path)
     aliases += journal[1:]
     day = note_date(frontmatter, journal[1] if journal else "")
     title = (
@@ -355,19 +355,6 @@ def _at_most(names: list[str], what: str, problems: list[str]) -> list[str]:
 def without_note_extension(target: str) -> str:
     """A link's target without `.md` / `.markdown` (any case), as links name notes."""
     return _NOTE_EXTENSION.sub("", target)
-
-
-def _journal_names(path: str) -> list[str]:
-    """A Logseq journal page's title in Logseq's default format and its ISO date, or []."""
-    match = _JOURNAL.search(path) if "journals/" in path else None
-    if not match:
-        return []
-    try:
-        day = date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
-    except ValueError:
-        return []
-    suffix = "th" if 11 <= day.day <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(day.day % 10, "th")
-    return [f"{_MONTHS[day.month - 1]} {day.day}{suffix}, {day.year}", day.isoformat()]
 
 
 def _page_properties(body: str) -> dict[str, Any]:

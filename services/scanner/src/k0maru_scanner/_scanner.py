@@ -24,9 +24,10 @@ import xxhash
 from k0maru.v1 import common_pb2
 from k0maru_common import CannotWrite, DependencyFailed
 
+from ._journals import JournalFormat
 from ._manifest import Batch, FileRecord, JournalEntry, Manifest
 from ._markdown import opaque_size
-from ._tool_excludes import ToolExcludes, ToolExcludesFile
+from ._tool_settings import ToolExcludes, VaultToolSettings
 from .config import IGNORED_FOLDERS
 
 log = logging.getLogger(__name__)
@@ -167,9 +168,12 @@ class IncrementalScanner:
         self.vault = vault.resolve()
         self.manifest = manifest
         self.rules = rules
-        # what Obsidian's Excluded files and Logseq's :hidden leave out, read again when they change
-        self._tool_excludes = ToolExcludesFile(self.vault, tool_excludes)
+        # what Obsidian's Excluded files and Logseq's :hidden leave out, and how Logseq names its
+        # journals: read again when their files change
+        self._tool_settings = VaultToolSettings(self.vault, tool_excludes)
         self.excluded = ToolExcludes()  # as the last walk applied them
+        self.journals = JournalFormat()  # as the last walk found them: notes are parsed with these
+        self._walked = False
         self.max_file_bytes = max_file_bytes
         self._on_events = on_events
         self._lock = threading.Lock()
@@ -191,7 +195,7 @@ class IncrementalScanner:
         manifest knows under them is not gone, only out of sight.
 
         Symlinked folders are not followed. What the vault's own tool settings exclude
-        (`_tool_excludes.py`) is not listed: a note it leaves out is gone from the index. A name that is not valid UTF-8 is listed under its
+        (`_tool_settings.py`) is not listed: a note it leaves out is gone from the index. A name that is not valid UTF-8 is listed under its
         `safe_name` and skipped: the manifest, the journal and every gRPC message carry UTF-8 only;
         a folder so named is one such entry, and is not listed.
         VaultUnavailable when the vault folder itself cannot be listed (an unmounted drive, a
@@ -200,7 +204,9 @@ class IncrementalScanner:
         found: dict[str, tuple[os.stat_result, str]] = {}
         unlisted: list[str] = []
         listed: dict[int, str] = {}
-        excluded = self.excluded = self._tool_excludes.current()
+        settings = self._tool_settings.current()
+        excluded = self.excluded = settings.excludes
+        self.journals, self._walked = settings.journals, True
         stack = [(str(self.vault), "")]
         while stack:
             folder, prefix = stack.pop()
@@ -312,7 +318,12 @@ class IncrementalScanner:
         now_ms = int(time.time() * 1000)
         result = ScanResult()
         known = self.manifest.files
+        journals = self.journals if self._walked else None
         on_disk, unlisted = self.walk()
+        # Logseq's journal formats changed while running: every note is read again, so that the
+        # retriever re-fetches them (their titles changed, their files did not); across restarts
+        # the parser version the scanner reports says so (`parser_version`)
+        force_full = force_full or (journals is not None and journals != self.journals)
         upserts: list[FileRecord] = []
         added: dict[str, FileRecord] = {}
         modified: list[FileRecord] = []

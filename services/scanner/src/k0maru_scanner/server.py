@@ -62,6 +62,13 @@ def to_stats(result: ScanResult, last_seq: int) -> scanner_pb2.ScanStats:
     )
 
 
+def parser_version(scanner: IncrementalScanner) -> str:
+    """How notes are parsed now: the parser's version, and Logseq's journal formats when the vault
+    sets its own (a retriever that indexed with another re-fetches every note)."""
+    fingerprint = scanner.journals.fingerprint
+    return f"{PARSER_VERSION}; {fingerprint}" if fingerprint else PARSER_VERSION
+
+
 def parse_document(
     scanner: IncrementalScanner, rel: str, new_document: Callable[..., common_pb2.Document] = common_pb2.Document
 ) -> common_pb2.Document | None:
@@ -81,7 +88,7 @@ def parse_document(
             data, text = read_note_text(path, scanner.max_file_bytes)
     except (ContentError, OSError):
         return None
-    note = parse_canvas(rel, text) if rel.lower().endswith(".canvas") else parse_note(rel, text)
+    note = parse_canvas(rel, text) if rel.lower().endswith(".canvas") else parse_note(rel, text, scanner.journals)
     doc = new_document(
         path=rel,
         title=note.title,
@@ -209,7 +216,7 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
             documents=len(self._scanner.manifest.files) - skipped,
             skipped=skipped,
             watching=bool(self._watcher and self._watcher.running),
-            parser_version=PARSER_VERSION,
+            parser_version=parser_version(self._scanner),
             workers=[self._watcher.health().to_proto()] if self._watcher else [],
             watch_note=self._watcher.note if self._watcher else "",
             problem=self._scanner.problem,

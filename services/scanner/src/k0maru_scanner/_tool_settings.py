@@ -1,4 +1,5 @@
-"""What the vault's own tool is told to leave out of its search: the scanner leaves it out too.
+"""What the vault's own tool is set to, as far as the scanner heeds it: what it leaves out of its
+search (the scanner leaves it out too), and how Logseq names and titles journals (`_journals.py`).
 
 - Obsidian: Settings → Files and links → Excluded files, kept in `.obsidian/app.json` as
   `userIgnoreFilters`. A filter is a path prefix (`Templates/`, `Archive/old.md`), case-insensitive,
@@ -22,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import regex
+
+from ._journals import DEFAULT_FILE, DEFAULT_FOLDER, DEFAULT_TITLE, JournalFormat
 
 log = logging.getLogger(__name__)
 
@@ -159,11 +162,34 @@ def _without_edn_comments(text: str) -> str:
     return "".join(out)
 
 
-def read_tool_excludes(vault: Path) -> ToolExcludes:
+def _edn_string(text: str, key: str) -> str:
+    """The string value of `key` in EDN text without comments; "" when it has none."""
+    found = re.search(rf"{re.escape(key)}\s+\"((?:[^\"\\]|\\.)*)\"", text)
+    return found.group(1) if found else ""
+
+
+def _journal_format(text: str) -> JournalFormat:
+    uncommented = _without_edn_comments(text)
+    return JournalFormat(
+        _edn_string(uncommented, ":journal/page-title-format") or DEFAULT_TITLE,
+        _edn_string(uncommented, ":journal/file-name-format") or DEFAULT_FILE,
+        _edn_string(uncommented, ":journals-directory").strip("/") or DEFAULT_FOLDER,
+    )
+
+
+@dataclass(frozen=True)
+class ToolSettings:
+    excludes: ToolExcludes = field(default_factory=ToolExcludes)
+    journals: JournalFormat = field(default_factory=JournalFormat)
+
+
+def read_tool_settings(vault: Path, excludes: bool = True) -> ToolSettings:
+    """What `.obsidian/app.json` and `logseq/config.edn` say; `excludes=False`: nothing left out."""
     prefixes: list[str] = []
     paths: list[str] = []
     patterns: list[tuple[regex.Pattern[str], str]] = []
     described: list[str] = []
+    journals = JournalFormat()
     for source in (OBSIDIAN_APP, LOGSEQ_CONFIG):
         try:
             with (vault / source).open("rb") as f:
@@ -179,27 +205,28 @@ def read_tool_excludes(vault: Path) -> ToolExcludes:
             prefixes += p
             patterns += pats
         else:
+            journals = _journal_format(text)
             e, d = _logseq(text, source)
             paths += e
         described += d
-    return ToolExcludes(tuple(prefixes), tuple(paths), patterns, tuple(described))
+    if not excludes:
+        return ToolSettings(journals=journals)
+    return ToolSettings(ToolExcludes(tuple(prefixes), tuple(paths), patterns, tuple(described)), journals)
 
 
-class ToolExcludesFile:
-    """The vault's tool exclusions, read again only when one of the two files changes."""
+class VaultToolSettings:
+    """The vault's tool settings, read again only when one of the two files changes."""
 
-    def __init__(self, vault: Path, enabled: bool = True) -> None:
+    def __init__(self, vault: Path, excludes: bool = True) -> None:
         self.vault = vault
-        self.enabled = enabled
+        self.excludes = excludes
         self._signature: tuple[tuple[int, int, int], ...] | None = None
-        self._current = ToolExcludes()
+        self._current = ToolSettings()
 
-    def current(self) -> ToolExcludes:
-        if not self.enabled:
-            return self._current
+    def current(self) -> ToolSettings:
         signature = tuple(_signature(self.vault / source) for source in (OBSIDIAN_APP, LOGSEQ_CONFIG))
         if signature != self._signature:
-            self._current = read_tool_excludes(self.vault)
+            self._current = read_tool_settings(self.vault, self.excludes)
             self._signature = signature
         return self._current
 
