@@ -284,7 +284,9 @@ def note_date(frontmatter: dict[str, Any], journal_day: str = "") -> str:
     `last_modified`, `lastmod`, `date`, `created` keys (any case) that holds a date (YAML's, an ISO
     string, or a Unix time: Dendron writes milliseconds), else a Logseq journal's own day; "" when
     it names none. The file's mtime is no substitute: a git clone or a sync stamps every file."""
-    keyed = {k.lower(): v for k, v in frontmatter.items()} if frontmatter else {}
+    if not frontmatter:
+        return journal_day
+    keyed = {k.lower(): v for k, v in frontmatter.items()}
     for key in _DATE_KEYS:
         if (day := _as_day(keyed.get(key))) is not None:
             return day
