@@ -188,14 +188,17 @@ def test_what_obsidian_and_logseq_exclude_from_their_search_is_not_indexed(vault
             (K.CHANGE_KIND_DELETED, "work/plan.md"),
         ]
     )
+    app.write_text('{"userIgnoreFilters": ["/", "/work"]}')  # Obsidian's paths never start with "/": none match
+    assert kinds(scanner.scan()) == [(K.CHANGE_KIND_ADDED, "work/plan.md")]
+    app.write_text("[" * 100_000)  # deeper than Python's stack
+    assert scanner.scan().entries == ()
+    assert scanner.excluded.described[0] == (
+        ".obsidian/app.json could not be read as JSON: Obsidian's Excluded files are not applied"
+    )
     app.write_text("{not json")  # as a half-written file: nothing from it applies, and it says so
     edn.unlink()
     third = scanner.scan()
-    assert kinds(third) == [
-        (K.CHANGE_KIND_ADDED, "pages/archived/gone.md"),
-        (K.CHANGE_KIND_ADDED, "secret.md"),
-        (K.CHANGE_KIND_ADDED, "work/plan.md"),
-    ]
+    assert kinds(third) == [(K.CHANGE_KIND_ADDED, "pages/archived/gone.md"), (K.CHANGE_KIND_ADDED, "secret.md")]
     assert scanner.excluded.described == (
         ".obsidian/app.json could not be read as JSON: Obsidian's Excluded files are not applied",
     )

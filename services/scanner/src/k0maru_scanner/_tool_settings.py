@@ -101,7 +101,7 @@ def _obsidian(text: str, source: str) -> tuple[list[str], list[tuple[regex.Patte
     described: list[str] = []
     try:
         filters = json.loads(text).get("userIgnoreFilters") or []
-    except (ValueError, AttributeError) as exc:
+    except (ValueError, AttributeError, RecursionError) as exc:  # RecursionError: `[[[[…` deeper than the stack
         log.warning("%s is not the JSON Obsidian writes (%s); its Excluded files are not read", source, exc)
         return [], [], [f"{source} could not be read as JSON: Obsidian's Excluded files are not applied"]
     if not isinstance(filters, list):
@@ -117,8 +117,8 @@ def _obsidian(text: str, source: str) -> tuple[list[str], list[tuple[regex.Patte
             except (regex.error, OverflowError, RecursionError) as exc:
                 described.append(f"{said}: not a regular expression here ({exc}), not applied")
                 continue
-        else:
-            prefixes.append(item.lstrip("/").casefold())
+        else:  # as Obsidian compares it with paths that never start with "/": "/" alone matches none
+            prefixes.append(item.casefold())
         described.append(said)
     return prefixes, patterns, described
 
