@@ -184,10 +184,11 @@ def test_a_logseq_journal_is_named_by_its_day_and_hidden_block_properties_are_no
     days = {p: parse_note(p, "- x\n").title for p in ("journals/2026_12_01.md", "journals/2026_12_12.md")}
     assert days == {"journals/2026_12_01.md": "Dec 1st, 2026", "journals/2026_12_12.md": "Dec 12th, 2026"}
     assert note.block_ids == ["64f1c2aa-1111-2222-3333-444455556666"]
-    ref = parse_note("pages/B.md", "- as ((64F1C2AA-1111-2222-3333-444455556666)) says\n").links
-    assert [(lk.target, lk.block) for lk in ref] == [
+    ref = parse_note("pages/B.md", "- as ((64F1C2AA-1111-2222-3333-444455556666)) says `((x))`\n")
+    assert [(lk.target, lk.block) for lk in ref.links] == [
         ("((64f1c2aa-1111-2222-3333-444455556666))", "64f1c2aa-1111-2222-3333-444455556666")
     ]
+    assert ref.sections[0].lines == ["- as  says `((x))`"]  # the reference is a link, its uuid no text
     assert parse_note("journals/2026_02_30.md", "- x\n").aliases == []  # no such day
     assert parse_note("notes/journals.md", "- x\n").title == "journals"
 

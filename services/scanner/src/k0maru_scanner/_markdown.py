@@ -42,7 +42,8 @@ DEFAULT_JOURNALS = JournalFormat()  # Logseq's: journals/2026_12_04.md is "Dec 4
 # bump when parse_note or chunk_sections change their output (2026-12-01.2: libyaml's messages,
 # below; 2026-12-03.1: text read as NFC; .2: opaque data left out; 2026-12-04.1: Dendron's links,
 # Logseq's page properties, `#[[tags]]`, namespace file names and journals; at most 256 tags and aliases;
-# .2: frontmatter values YAML or JSON cannot hold are problems, a note's own date)
+# .2: frontmatter values YAML or JSON cannot hold are problems, a note's own date, Logseq's block
+# references `((uuid))` no text)
 PARSER_VERSION = "2026-12-04.2"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
@@ -225,7 +226,11 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
         else:
             current.lines.append(raw_line)
         code_free = _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), raw_line) if "`" in raw_line else raw_line
-        links.extend(_links_in(code_free, line_no))
+        found = _links_in(code_free, line_no)
+        if found:
+            links.extend(found)
+            if any(link.target.startswith("((") for link in found):  # a block's uuid is no text to search
+                current.lines[-1] = _BLOCK_REF.sub("", current.lines[-1])
         tag_line = _TAG_LINE.match(code_free) if ":" in code_free or "：" in code_free else None
         if tag_line:
             tags.extend(t.strip().rstrip("。.").strip() for t in _TAG_LINE_SPLIT.split(tag_line.group(1)))
