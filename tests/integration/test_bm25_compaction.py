@@ -45,9 +45,10 @@ def _until(condition, timeout_s: float, what: str, every_s: float = 0.1):  # typ
 def test_a_retriever_killed_mid_compaction_comes_back_consistent_and_compacts_again(vault: Path, tmp_path: Path):
     for i in range(NOTES):
         (vault / f"n{i:04d}.md").write_text(f"# Note {i}\n\nshared words about topic{i % 13} and uniq{i:04d}\n")
-    launcher = Launcher(
-        vault, tmp_path / "data", embedders=0, http_port=0, extra_env={"K0_BM25_COMPACT_QUIET_S": "0.5"}
-    )
+    # 2 s of quiet before a compaction: the watcher may apply the edits before the test's own scan
+    # returns, and with 0.5 s a compaction could start and end before the test looked for it (seen
+    # once in a fresh clone's CI run, on a loaded machine)
+    launcher = Launcher(vault, tmp_path / "data", embedders=0, http_port=0, extra_env={"K0_BM25_COMPACT_QUIET_S": "2"})
     state = launcher.start()
     client = state.client()
     building = tmp_path / "data" / "retriever" / "bm25.next"
