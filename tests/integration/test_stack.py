@@ -236,6 +236,8 @@ def test_a_date_scope_keeps_the_notes_dated_within_it(stack):
         assert len(dated()) == 3
     with pytest.raises(InvalidInput, match="since must be a day, YYYY-MM-DD"):
         search(client, "capybara budget", BM25, since="last week")
+    with pytest.raises(InvalidInput, match=r"since \(2026-03-01\) is after until \(2026-02-01\)"):
+        search(client, "capybara budget", BM25, since="2026-03-01", until="2026-02-01")
 
 
 def test_read_note_reads_what_recall_found_in_parts_and_the_ledger_counts_it(stack):
@@ -284,7 +286,7 @@ def test_read_note_reads_what_recall_found_in_parts_and_the_ledger_counts_it(sta
         pieces.append(str(answer["text"]))
         if answer["next_call"] is None:
             break
-        arguments = {**dict(answer["next_call"]["arguments"]), "max_chars": 500}  # type: ignore[index]
+        arguments = dict(answer["next_call"]["arguments"])  # type: ignore[index]  # max_chars carried on
     assert "\n".join(pieces) == "\n".join(text.splitlines()) and len(pieces) >= 5
     after = wait_for(
         lambda: (

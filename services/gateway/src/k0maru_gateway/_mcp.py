@@ -388,7 +388,12 @@ def build_mcp(client: StackClient) -> MCPServer:
             cut=f"line {first} has {long_line:,} characters: its first {max_chars:,} are shown" if long_line else None,
             next_call=NextCall(
                 tool="read_note",
-                arguments={"path": note.document.path, "start_line": shown_last + 1, "end_line": end_line},
+                arguments={
+                    "path": note.document.path,
+                    "start_line": shown_last + 1,
+                    "end_line": end_line,
+                    "max_chars": max_chars,
+                },
             )
             if shown_last < last
             else None,

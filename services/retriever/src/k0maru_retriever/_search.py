@@ -296,6 +296,8 @@ class HybridSearcher:
             _day(request.scope.since, "since"),
             _day(request.scope.until, "until"),
         )
+        if scope.since and scope.until and scope.since > scope.until:
+            raise InvalidInput(f"since ({scope.since}) is after until ({scope.until}): no day is in between")
         if not scope.empty:  # also in the vault's own spellings (`projects/` → `Projects/`, `#Ops` → `ops`)
             with self._index.lock:
                 scope = self._index.state.names.scope(scope)
