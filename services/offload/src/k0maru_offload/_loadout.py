@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from k0maru_common import estimate_tokens
+from k0maru_common import estimate_tokens, utc_day
 
 from ._conventions import Conventions, sniff
 from ._files import read_text_file
@@ -45,15 +44,14 @@ class Loadout:
     tokens: int = 0
 
 
-def _recency(path: Path) -> tuple[str, float, str]:
+def _recency(path: Path) -> tuple[str, int, str]:
     """How recent a note is: the day its name carries (`2026-11-30-x.md`, Dendron's
     `adr.2026-11-30-x.md`, `20261130 x.md`), else its file's modification day; then the mtime. A
     git clone or a sync stamps every file alike, so by mtime alone the newest decisions of a
     cloned vault could miss the 30 kept."""
-    mtime = path.stat().st_mtime
+    mtime_ns = path.stat().st_mtime_ns
     named = _NAME_DAY.search(path.stem)
-    day = "-".join(named.groups()) if named else time.strftime("%Y-%m-%d", time.gmtime(mtime))
-    return day, mtime, path.name
+    return "-".join(named.groups()) if named else utc_day(mtime_ns), mtime_ns, path.name
 
 
 def _notes(directory: Path) -> list[Path]:

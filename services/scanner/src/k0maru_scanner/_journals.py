@@ -59,7 +59,7 @@ def format_day(day: date, pattern: str) -> str:
 class JournalFormat:
     title: str = DEFAULT_TITLE
     file: str = DEFAULT_FILE
-    folder: str = DEFAULT_FOLDER
+    folder: str = DEFAULT_FOLDER  # vault-relative, without slashes at either end
 
     @cached_property
     def _file_pattern(self) -> re.Pattern[str]:
@@ -75,12 +75,11 @@ class JournalFormat:
                 parts.append(re.escape(token[1:-1] if len(token) > 1 else token))
         if seen != {"y", "M", "d"}:
             return JournalFormat()._file_pattern
-        folder = re.escape(self.folder.strip("/"))
-        return re.compile(rf"(?:^|/){folder}/{''.join(parts)}\.md$")
+        return re.compile(rf"(?:^|/){re.escape(self.folder)}/{''.join(parts)}\.md$")
 
     def names(self, path: str) -> list[str]:
         """The journal's title and its ISO day when `path` is a journal's file; [] otherwise."""
-        if f"{self.folder.strip('/')}/" not in path:
+        if self.folder + "/" not in path:  # most notes: no regex
             return []
         match = self._file_pattern.search(path)
         if not match:

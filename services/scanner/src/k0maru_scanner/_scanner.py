@@ -171,9 +171,9 @@ class IncrementalScanner:
         # what Obsidian's Excluded files and Logseq's :hidden leave out, and how Logseq names its
         # journals: read again when their files change
         self._tool_settings = VaultToolSettings(self.vault, tool_excludes)
-        self.excluded = ToolExcludes()  # as the last walk applied them
-        self.journals = JournalFormat()  # as the last walk found them: notes are parsed with these
-        self._walked = False
+        settings = self._tool_settings.current()
+        self.excluded: ToolExcludes = settings.excludes  # as the last walk applied them
+        self.journals: JournalFormat = settings.journals  # notes are parsed with these
         self.max_file_bytes = max_file_bytes
         self._on_events = on_events
         self._lock = threading.Lock()
@@ -206,7 +206,7 @@ class IncrementalScanner:
         listed: dict[int, str] = {}
         settings = self._tool_settings.current()
         excluded = self.excluded = settings.excludes
-        self.journals, self._walked = settings.journals, True
+        self.journals = settings.journals
         stack = [(str(self.vault), "")]
         while stack:
             folder, prefix = stack.pop()
@@ -318,12 +318,12 @@ class IncrementalScanner:
         now_ms = int(time.time() * 1000)
         result = ScanResult()
         known = self.manifest.files
-        journals = self.journals if self._walked else None
+        journals = self.journals
         on_disk, unlisted = self.walk()
         # Logseq's journal formats changed while running: every note is read again, so that the
         # retriever re-fetches them (their titles changed, their files did not); across restarts
         # the parser version the scanner reports says so (`parser_version`)
-        force_full = force_full or (journals is not None and journals != self.journals)
+        force_full = force_full or journals != self.journals
         upserts: list[FileRecord] = []
         added: dict[str, FileRecord] = {}
         modified: list[FileRecord] = []

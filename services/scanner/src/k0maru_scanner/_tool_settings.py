@@ -127,8 +127,8 @@ def _is_pattern(item: str) -> bool:
     return len(item) > 1 and item.startswith("/") and item.endswith("/")
 
 
-def _logseq(text: str, source: str) -> tuple[list[str], list[str]]:
-    found = _EDN_HIDDEN.search(_without_edn_comments(text))
+def _logseq(uncommented: str, source: str) -> tuple[list[str], list[str]]:
+    found = _EDN_HIDDEN.search(uncommented)
     if not found:
         return [], []
     prefixes = [s.strip("/") for s in _EDN_STRING.findall(found.group(1)) if s.strip("/ ")]
@@ -162,14 +162,13 @@ def _without_edn_comments(text: str) -> str:
     return "".join(out)
 
 
-def _edn_string(text: str, key: str) -> str:
+def _edn_string(uncommented: str, key: str) -> str:
     """The string value of `key` in EDN text without comments; "" when it has none."""
-    found = re.search(rf"{re.escape(key)}\s+\"((?:[^\"\\]|\\.)*)\"", text)
+    found = re.search(rf"{re.escape(key)}\s+{_EDN_STRING.pattern}", uncommented)
     return found.group(1) if found else ""
 
 
-def _journal_format(text: str) -> JournalFormat:
-    uncommented = _without_edn_comments(text)
+def _journal_format(uncommented: str) -> JournalFormat:
     return JournalFormat(
         _edn_string(uncommented, ":journal/page-title-format") or DEFAULT_TITLE,
         _edn_string(uncommented, ":journal/file-name-format") or DEFAULT_FILE,
@@ -190,7 +189,7 @@ def read_tool_settings(vault: Path, excludes: bool = True) -> ToolSettings:
     patterns: list[tuple[regex.Pattern[str], str]] = []
     described: list[str] = []
     journals = JournalFormat()
-    for source in (OBSIDIAN_APP, LOGSEQ_CONFIG):
+    for source in (OBSIDIAN_APP, LOGSEQ_CONFIG) if excludes else (LOGSEQ_CONFIG,):
         try:
             with (vault / source).open("rb") as f:
                 data = f.read(MAX_CONFIG_BYTES + 1)
@@ -205,11 +204,12 @@ def read_tool_settings(vault: Path, excludes: bool = True) -> ToolSettings:
             prefixes += p
             patterns += pats
         else:
-            journals = _journal_format(text)
-            e, d = _logseq(text, source)
+            uncommented = _without_edn_comments(text)
+            journals = _journal_format(uncommented)
+            e, d = _logseq(uncommented, source)
             paths += e
         described += d
-    if not excludes:
+    if not excludes:  # what the Logseq config hides is still indexed
         return ToolSettings(journals=journals)
     return ToolSettings(ToolExcludes(tuple(prefixes), tuple(paths), patterns, tuple(described)), journals)
 
