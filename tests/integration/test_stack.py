@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import subprocess
 import sys
 import time
@@ -270,6 +271,15 @@ def test_read_note_reads_what_recall_found_in_parts_and_the_ledger_counts_it(sta
     assert part["title"] == "Runbook" and part["links"] == ["eng/sqlite.md"] and part["backlinks"] == []
     assert (part["date"], part["modified"]) == ("2026-11-30", modified)
     assert tool("read_note", path="sqlite")["path"] == "eng/sqlite.md"  # as `[[sqlite]]` names it
+    write_notes(
+        vault,
+        {"ops/faq a.md": "---\ntitle: Ops FAQ\n---\nfirst\n", "ops/faq b.md": "---\ntitle: Ops FAQ\n---\nsecond\n"},
+    )
+    wait_for(lambda: len(search(client, "first second", BM25, path_prefixes=["ops/faq"])) == 2, 45, "the two FAQs")
+    with pytest.raises(
+        ToolError, match=re.escape("no indexed note at 'Ops FAQ'; it could be any of 'ops/faq a.md', 'ops/faq b.md'")
+    ):
+        anyio.run(mcp.call_tool, "read_note", {"path": "Ops FAQ"})  # a title two notes share
     assert part["cut"] is None
     long_line = tool("read_note", path="ops/runbook.md", start_line=4, max_chars=200)  # "# Runbook" is short
     assert long_line["cut"] is None

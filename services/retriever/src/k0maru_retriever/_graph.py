@@ -268,6 +268,10 @@ class LinkGraph:
     def _titled(self, name: str) -> set[str]:
         return self._by_title.get(name_key(name.strip()), set())
 
+    def titled(self, name: str) -> list[str]:
+        """The notes titled or aliased `name` (a link so written resolves only when there is one)."""
+        return sorted(self._titled(name))
+
     def _resolve_one(self, target: str, source: str) -> str | None:
         clean = target.strip().lstrip("/")
         if not clean:

@@ -181,14 +181,15 @@ def indexed_path(app: RetrieverApp, typed: str) -> str:
     """The indexed note a request names: its path as given, else the one note spelled so as names
     compare (any case, any Unicode normal form: `Café.md` typed finds the `Café.md` macOS wrote
     decomposed), else the note a wikilink so written leads to (`storm log`, a title, an alias,
-    `Project/Beta`). NotFound otherwise, naming the candidates when the name fits several."""
+    `Project/Beta`). NotFound otherwise, naming the candidates when the name fits several (a title
+    several notes share)."""
     names = app.index.state.names
     if typed in app.index.state.docs:
         return typed
     found = names.note(typed) or app.index.graph.resolve(typed)
     if found is not None:
         return found
-    candidates = names.notes(typed)
+    candidates = names.notes(typed) or app.index.graph.titled(typed)
     if candidates:
         raise NotFound(f"no indexed note at {typed!r}; it could be any of {', '.join(map(repr, candidates[:5]))}")
     raise NotFound(f"no indexed note at {typed!r}")
