@@ -134,3 +134,56 @@ def test_a_scope_day_is_a_day_or_one_counted_back_from_today():
     for bad in ("last week", "2026-02-30", "999999d", "-3d", "3 days"):
         with pytest.raises(InvalidInput, match="since must be a day, YYYY-MM-DD, or one counted back"):
             _day(bad, "since", today)
+
+
+def test_a_date_range_finds_its_notes_however_many_others_match_better(index: NoteIndex):
+    # 700 older notes say "alpha" three times in each of 3 chunks: 2,100 chunks outrank the two
+    # recent notes that say it once, deeper than the 64 chunks per pooled note a filter applied
+    # to the rankings would reach (pool 30 → 1,920). The range is pushed into both stores.
+    for n in range(700):
+        doc = note(f"old/{n:03}.md", *["alpha alpha alpha and more"] * 3)
+        doc.date = "2025-01-15"
+        index.apply(doc)
+    for path, day in (("new/a.md", "2026-11-30"), ("new/b.md", "2026-12-02")):
+        doc = note(path, "alpha once, among a good many other words here")
+        doc.date = day
+        index.apply(doc)
+    index.commit()
+    results = []
+    for path, doc in index.state.docs.items():
+        for chunk in doc.chunks:
+            vec = np.array([1.0, 0.1 if path.startswith("old") else 0.9, 0.0, 0.0], dtype=np.float32)
+            results.append((f"{path}#{chunk.index}", vector_key(doc, chunk, index.model_id), vec / np.linalg.norm(vec)))
+    index.apply_vectors(results)
+    embedder = QueryEmbedder("127.0.0.1:9")  # never called: the query's vector is already known
+    try:
+        embedder.remember("alpha", np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32))
+        searcher = HybridSearcher(index, embedder, FusionParams(), "v")
+
+        def found(mode: int, since: str = "", until: str = "") -> list[str]:
+            scope = retriever_pb2.Scope(since=since, until=until)
+            request = retriever_pb2.SearchRequest(query="alpha", limit=10, mode=mode, scope=scope)
+            return sorted(h.path for h in searcher.search(request).hits)
+
+        for mode in (
+            retriever_pb2.SEARCH_MODE_BM25,
+            retriever_pb2.SEARCH_MODE_VECTOR,
+            retriever_pb2.SEARCH_MODE_HYBRID,
+        ):
+            assert found(mode, since="2026-11-01") == ["new/a.md", "new/b.md"], mode  # the 2 notes it keeps
+            assert found(mode, since="2026-12-01") == ["new/b.md"], mode
+            assert found(mode, until="2026-12-01", since="2025-06-01") == ["new/a.md"], mode
+            assert found(mode, since="2026-12-03") == [], mode  # no note dated then
+            # most of the vault in range: pushed as the 2 notes it leaves out
+            older = found(mode, until="2026-01-01")
+            assert len(older) == 10 and all(p.startswith("old/") for p in older), mode
+        # a note redated moves with its date
+        doc = common_pb2.Document()
+        doc.CopyFrom(index.state.docs["new/a.md"])
+        doc.date = "2024-05-05"
+        index.apply(doc)
+        index.commit()
+        assert found(retriever_pb2.SEARCH_MODE_BM25, since="2026-11-01") == ["new/b.md"]
+        assert found(retriever_pb2.SEARCH_MODE_HYBRID, until="2024-12-31") == ["new/a.md"]
+    finally:
+        embedder.close()

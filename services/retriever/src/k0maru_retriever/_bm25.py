@@ -23,8 +23,12 @@ class Scope:
     # each entry a tag every hit carries: one spelling, or spellings any of which will do
     # (`VaultNames.scope`: `#Project` finds `project` and the nested `project/alpha`)
     tags: tuple[str | tuple[str, ...], ...] = ()
-    since: str = ""  # YYYY-MM-DD, inclusive: checked on each candidate's day (`matches`), not in the stores
+    since: str = ""  # YYYY-MM-DD, inclusive: each candidate's day is checked (`matches`)
     until: str = ""
+    # the date range as notes (`NoteDays.scope`), pushed into both stores: the notes it keeps, or
+    # (when those are most of the vault) the notes it leaves out
+    keep_paths: frozenset[str] | None = None
+    drop_paths: frozenset[str] = frozenset()
 
     def tag_groups(self) -> list[tuple[str, ...]]:
         """The tags as groups of spellings: a hit carries one of each group."""
@@ -286,6 +290,14 @@ class Bm25Index:
             clauses.append((tantivy.Occur.Must, tantivy.Query.boolean_query(subs)))
         for group in scope.tag_groups():
             clauses.append((tantivy.Occur.Must, any_of("tags", list(group))))
+        if scope.keep_paths is not None:
+            clauses.append(
+                (tantivy.Occur.Must, tantivy.Query.term_set_query(self._schema, "path", [*scope.keep_paths]))
+            )
+        if scope.drop_paths:
+            clauses.append(
+                (tantivy.Occur.MustNot, tantivy.Query.term_set_query(self._schema, "path", [*scope.drop_paths]))
+            )
         return clauses
 
     def close(self) -> None:

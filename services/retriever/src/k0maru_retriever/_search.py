@@ -27,6 +27,7 @@ from k0maru_common import (
 )
 
 from ._bm25 import Scope
+from ._days import note_day
 from ._fusion import (
     DEFAULT_GAP_SCALE,
     FusedHit,
@@ -299,12 +300,12 @@ class HybridSearcher:
         if scope.since and scope.until and scope.since > scope.until:
             raise InvalidInput(f"since ({scope.since}) is after until ({scope.until}): no day is in between")
         if not scope.empty:  # also in the vault's own spellings (`projects/` → `Projects/`, `#Ops` → `ops`)
-            with self._index.lock:
-                scope = self._index.state.names.scope(scope)
+            with self._index.lock:  # and a date range as the notes it keeps or leaves out
+                scope = self._index.state.days.scope(self._index.state.names.scope(scope))
         _docs, chunks, with_vectors = self._index.counts()
         coverage = with_vectors / chunks if chunks else 0.0
         response = retriever_pb2.SearchResponse(vault=self._vault, mode_used=mode, vector_coverage=coverage)
-        if not query:
+        if not query or scope.keep_paths == frozenset():  # no note is dated within the range
             response.took_ms = (time.perf_counter() - started) * 1000
             return response
         pool = max(3 * limit, 20)
@@ -412,7 +413,7 @@ class HybridSearcher:
             if path in seen or path not in docs:
                 continue
             doc = docs[path]
-            day = (doc.date or utc_day(doc.mtime_ns)) if dated else ""
+            day = note_day(doc) if dated else ""  # the stores were told; a note redated since is checked here
             if not scope.empty and not scope.matches(path, doc.diary, list(doc.tags), day):
                 continue
             seen[path] = (score, cid)

@@ -16,6 +16,7 @@ from pathlib import Path
 from k0maru.v1 import common_pb2
 from k0maru_common import open_sqlite
 
+from ._days import NoteDays
 from ._names import VaultNames
 
 _SCHEMA = """
@@ -38,6 +39,7 @@ class IndexState:
             doc.ParseFromString(blob)
             self.docs[doc.path] = doc
         self.names = VaultNames(self.docs)  # the docs' paths and folders by what a person types
+        self.days = NoteDays(self.docs.values())  # the docs by their days, for date scopes
         self.vectors: dict[str, str] = dict(self._db.execute("SELECT chunk_id, hash FROM vectors"))
         meta = dict(self._db.execute("SELECT key, value FROM meta"))
         self.last_applied_seq = int(meta.get("last_applied_seq", 0))
@@ -57,6 +59,7 @@ class IndexState:
         if (old.tags if old is not None else []) != doc.tags:
             self.names.retagged()
         self.docs[doc.path] = doc
+        self.days.put(doc)
         self._pending_docs[doc.path] = doc
 
     def drop_doc(self, path: str) -> None:
@@ -65,6 +68,7 @@ class IndexState:
             self.names.remove(path)
             if old.tags:
                 self.names.retagged()
+            self.days.remove(path)
         self._pending_docs[path] = None
 
     def put_vector(self, chunk_id: str, hash_: str) -> None:
@@ -144,6 +148,7 @@ class IndexState:
             self._db.executescript("DELETE FROM docs; DELETE FROM vectors; DELETE FROM meta;")
         self.docs.clear()
         self.names = VaultNames(self.docs)
+        self.days = NoteDays()
         self.vectors.clear()
         self.version += 1
         self.last_applied_seq = 0

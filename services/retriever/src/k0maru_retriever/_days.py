@@ -1,0 +1,85 @@
+"""NoteDays: each indexed note by its day, so a date scope is exact over the whole vault.
+
+A note's day is its own date (`Document.date`: its frontmatter's, a journal's) or, when it names
+none, its file's modification day (UTC). Neither tantivy nor the vector store holds it: a date
+scope is pushed into both as the notes it keeps (or, when that is most of the vault, the fewer
+it leaves out), listed from here, when that list is short (`PUSH_MAX`).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import replace
+
+from k0maru.v1 import common_pb2
+from k0maru_common import utc_day
+
+from ._bm25 import Scope
+
+# Notes pushed into the stores at most: a set of paths costs tantivy ≈ 1.2 µs a path and Qdrant
+# Edge about as much (bench/README.md, "Nineteenth wave"). A range that keeps more notes than this
+# and leaves out more too holds at least this share of the vault, so the check on each channel's
+# ranking (fetching up to 64 chunks per note asked for) finds its notes there.
+PUSH_MAX = 4096
+
+
+def note_day(doc: common_pb2.Document) -> str:
+    """The day a date scope judges the note by (YYYY-MM-DD; "" when it has none)."""
+    return doc.date or utc_day(doc.mtime_ns)
+
+
+class NoteDays:
+    """day → its notes; kept by `IndexState` as it puts and drops documents (under the index's lock)."""
+
+    def __init__(self, docs: Iterable[common_pb2.Document] = ()) -> None:
+        self._day_of: dict[str, str] = {}
+        self._notes: dict[str, set[str]] = defaultdict(set)
+        self._days: list[str] | None = None  # the days, sorted; None: to sort again
+        for doc in docs:
+            self.put(doc)
+
+    def put(self, doc: common_pb2.Document) -> None:
+        day = note_day(doc)
+        old = self._day_of.get(doc.path)
+        if old == day:
+            return
+        if old is not None:
+            self._drop(doc.path, old)
+        self._day_of[doc.path] = day
+        if day not in self._notes:
+            self._days = None
+        self._notes[day].add(doc.path)
+
+    def remove(self, path: str) -> None:
+        if (old := self._day_of.pop(path, None)) is not None:
+            self._drop(path, old)
+
+    def _drop(self, path: str, day: str) -> None:
+        notes = self._notes[day]
+        notes.discard(path)
+        if not notes:
+            del self._notes[day]
+            self._days = None
+
+    def scope(self, scope: Scope) -> Scope:
+        """`scope` with its date range as the notes it keeps (`keep_paths`) or, when fewer, the
+        notes it leaves out (`drop_paths`); as it is when it has no date range."""
+        if not (scope.since or scope.until):
+            return scope
+        if self._days is None:
+            self._days = sorted(self._notes)
+        days = self._days
+        # a note without a day ("", sorted first) is outside every range
+        lo = bisect.bisect_left(days, scope.since) if scope.since else bisect.bisect_right(days, "")
+        hi = bisect.bisect_right(days, scope.until) if scope.until else len(days)
+        inside = days[lo:hi]
+        outside = days[:lo] + days[hi:]
+        kept = sum(len(self._notes[d]) for d in inside)
+        left_out = len(self._day_of) - kept
+        if min(kept, left_out) > PUSH_MAX:  # the range's share of the vault is large: the rankings' check finds enough
+            return scope
+        if kept <= left_out:
+            return replace(scope, keep_paths=frozenset(p for d in inside for p in self._notes[d]))
+        return replace(scope, drop_paths=frozenset(p for d in outside for p in self._notes[d]))
