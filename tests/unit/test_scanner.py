@@ -7,6 +7,7 @@ import json
 import os
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -201,6 +202,67 @@ def test_what_obsidian_and_logseq_exclude_from_their_search_is_not_indexed(vault
     assert kinds(third) == [(K.CHANGE_KIND_ADDED, "pages/archived/gone.md"), (K.CHANGE_KIND_ADDED, "secret.md")]
     assert scanner.excluded.described == (
         ".obsidian/app.json could not be read as JSON: Obsidian's Excluded files are not applied",
+    )
+
+
+def test_what_foam_leaves_out_of_its_workspace_is_not_indexed(vault: Path, tmp_path: Path):
+    """Foam's `foam.files.exclude`, the older `foam.files.ignore`, VS Code's `files.exclude` (the
+    globs set to true) and `foam.files.include`, in `.vscode/settings.json` (JSON with comments):
+    a glob matches a file or a folder and all under it."""
+    notes = (
+        "_site/index.md",
+        "docs/_site/page.md",
+        "journal/2026-12-01.md",
+        "journal/2026-12-01.draft.md",
+        "raw/dump.md",
+        "rawx/kept.md",
+        "history/a.md",
+        "shown/b.md",
+        "outside.md",
+    )
+    write_notes(vault, {rel: f"# {rel}\n" for rel in notes})
+    settings = vault / ".vscode" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(
+        "{\n"
+        "  // Foam's own\n"
+        '  "foam.files.exclude": ["**/_site/**/*", "raw/**", "", 7],\n'
+        '  "foam.files.ignore": ["**/*.draft.md"], /* the older name */\n'
+        '  "files.exclude": {"history": true, "shown": false, "**/*.js": {"when": "$(basename).ts"}},\n'
+        '  "foam.edit.linkReferenceDefinitions": "off",\n'
+        "}\n"
+    )
+    scanner = make(vault, tmp_path)
+    assert sorted(e.path for e in scanner.scan().entries) == [
+        "journal/2026-12-01.md",
+        "outside.md",
+        "rawx/kept.md",
+        "shown/b.md",
+    ]
+    assert scanner.excluded.described == (
+        "**/_site/**/* (Foam's foam.files.exclude, .vscode/settings.json)",
+        "raw/** (Foam's foam.files.exclude, .vscode/settings.json)",
+        "**/*.draft.md (Foam's foam.files.ignore, .vscode/settings.json)",
+        "history (Foam's files.exclude, .vscode/settings.json)",
+    )
+    assert not any(f in ("_site", "raw", "history", "docs/_site") for f in scanner.folders.values())  # not listed
+
+    settings.write_text('{"foam.files.include": ["journal/**", "{shown,rawx}/*.md"]}')  # only these
+    assert sorted(kinds(scanner.scan())) == [
+        (K.CHANGE_KIND_ADDED, "journal/2026-12-01.draft.md"),
+        (K.CHANGE_KIND_DELETED, "outside.md"),
+    ]
+    assert scanner.excluded.described == (
+        "only journal/** (Foam's foam.files.include, .vscode/settings.json)",
+        "only {shown,rawx}/*.md (Foam's foam.files.include, .vscode/settings.json)",
+    )
+    # VS Code's settings of a workspace that is not Foam's: what VS Code hides is its own business
+    settings.write_text('{"files.exclude": {"raw": true}, "editor.tabSize": 2}')
+    assert len(kinds(scanner.scan())) == 5 and scanner.excluded.described == ()
+    settings.write_text('{"foam.files.exclude": ["a"')  # half written: nothing from it applies, and it says so
+    assert scanner.scan().entries == ()
+    assert scanner.excluded.described == (
+        ".vscode/settings.json could not be read as JSON: Foam's excluded files are not applied",
     )
 
 
@@ -399,6 +461,49 @@ def test_watcher_survives_undecodable_file_names(vault: Path, tmp_path: Path):
             time.sleep(0.05)
         assert "later.md" in scanner.manifest.files and not scanner.manifest.files["bad-\\xff.md"].indexed
         assert watcher.running
+    finally:
+        watcher.stop()
+
+
+def test_a_tools_excluded_files_apply_at_once_and_its_other_settings_files_wake_nobody(vault: Path, tmp_path: Path):
+    """`.obsidian/` and `.vscode/` are hidden, so not listed nor watched: a note the user excluded
+    in Obsidian waited for the 30 s rescan to leave the index. Their settings files are watched
+    now; Obsidian's `workspace.json`, rewritten at every click, wakes no scan."""
+    from k0maru_scanner._watcher import ChangeWatcher
+
+    write_notes(vault, {"Templates/Meeting.md": "# Meeting\n", "b.md": "# B\n", "c.md": "# C\n"})
+    (vault / ".obsidian").mkdir()
+    scanner = make(vault, tmp_path)
+    scanner.scan()
+    scans: list[float] = []
+    real_scan = scanner.scan
+    scanner.scan = lambda: (scans.append(time.monotonic()), real_scan())[1]  # type: ignore[method-assign]
+    watcher = ChangeWatcher(scanner, 0.05, 50, 3600)  # no rescan: only events make scans
+    watcher.start()
+
+    def wait_for(done: Callable[[], bool]) -> bool:
+        deadline = time.monotonic() + 20
+        while not done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return done()
+
+    try:
+        assert wait_for(lambda: len(scans) >= 1)  # the scan once the watch is in place
+        time.sleep(0.3)
+        settled = len(scans)
+        for i in range(5):
+            (vault / ".obsidian" / "workspace.json").write_text(f'{{"active": "{i}"}}')
+            time.sleep(0.05)
+        time.sleep(0.5)
+        assert len(scans) == settled  # workspace.json: no scan
+        (vault / ".obsidian" / "app.json").write_text('{"userIgnoreFilters": ["Templates/"]}')
+        assert wait_for(lambda: "Templates/Meeting.md" not in scanner.manifest.files)
+        (vault / ".vscode").mkdir()  # a settings folder made later is watched from then on
+        assert wait_for(lambda: str(vault / ".vscode") in watcher._watch_set() and len(scans) > settled + 2)
+        time.sleep(0.3)
+        (vault / ".vscode" / "settings.json").write_text('{"foam.files.exclude": ["c.md"]}')
+        assert wait_for(lambda: "c.md" not in scanner.manifest.files)
+        assert "b.md" in scanner.manifest.files and watcher.running
     finally:
         watcher.stop()
 

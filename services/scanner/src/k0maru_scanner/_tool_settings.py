@@ -6,10 +6,14 @@ search (the scanner leaves it out too), and how Logseq names and titles journals
   or a regular expression written between slashes (`/\\.draft\\.md$/`), searched in the path.
 - Logseq: `:hidden ["/archived" "/test.md"]` in `logseq/config.edn`, paths from the graph's
   folder: a file, or a folder and everything under it.
+- Foam: `.vscode/settings.json` (JSON with comments), globs from the workspace's folder:
+  `foam.files.exclude`, the older `foam.files.ignore`, and VS Code's own `files.exclude` (the
+  globs set to true; Foam combines the three), and `foam.files.include` (a note must match one).
+  A glob matches a file, or a folder and everything under it, as VS Code's do.
 
 Users put templates, archives and exports there so that their own search stops showing them;
-an agent's recall showed them all the same. Read again whenever either file changes (a scan
-stats both); a change takes effect at the next scan: the notes it leaves out are deleted from
+an agent's recall showed them all the same. Read again whenever one of the files changes (a
+scan stats them); a change takes effect at the next scan: the notes it leaves out are deleted from
 the index, those it lets back in are added. `K0_TOOL_EXCLUDES=false` indexes them anyway.
 """
 
@@ -30,7 +34,9 @@ log = logging.getLogger(__name__)
 
 OBSIDIAN_APP = ".obsidian/app.json"
 LOGSEQ_CONFIG = "logseq/config.edn"
-MAX_CONFIG_BYTES = 1 << 20  # both are a few KB; a larger file is not what the tool wrote
+VSCODE_SETTINGS = ".vscode/settings.json"
+SETTINGS_FILES = (OBSIDIAN_APP, LOGSEQ_CONFIG, VSCODE_SETTINGS)
+MAX_CONFIG_BYTES = 1 << 20  # each is a few KB; a larger file is not what the tool wrote
 # a user's pattern runs on every path of every scan: one that backtracks (`/(a|a)+$/`) would hold the
 # scanner for ever, so each search has this long (the `regex` engine's timeout), and a pattern that
 # runs out is not applied. The timeout costs 2.3 µs a search (2.7 µs against 0.4 µs without, on the
@@ -40,6 +46,7 @@ PATTERN_BUDGET_S = 0.05
 MAX_REMEMBERED_PATHS = 500_000
 _EDN_HIDDEN = re.compile(r":hidden\s*\[([^\]]*)\]")
 _EDN_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+Rules = list[tuple[regex.Pattern[str], str]]  # (pattern, its description)
 
 
 @dataclass
@@ -48,35 +55,41 @@ class ToolExcludes:
 
     prefixes: tuple[str, ...] = ()  # casefolded (Obsidian)
     paths: tuple[str, ...] = ()  # a file, or a folder and all under it, as written (Logseq)
-    patterns: list[tuple[regex.Pattern[str], str]] = field(default_factory=list)  # (pattern, its description)
+    patterns: Rules = field(default_factory=list)  # searched in the path (Obsidian's `/regex/`)
+    globs: Rules = field(default_factory=list)  # match the path or one of its folders (Foam's; `glob_pattern`)
+    includes: Rules = field(default_factory=list)  # when there are any, each note matches one (Foam's)
     described: tuple[str, ...] = ()
     # what the patterns said of each path (a scan asks again for every note): a pattern's search
     # costs 2.7 µs, this 0.1; a new file's rules come with a new ToolExcludes, and a fresh cache
     _matched: dict[str, bool] = field(default_factory=dict, repr=False)
 
     def __bool__(self) -> bool:
-        return bool(self.prefixes or self.paths or self.patterns)
+        return bool(self.prefixes or self.paths or self.patterns or self.globs or self.includes)
 
     def excludes(self, rel: str) -> bool:
         """A file's vault-relative path ("a/b.md") left out."""
         if (self.prefixes and rel.casefold().startswith(self.prefixes)) or (self.paths and self._under_paths(rel)):
             return True
-        if not self.patterns:
+        if not (self.patterns or self.globs or self.includes):
             return False
         matched = self._matched.get(rel)
         if matched is None:
             if len(self._matched) >= MAX_REMEMBERED_PATHS:
                 self._matched.clear()
-            matched = self._matched[rel] = self._search(rel)
+            matched = self._matched[rel] = (
+                self._search(self.patterns, rel)
+                or self._search(self.globs, rel)
+                or (bool(self.includes) and not self._search(self.includes, rel))
+            )
         return matched
 
-    def _search(self, rel: str) -> bool:
-        for pattern, said in list(self.patterns):
+    def _search(self, rules: Rules, rel: str) -> bool:
+        for pattern, said in list(rules):
             try:
                 if pattern.search(rel, timeout=PATTERN_BUDGET_S):
                     return True
             except TimeoutError:  # dropped, for every path from now on, and said so
-                self.patterns.remove((pattern, said))
+                rules.remove((pattern, said))
                 self._matched.clear()
                 self.described = tuple(
                     f"{d}: took more than {PATTERN_BUDGET_S:g} s on {rel!r}, not applied" if d == said else d
@@ -87,17 +100,22 @@ class ToolExcludes:
 
     def excludes_folder(self, rel: str) -> bool:
         """Every file under the folder `rel` ("a/b", no trailing slash) left out, so it need not be
-        listed: a prefix that the folder's path with its slash starts with. Patterns are tried on
-        each file (a pattern may match some of a folder's files and not others)."""
-        return (rel + "/").casefold().startswith(self.prefixes) or self._under_paths(rel)
+        listed: a prefix that the folder's path with its slash starts with, or a glob that matches
+        the folder. Patterns and includes are tried on each file (they may take some of a
+        folder's files and not others)."""
+        return (
+            (rel + "/").casefold().startswith(self.prefixes)
+            or self._under_paths(rel)
+            or (bool(self.globs) and self._search(self.globs, rel))
+        )
 
     def _under_paths(self, rel: str) -> bool:
         return any(rel == p or rel.startswith(p + "/") for p in self.paths)
 
 
-def _obsidian(text: str, source: str) -> tuple[list[str], list[tuple[regex.Pattern[str], str]], list[str]]:
+def _obsidian(text: str, source: str) -> tuple[list[str], Rules, list[str]]:
     prefixes: list[str] = []
-    patterns: list[tuple[regex.Pattern[str], str]] = []
+    patterns: Rules = []
     described: list[str] = []
     try:
         filters = json.loads(text).get("userIgnoreFilters") or []
@@ -176,6 +194,115 @@ def _journal_format(uncommented: str) -> JournalFormat:
     )
 
 
+def _foam(text: str, source: str) -> tuple[Rules, Rules, list[str]]:
+    """(exclude globs, include globs, described) from VS Code's settings of a Foam workspace."""
+    try:
+        settings = json.loads(_jsonc_to_json(text))
+    except (ValueError, RecursionError) as exc:
+        log.warning("%s is not the JSON VS Code writes (%s); Foam's excluded files are not read", source, exc)
+        return [], [], [f"{source} could not be read as JSON: Foam's excluded files are not applied"]
+    if not isinstance(settings, dict) or not any(isinstance(k, str) and k.startswith("foam.") for k in settings):
+        return [], [], []  # not a Foam workspace: what VS Code alone hides is its own business
+    written: list[tuple[str, str]] = []  # (glob, the setting it is in)
+    for key in ("foam.files.exclude", "foam.files.ignore"):
+        if isinstance(value := settings.get(key), list):
+            written += [(g, key) for g in value if isinstance(g, str)]
+    if isinstance(hidden := settings.get("files.exclude"), dict):  # {glob: true}; false or a `when` clause: shown
+        written += [(g, "files.exclude") for g, on in hidden.items() if on is True]
+    if isinstance(wanted := settings.get("foam.files.include"), list):
+        written += [(g, "foam.files.include") for g in wanted if isinstance(g, str)]
+    globs: Rules = []
+    includes: Rules = []
+    described: list[str] = []
+    for glob, key in written:
+        if not glob.strip():
+            continue
+        include = key == "foam.files.include"
+        said = f"{'only ' if include else ''}{glob} (Foam's {key}, {source})"
+        try:
+            (includes if include else globs).append((glob_pattern(glob), said))
+        except (regex.error, OverflowError, RecursionError) as exc:
+            described.append(f"{said}: not a glob here ({exc}), not applied")
+            continue
+        described.append(said)
+    return globs, includes, described
+
+
+def glob_pattern(glob: str) -> regex.Pattern[str]:
+    """A glob (VS Code's and picomatch's: `*`, `**`, `?`, `[…]`, `{a,b}`) as a pattern that finds
+    a path it matches, or one whose folder it matches (`**/_site`, `_site/**/*` and `_site/**`
+    all match `_site/a/b.md`). Case-sensitive, as both are on Linux."""
+    glob = glob.strip().replace("\\", "/").removeprefix("./")
+    while glob.endswith(("/**/*", "/**")):  # everything under a folder: the folder
+        glob = glob.removesuffix("/**/*").removesuffix("/**")
+    out: list[str] = []
+    i, depth = 0, 0
+    while i < len(glob):
+        ch = glob[i]
+        if glob.startswith("**/", i) and (i == 0 or glob[i - 1] == "/"):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[" and (end := glob.find("]", i + 2)) > 0:
+            body = glob[i + 1 : end]
+            negated = body[0] in "!^"
+            out.append("[" + ("^" if negated else "") + body[negated:].replace("\\", "\\\\") + "]")
+            i = end
+        elif ch == "{":
+            out.append("(?:")
+            depth += 1
+        elif ch == "}" and depth:
+            out.append(")")
+            depth -= 1
+        elif ch == "," and depth:
+            out.append("|")
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    out.append(")" * depth)
+    return regex.compile("^(?:" + "".join(out) + ")(?:/|$)")
+
+
+def _jsonc_to_json(text: str) -> str:
+    """VS Code's settings (JSON with `//` and `/* */` comments and trailing commas) as JSON."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            end = i + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            out.append(text[i : end + 1])
+            i = end + 1
+        elif text.startswith("//", i):
+            i = text.find("\n", i)
+            i = n if i < 0 else i
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+        elif ch in "}]":  # a trailing comma before it is dropped
+            j = len(out) - 1
+            while j >= 0 and out[j].isspace():
+                j -= 1
+            if j >= 0 and out[j] == ",":
+                del out[j]
+            out.append(ch)
+            i += 1
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
 @dataclass(frozen=True)
 class ToolSettings:
     excludes: ToolExcludes = field(default_factory=ToolExcludes)
@@ -183,13 +310,15 @@ class ToolSettings:
 
 
 def read_tool_settings(vault: Path, excludes: bool = True) -> ToolSettings:
-    """What `.obsidian/app.json` and `logseq/config.edn` say; `excludes=False`: nothing left out."""
+    """What the tools' settings files say; `excludes=False`: nothing left out."""
     prefixes: list[str] = []
     paths: list[str] = []
-    patterns: list[tuple[regex.Pattern[str], str]] = []
+    patterns: Rules = []
+    globs: Rules = []
+    includes: Rules = []
     described: list[str] = []
     journals = JournalFormat()
-    for source in (OBSIDIAN_APP, LOGSEQ_CONFIG) if excludes else (LOGSEQ_CONFIG,):
+    for source in SETTINGS_FILES if excludes else (LOGSEQ_CONFIG,):
         try:
             with (vault / source).open("rb") as f:
                 data = f.read(MAX_CONFIG_BYTES + 1)
@@ -203,6 +332,10 @@ def read_tool_settings(vault: Path, excludes: bool = True) -> ToolSettings:
             p, pats, d = _obsidian(text, source)
             prefixes += p
             patterns += pats
+        elif source == VSCODE_SETTINGS:
+            g, inc, d = _foam(text, source)
+            globs += g
+            includes += inc
         else:
             uncommented = _without_edn_comments(text)
             journals = _journal_format(uncommented)
@@ -211,11 +344,13 @@ def read_tool_settings(vault: Path, excludes: bool = True) -> ToolSettings:
         described += d
     if not excludes:  # what the Logseq config hides is still indexed
         return ToolSettings(journals=journals)
-    return ToolSettings(ToolExcludes(tuple(prefixes), tuple(paths), patterns, tuple(described)), journals)
+    return ToolSettings(
+        ToolExcludes(tuple(prefixes), tuple(paths), patterns, globs, includes, tuple(described)), journals
+    )
 
 
 class VaultToolSettings:
-    """The vault's tool settings, read again only when one of the two files changes."""
+    """The vault's tool settings, read again only when one of their files changes."""
 
     def __init__(self, vault: Path, excludes: bool = True) -> None:
         self.vault = vault
@@ -224,7 +359,7 @@ class VaultToolSettings:
         self._current = ToolSettings()
 
     def current(self) -> ToolSettings:
-        signature = tuple(_signature(self.vault / source) for source in (OBSIDIAN_APP, LOGSEQ_CONFIG))
+        signature = tuple(_signature(self.vault / source) for source in SETTINGS_FILES)
         if signature != self._signature:
             self._current = read_tool_settings(self.vault, self.excludes)
             self._signature = signature

@@ -8,7 +8,10 @@ A periodic safety rescan covers events the OS dropped.
 
 The OS watches exactly the folders the last scan listed, each on its own (not recursively): the
 folders the scan skips (`.git`, `node_modules`, hidden ones) take none of the user's watches and
-wake nobody. A scan that lists a different set of folders (one made, renamed or deleted) sets the
+wake nobody. Except the hidden folders that hold a tool's settings (`.obsidian`, `.vscode`;
+`_tool_settings.py`): watched too, so that a note the user excludes in Obsidian leaves the index
+at once, but there only the settings file wakes the scanner (Obsidian rewrites its
+`workspace.json` at every click). A scan that lists a different set of folders (one made, renamed or deleted) sets the
 watch up again for the new set, then scans once more for what happened in between.
 
 The OS watch can cover only part of the vault: Linux gives each user a limited number of
@@ -48,6 +51,7 @@ import watchfiles
 from k0maru_common import BackgroundWorker, CannotWrite, WorkerHealth
 
 from ._scanner import IncrementalScanner
+from ._tool_settings import SETTINGS_FILES
 
 log = logging.getLogger(__name__)
 
@@ -187,6 +191,9 @@ class ChangeWatcher:
         )
         if self._remote_note:
             self._rescan_s = min(self._rescan_s, REMOTE_RESCAN_S)
+        hidden = [source for source in SETTINGS_FILES if os.path.dirname(source).startswith(".")]
+        self._settings_files = frozenset(str(scanner.vault / source) for source in hidden)
+        self._settings_folders = frozenset(os.path.dirname(f) for f in self._settings_files)
         self._worker = BackgroundWorker("watcher", self._watch, on_give_up)
 
     def start(self) -> None:
@@ -202,11 +209,19 @@ class ChangeWatcher:
     def health(self) -> WorkerHealth:
         return self._worker.health()
 
-    @staticmethod
-    def _wanted(path: str) -> bool:
+    def _wanted(self, path: str) -> bool:
         """Events on hidden names (an editor's swap file, `.git` made or deleted) change no note:
-        the scanner skips every name that starts with a dot."""
-        return not os.path.basename(path).startswith(".")
+        the scanner skips every name that starts with a dot. In a tool's hidden settings folder
+        only its settings file counts; the folder made or deleted is watched or given up."""
+        if os.path.basename(path).startswith("."):
+            return path in self._settings_folders
+        folder = os.path.dirname(path)
+        return folder not in self._settings_folders or path in self._settings_files
+
+    def _watch_set(self) -> frozenset[str]:
+        """The folders the last scan listed, and the hidden ones holding a tool's settings."""
+        listed = set(self._scanner.folders.values()) or {str(self._scanner.vault)}
+        return frozenset(listed | {f for f in self._settings_folders if os.path.isdir(f)})
 
     def _watch(self, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -266,7 +281,7 @@ class ChangeWatcher:
         skip_unreadable = False
         for attempt in range(4):
             _wait_released()  # the watches of the last set-up (closed, or failed half-way) are given back
-            watching = frozenset(self._scanner.folders.values()) or frozenset({str(self._scanner.vault)})
+            watching = self._watch_set()
             events = watchfiles.watch(
                 *sorted(watching),
                 stop_event=stop,
@@ -327,8 +342,8 @@ class ChangeWatcher:
 
     def _folders_changed(self, watching: frozenset[str]) -> bool:
         """Whether the last scan listed other folders than the OS watch holds (one made, renamed,
-        deleted): then it is set up again."""
-        return frozenset(self._scanner.folders.values()) != watching
+        deleted), or a tool's settings folder came or went: then it is set up again."""
+        return self._watch_set() != watching
 
     def _unwatched(self) -> str:
         """Why the OS watch misses changes ("" when it holds every folder the last scan listed)."""
