@@ -3,7 +3,7 @@
     .venv/bin/python bench/date_scope.py [--notes 10000] [--dim 384] [--runs 15]
 
 A synthetic vault of one-chunk notes (30 random words; random unit vectors, searched brute force
-by Qdrant Edge) dated over 16 years, one per note in turn; ranges that keep 1/16 … 15/16 of it.
+by Qdrant Edge) dated over 256 days, one per note in turn; ranges that keep 1/256 … 255/256 of it.
 Per range: how the range is handed to the stores (the notes kept, the notes left out, or neither:
 `PUSH_MAX`), and the median of `runs` calls of `NoteDays.scope`, a BM25 search (120 chunks) and a
 vector search (120 chunks), against the same searches with no scope.
@@ -16,6 +16,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import date, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -58,11 +59,13 @@ def main() -> None:
             vectors.upsert(
                 [VectorPoint(f"{p}#0", "h", p, "notes", [], v) for p, v in zip(paths[start:], block, strict=False)]
             )
-        days = NoteDays(common_pb2.Document(path=p, date=f"{2010 + i % 16}-01-01") for i, p in enumerate(paths))
+        first = date(2026, 1, 1)
+        day = [(first + timedelta(days=d)).isoformat() for d in range(256)]
+        days = NoteDays(common_pb2.Document(path=p, date=day[i % 256]) for i, p in enumerate(paths))
         query = rng.standard_normal(args.dim).astype(np.float32)
         query /= np.linalg.norm(query)
-        for sixteenths in (0, 1, 8, 9, 15):
-            asked = Scope(since=f"{2026 - sixteenths}-01-01") if sixteenths else Scope()
+        for kept in (0, 1, 8, 128, 248, 255):  # of 256 days
+            asked = Scope(since=day[256 - kept]) if kept else Scope()
             scope = days.scope(asked)
             pushed = (
                 f"keep {len(scope.keep_paths)}"
@@ -74,7 +77,7 @@ def main() -> None:
             emit(
                 "date_scope",
                 notes=args.notes,
-                range_keeps=f"{sixteenths}/16" if sixteenths else "no range",
+                range_keeps=f"{kept}/256" if kept else "no range",
                 pushed=pushed,
                 push_max=PUSH_MAX,
                 scope_ms=round(median_ms(lambda a=asked: days.scope(a), args.runs), 3),

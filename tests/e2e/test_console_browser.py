@@ -52,6 +52,14 @@ NOTES = {
     # Dendron writes the label first: `[[label|dendron://vault/note]]`, `[[label|note]]`
     "wiki/from dendron.md": "# From Dendron\n\n[[the drain|dendron://site/misc/storm drain]], [[borrowing|借用]], [[Storm drain|a drain]]\n"
     "\nAnd a Markdown link: [the drain again](<../misc/storm drain.md#Some heading>).\n",
+    # frontmatter values no side card is wide enough for: a URL, a long list, a long text
+    "misc/long front.md": "---\nsource: https://example.org/"
+    + "a-very-long-path-segment-" * 12
+    + "\nreferences_and_related_material_key: ["
+    + ", ".join(f"item{i}" for i in range(80))
+    + "]\nsummary: "
+    + "word " * 400
+    + "\n---\n# Long front\n\nA note whose frontmatter is long.\n",
     # a Logseq journal: titled by its date, a tag of two words written `#[[…]]`
     "journals/2026_12_04.md": "- Packed the kayak for the quay #[[release train]] #quay\n",
 }
@@ -321,6 +329,24 @@ def test_a_logseq_journal_shows_its_title_and_its_tags_of_several_words(page: An
     assert page.locator("#note-body .tagchip").all_inner_texts() == ["#release train", "#quay"]
     assert page.locator("#note-body .unresolved, #note-body a").count() == 0  # `#[[x]]` is no link
     assert page.locator(".side .tags a").all_inner_texts() == ["#quay", "#release train"]
+
+
+def test_long_frontmatter_values_stay_within_the_side_card(page: Any, stack: Stack):
+    open_page(page, stack, "note/" + urllib.request.quote("misc/long front.md", safe=""))
+    page.wait_for_selector(".fm td")
+    widths = page.evaluate(
+        """() => { const side = document.querySelector('.side').getBoundingClientRect();
+                   const cells = [...document.querySelectorAll('.fm td, .fm')].map(e => e.getBoundingClientRect());
+                   const card = document.querySelector('.side .card:nth-child(2)');
+                   return {side: side.right, right: Math.max(...cells.map(r => r.right)),
+                           overflow: card.scrollWidth - card.clientWidth, page: document.documentElement.scrollWidth - innerWidth}; }"""
+    )
+    assert widths["right"] <= widths["side"] + 1 and widths["overflow"] <= 0 and widths["page"] <= 0, widths
+    summary = page.locator(".fm tr", has_text="summary").locator("td").nth(1)
+    assert summary.inner_text().endswith("…") and len(summary.inner_text()) == 301
+    assert (summary.get_attribute("title") or "").startswith("word word") and len(
+        summary.get_attribute("title") or ""
+    ) > 1900
 
 
 def test_graph_overview_and_neighbourhood(page: Any, stack: Stack):

@@ -326,12 +326,16 @@ function renderMarkdown(md, resolved) {
 }
 
 // ---------- note view ----------
+const FM_SHOWN = 300;  // characters of a frontmatter value shown in the side card
 async function noteView(path) {
   view().innerHTML = `<p class="dim">loading ${esc(path)}…</p>`;
   const n = await api("/api/note?path=" + encodeURIComponent(path));
   const resolved = {};
   for (const l of n.links) if (l.path) resolved[l.target] = l.path;
-  const fmRows = Object.entries(n.frontmatter).map(([k, v]) => `<tr><td>${esc(k)}</td><td>${esc(typeof v === "string" ? v : JSON.stringify(v))}</td></tr>`).join("");
+  const fmRows = Object.entries(n.frontmatter).map(([k, v]) => {
+    const text = typeof v === "string" ? v : JSON.stringify(v);  // a long value is cut, whole in its tooltip
+    return `<tr><td>${esc(k)}</td><td${text.length > FM_SHOWN ? ` title="${esc(text.slice(0, 4000))}"` : ""}>${esc(text.length > FM_SHOWN ? text.slice(0, FM_SHOWN) + "…" : text)}</td></tr>`;
+  }).join("");
   const linkItems = n.links.map((l) => l.path ? `<li><a href="${esc(noteHref(l.path))}">${esc(l.alias || l.target)}</a> <span class="dim">L${l.line}</span></li>` : `<li><span class="unresolved">${esc(l.target)}</span> <span class="dim">unresolved</span></li>`).join("");
   view().innerHTML = `<div class="row"><a href="#/search" id="back" class="dim">← back</a>${n.title ? `<strong class="note-title">${esc(n.title)}</strong>` : ""}<span class="path">${esc(n.path)}</span>${n.date ? `<span class="dim" title="the note's date">${esc(n.date)}</span>` : ""}
     <a href="#/graph/${encodeURIComponent(n.path)}">graph around this note</a></div>
