@@ -4,8 +4,7 @@
 
 A synthetic vault of one-chunk notes (30 random words; random unit vectors, searched brute force
 by Qdrant Edge) dated over 256 days, one per note in turn; ranges that keep 1/256 … 255/256 of it.
-Per range: how the range is handed to the stores (the notes kept, the notes left out, or neither:
-`PUSH_MAX`), and the median of `runs` calls of `NoteDays.scope`, a BM25 search (120 chunks) and a
+Per range: whether the range is handed to the stores as the notes it keeps (`PUSH_MAX`), and the median of `runs` calls of `NoteDays.scope`, a BM25 search (120 chunks) and a
 vector search (120 chunks), against the same searches with no scope.
 """
 
@@ -67,13 +66,7 @@ def main() -> None:
         for kept in (0, 1, 8, 128, 248, 255):  # of 256 days
             asked = Scope(since=day[256 - kept]) if kept else Scope()
             scope = days.scope(asked)
-            pushed = (
-                f"keep {len(scope.keep_paths)}"
-                if scope.keep_paths is not None
-                else f"drop {len(scope.drop_paths)}"
-                if scope.drop_paths
-                else "none"
-            )
+            pushed = f"keep {len(scope.keep_paths)}" if scope.keep_paths is not None else "none"
             emit(
                 "date_scope",
                 notes=args.notes,

@@ -25,10 +25,7 @@ class Scope:
     tags: tuple[str | tuple[str, ...], ...] = ()
     since: str = ""  # YYYY-MM-DD, inclusive: each candidate's day is checked (`matches`)
     until: str = ""
-    # the date range as notes (`NoteDays.scope`), pushed into both stores: the notes it keeps, or
-    # (when those are most of the vault) the notes it leaves out
-    keep_paths: frozenset[str] | None = None
-    drop_paths: frozenset[str] = frozenset()
+    keep_paths: frozenset[str] | None = None  # the date range as the notes it keeps (`NoteDays.scope`)
 
     def tag_groups(self) -> list[tuple[str, ...]]:
         """The tags as groups of spellings: a hit carries one of each group."""
@@ -293,10 +290,6 @@ class Bm25Index:
         if scope.keep_paths is not None:
             clauses.append(
                 (tantivy.Occur.Must, tantivy.Query.term_set_query(self._schema, "path", [*scope.keep_paths]))
-            )
-        if scope.drop_paths:
-            clauses.append(
-                (tantivy.Occur.MustNot, tantivy.Query.term_set_query(self._schema, "path", [*scope.drop_paths]))
             )
         return clauses
 

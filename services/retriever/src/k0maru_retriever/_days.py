@@ -2,8 +2,8 @@
 
 A note's day is its own date (`Document.date`: its frontmatter's, a journal's) or, when it names
 none, its file's modification day (UTC). Neither tantivy nor the vector store holds it: a date
-scope is pushed into both as the notes it keeps (or, when that is most of the vault, the fewer
-it leaves out), listed from here, when that list is short (`PUSH_MAX`).
+scope is pushed into both as the notes it keeps, listed from here, when they are few enough
+(`PUSH_MAX`).
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from k0maru_common import utc_day
 
 from ._bm25 import Scope
 
-# Notes pushed into the stores at most: a set of paths costs tantivy ≈ 1.2 µs a path and Qdrant
-# Edge about as much (bench/README.md, "Nineteenth wave"). A range that keeps more notes than this
-# and leaves out more too holds at least this share of the vault, so the check on each channel's
-# ranking (fetching up to 64 chunks per note asked for) finds its notes there.
+# Notes pushed into the stores at most: a set of paths costs tantivy and Qdrant Edge about 1 µs a
+# path (bench/README.md, "Nineteenth wave"). A range that keeps more holds at least this many notes,
+# so the check on each channel's ranking (fetching up to 64 chunks per note asked for) finds its
+# notes there; and in a vault of at most this many notes every range is pushed. (Pushing the notes
+# a range leaves out, when those are fewer, doubled brute-force vector search at 100k notes, for a
+# range the rankings' check serves as well: it keeps nearly every note.)
 PUSH_MAX = 4096
 
 
@@ -64,8 +66,8 @@ class NoteDays:
             self._days = None
 
     def scope(self, scope: Scope) -> Scope:
-        """`scope` with its date range as the notes it keeps (`keep_paths`) or, when fewer, the
-        notes it leaves out (`drop_paths`); as it is when it has no date range."""
+        """`scope` with its date range as the notes it keeps (`keep_paths`) when there are at most
+        `PUSH_MAX`; as it is otherwise, or when it has no date range."""
         if not (scope.since or scope.until):
             return scope
         if self._days is None:
@@ -74,12 +76,6 @@ class NoteDays:
         # a note without a day ("", sorted first) is outside every range
         lo = bisect.bisect_left(days, scope.since) if scope.since else bisect.bisect_right(days, "")
         hi = bisect.bisect_right(days, scope.until) if scope.until else len(days)
-        inside = days[lo:hi]
-        outside = days[:lo] + days[hi:]
-        kept = sum(len(self._notes[d]) for d in inside)
-        left_out = len(self._day_of) - kept
-        if min(kept, left_out) > PUSH_MAX:  # the range's share of the vault is large: the rankings' check finds enough
+        if sum(len(self._notes[d]) for d in days[lo:hi]) > PUSH_MAX:
             return scope
-        if kept <= left_out:
-            return replace(scope, keep_paths=frozenset(p for d in inside for p in self._notes[d]))
-        return replace(scope, drop_paths=frozenset(p for d in outside for p in self._notes[d]))
+        return replace(scope, keep_paths=frozenset(p for d in days[lo:hi] for p in self._notes[d]))

@@ -198,8 +198,6 @@ class EdgeVectorStore:
             )
         if scope.keep_paths is not None:
             must.append(qe.FieldCondition(key="path", match=qe.MatchAny([*scope.keep_paths])))
-        if scope.drop_paths:
-            must.append(qe.FieldCondition(key="path", match=qe.MatchExcept([*scope.drop_paths])))
         request = qe.QueryRequest(
             limit=limit,
             query=qe.Query.Nearest(vector.tolist()),
@@ -287,8 +285,6 @@ class QdrantServerStore:
             )
         if scope.keep_paths is not None:
             must.append(m.FieldCondition(key="path", match=m.MatchAny(any=[*scope.keep_paths])))
-        if scope.drop_paths:
-            must.append(m.FieldCondition(key="path", match=m.MatchExcept(**{"except": [*scope.drop_paths]})))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # local mode warns past 20k points
             reply = self._client.query_points(
