@@ -283,10 +283,31 @@ def test_read_note_reads_what_recall_found_in_parts_and_the_ledger_counts_it(sta
     assert part["cut"] is None
     long_line = tool("read_note", path="ops/runbook.md", start_line=4, max_chars=200)  # "# Runbook" is short
     assert long_line["cut"] is None
-    write_notes(vault, {"ops/one line.md": "# One line\n\n" + "quokka " * 5000 + "\n"})
+    write_notes(vault, {"ops/one line.md": "# One line\n\n" + "quokka " * 5000 + "\n"})  # a paragraph of 35,000
     wait_for(lambda: "ops/one line.md" in search(client, "quokka", BM25, limit=10), 45, "the long line")
     cut = tool("read_note", path="ops/one line.md", start_line=3, max_chars=500)
-    assert cut["cut"] == "line 3 has 35,000 characters: its first 500 are shown" and len(str(cut["text"])) == 500
+    assert cut["cut"] == "line 3 has 35,000 characters: 1-500 are shown, next_call reads on"
+    assert len(str(cut["text"])) == 500 and cut["lines"] == "3-3"
+    assert cut["next_call"]["arguments"] == {  # type: ignore[index]
+        "path": "ops/one line.md",
+        "start_line": 3,
+        "start_char": 500,
+        "end_line": 0,
+        "max_chars": 500,
+    }
+    parts, arguments = [], {"path": "ops/one line.md", "max_chars": 12_000}  # the whole note, the long line in parts
+    while True:
+        answer = tool("read_note", **arguments)
+        parts.append(str(answer["text"]))
+        if answer["next_call"] is None:
+            break
+        arguments = dict(answer["next_call"]["arguments"])  # type: ignore[index]
+    long_text = "# One line\n\n" + "quokka " * 5000
+    assert len(parts) == 4 and parts[0] + "\n" + "".join(parts[1:]) == long_text  # lines 1-2, then 3 in 3 parts
+    with pytest.raises(
+        ToolError, match=re.escape("line 3 of ops/one line.md has 35,000 characters; asked from 35,000")
+    ):
+        anyio.run(mcp.call_tool, "read_note", {"path": "ops/one line.md", "start_line": 3, "start_char": 35_000})
     assert part["total_lines"] == len(text.splitlines())
     before = client.call(client.offload.TokenStats, offload_pb2.TokenStatsRequest())
     pieces, arguments = [], {"path": "ops/runbook.md", "max_chars": 500}

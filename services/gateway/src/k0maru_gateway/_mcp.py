@@ -114,7 +114,7 @@ class NoteAnswer(BaseModel):
     text: str  # those lines as the file has them now
     links: list[str]  # vault paths of the notes it links to
     backlinks: list[str]  # vault paths of the notes linking to it
-    cut: str | None = None  # a line longer than max_chars: only its start is in text
+    cut: str | None = None  # a line longer than max_chars: which of its characters are in text
     next_call: NextCall | None = None  # the rest, when the answer stopped at max_chars
 
 
@@ -350,6 +350,15 @@ def build_mcp(client: StackClient) -> MCPServer:
             int,
             Field(ge=200, le=100_000, description="at most this many characters; whole lines, the rest by next_call"),
         ] = 12_000,
+        start_char: Annotated[
+            int,
+            Field(
+                ge=0,
+                le=MAX_LINE,
+                description="characters of the first line to skip: a line longer than "
+                "max_chars comes in parts (next_call sets it)",
+            ),
+        ] = 0,
     ) -> Annotated[CallToolResult, NoteAnswer]:
         """Call to read a note recall_memory found, when its snippet is not enough ("show me that decision",
         "what else does the runbook say"): the note's text as the vault has it now, whole or a line range
@@ -363,16 +372,26 @@ def build_mcp(client: StackClient) -> MCPServer:
         last = min(end_line or len(lines), len(lines))
         if first > max(last, 1) or (start_line and start_line > len(lines)):
             raise ToolError(f"{note.document.path} has {len(lines)} lines; asked for {start_line}-{end_line or 'end'}")
+        head = lines[first - 1] if lines else ""
+        if start_char and start_char >= len(head):
+            raise ToolError(
+                f"line {first} of {note.document.path} has {len(head):,} characters; asked from {start_char:,}"
+            )
         taken: list[str] = []
         size = 0
         for number in range(first, last + 1):
-            line = lines[number - 1]
+            line = lines[number - 1] if number > first else head[start_char:]
             if taken and size + len(line) + 1 > max_chars:
                 break
-            taken.append(line[:max_chars] if not taken else line)  # one line longer than max_chars: its start
+            taken.append(line[:max_chars])  # only the first can be longer: read in parts
             size += len(line) + 1
         shown_last = first + len(taken) - 1
-        long_line = len(lines[first - 1]) if taken and len(lines[first - 1]) > max_chars else 0
+        rest = len(head) - start_char - max_chars if taken else 0  # of the first line, not shown
+        read_on: dict[str, object] | None = None
+        if rest > 0:
+            read_on = {"start_line": first, "start_char": start_char + max_chars}
+        elif shown_last < last:
+            read_on = {"start_line": shown_last + 1}
         note_answer = NoteAnswer(
             vault=vault,
             path=note.document.path,
@@ -385,17 +404,15 @@ def build_mcp(client: StackClient) -> MCPServer:
             text="\n".join(taken),
             links=list(note.outgoing),
             backlinks=list(note.backlinks),
-            cut=f"line {first} has {long_line:,} characters: its first {max_chars:,} are shown" if long_line else None,
+            cut=f"line {first} has {len(head):,} characters: {start_char + 1:,}-{start_char + max_chars:,} are shown, "
+            "next_call reads on"
+            if rest > 0
+            else None,
             next_call=NextCall(
                 tool="read_note",
-                arguments={
-                    "path": note.document.path,
-                    "start_line": shown_last + 1,
-                    "end_line": end_line,
-                    "max_chars": max_chars,
-                },
+                arguments={"path": note.document.path, **read_on, "end_line": end_line, "max_chars": max_chars},
             )
-            if shown_last < last
+            if read_on
             else None,
         )
         answer = _answer(note_answer)
