@@ -141,5 +141,34 @@ def test_a_tag_scope_finds_the_tag_as_typed_and_the_tags_nested_under_it():
     assert [p for p, d in docs.items() if both.matches(p, "", list(d.tags))] == ["a.md"]
     docs["d.md"] = common_pb2.Document(path="d.md", tags=["Project/Beta"])  # as IndexState does it
     names.add("d.md")
-    names.retagged()
+    names.retag((), ["Project/Beta"])
     assert names.scope(Scope(tags=("project",))).tags == (("Project", "Project/Beta", "project/alpha"),)
+
+
+def test_tag_spellings_kept_as_notes_are_retagged_equal_those_built_afresh():
+    """The spellings are kept note by note (rebuilding them after each change took 0.23 s at 100k
+    notes); random changes, with spellings two notes share, leave them as a fresh build finds them."""
+    import random
+
+    rng = random.Random(7)  # 5 notes, 8 spellings: spellings come and go
+    spellings = ["Project", "project", "project/alpha", "Ops", "ops", nfd("Équipe"), "équipe", "x/y/z"]
+    docs: dict[str, common_pb2.Document] = {}
+    names = VaultNames(docs)
+    names.tags("ops")  # built (empty): kept from here on
+    for step in range(600):
+        path = f"n{rng.randrange(5)}.md"
+        old = list(docs[path].tags) if path in docs else []
+        if path in docs and rng.random() < 0.3:
+            del docs[path]
+            names.remove(path)
+            names.retag(old, ())
+        else:
+            new = rng.sample(spellings, rng.randrange(4))
+            if path not in docs:
+                names.add(path)
+            docs[path] = common_pb2.Document(path=path, tags=new)
+            names.retag(old, new)
+        if step % 5 == 0:
+            fresh = VaultNames(docs)
+            for typed in ("project", "OPS", "équipe", "x", "x/y", "missing"):
+                assert names.tags(typed) == fresh.tags(typed), (step, typed)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from k0maru_common import name_key
@@ -35,7 +35,9 @@ class VaultNames:
         self._parents = Counter(path.rpartition("/")[0] for path in docs)  # folder → notes right in it
         self._folders: dict[str, list[str]] | None = None  # name_key(folder) → folders; None: to build
         self._notes: dict[str, list[str]] | None = None  # name_key(path) → paths; None: to build
-        self._tags: dict[str, set[str]] | None = None  # normalise_tag(tag) → spellings; None: to build
+        # normalise_tag(tag) → each spelling → the notes carrying it; built when first asked, then kept
+        # as notes are retagged (a rebuild after each change took 0.23 s at 100k notes of 3 tags)
+        self._tags: dict[str, Counter[str]] | None = None
 
     def add(self, path: str) -> None:
         """A note new to the index."""
@@ -45,9 +47,19 @@ class VaultNames:
             self._folders = None
         self._notes = None
 
-    def retagged(self) -> None:
-        """A note's tags changed (or a note with tags came or went)."""
-        self._tags = None
+    def retag(self, old: Iterable[str], new: Iterable[str]) -> None:
+        """A note's tags changed from `old` to `new` (a note that came: none before; gone: none after)."""
+        if self._tags is None:
+            return
+        for tags, step in ((old, -1), (new, 1)):
+            for tag in tags:
+                key = normalise_tag(tag.lstrip("#"))
+                spellings = self._tags.setdefault(key, Counter())
+                spellings[tag] += step
+                if spellings[tag] <= 0:
+                    del spellings[tag]
+                    if not spellings:
+                        del self._tags[key]
 
     def remove(self, path: str) -> None:
         """A note gone from the index."""
@@ -83,16 +95,16 @@ class VaultNames:
         """The vault's spellings of the tag `typed` and of the tags nested under it; `typed`
         itself when the vault has none."""
         if self._tags is None:
-            self._tags = defaultdict(set)
+            self._tags = {}
             for doc in self._docs.values():
                 for tag in getattr(doc, "tags", ()):
-                    self._tags[normalise_tag(tag.lstrip("#"))].add(tag)
+                    self._tags.setdefault(normalise_tag(tag.lstrip("#")), Counter())[tag] += 1
         key = normalise_tag(typed.strip().lstrip("#")).rstrip("/")
         found = set(self._tags.get(key, ()))
         nested = key + "/"
         for other, spellings in self._tags.items() if key else ():
             if other.startswith(nested):
-                found |= spellings
+                found |= set(spellings)
         return tuple(sorted(found)) or (typed,)
 
     def scope(self, scope: Scope) -> Scope:

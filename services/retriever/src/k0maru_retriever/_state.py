@@ -57,7 +57,7 @@ class IndexState:
         if old is None:
             self.names.add(doc.path)
         if (old.tags if old is not None else []) != doc.tags:
-            self.names.retagged()
+            self.names.retag(old.tags if old is not None else (), doc.tags)
         self.docs[doc.path] = doc
         self.days.put(doc)
         self._pending_docs[doc.path] = doc
@@ -67,7 +67,7 @@ class IndexState:
         if (old := self.docs.pop(path, None)) is not None:
             self.names.remove(path)
             if old.tags:
-                self.names.retagged()
+                self.names.retag(old.tags, ())
             self.days.remove(path)
         self._pending_docs[path] = None
 
