@@ -259,6 +259,16 @@ def test_what_foam_leaves_out_of_its_workspace_is_not_indexed(vault: Path, tmp_p
     # VS Code's settings of a workspace that is not Foam's: what VS Code hides is its own business
     settings.write_text('{"files.exclude": {"raw": true}, "editor.tabSize": 2}')
     assert len(kinds(scanner.scan())) == 5 and scanner.excluded.described == ()
+    # globs no one writes by hand: braces nested past the stack; 40 `**/` on a path 60 folders deep
+    # (a backtracking search would take hours; one that runs past 50 ms is dropped, as Obsidian's)
+    deep = "/".join(["d"] * 60) + "/x.md"
+    write_notes(vault, {deep: "# Deep\n"})
+    settings.write_text(json.dumps({"foam.files.exclude": ["{" * 100_000, "**/" * 40 + "*z", "raw/**"]}))
+    assert [e.path for e in scanner.scan().entries if e.kind == K.CHANGE_KIND_ADDED] == [deep]
+    braces, stars, raw = scanner.excluded.described
+    assert braces.startswith("{{{{") and "not a glob here" in braces
+    assert stars.endswith("*z (Foam's foam.files.exclude, .vscode/settings.json)")  # answered in time
+    assert raw == "raw/** (Foam's foam.files.exclude, .vscode/settings.json)"
     settings.write_text('{"foam.files.exclude": ["a"')  # half written: nothing from it applies, and it says so
     assert scanner.scan().entries == ()
     assert scanner.excluded.described == (

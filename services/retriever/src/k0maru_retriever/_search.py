@@ -300,7 +300,7 @@ class HybridSearcher:
         if scope.since and scope.until and scope.since > scope.until:
             raise InvalidInput(f"since ({scope.since}) is after until ({scope.until}): no day is in between")
         if not scope.empty:  # also in the vault's own spellings (`projects/` → `Projects/`, `#Ops` → `ops`)
-            with self._index.lock:  # and a date range as the notes it keeps or leaves out
+            with self._index.lock:  # and a date range as the notes it keeps
                 scope = self._index.state.days.scope(self._index.state.names.scope(scope))
         _docs, chunks, with_vectors = self._index.counts()
         coverage = with_vectors / chunks if chunks else 0.0
