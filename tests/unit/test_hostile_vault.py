@@ -6,6 +6,7 @@ serializes) or recorded as skipped with a reason; the scan never writes into the
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -75,3 +76,58 @@ def test_any_vault_scans_and_every_file_is_accounted_for(files: dict[bytes, byte
             assert sorted(os.listdir(folder)) == before  # nothing written into the vault
         finally:
             scanner.manifest.close()
+
+
+GLOBS = st.lists(
+    st.one_of(
+        st.text(alphabet="*?/[]{},!^\\ab.-_ ", max_size=20),
+        st.text(max_size=20),
+        st.sampled_from(["**/", "{a,{b,c}}", "[", "[!]", "[z-a]", "]", "{", "}", "**", "\\", "/abs/**"]),
+    ),
+    max_size=6,
+)
+JSON_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=10)),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=10,
+)
+SETTINGS = st.one_of(
+    st.binary(max_size=200),
+    st.builds(
+        lambda ex, inc, hidden, other, comment: (
+            ("// " + comment + "\n" if comment else "")
+            + json.dumps({"foam.files.exclude": ex, "foam.files.include": inc, "files.exclude": hidden, "x": other})
+        ).encode(),
+        GLOBS,
+        GLOBS,
+        st.dictionaries(st.text(max_size=10), JSON_VALUES, max_size=4),
+        JSON_VALUES,
+        st.text(max_size=20).filter(lambda t: "\n" not in t),
+    ),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    app=st.one_of(st.binary(max_size=200), GLOBS.map(lambda g: json.dumps({"userIgnoreFilters": g}).encode())),
+    vscode=SETTINGS,
+    edn=st.one_of(st.binary(max_size=200), GLOBS.map(lambda g: (":hidden [" + " ".join(map(repr, g)) + "]").encode())),
+    paths=st.lists(st.text(min_size=1, max_size=30), max_size=8),
+)
+def test_any_tool_settings_are_read_or_said_unreadable_and_never_fail_a_scan(
+    app: bytes, vscode: bytes, edn: bytes, paths: list[str]
+):
+    """What `.obsidian/app.json`, `.vscode/settings.json` and `logseq/config.edn` hold is the user's
+    (or a sync conflict's, or a half-written file's): reading it and applying its rules never raise."""
+    from k0maru_scanner._tool_settings import read_tool_settings
+
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = Path(tmp)
+        for rel, data in ((".obsidian/app.json", app), (".vscode/settings.json", vscode), ("logseq/config.edn", edn)):
+            (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+            (vault / rel).write_bytes(data)
+        excludes = read_tool_settings(vault).excludes
+        for path in paths:
+            assert excludes.excludes(path) in (True, False)
+            assert excludes.excludes_folder(path.rstrip("/") or "x") in (True, False)
+        assert all(isinstance(d, str) for d in excludes.described)
