@@ -186,3 +186,27 @@ def test_a_date_range_finds_its_notes_however_many_others_match_better(index: No
         assert found(retriever_pb2.SEARCH_MODE_HYBRID, until="2024-12-31") == ["new/a.md"]
     finally:
         embedder.close()
+
+
+def test_a_wide_date_range_the_rankings_miss_is_pushed_whatever_its_size(
+    index: NoteIndex, monkeypatch: pytest.MonkeyPatch
+):
+    """A range that keeps more notes than are pushed at first (PUSH_MAX, made 5 here) is checked on
+    each channel's ranking; when even the deepest ranking holds too few of its notes, the range is
+    pushed however many notes it keeps."""
+    from k0maru_retriever import _days
+
+    monkeypatch.setattr(_days, "PUSH_MAX", 5)
+    for n in range(700):
+        doc = note(f"old/{n:03}.md", *["alpha alpha alpha and more"] * 3)
+        doc.date = "2025-01-15"
+        index.apply(doc)
+    for n in range(8):
+        doc = note(f"new/{n}.md", f"alpha once, among a good many other words, number {n}")
+        doc.date = "2026-11-30"
+        index.apply(doc)
+    index.commit()
+    searcher = HybridSearcher(index, None, FusionParams(), "v")
+    scope = retriever_pb2.Scope(since="2026-11-01")
+    request = retriever_pb2.SearchRequest(query="alpha", limit=10, mode=retriever_pb2.SEARCH_MODE_BM25, scope=scope)
+    assert sorted(h.path for h in searcher.search(request).hits) == [f"new/{n}.md" for n in range(8)]

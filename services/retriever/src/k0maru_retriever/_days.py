@@ -18,12 +18,13 @@ from k0maru_common import utc_day
 
 from ._bm25 import Scope
 
-# Notes pushed into the stores at most: a set of paths costs tantivy and Qdrant Edge about 1 µs a
-# path (bench/README.md, "Nineteenth wave"). A range that keeps more holds at least this many notes,
-# so the check on each channel's ranking (fetching up to 64 chunks per note asked for) finds its
-# notes there; and in a vault of at most this many notes every range is pushed. (Pushing the notes
-# a range leaves out, when those are fewer, doubled brute-force vector search at 100k notes, for a
-# range the rankings' check serves as well: it keeps nearly every note.)
+# Notes pushed into the stores at most, at first: a set of paths costs tantivy and Qdrant Edge about
+# 1 µs a path (bench/README.md, "Nineteenth wave"). A range that keeps more holds at least this many
+# notes, so the check on each channel's ranking finds them there; only when a channel's ranking,
+# fetched as deep as the search goes (64 chunks per note asked for), holds too few of them is the
+# range pushed whatever its size (`HybridSearcher._pool`). In a vault of at most this many notes
+# every range is pushed. (Pushing the notes a range leaves out, when those are fewer, doubled
+# brute-force vector search at 100k notes, for ranges the rankings' check serves as well.)
 PUSH_MAX = 4096
 
 
@@ -65,9 +66,9 @@ class NoteDays:
             del self._notes[day]
             self._days = None
 
-    def scope(self, scope: Scope) -> Scope:
+    def scope(self, scope: Scope, any_number: bool = False) -> Scope:
         """`scope` with its date range as the notes it keeps (`keep_paths`) when there are at most
-        `PUSH_MAX`; as it is otherwise, or when it has no date range."""
+        `PUSH_MAX` (or `any_number`); as it is otherwise, or when it has no date range."""
         if not (scope.since or scope.until):
             return scope
         if self._days is None:
@@ -76,6 +77,6 @@ class NoteDays:
         # a note without a day ("", sorted first) is outside every range
         lo = bisect.bisect_left(days, scope.since) if scope.since else bisect.bisect_right(days, "")
         hi = bisect.bisect_right(days, scope.until) if scope.until else len(days)
-        if sum(len(self._notes[d]) for d in days[lo:hi]) > PUSH_MAX:
+        if not any_number and sum(len(self._notes[d]) for d in days[lo:hi]) > PUSH_MAX:
             return scope
         return replace(scope, keep_paths=frozenset(p for d in days[lo:hi] for p in self._notes[d]))

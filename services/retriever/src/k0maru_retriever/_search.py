@@ -318,7 +318,7 @@ class HybridSearcher:
         p = self._shaper.fusion(self._params) if self._shaper else self._params
         if mode in (BM25, HYBRID):
             began = time.perf_counter()
-            bm25 = self._pool(lambda n: self._index.bm25.search(query, n, scope, p.name_match), pool, scope)
+            bm25 = self._pool(lambda n, sc: self._index.bm25.search(query, n, sc, p.name_match), pool, scope)
             took = (time.perf_counter() - began) * 1000
             response.channels.append(retriever_pb2.ChannelReport(channel="bm25", ran=True, took_ms=took))
         if pending is not None and embedder is not None:
@@ -334,7 +334,7 @@ class HybridSearcher:
             shaped, tag_explain = self._shaper.vectors(qv, request) if self._shaper else ([qv], None)
             if tag_explain is not None and request.explain:
                 response.tagmemo.CopyFrom(tag_explain)
-            vector = self._pool(lambda n: self._vector_search(shaped, n, scope), pool, scope)
+            vector = self._pool(lambda n, sc: self._vector_search(shaped, n, sc), pool, scope)
         elif request.tagmemo.enabled and request.explain:  # TagMemo reshapes the query vector: none here
             response.tagmemo.CopyFrom(
                 retriever_pb2.TagMemoExplanation(applied=False, reason=skipped or "this mode has no vector channel")
@@ -392,14 +392,21 @@ class HybridSearcher:
             return _best_per_chunk([self._index.vectors.search(v, n, scope) for v in vectors])
 
     def _pool(
-        self, fetch: Callable[[int], list[tuple[str, float]]], pool: int, scope: Scope
+        self, fetch: Callable[[int, Scope], list[tuple[str, float]]], pool: int, scope: Scope
     ) -> list[tuple[str, float, str]]:
-        """`pool` distinct notes from a chunk ranking, fetching deeper while notes repeat."""
+        """`pool` distinct notes from a chunk ranking, fetching deeper while notes repeat or fall
+        outside a date range the stores were not told of; past that depth, the range is told."""
         n = pool * 4
         while True:
-            ranked = fetch(n)
+            ranked = fetch(n, scope)
             notes = self._collapse(ranked, pool, scope)
-            if len(notes) >= pool or len(ranked) < n or n >= pool * MAX_POOL_DEPTH:
+            if len(notes) >= pool or len(ranked) < n:
+                return notes
+            if n >= pool * MAX_POOL_DEPTH:
+                if scope.keep_paths is None and (scope.since or scope.until):  # a wide range, rarely reached
+                    with self._index.lock:
+                        listed = self._index.state.days.scope(scope, any_number=True)
+                    return self._pool(fetch, pool, listed)
                 return notes
             n *= 4
 
