@@ -258,6 +258,12 @@ def test_scope_and_mode_controls(page: Any, stack: Stack):
     page.wait_for_function("() => location.hash.includes('mode=vector')")
     page.wait_for_selector(".hit")
     assert "ran vector" in page.inner_text("#meta")
+    open_page(page, stack, "search?q=&prefix=ops%2F")  # a scope alone: its notes, newest first
+    page.wait_for_selector(".hit")
+    assert sorted(page.locator(".hit").evaluate_all("els => els.map(e => e.dataset.path)")) == [
+        "ops/lighthouse.md",
+        "ops/storm log.md",
+    ]
 
 
 def test_a_slow_answer_for_a_note_left_behind_never_replaces_the_next_one(page: Any, stack: Stack):

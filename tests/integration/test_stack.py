@@ -235,6 +235,24 @@ def test_a_date_scope_keeps_the_notes_dated_within_it(stack):
         assert dated(since="2026-03-10", until="2026-03-10") == ["dated/march.md"]
         assert dated(since=today) == ["dated/undated.md"]
         assert len(dated()) == 3
+    # no query, a scope: the notes in it, newest first ("what did we write this week")
+    assert search(client, "", BM25, path_prefixes=["dated/"]) == [
+        "dated/undated.md",
+        "dated/march.md",
+        "dated/january.md",
+    ]
+    assert search(client, "", HYBRID, since="2026-02-01", until="2026-06-30") == ["dated/march.md"]
+    assert search(client, "", BM25) == []  # no scope either: nothing
+    mcp = build_mcp(client)
+    listed = anyio.run(mcp.call_tool, "recall_memory", {"query": "", "folder": "dated/", "until": "2026-06-30"})
+    hits = listed.structured_content["hits"]
+    assert [(h["path"], h["date"], h["score"]) for h in hits] == [
+        ("dated/march.md", "2026-03-10", 0.0),
+        ("dated/january.md", "2026-01-10", 0.0),
+    ]
+    assert "capybara budget review" in hits[0]["snippet"]
+    with pytest.raises(ToolError, match="query is empty: say what to look for, or list notes by since/until"):
+        anyio.run(mcp.call_tool, "recall_memory", {"query": " "})
     with pytest.raises(InvalidInput, match="since must be a day, YYYY-MM-DD"):
         search(client, "capybara budget", BM25, since="last week")
     with pytest.raises(InvalidInput, match=r"since \(2026-03-01\) is after until \(2026-02-01\)"):

@@ -414,7 +414,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     for note in answer.get("partial", []):
         print(f"({note})", file=sys.stderr)
     if not hits:
-        print(f"no notes match {args.query!r} in {answer['vault']}")
+        print(
+            f"no notes match {args.query!r} in {answer['vault']}"
+            if args.query
+            else f"no notes in {answer['vault']} are in that scope"
+        )
     for i, h in enumerate(hits, start=1):
         day = h.get("date") or h.get("modified") or ""
         print(f"{i:>2}. {h['title']}  [{h['path']}:{h['lines'][0]}]  score {h['score']:.4f}  {day}".rstrip())
@@ -638,7 +642,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_vault(sub.add_parser("status", help="health of every service of the vault's stack"))
     p.add_argument("--json", action="store_true")
     p = with_vault(sub.add_parser("search", help="search the vault"))
-    p.add_argument("query")
+    p.add_argument(
+        "query", nargs="?", default="", help="what to look for; left out with a scope: its notes, newest first"
+    )
     p.add_argument("--limit", type=int, default=10)
     p.add_argument("--mode", choices=sorted(SEARCH_MODE_NAMES), default="hybrid")
     p.add_argument("--explain", action="store_true")

@@ -535,8 +535,9 @@ def build_console(
 
     async def search(req: Request) -> Response:
         q = req.query_params.get("q", "")
-        if not q.strip():
-            raise InvalidInput("parameter q is required")
+        scoped = any(req.query_params.get(k, "").strip() for k in ("diary", "prefix", "tag", "since", "until"))
+        if not q.strip() and not scoped:  # no query, a scope: the notes in it, newest first
+            raise InvalidInput("parameter q is required (or a scope: diary, prefix, tag, since, until)")
         if len(q) > MAX_QUERY_CHARS:
             raise TooLarge(f"q is longer than {MAX_QUERY_CHARS} characters")
         mode = req.query_params.get("mode", "hybrid")

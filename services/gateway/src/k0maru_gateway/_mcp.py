@@ -199,7 +199,12 @@ def build_mcp(client: StackClient) -> MCPServer:
     @server.tool()
     def recall_memory(
         query: Annotated[
-            str, Field(description="what to remember: an error code, a symbol, a question, a topic (any language)")
+            str,
+            Field(
+                description="what to remember: an error code, a symbol, a question, a topic (any language). Empty "
+                "with since/until, tags or folder: the notes in that scope, newest first ('what did we write this "
+                "week' → query '' and since 7d)"
+            ),
         ],
         limit: Annotated[int, Field(ge=1, le=50, description="how many notes to return")] = 5,
         mode: Annotated[str, Field(description="hybrid (default), bm25 or vector")] = "hybrid",
@@ -246,8 +251,8 @@ def build_mcp(client: StackClient) -> MCPServer:
         symbol or topic; returns the best notes with paths, line ranges and snippets."""
         if mode not in SEARCH_MODES:
             raise ToolError(f"mode must be one of {', '.join(SEARCH_MODES)}")
-        if not query.strip():
-            raise ToolError("query is empty: say what to look for")
+        if not query.strip() and not (folder or tags or diary or since or until):
+            raise ToolError("query is empty: say what to look for, or list notes by since/until, tags or folder")
         scope = retriever_pb2.Scope(
             path_prefixes=[folder] if folder else [],
             tags=tags or [],

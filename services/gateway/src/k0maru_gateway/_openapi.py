@@ -297,7 +297,12 @@ def openapi_spec() -> dict[str, Any]:
                 "get": {
                     "summary": "search with a per-hit explanation",
                     "parameters": [
-                        _query("q", {"type": "string", "maxLength": 10_000}, "the query", required=True),
+                        _query(
+                            "q",
+                            {"type": "string", "maxLength": 10_000},
+                            "the query; empty with a scope (diary, prefix, tag, since, until): the notes in it, "
+                            "newest first",
+                        ),
                         _query("mode", {"enum": ["hybrid", "bm25", "vector"], "default": "hybrid"}, "channels"),
                         _query("limit", {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}, "hits"),
                         _query("explain", {"enum": ["0", "1"], "default": "1"}, "per-hit explanation"),

@@ -306,6 +306,9 @@ class HybridSearcher:
         coverage = with_vectors / chunks if chunks else 0.0
         response = retriever_pb2.SearchResponse(vault=self._vault, mode_used=mode, vector_coverage=coverage)
         if not query or scope.keep_paths == frozenset():  # no note is dated within the range
+            if not query and not scope.empty:  # no query, a scope: its notes, newest first
+                with self._index.lock:
+                    response.hits.extend(self._listed(scope, limit))
             response.took_ms = (time.perf_counter() - started) * 1000
             return response
         pool = max(3 * limit, 20)
@@ -427,6 +430,20 @@ class HybridSearcher:
             if len(seen) >= pool:
                 break
         return [(path, score, cid) for path, (score, cid) in seen.items()]
+
+    def _listed(self, scope: Scope, limit: int) -> list[retriever_pb2.SearchHit]:
+        """The notes within `scope`, newest first (by their day: own date, else file's), then by
+        path; each as a hit on its first chunk, scored 0. Under the index's lock."""
+        docs = self._index.state.docs
+        candidates = scope.keep_paths if scope.keep_paths is not None else docs.keys()
+        dated = sorted(
+            (day, path)
+            for path in candidates
+            if (doc := docs.get(path)) is not None
+            and scope.matches(path, doc.diary, list(doc.tags), day := note_day(doc))
+        )
+        dated.sort(key=lambda dp: dp[0], reverse=True)  # stable: paths in order within a day
+        return [self._to_hit(FusedHit(path=path), f"{path}#0", "", None) for _day, path in dated[:limit]]
 
     def _to_hit(self, hit: FusedHit, cid: str, query: str, asked: set[str] | None) -> retriever_pb2.SearchHit:
         """The hit as answered; with its explanation when `asked` (the query's BM25 terms) is given."""

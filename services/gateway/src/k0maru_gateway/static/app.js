@@ -185,7 +185,8 @@ async function searchView(_arg, params) {
     if ($("#dedup").checked) p.set("dedup", "1");
     location.hash = "#/search?" + p;
   });
-  if (!q.trim()) { $("#hits").innerHTML = `<p class="dim">Type a query. Every hit shows why it ranked where it did; click a hit to open the note.</p>`; return; }
+  const scoped = ["diary", "prefix", "tag", "since", "until"].some((k) => (params.get(k) || "").trim());
+  if (!q.trim() && !scoped) { $("#hits").innerHTML = `<p class="dim">Type a query, or set a scope alone to list its notes, newest first. Every hit shows why it ranked where it did; click a hit to open the note.</p>`; return; }
   const p = new URLSearchParams({ q, mode, explain: "1", limit: params.get("limit") || "10" });
   for (const k of ["diary", "prefix", "since", "until"]) if (params.get(k)) p.append(k, params.get(k));
   for (const t of (params.get("tag") || "").split(",")) if (t.trim()) p.append("tag", t.trim().replace(/^#/, ""));
