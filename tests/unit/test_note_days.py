@@ -48,3 +48,20 @@ def test_a_range_that_keeps_more_than_push_max_notes_is_left_to_the_rankings_che
     assert days.scope(wide) == wide  # PUSH_MAX + 1 kept: not listed
     days.remove("0.md")
     assert len(days.scope(wide).keep_paths or ()) == PUSH_MAX
+
+
+def test_newest_first_walks_the_days_from_the_latest_and_the_undated_last():
+    days = NoteDays(
+        [
+            doc("b.md", "2026-11-30"),
+            doc("a.md", "2026-11-30"),
+            doc("c.md", "2025-01-01"),
+            doc("d.md"),
+            doc("e.md", "2027-01-01"),
+        ]
+    )
+    assert list(days.newest_first()) == ["e.md", "a.md", "b.md", "c.md", "d.md"]
+    assert list(days.newest_first(since="2026-01-01", until="2026-12-31")) == ["a.md", "b.md"]
+    assert list(days.newest_first(until="2026-11-29")) == ["c.md"]  # a range: no undated note
+    walk = days.newest_first()
+    assert next(walk) == "e.md"  # lazily: a listing stops at its limit

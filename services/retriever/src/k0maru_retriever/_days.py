@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from k0maru.v1 import common_pb2
@@ -65,6 +65,18 @@ class NoteDays:
         if not notes:
             del self._notes[day]
             self._days = None
+
+    def newest_first(self, since: str = "", until: str = "") -> Iterator[str]:
+        """The notes dated within [since, until] (either may be ""), newest day first, then by
+        path; the notes without a day last, when no range is given. Lazily, a day at a time."""
+        if self._days is None:
+            self._days = sorted(self._notes)
+        days = self._days
+        lo = bisect.bisect_left(days, since) if since else 0
+        hi = bisect.bisect_right(days, until) if until else len(days)
+        for day in reversed(days[lo:hi]):
+            if day or not (since or until):
+                yield from sorted(self._notes.get(day, ()))
 
     def scope(self, scope: Scope, any_number: bool = False) -> Scope:
         """`scope` with its date range as the notes it keeps (`keep_paths`) when there are at most

@@ -433,17 +433,17 @@ class HybridSearcher:
 
     def _listed(self, scope: Scope, limit: int) -> list[retriever_pb2.SearchHit]:
         """The notes within `scope`, newest first (by their day: own date, else file's), then by
-        path; each as a hit on its first chunk, scored 0. Under the index's lock."""
+        path; each as a hit on its first chunk, scored 0. Under the index's lock; walks the days
+        from the newest and stops at `limit`."""
         docs = self._index.state.docs
-        candidates = scope.keep_paths if scope.keep_paths is not None else docs.keys()
-        dated = sorted(
-            (day, path)
-            for path in candidates
-            if (doc := docs.get(path)) is not None
-            and scope.matches(path, doc.diary, list(doc.tags), day := note_day(doc))
-        )
-        dated.sort(key=lambda dp: dp[0], reverse=True)  # stable: paths in order within a day
-        return [self._to_hit(FusedHit(path=path), f"{path}#0", "", None) for _day, path in dated[:limit]]
+        found: list[str] = []
+        for path in self._index.state.days.newest_first(scope.since, scope.until):
+            doc = docs.get(path)
+            if doc is not None and scope.matches(path, doc.diary, list(doc.tags), note_day(doc)):
+                found.append(path)
+                if len(found) >= limit:
+                    break
+        return [self._to_hit(FusedHit(path=path), f"{path}#0", "", None) for path in found]
 
     def _to_hit(self, hit: FusedHit, cid: str, query: str, asked: set[str] | None) -> retriever_pb2.SearchHit:
         """The hit as answered; with its explanation when `asked` (the query's BM25 terms) is given."""
