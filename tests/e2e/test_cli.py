@@ -159,6 +159,8 @@ def test_search_and_scan_through_a_running_stacks_console(vault: Path, tmp_path:
         assert none.returncode == 0 and none.stdout.startswith("no notes match 'zeppelin'")
         listed = json.loads(run("search", *where, "--folder", "ops/", "--json").stdout)  # no query: a scope's notes
         assert [(h["path"], h["score"]) for h in listed["hits"]] == [("ops/lighthouse.md", 0.0)]
+        plain = run("search", *where, "--folder", "ops/").stdout.splitlines()
+        assert plain[0].startswith(" 1. Lighthouse  [ops/lighthouse.md:1]  2") and "score" not in plain[0]
         empty = run("search", *where, "--until", "2000-01-01")
         assert empty.returncode == 0 and empty.stdout.startswith("no notes in ") and "in that scope" in empty.stdout
         bad = run("search", "storm", *where, "--limit", "0")  # the console's own check and message

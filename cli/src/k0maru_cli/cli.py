@@ -421,7 +421,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         )
     for i, h in enumerate(hits, start=1):
         day = h.get("date") or h.get("modified") or ""
-        print(f"{i:>2}. {h['title']}  [{h['path']}:{h['lines'][0]}]  score {h['score']:.4f}  {day}".rstrip())
+        score = f"  score {h['score']:.4f}" if args.query else ""  # a scope's notes, listed: no score
+        print(f"{i:>2}. {h['title']}  [{h['path']}:{h['lines'][0]}]{score}  {day}".rstrip())
         print(f"    {h['snippet']}")
         if args.explain:
             e = h["explain"]
