@@ -28,6 +28,7 @@ T = TypeVar("T")
 INTENTS = """When to call which tool:
 - "I'm taking over this service, walk me through its rules" / starting work on a project → get_project_loadout
 - "How do I fix this error? Have we seen it before?" / "what did we decide about X" → recall_memory
+- "what did we write this week?" / "the latest notes tagged decision" → recall_memory with query "" and since 7d / tags
 - a note recall_memory found says more than its snippet, or a note's name is known → read_note
 - a command, build or test run printed more than ~50 lines → offload_log (never paste the log into the context)
 - "the tests printed a long error, show me the stack trace" → inspect_log_node (the next_call offload_log gave)
