@@ -264,6 +264,9 @@ def test_scope_and_mode_controls(page: Any, stack: Stack):
         "ops/lighthouse.md",
         "ops/storm log.md",
     ]
+    assert page.inner_text("#meta").startswith("2 notes in this scope, newest first")
+    assert page.locator(".chan").count() == 0 and page.locator(".hit .score").count() == 0  # no channel ran
+    assert page.locator(".hit .scores .tagchip").all_inner_texts() == ["#ops", "#coast", "#weather"]
 
 
 def test_a_slow_answer_for_a_note_left_behind_never_replaces_the_next_one(page: Any, stack: Stack):

@@ -195,10 +195,12 @@ async function searchView(_arg, params) {
   const d = await api("/api/search?" + p);
   // where the retriever's time went: the query's embedding overlaps BM25, the vector search follows it
   const parts = [d.query_embedding_ms > 0 ? `embedding ${d.query_embedding_ms.toFixed(1)}` : "", ...d.channels.filter((c) => c.ran && c.took_ms > 0).map((c) => `${c.name} ${c.took_ms.toFixed(1)}`)].filter(Boolean);
-  $("#meta").textContent = `${d.hits.length} hits · ${d.took_ms.toFixed(1)} ms${parts.length ? ` (${parts.join(", ")})` : ""} · asked ${d.mode}, ran ${d.mode_used} · ${(d.partial || []).length ? d.partial.join(" · ") : `index vector coverage ${(100 * d.vector_coverage).toFixed(0)}%`}`;
+  const listing = !q.trim();  // a scope alone: its notes, newest first; no channel ran
+  $("#meta").textContent = listing ? `${d.hits.length} notes in this scope, newest first · ${d.took_ms.toFixed(1)} ms`
+    : `${d.hits.length} hits · ${d.took_ms.toFixed(1)} ms${parts.length ? ` (${parts.join(", ")})` : ""} · asked ${d.mode}, ran ${d.mode_used} · ${(d.partial || []).length ? d.partial.join(" · ") : `index vector coverage ${(100 * d.vector_coverage).toFixed(0)}%`}`;
   const weighed = (c) => (c.weight > 0 ? ` · weight ${c.weight.toFixed(2)}` : "");
   const confidence = (c) => (c.weight > 0 ? `${c.name === "bm25" ? "best vs 10th score: relative drop" : "best vs 10th cosine: gap"} ${c.confidence.toFixed(3)}` : c.why);
-  $("#channels").innerHTML = d.channels.map((c) => `<span class="chan ${c.ran ? "ran" : "off"}" title="${esc(confidence(c))}">${c.ran ? "✓" : "✗"} ${esc(c.name)}${c.ran ? " ran" + weighed(c) : " left out: " + esc(c.why)}</span>`).join("")
+  $("#channels").innerHTML = listing ? "" : d.channels.map((c) => `<span class="chan ${c.ran ? "ran" : "off"}" title="${esc(confidence(c))}">${c.ran ? "✓" : "✗"} ${esc(c.name)}${c.ran ? " ran" + weighed(c) : " left out: " + esc(c.why)}</span>`).join("")
     + (d.tagmemo ? tagmemoChip(d.tagmemo) : "")
     + Object.entries(d.extra || {}).map(([k, v]) => `<span class="chan">${esc(k)}: ${esc(JSON.stringify(v))}</span>`).join("");
   const terms = queryTerms(q);
@@ -217,14 +219,14 @@ async function searchView(_arg, params) {
       ${x.graph_boost > 0 ? `<span class="badge graph" title="linked to another hit: +${x.graph_boost.toFixed(4)}">+Graph Boost</span>` : ""}${x.name_match >= 0.5 ? `<span class="badge name" title="the query holds ${Math.round(100 * x.name_match)} % of this note's title or an alias">Name match</span>` : ""}${tagmemo}</div>
       ${heading ? `<div class="crumbs">${esc(heading)}</div>` : ""}
       <div class="snippet"></div>
-      <div class="scores">
+      <div class="scores">${listing ? (h.tags.length ? `<span class="tags">${h.tags.map((t) => `<span class="tagchip">#${esc(t)}</span>`).join("")}</span>` : "") + "</div>" : `
         <span class="score">BM25 ${x.bm25 ? `<b>#${x.bm25.rank}</b> · ${x.bm25.score.toFixed(3)}` : "<b>—</b>"}</span>
         <span class="score">vector ${x.vector ? `<b>#${x.vector.rank}</b> · cos ${x.vector.score.toFixed(3)}` : "<b>—</b>"}</span>
         ${x.graph_boost > 0 ? `<span class="score">graph <b>+${x.graph_boost.toFixed(4)}</b></span>` : ""}
         ${x.name_match > 0 ? `<span class="score" title="share of the note's title or an alias the query holds; BM25 adds its cube × the best BM25 score">name <b>${Math.round(100 * x.name_match)} %</b></span>` : ""}
         <span class="score">fused <b>${(x.fused_score ?? h.score).toFixed(5)}</b></span>${extra}
         ${h.tags.length ? `<span class="tags">${h.tags.map((t) => `<span class="tagchip">#${esc(t)}</span>`).join("")}</span>` : ""}
-      </div>`;
+      </div>`}`;
     const snip = $(".snippet", el);
     snip.innerHTML = inlineMd(h.snippet.replace(/(^|\s)#{1,6}\s+/g, "$1"), {});
     markTerms(snip, terms);
