@@ -67,6 +67,23 @@ def test_a_notes_own_date_is_its_last_written_day_as_its_text_says():
     assert day("date:: 2026-12-01\n\n- a Logseq page's property\n") == "2026-12-01"
     assert day("- a journal\n", "journals/2026_12_04.md") == "2026-12-04"
     assert day("---\ndate: 2026-11-30\n---\n- a journal dated otherwise\n", "journals/2026_12_04.md") == "2026-11-30"
+    # the day a note's name gives, when its text names none: daily notes as Obsidian, Foam and
+    # Dendron name them, names that start or end with a day, Zettelkasten ids
+    for path, named in (
+        ("daily/2026-12-04.md", "2026-12-04"),
+        ("daily.journal.2026.12.04.md", "2026-12-04"),
+        ("journal/2026/12/04.md", "2026-12-04"),
+        ("2026-11-30 retro.md", "2026-11-30"),
+        ("standup 2026_12_01.md", "2026-12-01"),
+        ("202612041530 idea.md", "2026-12-04"),
+        ("release 2024.10.15.md", "2024-10-15"),
+        ("Python 3.11.7.md", ""),
+        ("ticket 12345678.md", ""),
+        ("2026-02-30.md", ""),
+        ("2026/notes.md", ""),
+    ):
+        assert day("# a note\n", path) == named, path
+    assert day("---\nupdated: 2026-12-03\n---\n", "daily/2026-11-01.md") == "2026-12-03"  # its text first
     for none in (
         "# no date",
         "---\ndate: next week\nupdated: true\n---\n",

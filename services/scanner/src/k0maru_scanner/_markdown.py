@@ -43,8 +43,8 @@ DEFAULT_JOURNALS = JournalFormat()  # Logseq's: journals/2026_12_04.md is "Dec 4
 # below; 2026-12-03.1: text read as NFC; .2: opaque data left out; 2026-12-04.1: Dendron's links,
 # Logseq's page properties, `#[[tags]]`, namespace file names and journals; at most 256 tags and aliases;
 # .2: frontmatter values YAML or JSON cannot hold are problems, a note's own date, Logseq's block
-# references `((uuid))` no text)
-PARSER_VERSION = "2026-12-04.2"
+# references `((uuid))` no text; .3: the day a note's name gives)
+PARSER_VERSION = "2026-12-04.3"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
 # some invalid-YAML messages are worded differently
@@ -247,7 +247,7 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
 
     journal = journals.names(path)
     aliases += journal[1:]
-    day = note_date(frontmatter, journal[1] if journal else "")
+    day = note_date(frontmatter, journal[1] if journal else name_day(path))
     title = (
         str(frontmatter.get("title") or "").strip()
         or first_h1
@@ -287,8 +287,9 @@ def _frontmatter_json(frontmatter: dict[str, Any], problems: list[str]) -> str:
 def note_date(frontmatter: dict[str, Any], journal_day: str = "") -> str:
     """The day a note says it was last written: the first of its `updated`, `modified`,
     `last_modified`, `lastmod`, `date`, `created` keys (any case) that holds a date (YAML's, an ISO
-    string, or a Unix time: Dendron writes milliseconds), else a Logseq journal's own day; "" when
-    it names none. The file's mtime is no substitute: a git clone or a sync stamps every file."""
+    string, or a Unix time: Dendron writes milliseconds), else the day its name gives (a Logseq
+    journal's, `name_day`); "" when it names none. The file's mtime is no substitute: a git clone
+    or a sync stamps every file alike, and appending to last month's daily note makes it today's."""
     if not frontmatter:
         return journal_day
     keyed = {k.lower(): v for k, v in frontmatter.items()}
@@ -296,6 +297,29 @@ def note_date(frontmatter: dict[str, Any], journal_day: str = "") -> str:
         if (day := _as_day(keyed.get(key))) is not None:
             return day
     return journal_day
+
+
+# A day in a note's name: daily notes (Obsidian's and Foam's default `2026-12-04.md`, Dendron's
+# `daily.journal.2026.12.04.md`, `2026/12/04.md` in folders), names that start or end with their day
+# (`2026-11-30 retro.md`, `standup 2026_12_01.md`), compact ones (`20261204 plan.md`) and
+# Zettelkasten ids (`202612041530 idea.md`: the minute the note was made). The first one found.
+_NAME_DAYS = (
+    re.compile(r"(?<!\d)(?P<y>(?:19|20|21)\d\d)(?P<s>[-_.])(?P<m>\d\d)(?P=s)(?P<d>\d\d)(?!\d)"),
+    re.compile(r"(?:^|/)(?P<y>(?:19|20|21)\d\d)/(?P<m>\d\d)/(?P<d>\d\d)(?:\.[^./]+)?$"),
+    re.compile(r"(?<!\d)(?P<y>(?:19|20|21)\d\d)(?P<m>\d\d)(?P<d>\d\d)(?:\d{4}|\d{6})?(?!\d)"),
+)
+
+
+def name_day(path: str) -> str:
+    """The day a note's name gives (`_NAME_DAYS`), YYYY-MM-DD; "" when it gives none."""
+    stem = path.rsplit("/", 1)[-1]
+    for pattern in _NAME_DAYS:
+        for found in pattern.finditer(path if pattern is _NAME_DAYS[1] else stem):
+            try:
+                return date(int(found["y"]), int(found["m"]), int(found["d"])).isoformat()
+            except ValueError:
+                continue
+    return ""
 
 
 def _as_day(value: Any) -> str | None:
