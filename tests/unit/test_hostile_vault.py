@@ -112,10 +112,18 @@ SETTINGS = st.one_of(
     app=st.one_of(st.binary(max_size=200), GLOBS.map(lambda g: json.dumps({"userIgnoreFilters": g}).encode())),
     vscode=SETTINGS,
     edn=st.one_of(st.binary(max_size=200), GLOBS.map(lambda g: (":hidden [" + " ".join(map(repr, g)) + "]").encode())),
+    daily=st.one_of(
+        st.binary(max_size=100),
+        st.builds(
+            lambda fmt, folder: json.dumps({"format": fmt, "folder": folder}).encode(),
+            st.one_of(st.text(alphabet="YMDdoW[]-./ ,ab", max_size=16), JSON_VALUES),
+            st.one_of(st.text(max_size=8), JSON_VALUES),
+        ),
+    ),
     paths=st.lists(st.text(min_size=1, max_size=30), max_size=8),
 )
 def test_any_tool_settings_are_read_or_said_unreadable_and_never_fail_a_scan(
-    app: bytes, vscode: bytes, edn: bytes, paths: list[str]
+    app: bytes, vscode: bytes, edn: bytes, daily: bytes, paths: list[str]
 ):
     """What `.obsidian/app.json`, `.vscode/settings.json` and `logseq/config.edn` hold is the user's
     (or a sync conflict's, or a half-written file's): reading it and applying its rules never raise."""
@@ -123,11 +131,20 @@ def test_any_tool_settings_are_read_or_said_unreadable_and_never_fail_a_scan(
 
     with tempfile.TemporaryDirectory() as tmp:
         vault = Path(tmp)
-        for rel, data in ((".obsidian/app.json", app), (".vscode/settings.json", vscode), ("logseq/config.edn", edn)):
+        for rel, data in (
+            (".obsidian/app.json", app),
+            (".vscode/settings.json", vscode),
+            ("logseq/config.edn", edn),
+            (".obsidian/daily-notes.json", daily),
+        ):
             (vault / rel).parent.mkdir(parents=True, exist_ok=True)
             (vault / rel).write_bytes(data)
-        excludes = read_tool_settings(vault).excludes
+        settings = read_tool_settings(vault)
+        excludes = settings.excludes
         for path in paths:
+            assert isinstance(settings.journals.daily_day(path), str) and isinstance(
+                settings.journals.names(path), list
+            )
             assert excludes.excludes(path) in (True, False)
             assert excludes.excludes_folder(path.rstrip("/") or "x") in (True, False)
         assert all(isinstance(d, str) for d in excludes.described)

@@ -6,7 +6,7 @@ from datetime import date
 from pathlib import Path
 
 from k0maru.v1 import common_pb2, scanner_pb2
-from k0maru_scanner._journals import JournalFormat, format_day
+from k0maru_scanner._journals import JournalFormat, format_day, moment_to_date_fns
 from k0maru_scanner._manifest import Manifest
 from k0maru_scanner._markdown import parse_note
 from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
@@ -84,3 +84,44 @@ def test_a_graph_that_sets_its_formats_titles_its_journals_so_and_reindexes_when
     scanner.scan()
     assert journal().title == "2026-12-04" and parser_version(scanner) == parser_version(scanner).split(";")[0]
     assert parse_note("journals/2026-12-04.md", "- x").title == "2026-12-04"  # not a journal by default: its name
+
+
+def test_obsidians_daily_notes_in_their_own_format_are_dated_by_their_names(vault: Path, tmp_path: Path):
+    """`.obsidian/daily-notes.json` names daily notes in moment.js tokens (`DD.MM.YYYY`, `MMMM D,
+    YYYY`): such a note's day is read from its name, in its folder; a change of format re-reads
+    every note. Its default, `YYYY-MM-DD`, is read in any note's name anyway."""
+    assert [moment_to_date_fns(m) for m in ("DD.MM.YYYY", "MMMM D, YYYY", "[Daily] Do MMM YYYY", "gggg-[W]ww")] == [
+        "dd.MM.yyyy",
+        "MMMM d, yyyy",
+        "'Daily' do MMM yyyy",
+        "",  # week-based tokens: not read
+    ]
+    nested = JournalFormat(daily_file=moment_to_date_fns("YYYY/MM/YYYY-MM-DD dddd"), daily_folder="Journal")
+    assert nested.daily_day("Journal/2026/12/2026-12-04 Friday.md") == "2026-12-04"
+    assert nested.daily_day("Elsewhere/2026/12/2026-12-04 Friday.md") == ""
+    settings = vault / ".obsidian" / "daily-notes.json"
+    write_notes(
+        vault,
+        {
+            ".obsidian/daily-notes.json": '{"folder": "Daily/", "format": "DD.MM.YYYY", "template": "T"}',
+            "Daily/04.12.2026.md": "- stand-up\n",
+            "Daily/31.02.2026.md": "- no such day\n",
+            "Other/04.12.2026.md": "- not a daily note\n",
+        },
+    )
+    scanner = IncrementalScanner(vault, Manifest(tmp_path / "m.sqlite", 1000), IgnoreRules(), 1 << 20)
+    scanner.scan()
+    servicer = ScannerServicer(scanner, "v", None)
+
+    def dates() -> list[str]:
+        paths = ["Daily/04.12.2026.md", "Daily/31.02.2026.md", "Other/04.12.2026.md"]
+        return [d.date for d in servicer.GetDocuments(scanner_pb2.GetDocumentsRequest(paths=paths), None).documents]
+
+    assert dates() == ["2026-12-04", "", ""]
+    assert parser_version(scanner).endswith("; daily notes Daily/dd.MM.yyyy")
+    settings.write_text('{"folder": "Other", "format": "DD.MM.YYYY"}')
+    assert len(scanner.scan().entries) == 3  # every note again
+    assert dates() == ["", "", "2026-12-04"]
+    settings.write_text("{half written")
+    scanner.scan()
+    assert dates() == ["", "", ""] and parser_version(scanner) == parser_version(scanner).split(";")[0]

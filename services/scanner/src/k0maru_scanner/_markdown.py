@@ -43,7 +43,7 @@ DEFAULT_JOURNALS = JournalFormat()  # Logseq's: journals/2026_12_04.md is "Dec 4
 # below; 2026-12-03.1: text read as NFC; .2: opaque data left out; 2026-12-04.1: Dendron's links,
 # Logseq's page properties, `#[[tags]]`, namespace file names and journals; at most 256 tags and aliases;
 # .2: frontmatter values YAML or JSON cannot hold are problems, a note's own date, Logseq's block
-# references `((uuid))` no text; .3: the day a note's name gives)
+# references `((uuid))` no text; .3: the day a note's name gives, Obsidian's daily notes' format)
 PARSER_VERSION = "2026-12-04.3"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
@@ -247,7 +247,7 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
 
     journal = journals.names(path)
     aliases += journal[1:]
-    day = note_date(frontmatter, journal[1] if journal else name_day(path))
+    day = note_date(frontmatter, journal[1] if journal else journals.daily_day(path) or name_day(path))
     title = (
         str(frontmatter.get("title") or "").strip()
         or first_h1

@@ -23,19 +23,21 @@ import json
 import logging
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import regex
 
-from ._journals import DEFAULT_FILE, DEFAULT_FOLDER, DEFAULT_TITLE, JournalFormat
+from ._journals import DEFAULT_FILE, DEFAULT_FOLDER, DEFAULT_TITLE, JournalFormat, moment_to_date_fns
 
 log = logging.getLogger(__name__)
 
 OBSIDIAN_APP = ".obsidian/app.json"
+OBSIDIAN_DAILY = ".obsidian/daily-notes.json"
 LOGSEQ_CONFIG = "logseq/config.edn"
 VSCODE_SETTINGS = ".vscode/settings.json"
-SETTINGS_FILES = (OBSIDIAN_APP, LOGSEQ_CONFIG, VSCODE_SETTINGS)
+SETTINGS_FILES = (OBSIDIAN_APP, LOGSEQ_CONFIG, VSCODE_SETTINGS, OBSIDIAN_DAILY)
+EXCLUDING = frozenset({OBSIDIAN_APP, VSCODE_SETTINGS})  # read only when tool excludes are on
 MAX_CONFIG_BYTES = 1 << 20  # each is a few KB; a larger file is not what the tool wrote
 # a user's pattern runs on every path of every scan: one that backtracks (`/(a|a)+$/`) would hold the
 # scanner for ever, so each search has this long (the `regex` engine's timeout), and a pattern that
@@ -186,6 +188,28 @@ def _edn_string(uncommented: str, key: str) -> str:
     return found.group(1) if found else ""
 
 
+def _obsidian_daily(text: str, source: str) -> tuple[str, str]:
+    """(the daily notes' name as date-fns tokens, their folder) from Obsidian's daily notes
+    settings; ("", "") for its default `YYYY-MM-DD` (read in any note's name) or what cannot be read."""
+    try:
+        settings = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        log.warning("%s is not the JSON Obsidian writes (%s); daily notes are dated by their names", source, exc)
+        return "", ""
+    if not isinstance(settings, dict):
+        return "", ""
+    moment = settings.get("format") if isinstance(settings.get("format"), str) else ""
+    folder = settings.get("folder") if isinstance(settings.get("folder"), str) else ""
+    moment, folder = str(moment).strip(), str(folder)
+    if not moment or moment == "YYYY-MM-DD":
+        return "", ""
+    file = moment_to_date_fns(moment)
+    if not file:
+        log.warning("%s: the daily notes' format %r has tokens not read here; not used", source, moment)
+        return "", ""
+    return file, folder.strip().strip("/")
+
+
 def _journal_format(uncommented: str) -> JournalFormat:
     return JournalFormat(
         _edn_string(uncommented, ":journal/page-title-format") or DEFAULT_TITLE,
@@ -318,7 +342,8 @@ def read_tool_settings(vault: Path, excludes: bool = True) -> ToolSettings:
     includes: Rules = []
     described: list[str] = []
     journals = JournalFormat()
-    for source in SETTINGS_FILES if excludes else (LOGSEQ_CONFIG,):
+    daily = ("", "")  # Obsidian's daily notes: (date-fns name, folder)
+    for source in [f for f in SETTINGS_FILES if excludes or f not in EXCLUDING]:
         try:
             with (vault / source).open("rb") as f:
                 data = f.read(MAX_CONFIG_BYTES + 1)
@@ -336,12 +361,15 @@ def read_tool_settings(vault: Path, excludes: bool = True) -> ToolSettings:
             g, inc, d = _foam(text, source)
             globs += g
             includes += inc
+        elif source == OBSIDIAN_DAILY:
+            daily, d = _obsidian_daily(text, source), []
         else:
             uncommented = _without_edn_comments(text)
             journals = _journal_format(uncommented)
             e, d = _logseq(uncommented, source)
             paths += e
         described += d
+    journals = replace(journals, daily_file=daily[0], daily_folder=daily[1])
     if not excludes:  # what the Logseq config hides is still indexed
         return ToolSettings(journals=journals)
     return ToolSettings(
