@@ -8,6 +8,7 @@ import re
 import stat
 import time
 import unicodedata
+from datetime import date
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
@@ -97,6 +98,30 @@ def relative_posix(vault: Path, path: Path) -> str:
 
 
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
+# A day in a note's name: daily notes (Obsidian's and Foam's default `2026-12-04.md`, Dendron's
+# `daily.journal.2026.12.04.md`, `2026/12/04.md` in folders), names that start or end with their day
+# (`2026-11-30 retro.md`, `standup 2026_12_01.md`), compact ones (`20261204 plan.md`) and
+# Zettelkasten ids (`202612041530 idea.md`: the minute the note was made). The first one found.
+_NAME_DAYS = (
+    re.compile(r"(?<!\d)(?P<y>(?:19|20|21)\d\d)(?P<s>[-_.])(?P<m>\d\d)(?P=s)(?P<d>\d\d)(?!\d)"),
+    re.compile(r"(?:^|/)(?P<y>(?:19|20|21)\d\d)/(?P<m>\d\d)/(?P<d>\d\d)(?:\.[^./]+)?$"),
+    re.compile(r"(?<!\d)(?P<y>(?:19|20|21)\d\d)(?P<m>\d\d)(?P<d>\d\d)(?:\d{4}|\d{6})?(?!\d)"),
+)
+
+
+def name_day(path: str) -> str:
+    """The day a note's name gives (`_NAME_DAYS`), YYYY-MM-DD; "" when it gives none. The scanner
+    dates a note by it when its text names no day; the loadout orders decisions by it."""
+    stem = path.rsplit("/", 1)[-1]
+    for pattern in _NAME_DAYS:
+        for found in pattern.finditer(path if pattern is _NAME_DAYS[1] else stem):
+            try:
+                return date(int(found["y"]), int(found["m"]), int(found["d"])).isoformat()
+            except ValueError:
+                continue
+    return ""
 
 
 def utc_day(mtime_ns: int) -> str:

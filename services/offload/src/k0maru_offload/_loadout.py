@@ -18,14 +18,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from k0maru_common import estimate_tokens, utc_day
+from k0maru_common import estimate_tokens, name_day, utc_day
 
 from ._conventions import Conventions, sniff
 from ._files import read_text_file
 
 _WIKILINK = re.compile(r"\[\[[^\]\n]+\]\]")
 _HUB_NAME = re.compile(r"(^|[-_ ])(index|moc|hub|map|readme|home|overview)([-_ .]|$)", re.IGNORECASE)
-_NAME_DAY = re.compile(r"(?<!\d)((?:19|20)\d\d)[-_.]?(0[1-9]|1[0-2])[-_.]?(0[1-9]|[12]\d|3[01])(?!\d)")
 _PROJECT_NOTES = ("README.md", "readme.md", "index.md", "Index.md", "Home.md", "home.md", "00 Index.md")
 MAX_FILES = 5000
 DEFAULT_TOKENS = 300
@@ -45,13 +44,12 @@ class Loadout:
 
 
 def _recency(path: Path) -> tuple[str, int, str]:
-    """How recent a note is: the day its name carries (`2026-11-30-x.md`, Dendron's
+    """How recent a note is: the day its name carries (`name_day`: `2026-11-30-x.md`, Dendron's
     `adr.2026-11-30-x.md`, `20261130 x.md`), else its file's modification day; then the mtime. A
     git clone or a sync stamps every file alike, so by mtime alone the newest decisions of a
     cloned vault could miss the 30 kept."""
     mtime_ns = path.stat().st_mtime_ns
-    named = _NAME_DAY.search(path.stem)
-    return "-".join(named.groups()) if named else utc_day(mtime_ns), mtime_ns, path.name
+    return name_day(path.as_posix()) or utc_day(mtime_ns), mtime_ns, path.name
 
 
 def _notes(directory: Path) -> list[Path]:

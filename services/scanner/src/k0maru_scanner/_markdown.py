@@ -32,7 +32,7 @@ from urllib.parse import unquote
 
 import yaml
 
-from k0maru_common import page_name
+from k0maru_common import name_day, page_name
 
 from ._chunker import Section, chunk_sections
 from ._journals import JournalFormat
@@ -297,29 +297,6 @@ def note_date(frontmatter: dict[str, Any], journal_day: str = "") -> str:
         if (day := _as_day(keyed.get(key))) is not None:
             return day
     return journal_day
-
-
-# A day in a note's name: daily notes (Obsidian's and Foam's default `2026-12-04.md`, Dendron's
-# `daily.journal.2026.12.04.md`, `2026/12/04.md` in folders), names that start or end with their day
-# (`2026-11-30 retro.md`, `standup 2026_12_01.md`), compact ones (`20261204 plan.md`) and
-# Zettelkasten ids (`202612041530 idea.md`: the minute the note was made). The first one found.
-_NAME_DAYS = (
-    re.compile(r"(?<!\d)(?P<y>(?:19|20|21)\d\d)(?P<s>[-_.])(?P<m>\d\d)(?P=s)(?P<d>\d\d)(?!\d)"),
-    re.compile(r"(?:^|/)(?P<y>(?:19|20|21)\d\d)/(?P<m>\d\d)/(?P<d>\d\d)(?:\.[^./]+)?$"),
-    re.compile(r"(?<!\d)(?P<y>(?:19|20|21)\d\d)(?P<m>\d\d)(?P<d>\d\d)(?:\d{4}|\d{6})?(?!\d)"),
-)
-
-
-def name_day(path: str) -> str:
-    """The day a note's name gives (`_NAME_DAYS`), YYYY-MM-DD; "" when it gives none."""
-    stem = path.rsplit("/", 1)[-1]
-    for pattern in _NAME_DAYS:
-        for found in pattern.finditer(path if pattern is _NAME_DAYS[1] else stem):
-            try:
-                return date(int(found["y"]), int(found["m"]), int(found["d"])).isoformat()
-            except ValueError:
-                continue
-    return ""
 
 
 def _as_day(value: Any) -> str | None:
