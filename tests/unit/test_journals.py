@@ -87,9 +87,10 @@ def test_a_graph_that_sets_its_formats_titles_its_journals_so_and_reindexes_when
 
 
 def test_obsidians_daily_notes_in_their_own_format_are_dated_by_their_names(vault: Path, tmp_path: Path):
-    """`.obsidian/daily-notes.json` names daily notes in moment.js tokens (`DD.MM.YYYY`, `MMMM D,
-    YYYY`): such a note's day is read from its name, in its folder; a change of format re-reads
-    every note. Its default, `YYYY-MM-DD`, is read in any note's name anyway."""
+    """`.obsidian/daily-notes.json` (or the Periodic Notes plugin's settings) names daily notes in
+    moment.js tokens (`DD.MM.YYYY`, `MMMM D, YYYY`): such a note's day is read from its name, in its
+    folder; a change of format re-reads every note. The default, `YYYY-MM-DD`, is read in any
+    note's name anyway."""
     assert [moment_to_date_fns(m) for m in ("DD.MM.YYYY", "MMMM D, YYYY", "[Daily] Do MMM YYYY", "gggg-[W]ww")] == [
         "dd.MM.yyyy",
         "MMMM d, yyyy",
@@ -122,6 +123,16 @@ def test_obsidians_daily_notes_in_their_own_format_are_dated_by_their_names(vaul
     settings.write_text('{"folder": "Other", "format": "DD.MM.YYYY"}')
     assert len(scanner.scan().entries) == 3  # every note again
     assert dates() == ["", "", "2026-12-04"]
+    # the Periodic Notes plugin's daily notes, when enabled, win over the core plugin's
+    periodic = vault / ".obsidian" / "plugins" / "periodic-notes" / "data.json"
+    periodic.parent.mkdir(parents=True)
+    periodic.write_text('{"daily": {"enabled": false, "format": "DD.MM.YYYY", "folder": "Daily"}}')
+    scanner.scan()
+    assert dates() == ["", "", "2026-12-04"]  # disabled: the core plugin's still
+    periodic.write_text('{"daily": {"enabled": true, "format": "DD.MM.YYYY", "folder": "Daily"}, "weekly": {}}')
+    scanner.scan()
+    assert dates() == ["2026-12-04", "", ""]
+    periodic.unlink()
     settings.write_text("{half written")
     scanner.scan()
     assert dates() == ["", "", ""] and parser_version(scanner) == parser_version(scanner).split(";")[0]

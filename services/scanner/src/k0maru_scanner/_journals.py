@@ -8,7 +8,8 @@ Logseq names a journal's file by `:journal/file-name-format` (default `yyyy_MM_d
 Logseq's own list of formats uses are read: yyyy, yy, MMMM, MMM, MM, M, do, dd, d, EEEE, EEE, E,
 and 'quoted' text. A file-name format with other tokens cannot name a day: the default is kept.
 
-Obsidian's daily notes (core plugin, `.obsidian/daily-notes.json`: `folder`, and `format` in
+Obsidian's daily notes (core plugin, `.obsidian/daily-notes.json`, or the Periodic Notes plugin's
+daily notes when enabled: `folder`, and `format` in
 moment.js tokens, `DD.MM.YYYY`, `MMMM D, YYYY`, `YYYY/MM/YYYY-MM-DD`; read by `_tool_settings.py`
 and written here as date-fns, `moment_to_date_fns`) give their notes' days (`daily_day`) when
 they are named otherwise than `YYYY-MM-DD` (which `_markdown.name_day` reads in any folder).

@@ -34,9 +34,10 @@ log = logging.getLogger(__name__)
 
 OBSIDIAN_APP = ".obsidian/app.json"
 OBSIDIAN_DAILY = ".obsidian/daily-notes.json"
+OBSIDIAN_PERIODIC = ".obsidian/plugins/periodic-notes/data.json"  # its daily notes, when enabled, win
 LOGSEQ_CONFIG = "logseq/config.edn"
 VSCODE_SETTINGS = ".vscode/settings.json"
-SETTINGS_FILES = (OBSIDIAN_APP, LOGSEQ_CONFIG, VSCODE_SETTINGS, OBSIDIAN_DAILY)
+SETTINGS_FILES = (OBSIDIAN_APP, LOGSEQ_CONFIG, VSCODE_SETTINGS, OBSIDIAN_DAILY, OBSIDIAN_PERIODIC)
 EXCLUDING = frozenset({OBSIDIAN_APP, VSCODE_SETTINGS})  # read only when tool excludes are on
 MAX_CONFIG_BYTES = 1 << 20  # each is a few KB; a larger file is not what the tool wrote
 # a user's pattern runs on every path of every scan: one that backtracks (`/(a|a)+$/`) would hold the
@@ -190,12 +191,17 @@ def _edn_string(uncommented: str, key: str) -> str:
 
 def _obsidian_daily(text: str, source: str) -> tuple[str, str]:
     """(the daily notes' name as date-fns tokens, their folder) from Obsidian's daily notes
-    settings; ("", "") for its default `YYYY-MM-DD` (read in any note's name) or what cannot be read."""
+    settings, or the Periodic Notes plugin's when its daily notes are enabled; ("", "") for the
+    default `YYYY-MM-DD` (read in any note's name) or what cannot be read."""
     try:
         settings = json.loads(text)
     except (ValueError, RecursionError) as exc:
         log.warning("%s is not the JSON Obsidian writes (%s); daily notes are dated by their names", source, exc)
         return "", ""
+    if source == OBSIDIAN_PERIODIC:  # {"daily": {"enabled": true, "format": …, "folder": …}, "weekly": …}
+        settings = settings.get("daily") if isinstance(settings, dict) else None
+        if not isinstance(settings, dict) or settings.get("enabled") is not True:
+            return "", ""
     if not isinstance(settings, dict):
         return "", ""
     moment = settings.get("format") if isinstance(settings.get("format"), str) else ""
@@ -342,7 +348,7 @@ def read_tool_settings(vault: Path, excludes: bool = True) -> ToolSettings:
     includes: Rules = []
     described: list[str] = []
     journals = JournalFormat()
-    daily = ("", "")  # Obsidian's daily notes: (date-fns name, folder)
+    daily: dict[str, tuple[str, str]] = {}  # Obsidian's daily notes by settings file: (date-fns name, folder)
     for source in [f for f in SETTINGS_FILES if excludes or f not in EXCLUDING]:
         try:
             with (vault / source).open("rb") as f:
@@ -361,15 +367,16 @@ def read_tool_settings(vault: Path, excludes: bool = True) -> ToolSettings:
             g, inc, d = _foam(text, source)
             globs += g
             includes += inc
-        elif source == OBSIDIAN_DAILY:
-            daily, d = _obsidian_daily(text, source), []
+        elif source in (OBSIDIAN_DAILY, OBSIDIAN_PERIODIC):
+            daily[source], d = _obsidian_daily(text, source), []
         else:
             uncommented = _without_edn_comments(text)
             journals = _journal_format(uncommented)
             e, d = _logseq(uncommented, source)
             paths += e
         described += d
-    journals = replace(journals, daily_file=daily[0], daily_folder=daily[1])
+    file, folder = next((d for d in (daily.get(OBSIDIAN_PERIODIC), daily.get(OBSIDIAN_DAILY)) if d and d[0]), ("", ""))
+    journals = replace(journals, daily_file=file, daily_folder=folder)
     if not excludes:  # what the Logseq config hides is still indexed
         return ToolSettings(journals=journals)
     return ToolSettings(
