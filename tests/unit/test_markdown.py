@@ -77,6 +77,11 @@ def test_a_notes_own_date_is_its_last_written_day_as_its_text_says():
         ("standup 2026_12_01.md", "2026-12-01"),
         ("202612041530 idea.md", "2026-12-04"),
         ("release 2024.10.15.md", "2024-10-15"),
+        ("weekly/2026-W49.md", "2026-11-30"),  # periodic notes: the period's first day (ISO weeks)
+        ("monthly/2026-12.md", "2026-12-01"),
+        ("2026-Q4.md", "2026-10-01"),
+        ("2026-12 budget.md", ""),  # a month in a longer name: no day
+        ("2026-W54.md", ""),
         ("Python 3.11.7.md", ""),
         ("ticket 12345678.md", ""),
         ("2026-02-30.md", ""),

@@ -111,9 +111,15 @@ _NAME_DAYS = (
 )
 
 
+# Periodic notes named by their period alone (the Periodic Notes plugin's defaults): a week
+# (`2026-W49`, ISO weeks), a month (`2026-12`), a quarter (`2026-Q4`); dated by the period's first day
+_NAME_PERIOD = re.compile(r"(?P<y>(?:19|20|21)\d\d)-(?:W(?P<w>\d\d)|(?P<m>\d\d)|Q(?P<q>[1-4]))(?:\.[^./]+)?")
+
+
 def name_day(path: str) -> str:
-    """The day a note's name gives (`_NAME_DAYS`), YYYY-MM-DD; "" when it gives none. The scanner
-    dates a note by it when its text names no day; the loadout orders decisions by it."""
+    """The day a note's name gives (`_NAME_DAYS`, `_NAME_PERIOD`), YYYY-MM-DD; "" when it gives
+    none. The scanner dates a note by it when its text names no day; the loadout orders decisions
+    by it."""
     stem = path.rsplit("/", 1)[-1]
     for pattern in _NAME_DAYS:
         for found in pattern.finditer(path if pattern is _NAME_DAYS[1] else stem):
@@ -121,6 +127,15 @@ def name_day(path: str) -> str:
                 return date(int(found["y"]), int(found["m"]), int(found["d"])).isoformat()
             except ValueError:
                 continue
+    if period := _NAME_PERIOD.fullmatch(stem):
+        year = int(period["y"])
+        try:
+            if period["w"]:
+                return date.fromisocalendar(year, int(period["w"]), 1).isoformat()
+            month = int(period["m"]) if period["m"] else 3 * int(period["q"]) - 2
+            return date(year, month, 1).isoformat()
+        except ValueError:
+            return ""
     return ""
 
 
