@@ -104,11 +104,9 @@ _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 # `daily.journal.2026.12.04.md`, `2026/12/04.md` in folders), names that start or end with their day
 # (`2026-11-30 retro.md`, `standup 2026_12_01.md`), compact ones (`20261204 plan.md`) and
 # Zettelkasten ids (`202612041530 idea.md`: the minute the note was made). The first one found.
-_NAME_DAYS = (
-    re.compile(r"(?<!\d)(?P<y>(?:19|20|21)\d\d)(?P<s>[-_.])(?P<m>\d\d)(?P=s)(?P<d>\d\d)(?!\d)"),
-    re.compile(r"(?:^|/)(?P<y>(?:19|20|21)\d\d)/(?P<m>\d\d)/(?P<d>\d\d)(?:\.[^./]+)?$"),
-    re.compile(r"(?<!\d)(?P<y>(?:19|20|21)\d\d)(?P<m>\d\d)(?P<d>\d\d)(?:\d{4}|\d{6})?(?!\d)"),
-)
+_NAME_DAY_SEPARATED = re.compile(r"(?<!\d)(?P<y>(?:19|20|21)\d\d)(?P<s>[-_.])(?P<m>\d\d)(?P=s)(?P<d>\d\d)(?!\d)")
+_NAME_DAY_FOLDERS = re.compile(r"(?:^|/)(?P<y>(?:19|20|21)\d\d)/(?P<m>\d\d)/(?P<d>\d\d)(?:\.[^./]+)?$")
+_NAME_DAY_COMPACT = re.compile(r"(?<!\d)(?P<y>(?:19|20|21)\d\d)(?P<m>\d\d)(?P<d>\d\d)(?:\d{4}|\d{6})?(?!\d)")
 
 
 # Periodic notes named by their period alone (the Periodic Notes plugin's defaults): a week
@@ -117,12 +115,12 @@ _NAME_PERIOD = re.compile(r"(?P<y>(?:19|20|21)\d\d)-(?:W(?P<w>\d\d)|(?P<m>\d\d)|
 
 
 def name_day(path: str) -> str:
-    """The day a note's name gives (`_NAME_DAYS`, `_NAME_PERIOD`), YYYY-MM-DD; "" when it gives
+    """The day a note's name gives (`_NAME_DAY_*`, `_NAME_PERIOD`), YYYY-MM-DD; "" when it gives
     none. The scanner dates a note by it when its text names no day; the loadout orders decisions
     by it."""
     stem = path.rsplit("/", 1)[-1]
-    for pattern in _NAME_DAYS:
-        for found in pattern.finditer(path if pattern is _NAME_DAYS[1] else stem):
+    for pattern, where in ((_NAME_DAY_SEPARATED, stem), (_NAME_DAY_FOLDERS, path), (_NAME_DAY_COMPACT, stem)):
+        for found in pattern.finditer(where):
             try:
                 return date(int(found["y"]), int(found["m"]), int(found["d"])).isoformat()
             except ValueError:

@@ -10,6 +10,9 @@ search (the scanner leaves it out too), and how Logseq names and titles journals
   `foam.files.exclude`, the older `foam.files.ignore`, and VS Code's own `files.exclude` (the
   globs set to true; Foam combines the three), and `foam.files.include` (a note must match one).
   A glob matches a file, or a folder and everything under it, as VS Code's do.
+- How notes are named by their day: Logseq's journal formats (`logseq/config.edn`) and Obsidian's
+  daily notes' format and folder (`.obsidian/daily-notes.json`, or the Periodic Notes plugin's),
+  for `_journals.py`.
 
 Users put templates, archives and exports there so that their own search stops showing them;
 an agent's recall showed them all the same. Read again whenever one of the files changes (a
@@ -189,31 +192,30 @@ def _edn_string(uncommented: str, key: str) -> str:
     return found.group(1) if found else ""
 
 
-def _obsidian_daily(text: str, source: str) -> tuple[str, str]:
+def _obsidian_daily(text: str, source: str) -> tuple[str, str] | None:
     """(the daily notes' name as date-fns tokens, their folder) from Obsidian's daily notes
-    settings, or the Periodic Notes plugin's when its daily notes are enabled; ("", "") for the
+    settings, or the Periodic Notes plugin's when its daily notes are enabled; None for the
     default `YYYY-MM-DD` (read in any note's name) or what cannot be read."""
     try:
         settings = json.loads(text)
     except (ValueError, RecursionError) as exc:
         log.warning("%s is not the JSON Obsidian writes (%s); daily notes are dated by their names", source, exc)
-        return "", ""
+        return None
     if source == OBSIDIAN_PERIODIC:  # {"daily": {"enabled": true, "format": …, "folder": …}, "weekly": …}
         settings = settings.get("daily") if isinstance(settings, dict) else None
         if not isinstance(settings, dict) or settings.get("enabled") is not True:
-            return "", ""
+            return None
     if not isinstance(settings, dict):
-        return "", ""
-    moment = settings.get("format") if isinstance(settings.get("format"), str) else ""
-    folder = settings.get("folder") if isinstance(settings.get("folder"), str) else ""
-    moment, folder = str(moment).strip(), str(folder)
+        return None
+    moment, folder = settings.get("format"), settings.get("folder")
+    moment = moment.strip() if isinstance(moment, str) else ""
     if not moment or moment == "YYYY-MM-DD":
-        return "", ""
+        return None
     file = moment_to_date_fns(moment)
     if not file:
         log.warning("%s: the daily notes' format %r has tokens not read here; not used", source, moment)
-        return "", ""
-    return file, folder.strip().strip("/")
+        return None
+    return file, (folder.strip().strip("/") if isinstance(folder, str) else "")
 
 
 def _journal_format(uncommented: str) -> JournalFormat:
@@ -348,7 +350,7 @@ def read_tool_settings(vault: Path, excludes: bool = True) -> ToolSettings:
     includes: Rules = []
     described: list[str] = []
     journals = JournalFormat()
-    daily: dict[str, tuple[str, str]] = {}  # Obsidian's daily notes by settings file: (date-fns name, folder)
+    daily: dict[str, tuple[str, str] | None] = {}  # Obsidian's daily notes by settings file: (name, folder)
     for source in [f for f in SETTINGS_FILES if excludes or f not in EXCLUDING]:
         try:
             with (vault / source).open("rb") as f:
@@ -375,7 +377,7 @@ def read_tool_settings(vault: Path, excludes: bool = True) -> ToolSettings:
             e, d = _logseq(uncommented, source)
             paths += e
         described += d
-    file, folder = next((d for d in (daily.get(OBSIDIAN_PERIODIC), daily.get(OBSIDIAN_DAILY)) if d and d[0]), ("", ""))
+    file, folder = daily.get(OBSIDIAN_PERIODIC) or daily.get(OBSIDIAN_DAILY) or ("", "")
     journals = replace(journals, daily_file=file, daily_folder=folder)
     if not excludes:  # what the Logseq config hides is still indexed
         return ToolSettings(journals=journals)
