@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         error_from_rpc,
     )
     from ._events import TOPIC, ChangePublisher, ChangeSubscriber
+    from ._git import CommitDays
     from ._limits import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES
     from ._logging import configure_logging
     from ._process import orphan_guard, release_free_heap, stop_signals
@@ -83,6 +84,7 @@ _WHERE = {
     "is_loopback_address": "._auth",
     "open_channel": "._auth",
     "ChangePublisher": "._events",
+    "CommitDays": "._git",
     "ChangeSubscriber": "._events",
     "DEAD_STREAM": "._streams",
     "CannotWrite": "._errors",
@@ -180,6 +182,7 @@ __all__ = [
     "CannotWrite",
     "ChangePublisher",
     "ChangeSubscriber",
+    "CommitDays",
     "DependencyFailed",
     "ErrorMappingInterceptor",
     "Field",

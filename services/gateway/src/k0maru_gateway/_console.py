@@ -162,6 +162,7 @@ def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
         "lines": [h.start_line, h.end_line],
         "date": h.date or None,  # the note's own date; None when it names none
         "modified": h.modified or None,  # its file's modification day (UTC)
+        "committed": h.committed or None,  # a vault in git: the day of the last commit that changed it
     }
     if explain:
         e = h.explain
@@ -648,6 +649,7 @@ def build_console(
                 "size": doc.size,
                 "mtime_ns": doc.mtime_ns,
                 "date": doc.date or None,  # the note's own date (frontmatter, journal); None if it names none
+                "committed": doc.committed or None,  # a vault in git: the day of the last commit that changed it
             }
         )
 

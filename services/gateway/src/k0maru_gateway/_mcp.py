@@ -63,6 +63,7 @@ class Hit(BaseModel):
     tags: list[str]
     date: str | None = None  # the day the note says it was written (frontmatter, journal); None if it names none
     modified: str | None = None  # the day its file was last modified (UTC)
+    committed: str | None = None  # a vault in git: the day of the last commit that changed it, if unedited since
     explain: Explain | None = None
 
 
@@ -110,6 +111,7 @@ class NoteAnswer(BaseModel):
     tags: list[str]
     date: str | None = None  # the day the note says it was written; None if it names none
     modified: str | None = None  # the day its file was last modified (UTC)
+    committed: str | None = None  # a vault in git: the day of the last commit that changed it, if unedited since
     lines: str  # the range returned, "13-40" (1-based, inclusive)
     total_lines: int
     text: str  # those lines as the file has them now
@@ -297,6 +299,7 @@ def build_mcp(client: StackClient) -> MCPServer:
                     tags=list(h.tags),
                     date=h.date or None,
                     modified=h.modified or None,
+                    committed=h.committed or None,
                     explain=ex,
                 )
             )
@@ -405,6 +408,7 @@ def build_mcp(client: StackClient) -> MCPServer:
             tags=list(note.document.tags),
             date=note.document.date or None,
             modified=utc_day(note.document.mtime_ns) or None,
+            committed=note.document.committed or None,
             lines=f"{first}-{shown_last}" if taken else "",
             total_lines=len(lines),
             text="\n".join(taken),

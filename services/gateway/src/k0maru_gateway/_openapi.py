@@ -84,6 +84,7 @@ SCHEMAS: dict[str, Any] = {
             "lines": {"type": "array", "items": _INT, "minItems": 2, "maxItems": 2},
             "date": _nullable({"type": "string", "format": "date"}),  # the note's own date
             "modified": _nullable({"type": "string", "format": "date"}),  # its file's modification day (UTC)
+            "committed": _nullable({"type": "string", "format": "date"}),  # a vault in git: its last commit's day
             "explain": _ref("Explain"),
         },
         required=["path", "title", "snippet", "score", "diary", "tags", "lines"],
@@ -139,6 +140,7 @@ SCHEMAS: dict[str, Any] = {
             "size": _INT,
             "mtime_ns": {"type": "integer"},
             "date": _nullable({"type": "string", "format": "date"}),
+            "committed": _nullable({"type": "string", "format": "date"}),
         }
     ),
     "Graph": _obj(

@@ -1,7 +1,8 @@
 """NoteDays: each indexed note by its day, so a date scope is exact over the whole vault.
 
-A note's day is its own date (`Document.date`: its frontmatter's, a journal's) or, when it names
-none, its file's modification day (UTC). Neither tantivy nor the vector store holds it: a date
+A note's day is its own date (`Document.date`: its frontmatter's, a journal's); when it names
+none, the day of the last commit that changed it (`Document.committed`, a vault in git: a clone
+stamps every file alike); else its file's modification day (UTC). Neither tantivy nor the vector store holds it: a date
 scope is pushed into both as the notes it keeps, listed from here, when they are few enough
 (`PUSH_MAX`).
 """
@@ -30,7 +31,7 @@ PUSH_MAX = 4096
 
 def note_day(doc: common_pb2.Document) -> str:
     """The day a date scope judges the note by (YYYY-MM-DD; "" when it has none)."""
-    return doc.date or utc_day(doc.mtime_ns)
+    return doc.date or doc.committed or utc_day(doc.mtime_ns)
 
 
 class NoteDays:

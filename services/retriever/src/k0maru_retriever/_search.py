@@ -462,6 +462,7 @@ class HybridSearcher:
             end_line=chunk.end_line if chunk else 0,
             date=doc.date,
             modified=utc_day(doc.mtime_ns),
+            committed=doc.committed,
         )
         if asked is not None:
             out.explain.CopyFrom(

@@ -44,8 +44,8 @@ DEFAULT_JOURNALS = JournalFormat()  # Logseq's: journals/2026_12_04.md is "Dec 4
 # Logseq's page properties, `#[[tags]]`, namespace file names and journals; at most 256 tags and aliases;
 # .2: frontmatter values YAML or JSON cannot hold are problems, a note's own date, Logseq's block
 # references `((uuid))` no text; .3: the day a note's name gives, periodic notes' first day,
-# Obsidian's daily notes' format)
-PARSER_VERSION = "2026-12-04.3"
+# Obsidian's daily notes' format; .4: a document says the day it was committed, in a vault in git)
+PARSER_VERSION = "2026-12-04.4"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
 # some invalid-YAML messages are worded differently

@@ -22,7 +22,7 @@ from pathlib import Path
 import xxhash
 
 from k0maru.v1 import common_pb2
-from k0maru_common import CannotWrite, DependencyFailed
+from k0maru_common import CannotWrite, CommitDays, DependencyFailed
 
 from ._journals import JournalFormat
 from ._manifest import Batch, FileRecord, JournalEntry, Manifest
@@ -164,6 +164,7 @@ class IncrementalScanner:
         max_file_bytes: int,
         on_events: Callable[[list[JournalEntry]], None] | None = None,
         tool_excludes: bool = True,
+        commit_days: bool = True,
     ) -> None:
         self.vault = vault.resolve()
         self.manifest = manifest
@@ -175,6 +176,8 @@ class IncrementalScanner:
         self.excluded: ToolExcludes = settings.excludes  # as the last walk applied them
         self.journals: JournalFormat = settings.journals  # notes are parsed with these
         self.max_file_bytes = max_file_bytes
+        # in a vault kept in git: the day each note as committed was written (`Document.committed`)
+        self.commit_days = CommitDays(self.vault) if commit_days else None
         self._on_events = on_events
         self._lock = threading.Lock()
         # bytes recent scans read (added or modified notes), until GetDocuments takes them: a

@@ -27,6 +27,10 @@ class ScannerSettings(K0Settings):
         True,
         description="leave out what the vault's tool excludes from its own search: Obsidian's Excluded files, Logseq's :hidden",
     )
+    commit_days: bool = Field(
+        True,
+        description="in a vault kept in git, date a note that names no date by the last commit that changed it, not by its file (a clone stamps every file alike)",
+    )
     ignore_prefixes: list[str] = Field(default_factory=list)
     ignore_suffixes: list[str] = Field(default_factory=list)
     watch: bool = Field(True, description="watch the vault for changes")

@@ -102,6 +102,7 @@ def parse_document(
         problems=note.problems,
         block_ids=note.block_ids,
         date=note.date,
+        committed=scanner.commit_days.day(rel, data) if scanner.commit_days is not None else "",
     )
     add_link = doc.links.add  # built in place: a list of messages would be copied into the field
     for lk in note.links:
@@ -250,7 +251,13 @@ def open_scanner(
         frozenset(settings.ignore_folders), tuple(settings.ignore_prefixes), tuple(settings.ignore_suffixes)
     )
     return IncrementalScanner(
-        settings.vault, manifest, rules, settings.max_file_bytes, on_events, settings.tool_excludes
+        settings.vault,
+        manifest,
+        rules,
+        settings.max_file_bytes,
+        on_events,
+        settings.tool_excludes,
+        settings.commit_days,
     )
 
 

@@ -236,10 +236,11 @@ async function searchView(_arg, params) {
 }
 
 function hitDate(h) {
-  // the day the note says it was written, else its file's modification day
-  const day = h.date || h.modified;
-  const title = h.date ? `the note's date${h.modified && h.modified !== h.date ? `; file modified ${h.modified}` : ""}` : "file modified";
-  return day ? ` <span class="dim date" title="${esc(title)}">${esc(day)}</span>` : "";
+  // the day the note goes by (a date scope's): its own date, else the day it was committed (a
+  // vault in git), else its file's modification day; the tooltip says which, and the others
+  const day = h.date || h.committed || h.modified;
+  const said = [h.date && `the note's date ${h.date}`, h.committed && `committed ${h.committed}`, h.modified && `file modified ${h.modified}`].filter(Boolean);
+  return day ? ` <span class="dim date" title="${esc(said.join("; "))}">${esc(day)}</span>` : "";
 }
 
 function tagmemoChip(t) {
@@ -340,7 +341,7 @@ async function noteView(path) {
     return `<tr><td>${esc(k)}</td><td${text.length > FM_SHOWN ? ` title="${esc(text.slice(0, 4000))}"` : ""}>${esc(text.length > FM_SHOWN ? text.slice(0, FM_SHOWN) + "…" : text)}</td></tr>`;
   }).join("");
   const linkItems = n.links.map((l) => l.path ? `<li><a href="${esc(noteHref(l.path))}">${esc(l.alias || l.target)}</a> <span class="dim">L${l.line}</span></li>` : `<li><span class="unresolved">${esc(l.target)}</span> <span class="dim">unresolved</span></li>`).join("");
-  view().innerHTML = `<div class="row"><a href="#/search" id="back" class="dim">← back</a>${n.title ? `<strong class="note-title">${esc(n.title)}</strong>` : ""}<span class="path">${esc(n.path)}</span>${n.date ? `<span class="dim" title="the note's date">${esc(n.date)}</span>` : ""}
+  view().innerHTML = `<div class="row"><a href="#/search" id="back" class="dim">← back</a>${n.title ? `<strong class="note-title">${esc(n.title)}</strong>` : ""}<span class="path">${esc(n.path)}</span>${n.date ? `<span class="dim" title="the note's date">${esc(n.date)}</span>` : n.committed ? `<span class="dim" title="the day of the last commit that changed it">${esc(n.committed)}</span>` : ""}
     <a href="#/graph/${encodeURIComponent(n.path)}">graph around this note</a></div>
   <div class="note"><article class="md" id="note-body"></article>
   <aside class="side">

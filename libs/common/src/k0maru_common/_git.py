@@ -1,0 +1,240 @@
+"""CommitDays: the day each file of a vault kept in git was last committed.
+
+A team's vault is cloned, pulled and checked out, and each of those stamps the files it writes with
+the day it ran: after a clone every note is "modified today". For a file that is just as the
+current commit holds it (the same blob), the day of the last commit that changed it says when it
+was written. A file edited since, or never committed, has no such day (its mtime says it).
+
+Read with the `git` command: `rev-parse` (where the repository is, and its HEAD), `ls-tree` (each
+file's blob at HEAD) and `log --name-only` (the commits that changed each file; only the new ones
+when HEAD moves forward). No git, no repository, a repository git refuses to read (another
+user's, `safe.directory`), an empty one, or a command that fails or runs too long: no days, said
+once in the log. Nothing here writes to the repository or runs its hooks or filters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# Options for every command: paths as bytes (no C-style quoting), pathspecs taken literally (a
+# folder named `*` or `:x`), no pager, no optional locks, no file-system monitor hook, no
+# signature checks (gpg): a repository's own settings run no program here.
+_GIT = (
+    "git",
+    "--no-pager",
+    "--literal-pathspecs",
+    "-c",
+    "core.quotePath=false",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "log.showSignature=false",
+)
+_LOCATE_EVERY_S = 60.0  # how often a vault that is not (yet) in a repository is looked at again
+# How often HEAD is looked at (three system calls): a pull writes its files before it moves HEAD,
+# and a note fetched in between is dated by its file, as one edited would be.
+_HEAD_EVERY_S = 0.25
+
+
+def _blob_id(data: bytes, sha256: bool) -> str:
+    """The id git gives a file's content (a blob): SHA-1, or SHA-256 in a repository that uses it."""
+    digest = hashlib.sha256() if sha256 else hashlib.sha1()  # git's object id, not a security check
+    digest.update(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def _utc_day(unix_s: int) -> str:
+    tm = time.gmtime(unix_s)
+    return f"{tm.tm_year:04d}-{tm.tm_mon:02d}-{tm.tm_mday:02d}"
+
+
+class _Repository:
+    """Where the vault lies in its repository, and what tells that HEAD moved."""
+
+    def __init__(self, git_dir: Path, common_dir: Path, prefix: str) -> None:
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+        self.prefix = prefix  # the vault's folder in the repository, "" or ending with "/"
+
+    def head_stamp(self) -> tuple[object, ...]:
+        """Changes whenever HEAD may point at another commit: HEAD's text and the stat of the
+        branch it names and of the packed refs (a commit, a pull, a checkout, a reset)."""
+        stamp: list[object] = []
+        try:
+            head = (self.git_dir / "HEAD").read_bytes()
+        except OSError:
+            return ("no HEAD",)
+        stamp.append(head)
+        if head.startswith(b"ref: "):
+            ref = head[5:].strip().decode("utf-8", "surrogateescape")
+            candidates = [self.common_dir / ref, self.git_dir / ref, self.common_dir / "packed-refs"]
+        else:
+            candidates = []
+        for path in candidates:
+            try:
+                st = path.stat()
+                stamp.append((st.st_ino, st.st_size, st.st_mtime_ns))
+            except OSError:
+                stamp.append(None)
+        return tuple(stamp)
+
+
+class CommitDays:
+    """rel path → the UTC day of the last commit that changed it, for files as HEAD holds them.
+
+    Thread-safe: the scanner's gRPC threads ask at once. The first question after HEAD moves reads
+    the repository again (the whole history once; then only the commits since the last HEAD)."""
+
+    def __init__(self, vault: Path, timeout_s: float = 120.0, head_every_s: float = _HEAD_EVERY_S) -> None:
+        self.vault = vault
+        self.timeout_s = timeout_s
+        self.head_every_s = head_every_s
+        self._lock = threading.Lock()
+        self._repo: _Repository | None = None
+        self._located_at = -_LOCATE_EVERY_S
+        self._stamp: tuple[object, ...] | None = None
+        self._stamped_at = -head_every_s
+        self._head = ""
+        self._sha256 = False
+        self._last_commit_s: dict[str, int] = {}  # repository path → newest author time (Unix s)
+        self._blobs: dict[str, str] = {}  # vault-relative path → its blob at HEAD
+        self._failed: set[str] = set()  # what went wrong, each said once
+
+    def day(self, rel: str, data: bytes) -> str:
+        """The day (YYYY-MM-DD, UTC, the author's time) of the last commit that changed `rel`,
+        when `data` is its content at HEAD; "" when it is not (edited, not committed, no git)."""
+        with self._lock:
+            self._refresh()
+            blob = self._blobs.get(rel)
+            if blob is None or _blob_id(data, self._sha256) != blob:
+                return ""
+            assert self._repo is not None
+            unix_s = self._last_commit_s.get(self._repo.prefix + rel)
+            return _utc_day(unix_s) if unix_s is not None else ""
+
+    @property
+    def head(self) -> str:
+        """The commit the days are read from ("" when none)."""
+        return self._head
+
+    def _refresh(self) -> None:
+        now = time.monotonic()
+        if self._repo is None:
+            if now - self._located_at < _LOCATE_EVERY_S:
+                return
+            self._located_at = now
+            self._repo = self._locate()
+            if self._repo is None:
+                return
+        if now - self._stamped_at < self.head_every_s:
+            return
+        self._stamped_at = now
+        stamp = self._repo.head_stamp()
+        if stamp == self._stamp:
+            return
+        self._stamp = stamp
+        head = self._run("rev-parse", "-q", "--verify", "HEAD^{commit}", quiet=True)
+        head = head.strip() if head is not None else ""
+        if head == self._head:
+            return
+        try:
+            self._read(head)
+        except _GitFailed as exc:
+            self._say(str(exc))
+            self._head, self._blobs, self._last_commit_s = "", {}, {}
+            self._stamp = None  # read again at the next question
+
+    def _locate(self) -> _Repository | None:
+        out = self._run("rev-parse", "--absolute-git-dir", "--git-common-dir", "--show-prefix", quiet=True)
+        if out is None:
+            return None
+        lines = out.split("\n")
+        if len(lines) < 3:
+            return None
+        git_dir = Path(lines[0])
+        common = Path(lines[1])
+        return _Repository(git_dir, common if common.is_absolute() else self.vault / common, lines[2])
+
+    def _read(self, head: str) -> None:
+        """Blobs at `head`, and the commits that changed them since the last head read (all when
+        the last is not an ancestor: a rebase, a reset, another branch)."""
+        assert self._repo is not None
+        prefix = self._repo.prefix
+        if not head:  # a repository without commits yet
+            self._head, self._blobs, self._last_commit_s = "", {}, {}
+            return
+        tree = self._run("ls-tree", "-r", "-z", "--full-name", head)
+        if tree is None:
+            raise _GitFailed("git ls-tree failed")
+        blobs: dict[str, str] = {}
+        sha256 = False
+        for entry in tree.split("\0"):
+            meta, _, path = entry.partition("\t")
+            parts = meta.split(" ")
+            if len(parts) != 3 or parts[1] != "blob" or not path.startswith(prefix):
+                continue
+            blobs[path[len(prefix) :]] = parts[2]
+            sha256 = len(parts[2]) == 64
+        since = self._head
+        if since and self._run("merge-base", "--is-ancestor", since, head, quiet=True) is None:
+            since = ""
+        times = dict(self._last_commit_s) if since else {}
+        commits = f"{since}..{head}" if since else head
+        out = self._run("log", "-z", "--format=%x01%at", "--name-only", "--no-renames", commits, "--", ".")
+        if out is None:
+            raise _GitFailed("git log failed")
+        for record in out.split("\x01")[1:]:
+            stamp, _, names = record.partition("\0")
+            try:
+                unix_s = int(stamp)
+            except ValueError:
+                continue
+            for name in names.lstrip("\n").split("\0"):
+                if name and unix_s > times.get(name, -1):
+                    times[name] = unix_s
+        self._head, self._blobs, self._last_commit_s, self._sha256 = head, blobs, times, sha256
+        log.info("commit days read at %s: %d files", head[:12], len(blobs))
+
+    def _run(self, *args: str, quiet: bool = False) -> str | None:
+        """A git command's output (paths decoded as the scanner names files), or None when it fails."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        env["GIT_OPTIONAL_LOCKS"] = "0"
+        try:
+            done = subprocess.run(
+                [*_GIT, *args],
+                cwd=self.vault,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=self.timeout_s,
+                check=False,
+            )
+        except FileNotFoundError:
+            self._say("git is not installed: notes are dated by their files, not by their commits")
+            return None
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            self._say(f"git {args[0]}: {exc}")
+            return None
+        if done.returncode != 0:
+            if not quiet:
+                self._say(f"git {args[0]}: {done.stderr.decode('utf-8', 'replace').strip()[:300]}")
+            return None
+        return done.stdout.decode("utf-8", "surrogateescape")
+
+    def _say(self, what: str) -> None:
+        if what not in self._failed:
+            self._failed.add(what)
+            log.warning("%s", what)
+
+
+class _GitFailed(Exception):
+    """A git command needed for the days failed (said in the log; the days are dropped)."""

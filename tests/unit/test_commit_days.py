@@ -1,0 +1,136 @@
+"""CommitDays: a note in a vault kept in git is dated by the last commit that changed it, while it
+is as committed; edits, untracked notes and vaults git cannot read fall back to nothing."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from k0maru_common import CommitDays
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")
+
+
+def git(repo: Path, *args: str, day: str | None = None) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env |= {"GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@example.org", "GIT_COMMITTER_NAME": "A"}
+    env |= {"GIT_COMMITTER_EMAIL": "a@example.org", "GIT_CONFIG_GLOBAL": os.devnull}
+    if day:  # the author's day; the committer's is now, as after a rebase
+        env["GIT_AUTHOR_DATE"] = f"{day}T12:00:00+00:00"
+    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def commit(repo: Path, day: str, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = repo / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", f"notes of {day}", day=day)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "team"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    commit(root, "2025-03-01", {"a.md": "# A\n", "projects/b b.md": "# B\n", "projects/ä.md": "# Ä\n"})
+    commit(root, "2025-06-15", {"projects/b b.md": "# B\n\nsecond version\n"})
+    return root
+
+
+def day_of(days: CommitDays, vault: Path, rel: str) -> str:
+    return days.day(rel, (vault / rel).read_bytes())
+
+
+def test_a_committed_note_is_dated_by_the_last_commit_that_changed_it(repo: Path):
+    days = CommitDays(repo)
+    assert day_of(days, repo, "a.md") == "2025-03-01"
+    assert day_of(days, repo, "projects/b b.md") == "2025-06-15"
+    assert day_of(days, repo, "projects/ä.md") == "2025-03-01"
+    (repo / "a.md").write_text("# A\n\nedited, not committed\n", encoding="utf-8")
+    (repo / "new.md").write_text("# New\n", encoding="utf-8")
+    assert day_of(days, repo, "a.md") == ""  # edited since: its file's day says when
+    assert day_of(days, repo, "new.md") == ""  # never committed
+    assert days.day("gone.md", b"") == ""
+
+
+def test_a_vault_that_is_a_folder_of_a_repository(repo: Path):
+    vault = repo / "projects"
+    days = CommitDays(vault)
+    assert day_of(days, vault, "b b.md") == "2025-06-15"
+    assert day_of(days, vault, "ä.md") == "2025-03-01"
+    assert days.day("a.md", b"# A\n") == ""  # outside the vault, though in the repository
+
+
+def test_the_days_follow_head_forward_and_back(repo: Path):
+    days = CommitDays(repo, head_every_s=0)
+    first = days.head
+    assert day_of(days, repo, "a.md") == "2025-03-01"
+    commit(repo, "2025-10-01", {"a.md": "# A\n\npulled\n"})  # a pull, as far as the days go
+    assert day_of(days, repo, "a.md") == "2025-10-01"
+    assert day_of(days, repo, "projects/b b.md") == "2025-06-15"
+    git(repo, "reset", "-q", "--hard", "HEAD~2")  # not a descendant: the history is read again
+    assert days.head != first
+    assert day_of(days, repo, "a.md") == "2025-03-01"
+    assert day_of(days, repo, "projects/b b.md") == "2025-03-01"  # its first version, as checked out
+
+
+def test_no_days_without_a_repository_a_commit_or_git(tmp_path: Path, repo: Path, monkeypatch, caplog):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "a.md").write_text("# A\n", encoding="utf-8")
+    assert day_of(CommitDays(plain), plain, "a.md") == ""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q")
+    (empty / "a.md").write_text("# A\n", encoding="utf-8")
+    assert day_of(CommitDays(empty), empty, "a.md") == ""
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))
+    with caplog.at_level(logging.WARNING):
+        assert day_of(CommitDays(repo), repo, "a.md") == ""
+    assert "git is not installed" in caplog.text
+
+
+def test_the_repositorys_own_settings_run_no_program(repo: Path, tmp_path: Path):
+    """git runs programs a repository's config names (a file-system monitor, gpg for signed
+    commits); a vault's repository is not trusted to run anything here."""
+    ran = tmp_path / "ran"
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {ran}\nexit 1\n", encoding="utf-8")
+    hook.chmod(0o755)
+    # a commit that carries a (made-up) signature: `git log --show-signature` would run gpg on it
+    commit(repo, "2025-07-01", {"c.md": "# C\n"})
+    tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    parent = git(repo, "rev-parse", "HEAD~1").strip()
+    signed = (
+        f"tree {tree}\nparent {parent}\nauthor A <a@example.org> 1764000000 +0000\n"
+        "committer A <a@example.org> 1764000000 +0000\ngpgsig -----BEGIN PGP SIGNATURE-----\n"
+        " made up\n -----END PGP SIGNATURE-----\n\nsigned\n"
+    )
+    sha = subprocess.run(
+        ["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=repo, input=signed, text=True, capture_output=True
+    ).stdout.strip()
+    git(repo, "update-ref", "refs/heads/main", sha)
+    assert "made up" in git(repo, "cat-file", "-p", "HEAD")
+    git(repo, "config", "core.fsmonitor", str(hook))
+    git(repo, "config", "log.showSignature", "true")
+    git(repo, "config", "gpg.program", str(hook))
+    days = CommitDays(repo)
+    assert day_of(days, repo, "projects/b b.md") == "2025-06-15"
+    assert day_of(days, repo, "c.md") == "2025-11-24"  # the signed commit's
+    assert not ran.exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to give the vault away")
+def test_a_repository_git_will_not_read_gives_no_days(repo: Path, caplog):
+    """Another user's repository: git refuses (`safe.directory`), and it is not overruled here."""
+    subprocess.run(["chown", "-R", "65534:65534", str(repo)], check=True)
+    with caplog.at_level(logging.WARNING):
+        assert day_of(CommitDays(repo), repo, "a.md") == ""
