@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -19,6 +20,24 @@ def write_notes(root: Path, notes: dict[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return root
+
+
+def git(repo: Path, *args: str, day: str | None = None) -> str:
+    """Run git in `repo` as a test author, whatever the machine's git settings; `day` (YYYY-MM-DD)
+    is the author's day (the committer's is now, as after a rebase)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env |= {"GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@example.org", "GIT_COMMITTER_NAME": "A"}
+    env |= {"GIT_COMMITTER_EMAIL": "a@example.org", "GIT_CONFIG_GLOBAL": os.devnull}
+    if day:
+        env["GIT_AUTHOR_DATE"] = f"{day}T12:00:00+00:00"
+    return subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True).stdout
+
+
+def git_commit(repo: Path, day: str, files: dict[str, str]) -> None:
+    """Write `files` into `repo` and commit everything as written on `day`."""
+    write_notes(repo, files)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", f"notes of {day}", day=day)
 
 
 def wait_for(predicate, timeout_s: float = 60.0, what: str = "condition", interval_s: float = 0.1):  # type: ignore[no-untyped-def]

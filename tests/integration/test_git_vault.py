@@ -4,9 +4,7 @@ edited or written since goes by its file; a pull dates what it brings by its com
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -17,27 +15,10 @@ from k0maru.v1 import retriever_pb2
 from k0maru_cli import Launcher
 from k0maru_common import StackClient
 from k0maru_gateway._mcp import build_mcp
-from tests.conftest import wait_for
+from tests.conftest import git, git_commit, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(shutil.which("git") is None, reason="needs git")]
 BM25 = retriever_pb2.SEARCH_MODE_BM25
-
-
-def git(repo: Path, *args: str, day: str | None = None) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env |= {"GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@example.org", "GIT_COMMITTER_NAME": "A"}
-    env |= {"GIT_COMMITTER_EMAIL": "a@example.org", "GIT_CONFIG_GLOBAL": os.devnull}
-    if day:
-        env["GIT_AUTHOR_DATE"] = f"{day}T12:00:00+00:00"
-    subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, check=True)
-
-
-def commit(repo: Path, day: str, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text, encoding="utf-8")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", day, day=day)
 
 
 def listing(client: StackClient, **scope: str) -> list[tuple[str, str]]:
@@ -52,11 +33,11 @@ def test_a_cloned_vault_is_dated_by_its_commits(tmp_path: Path):
     origin = tmp_path / "origin"
     origin.mkdir()
     git(origin, "init", "-q", "-b", "main")
-    commit(
+    git_commit(
         origin, "2025-03-01", {"adr/cache.md": "# Cache\n\nwrite-through otter cache\n", "ops/deploy.md": "# Deploy\n"}
     )
-    commit(origin, "2025-09-01", {"ops/deploy.md": "# Deploy\n\nblue-green otter deploy\n"})
-    commit(origin, "2025-05-05", {"adr/dated.md": "---\ndate: 2024-01-10\n---\n# Dated\n\notter\n"})
+    git_commit(origin, "2025-09-01", {"ops/deploy.md": "# Deploy\n\nblue-green otter deploy\n"})
+    git_commit(origin, "2025-05-05", {"adr/dated.md": "---\ndate: 2024-01-10\n---\n# Dated\n\notter\n"})
     vault = tmp_path / "vault"
     git(tmp_path, "clone", "-q", str(origin), str(vault))
     (vault / "adr" / "cache.md").write_text("# Cache\n\nwrite-through otter cache, edited here\n", encoding="utf-8")
@@ -79,7 +60,7 @@ def test_a_cloned_vault_is_dated_by_its_commits(tmp_path: Path):
         assert note["committed"] == "2025-09-01"
 
         # a teammate's commit, pulled: the note it changes is dated by that commit
-        commit(origin, "2025-10-20", {"ops/deploy.md": "# Deploy\n\nblue-green otter deploy, canary first\n"})
+        git_commit(origin, "2025-10-20", {"ops/deploy.md": "# Deploy\n\nblue-green otter deploy, canary first\n"})
         git(vault, "pull", "-q", "--no-rebase", "origin", "main")
         wait_for(
             lambda: listing(client, since="2025-10-20", until="2025-10-20") == [("ops/deploy.md", "2025-10-20")],

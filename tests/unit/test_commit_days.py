@@ -12,27 +12,9 @@ from pathlib import Path
 import pytest
 
 from k0maru_common import CommitDays
+from tests.conftest import git, git_commit
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")
-
-
-def git(repo: Path, *args: str, day: str | None = None) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env |= {"GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@example.org", "GIT_COMMITTER_NAME": "A"}
-    env |= {"GIT_COMMITTER_EMAIL": "a@example.org", "GIT_CONFIG_GLOBAL": os.devnull}
-    if day:  # the author's day; the committer's is now, as after a rebase
-        env["GIT_AUTHOR_DATE"] = f"{day}T12:00:00+00:00"
-    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True)
-    return done.stdout
-
-
-def commit(repo: Path, day: str, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        path = repo / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", f"notes of {day}", day=day)
 
 
 @pytest.fixture
@@ -40,8 +22,8 @@ def repo(tmp_path: Path) -> Path:
     root = tmp_path / "team"
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
-    commit(root, "2025-03-01", {"a.md": "# A\n", "projects/b b.md": "# B\n", "projects/ä.md": "# Ä\n"})
-    commit(root, "2025-06-15", {"projects/b b.md": "# B\n\nsecond version\n"})
+    git_commit(root, "2025-03-01", {"a.md": "# A\n", "projects/b b.md": "# B\n", "projects/ä.md": "# Ä\n"})
+    git_commit(root, "2025-06-15", {"projects/b b.md": "# B\n\nsecond version\n"})
     return root
 
 
@@ -73,7 +55,7 @@ def test_the_days_follow_head_forward_and_back(repo: Path):
     days = CommitDays(repo, head_every_s=0)
     first = days.head
     assert day_of(days, repo, "a.md") == "2025-03-01"
-    commit(repo, "2025-10-01", {"a.md": "# A\n\npulled\n"})  # a pull, as far as the days go
+    git_commit(repo, "2025-10-01", {"a.md": "# A\n\npulled\n"})  # a pull, as far as the days go
     assert day_of(days, repo, "a.md") == "2025-10-01"
     assert day_of(days, repo, "projects/b b.md") == "2025-06-15"
     git(repo, "reset", "-q", "--hard", "HEAD~2")  # not a descendant: the history is read again
@@ -106,7 +88,7 @@ def test_the_repositorys_own_settings_run_no_program(repo: Path, tmp_path: Path)
     hook.write_text(f"#!/bin/sh\ntouch {ran}\nexit 1\n", encoding="utf-8")
     hook.chmod(0o755)
     # a commit that carries a (made-up) signature: `git log --show-signature` would run gpg on it
-    commit(repo, "2025-07-01", {"c.md": "# C\n"})
+    git_commit(repo, "2025-07-01", {"c.md": "# C\n"})
     tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
     parent = git(repo, "rev-parse", "HEAD~1").strip()
     signed = (

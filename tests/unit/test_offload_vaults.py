@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 
 from k0maru_offload._conventions import sniff
 from k0maru_offload._flush import FlushEngine, FlushNote
 from k0maru_scanner._markdown import parse_note
-from tests.conftest import write_notes
+from tests.conftest import git, git_commit, write_notes
 
 DAY = dt.date(2026, 8, 5)
 
@@ -172,6 +174,29 @@ def test_loadout_names_the_newest_decisions_of_a_cloned_vault(vault: Path):
         os.utime(vault / "decisions" / f"{d.isoformat()}-choice-{i}.md", (stamp, stamp))
     text = build_loadout(vault, max_tokens=2000).markdown
     assert "[[decisions/2026-09-13-choice-39]]" in text and "[[decisions/2026-08-05-choice-0]]" not in text
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_loadout_names_the_newest_decisions_of_a_cloned_vault_by_their_commits(vault: Path):
+    """Decisions named without a day, in a vault kept in git: the newest commits' are kept, whatever
+    order the clone wrote the files in; one edited since goes by its file (today)."""
+    import os
+
+    from k0maru_common import CommitDays
+    from k0maru_offload._loadout import build_loadout
+
+    git(vault, "init", "-q")
+    for i in range(40):
+        git_commit(vault, (DAY + dt.timedelta(days=i)).isoformat(), {f"decisions/choice-{i}.md": f"# Choice {i}\n"})
+    for i in range(40):
+        stamp = 1_700_000_000 - i * 3600  # the later the commit, the older the file (mtime 2023)
+        os.utime(vault / "decisions" / f"choice-{i}.md", (stamp, stamp))
+    write_notes(vault, {"decisions/choice-0.md": "# Choice 0\n\nreopened today\n"})
+    by_files = build_loadout(vault, max_tokens=2000).markdown
+    assert "[[decisions/choice-39]]" not in by_files  # by mtime alone: the 30 oldest
+    text = build_loadout(vault, max_tokens=2000, commit_days=CommitDays(vault)).markdown
+    assert "[[decisions/choice-39]]" in text and "[[decisions/choice-0]]" in text
+    assert "[[decisions/choice-1]]" not in text and "[[decisions/choice-9]]" not in text
 
 
 def test_loadout_for_a_named_project(vault: Path):

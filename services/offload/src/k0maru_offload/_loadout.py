@@ -4,7 +4,8 @@
                 note: a note named after the project, else README/index/home, else the rules file)
   L1 conventions where each kind of note goes and how it is written here (naming, sections,
                 frontmatter), and which rules file governs
-  L2 recent     the newest decisions and logs (by the date in their names, else modification time)
+  L2 recent     the newest decisions and logs (by the date in their names, else their last
+                commit's in a vault kept in git, else modification time)
   L3 evergreen  principles from the rules file, skills and hub notes (maps of content)
 
 Lines are added in that order, item by item, while the token estimate (B.10) stays within the
@@ -15,10 +16,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from k0maru_common import estimate_tokens, name_day, utc_day
+from k0maru_common import CommitDays, estimate_tokens, name_day, utc_day
 
 from ._conventions import Conventions, sniff
 from ._files import read_text_file
@@ -27,6 +29,7 @@ _WIKILINK = re.compile(r"\[\[[^\]\n]+\]\]")
 _HUB_NAME = re.compile(r"(^|[-_ ])(index|moc|hub|map|readme|home|overview)([-_ .]|$)", re.IGNORECASE)
 _PROJECT_NOTES = ("README.md", "readme.md", "index.md", "Index.md", "Home.md", "home.md", "00 Index.md")
 MAX_FILES = 5000
+_MAX_DATED_BYTES = 2 * 1024 * 1024  # a bigger file is not read for its commit's day (the scanner's limit)
 DEFAULT_TOKENS = 300
 
 
@@ -43,13 +46,24 @@ class Loadout:
     tokens: int = 0
 
 
-def _recency(path: Path) -> tuple[str, int, str]:
+def _recency(vault: Path, commit_days: CommitDays | None) -> Callable[[Path], tuple[str, int, str]]:
     """How recent a note is: the day its name carries (`name_day`: `2026-11-30-x.md`, Dendron's
-    `adr.2026-11-30-x.md`, `20261130 x.md`), else its file's modification day; then the mtime. A
-    git clone or a sync stamps every file alike, so by mtime alone the newest decisions of a
-    cloned vault could miss the 30 kept."""
-    mtime_ns = path.stat().st_mtime_ns
-    return name_day(path.as_posix()) or utc_day(mtime_ns), mtime_ns, path.name
+    `adr.2026-11-30-x.md`, `20261130 x.md`), else, in a vault kept in git, the day of the last
+    commit that changed it (while unedited since), else its file's modification day; then the
+    mtime. A git clone or a sync stamps every file alike, so by mtime alone the newest decisions
+    of a cloned vault could miss the 30 kept."""
+
+    def key(path: Path) -> tuple[str, int, str]:
+        st = path.stat()
+        day = name_day(path.as_posix())
+        if not day and commit_days is not None and st.st_size <= _MAX_DATED_BYTES:
+            try:
+                day = commit_days.day(path.relative_to(vault).as_posix(), path.read_bytes())
+            except OSError:  # gone or unreadable since it was listed: its mtime says
+                day = ""
+        return day or utc_day(st.st_mtime_ns), st.st_mtime_ns, path.name
+
+    return key
 
 
 def _notes(directory: Path) -> list[Path]:
@@ -132,8 +146,15 @@ def _rule_bullets(text: str) -> list[str]:
     return out
 
 
-def build_loadout(vault: Path, max_tokens: int = DEFAULT_TOKENS, project: str = "", max_chars: int = 0) -> Loadout:
+def build_loadout(
+    vault: Path,
+    max_tokens: int = DEFAULT_TOKENS,
+    project: str = "",
+    max_chars: int = 0,
+    commit_days: CommitDays | None = None,
+) -> Loadout:
     vault = vault.resolve()
+    recency = _recency(vault, commit_days)
     conv = sniff(vault)
     loadout = Loadout(conventions=conv)
     for name in conv.rule_files:
@@ -153,12 +174,12 @@ def build_loadout(vault: Path, max_tokens: int = DEFAULT_TOKENS, project: str = 
     for category, target in (("decision", loadout.decisions), ("skill", loadout.skills)):
         folder = conv.folders.get(category)
         if folder and (vault / folder).is_dir():
-            found = sorted(_notes(vault / folder), key=_recency, reverse=True)
+            found = sorted(_notes(vault / folder), key=recency, reverse=True)
             target.extend(p.relative_to(vault).as_posix() for p in found[:30])
     logs: list[str] = []
     log_folder = conv.folders.get("log")
     if log_folder and (vault / log_folder).is_dir():
-        found = sorted(_notes(vault / log_folder), key=_recency, reverse=True)
+        found = sorted(_notes(vault / log_folder), key=recency, reverse=True)
         logs = [p.relative_to(vault).as_posix() for p in found[:30]]
 
     def link(rel: str) -> str:

@@ -13,3 +13,7 @@ class OffloadSettings(K0Settings):
     threshold_lines: int = Field(OFFLOAD_THRESHOLD_LINES, description="logs longer than this are offloaded")
     max_log_bytes: int = Field(MAX_LOG_BYTES, description="largest log accepted")
     skills_export_dir: Path = Field(Path.home() / ".hermes" / "skills", description="where exported skill cards go")
+    commit_days: bool = Field(
+        True,
+        description="in a vault kept in git, the loadout orders decisions and logs that name no day by their last commit",
+    )

@@ -13,7 +13,15 @@ import grpc
 import redis
 
 from k0maru.v1 import offload_pb2, offload_pb2_grpc
-from k0maru_common import HEALTH_NAMES, TOKEN_LEDGER, GrpcService, InvalidInput, confine, estimate_tokens
+from k0maru_common import (
+    HEALTH_NAMES,
+    TOKEN_LEDGER,
+    CommitDays,
+    GrpcService,
+    InvalidInput,
+    confine,
+    estimate_tokens,
+)
 
 from . import _catalog as catalog
 from ._conventions import Conventions, sniff
@@ -95,6 +103,7 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
         self._engine = OffloadEngine(settings.vault, settings.threshold_lines, settings.max_log_bytes)
         self._flush = FlushEngine(settings.vault)
         self._ledger = ledger
+        self._commit_days = CommitDays(settings.vault.resolve()) if settings.commit_days else None
 
     def OffloadLog(
         self, request: offload_pb2.OffloadLogRequest, context: grpc.ServicerContext
@@ -186,7 +195,11 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
         if request.max_tokens > 100_000:
             raise InvalidInput("max_tokens is at most 100000")
         loadout = build_loadout(
-            self._settings.vault, request.max_tokens or DEFAULT_TOKENS, request.project[:200], request.max_chars
+            self._settings.vault,
+            request.max_tokens or DEFAULT_TOKENS,
+            request.project[:200],
+            request.max_chars,
+            self._commit_days,
         )
         return offload_pb2.Loadout(
             vault=str(self._settings.vault),
