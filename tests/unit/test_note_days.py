@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from k0maru.v1 import common_pb2
 from k0maru_retriever._bm25 import Scope
-from k0maru_retriever._days import PUSH_MAX, NoteDays
+from k0maru_retriever._days import PUSH_MAX, NoteDays, note_day
 
 DAY_NS = 86_400 * 1_000_000_000
 
@@ -65,3 +65,73 @@ def test_newest_first_walks_the_days_from_the_latest_and_the_undated_last():
     assert list(days.newest_first(until="2026-11-29")) == ["c.md"]  # a range: no undated note
     walk = days.newest_first()
     assert next(walk) == "e.md"  # lazily: a listing stops at its limit
+
+
+def test_a_committed_day_comes_between_the_notes_own_date_and_its_files_day():
+    days = NoteDays(
+        [
+            common_pb2.Document(path="a.md", date="2026-01-01", committed="2025-01-01", mtime_ns=20_000 * DAY_NS),
+            common_pb2.Document(path="b.md", committed="2025-01-01", mtime_ns=20_000 * DAY_NS),
+            doc("c.md", mtime_days=20_000),  # 2024-10-04
+        ]
+    )
+    assert days.scope(Scope(since="2026-01-01")).keep_paths == {"a.md"}
+    assert days.scope(Scope(since="2025-01-01", until="2025-01-01")).keep_paths == {"b.md"}
+    assert days.scope(Scope(until="2024-12-31")).keep_paths == {"c.md"}
+
+
+def test_a_listing_is_the_same_from_the_named_notes_as_from_the_walk():
+    """`list_scope` sorts the notes a scope's tags and folders name when they are few and walks
+    the days otherwise; either way the answer is every note in the scope, newest first, then by
+    path: checked against a plain filter and sort, over random notes, scopes and changes."""
+    import random
+
+    from k0maru_retriever._listing import ScopeCandidates, list_scope
+
+    rng = random.Random(5)
+    folders = ["a", "a/b", "ab", "c", "日本"]
+    tags = ["x", "X", "y", "y/z", "w"]
+
+    def random_doc(i: int) -> common_pb2.Document:
+        folder = rng.choice([*folders, ""])
+        path = f"{folder}/n{i}.md" if folder else f"n{i}.md"
+        return common_pb2.Document(
+            path=path,
+            diary=path.split("/")[0] if "/" in path else "Root",
+            tags=rng.sample(tags, rng.randint(0, 2)),
+            date=rng.choice(["", "2026-01-0" + str(rng.randint(1, 9))]),
+            mtime_ns=rng.choice([0, 20_000 * DAY_NS]),
+        )
+
+    docs = {d.path: d for d in (random_doc(i) for i in range(300))}
+    days, named = NoteDays(docs.values()), ScopeCandidates(docs.values())
+    scopes = [
+        Scope(tags=(("x", "X"),)),
+        Scope(tags=("w", "y")),
+        Scope(tags=("none",)),
+        Scope(path_prefixes=("a/",)),
+        Scope(path_prefixes=("a",)),  # a prefix, not a folder: `ab/` too
+        Scope(path_prefixes=("a/b/", "c")),
+        Scope(diaries=("Root",)),
+        Scope(diaries=("日本", "c"), tags=("x",)),
+        Scope(tags=("y",), since="2026-01-04"),
+        Scope(path_prefixes=("ab/",), until="2026-01-05"),
+        Scope(since="2026-01-02", until="2026-01-03"),
+    ]
+    for step in range(6):
+        for scope in scopes:
+            every = [p for p in sorted(docs) if scope.matches(p, docs[p].diary, list(docs[p].tags), note_day(docs[p]))]
+            every.sort(key=lambda p: note_day(docs[p]), reverse=True)
+            for limit in (1, 5, 1000):
+                assert list_scope(scope, limit, docs, days, named) == every[:limit], (step, scope, limit)
+        for _ in range(40):  # notes come, change and go
+            if rng.random() < 0.3 and docs:
+                gone = rng.choice(sorted(docs))
+                del docs[gone]
+                days.remove(gone)
+                named.remove(gone)
+            else:
+                new = random_doc(rng.randint(0, 400))
+                docs[new.path] = new
+                days.put(new)
+                named.put(new)

@@ -40,6 +40,7 @@ from ._fusion import (
     snippet,
 )
 from ._index import NoteIndex, note_names, split_chunk_id
+from ._listing import list_scope
 from ._shaping import QueryShaper
 from ._tags import normalise_tag
 
@@ -432,17 +433,10 @@ class HybridSearcher:
         return [(path, score, cid) for path, (score, cid) in seen.items()]
 
     def _listed(self, scope: Scope, limit: int) -> list[retriever_pb2.SearchHit]:
-        """The notes within `scope`, newest first (by their day: own date, else file's), then by
-        path; each as a hit on its first chunk, scored 0. Under the index's lock; walks the days
-        from the newest and stops at `limit`."""
-        docs = self._index.state.docs
-        found: list[str] = []
-        for path in self._index.state.days.newest_first(scope.since, scope.until):
-            doc = docs.get(path)
-            if doc is not None and scope.matches(path, doc.diary, list(doc.tags), note_day(doc)):
-                found.append(path)
-                if len(found) >= limit:
-                    break
+        """The notes within `scope`, newest first (`list_scope`), each as a hit on its first
+        chunk, scored 0. Under the index's lock."""
+        state = self._index.state
+        found = list_scope(scope, limit, state.docs, state.days, state.scope_candidates)
         return [self._to_hit(FusedHit(path=path), f"{path}#0", "", None) for path in found]
 
     def _to_hit(self, hit: FusedHit, cid: str, query: str, asked: set[str] | None) -> retriever_pb2.SearchHit:

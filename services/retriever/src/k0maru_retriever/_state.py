@@ -17,6 +17,7 @@ from k0maru.v1 import common_pb2
 from k0maru_common import open_sqlite
 
 from ._days import NoteDays
+from ._listing import ScopeCandidates
 from ._names import VaultNames
 
 _SCHEMA = """
@@ -40,6 +41,7 @@ class IndexState:
             self.docs[doc.path] = doc
         self.names = VaultNames(self.docs)  # the docs' paths and folders by what a person types
         self.days = NoteDays(self.docs.values())  # the docs by their days, for date scopes
+        self.scope_candidates = ScopeCandidates(self.docs.values())  # by tags and paths, for listings
         self.vectors: dict[str, str] = dict(self._db.execute("SELECT chunk_id, hash FROM vectors"))
         meta = dict(self._db.execute("SELECT key, value FROM meta"))
         self.last_applied_seq = int(meta.get("last_applied_seq", 0))
@@ -60,6 +62,7 @@ class IndexState:
             self.names.retag(old.tags if old is not None else (), doc.tags)
         self.docs[doc.path] = doc
         self.days.put(doc)
+        self.scope_candidates.put(doc)
         self._pending_docs[doc.path] = doc
 
     def drop_doc(self, path: str) -> None:
@@ -69,6 +72,7 @@ class IndexState:
             if old.tags:
                 self.names.retag(old.tags, ())
             self.days.remove(path)
+            self.scope_candidates.remove(path)
         self._pending_docs[path] = None
 
     def put_vector(self, chunk_id: str, hash_: str) -> None:
@@ -149,6 +153,7 @@ class IndexState:
         self.docs.clear()
         self.names = VaultNames(self.docs)
         self.days = NoteDays()
+        self.scope_candidates = ScopeCandidates()
         self.vectors.clear()
         self.version += 1
         self.last_applied_seq = 0
