@@ -5,6 +5,8 @@ edited or written since goes by its file; a pull dates what it brings by its com
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from tests.conftest import git, git_commit, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(shutil.which("git") is None, reason="needs git")]
 BM25 = retriever_pb2.SEARCH_MODE_BM25
+K0MARU = str(Path(sys.executable).parent / "k0maru")
 
 
 def listing(client: StackClient, **scope: str) -> list[tuple[str, str]]:
@@ -58,6 +61,13 @@ def test_a_cloned_vault_is_dated_by_its_commits(tmp_path: Path):
         assert (hit["date"], hit["committed"], hit["modified"]) == (None, "2025-09-01", today)
         note = anyio.run(mcp.call_tool, "read_note", {"path": "ops/deploy.md"}).structured_content
         assert note["committed"] == "2025-09-01"
+        shell = subprocess.run(
+            [K0MARU, "search", "--vault", str(vault), "--data-dir", str(tmp_path / "data"), "--since", "2025-09-01"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert "[ops/deploy.md:1]  2025-09-01" in shell.stdout, shell.stdout + shell.stderr  # the day it goes by
 
         # a teammate's commit, pulled: the note it changes is dated by that commit
         git_commit(origin, "2025-10-20", {"ops/deploy.md": "# Deploy\n\nblue-green otter deploy, canary first\n"})

@@ -420,7 +420,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             else f"no notes in {answer['vault']} are in that scope"
         )
     for i, h in enumerate(hits, start=1):
-        day = h.get("date") or h.get("modified") or ""
+        day = h.get("date") or h.get("committed") or h.get("modified") or ""  # the day a date scope reads
         score = f"  score {h['score']:.4f}" if args.query else ""  # a scope's notes, listed: no score
         print(f"{i:>2}. {h['title']}  [{h['path']}:{h['lines'][0]}]{score}  {day}".rstrip())
         print(f"    {h['snippet']}")
