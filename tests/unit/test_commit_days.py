@@ -116,3 +116,18 @@ def test_a_repository_git_will_not_read_gives_no_days(repo: Path, caplog):
     subprocess.run(["chown", "-R", "65534:65534", str(repo)], check=True)
     with caplog.at_level(logging.WARNING):
         assert day_of(CommitDays(repo), repo, "a.md") == ""
+
+
+def test_a_shallow_clone_dates_only_what_its_history_shows(repo: Path, tmp_path: Path):
+    """`git clone --depth 1` (CI, a container's checkout) holds one commit that seems to add
+    every file: only the files its later commits changed have a day."""
+    git_commit(repo, "2025-10-01", {"a.md": "# A\n\nthird\n"})
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "2", f"file://{repo}", str(shallow))
+    days = CommitDays(shallow)
+    assert day_of(days, shallow, "a.md") == "2025-10-01"
+    assert day_of(days, shallow, "projects/b b.md") == ""  # changed by the commit the history starts at
+    assert day_of(days, shallow, "projects/ä.md") == ""  # older than the history held
+    whole = tmp_path / "whole"
+    git(tmp_path, "clone", "-q", f"file://{repo}", str(whole))
+    assert day_of(CommitDays(whole), whole, "projects/ä.md") == "2025-03-01"

@@ -7,7 +7,8 @@ was written. A file edited since, or never committed, has no such day (its mtime
 
 Read with the `git` command: `rev-parse` (where the repository is, and its HEAD), `ls-tree` (each
 file's blob at HEAD) and `log --name-only` (the commits that changed each file; only the new ones
-when HEAD moves forward). No git, no repository, a repository git refuses to read (another
+when HEAD moves forward). In a shallow clone, a file last changed before the history it holds
+has no day (its oldest commits list every file as added). No git, no repository, a repository git refuses to read (another
 user's, `safe.directory`), an empty one, or a command that fails or runs too long: no days, said
 once in the log. Nothing here writes to the repository or runs its hooks or filters.
 """
@@ -64,6 +65,13 @@ class _Repository:
         self.git_dir = git_dir
         self.common_dir = common_dir
         self.prefix = prefix  # the vault's folder in the repository, "" or ending with "/"
+
+    def shallow_commits(self) -> list[str]:
+        """The commits a shallow clone cut its history at (none for a whole clone)."""
+        try:
+            return (self.common_dir / "shallow").read_text("ascii", "replace").split()
+        except OSError:
+            return []
 
     def head_stamp(self) -> tuple[object, ...]:
         """Changes whenever HEAD may point at another commit: HEAD's text and the stat of the
@@ -189,14 +197,19 @@ class CommitDays:
             since = ""
         times = dict(self._last_commit_s) if since else {}
         commits = f"{since}..{head}" if since else head
-        out = self._run("log", "-z", "--format=%x01%at", "--name-only", "--no-renames", commits, "--", ".")
+        out = self._run("log", "-z", "--format=%x01%H %at", "--name-only", "--no-renames", commits, "--", ".")
         if out is None:
             raise _GitFailed("git log failed")
+        # a shallow clone's oldest commits list every file as added by them: those are not days
+        shallow = set(self._repo.shallow_commits())
         for record in out.split("\x01")[1:]:
-            stamp, _, names = record.partition("\0")
+            header, _, names = record.partition("\0")
+            sha, _, stamp = header.partition(" ")
             try:
                 unix_s = int(stamp)
             except ValueError:
+                continue
+            if sha in shallow:
                 continue
             for name in names.lstrip("\n").split("\0"):
                 if name and unix_s > times.get(name, -1):
@@ -208,6 +221,7 @@ class CommitDays:
         """A git command's output (paths decoded as the scanner names files), or None when it fails."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
         env["GIT_OPTIONAL_LOCKS"] = "0"
+        env["GIT_NO_LAZY_FETCH"] = "1"  # a partial clone fetches no missing object from its remote
         try:
             done = subprocess.run(
                 [*_GIT, *args],
