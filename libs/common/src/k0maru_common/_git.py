@@ -129,6 +129,16 @@ class CommitDays:
             unix_s = self._last_commit_s.get(self._repo.prefix + rel)
             return _utc_day(unix_s) if unix_s is not None else ""
 
+    def warm(self) -> None:
+        """Read the repository in a background thread now (a first start: every note is about to
+        be asked for), so that the first questions find the history read or being read."""
+
+        def read() -> None:
+            with self._lock:
+                self._refresh()
+
+        threading.Thread(target=read, name="commit-days", daemon=True).start()
+
     @property
     def head(self) -> str:
         """The commit the days are read from ("" when none)."""

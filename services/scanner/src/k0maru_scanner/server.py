@@ -281,6 +281,8 @@ def build_server(settings: ScannerSettings) -> ScannerApp:
             publisher.publish(to_event(entry, vid))
 
     scanner = open_scanner(settings, publish)
+    if scanner.commit_days is not None and not scanner.manifest.files:
+        scanner.commit_days.warm()  # a first start: the history is read while the first scan runs
     service = GrpcService(HEALTH_NAMES["scanner"], settings.grpc_addr, token=settings.grpc_token)
     watcher = (
         ChangeWatcher(
