@@ -113,7 +113,7 @@ def list_scope(
         return doc is not None and scope.matches(path, doc.diary, list(doc.tags), note_day(doc))
 
     # walking reads about limit / (the scope's share of the notes) notes; sorting reads the named
-    # ones, each costing about 6 times as much (listing_cost.py in bench/README.md: 100,000 notes)
+    # ones, each costing about 6 times as much (`bench/listing_cost.py`: 100,000 notes)
     most = math.isqrt(limit * len(docs) // 6)
     named = candidates.of(scope, most)
     if named is not None and len(named) <= most:
