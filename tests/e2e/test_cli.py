@@ -140,6 +140,7 @@ def test_search_and_scan_through_a_running_stacks_console(vault: Path, tmp_path:
             "lines",
             "date",
             "modified",
+            "committed",
         }
         piped = subprocess.Popen([K0MARU, "search", "storm", *where], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert piped.stdout is not None and piped.stderr is not None
