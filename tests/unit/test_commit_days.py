@@ -131,3 +131,25 @@ def test_a_shallow_clone_dates_only_what_its_history_shows(repo: Path, tmp_path:
     whole = tmp_path / "whole"
     git(tmp_path, "clone", "-q", f"file://{repo}", str(whole))
     assert day_of(CommitDays(whole), whole, "projects/ä.md") == "2025-03-01"
+
+
+def test_a_history_too_long_to_read_gives_no_days_and_is_not_read_again(repo: Path, caplog):
+    days = CommitDays(repo, timeout_s=1e-9, head_every_s=0)
+    with caplog.at_level(logging.WARNING):
+        assert day_of(days, repo, "a.md") == ""
+    assert "ran past" in caplog.text
+    git_commit(repo, "2025-10-01", {"a.md": "# A\n\nmoved on\n"})
+    days.timeout_s = 60.0  # even were it quick now: this process has given up on it
+    assert day_of(days, repo, "a.md") == ""
+
+
+def test_a_failing_read_is_tried_again_a_while_later(repo: Path):
+    tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    stored = repo / ".git" / "objects" / tree[:2] / tree[2:]  # loose: a fresh repository is not packed
+    hidden = repo / "tree-away"
+    waiting, eager = CommitDays(repo, head_every_s=0), CommitDays(repo, head_every_s=0, retry_s=0)
+    stored.rename(hidden)  # HEAD's tree gone: git ls-tree fails
+    assert day_of(waiting, repo, "a.md") == day_of(eager, repo, "a.md") == ""
+    hidden.rename(stored)
+    assert day_of(waiting, repo, "a.md") == ""  # each try is a whole read: not at every question
+    assert day_of(eager, repo, "a.md") == "2025-03-01"

@@ -9,8 +9,9 @@ Read with the `git` command: `rev-parse` (where the repository is, and its HEAD)
 file's blob at HEAD) and `log --name-only` (the commits that changed each file; only the new ones
 when HEAD moves forward). In a shallow clone, a file last changed before the history it holds
 has no day (its oldest commits list every file as added). No git, no repository, a repository git refuses to read (another
-user's, `safe.directory`), an empty one, or a command that fails or runs too long: no days, said
-once in the log. Nothing here writes to the repository or runs its hooks or filters.
+user's, `safe.directory`), an empty one, or a command that fails: no days, said once in the log,
+and tried again a minute later. A command that runs past `timeout_s` (a history too long to wait
+for on every start): no days from this process. Nothing here writes to the repository or runs its hooks or filters.
 """
 
 from __future__ import annotations
@@ -102,10 +103,13 @@ class CommitDays:
     Thread-safe: the scanner's gRPC threads ask at once. The first question after HEAD moves reads
     the repository again (the whole history once; then only the commits since the last HEAD)."""
 
-    def __init__(self, vault: Path, timeout_s: float = 120.0, head_every_s: float = _HEAD_EVERY_S) -> None:
+    def __init__(
+        self, vault: Path, timeout_s: float = 60.0, head_every_s: float = _HEAD_EVERY_S, retry_s: float = 60.0
+    ) -> None:
         self.vault = vault
         self.timeout_s = timeout_s
         self.head_every_s = head_every_s
+        self.retry_s = retry_s  # after a failed read: HEAD is looked at again this much later
         self._lock = threading.Lock()
         self._repo: _Repository | None = None
         self._located_at = -_LOCATE_EVERY_S
@@ -116,6 +120,7 @@ class CommitDays:
         self._last_commit_s: dict[str, int] = {}  # repository path → newest author time (Unix s)
         self._blobs: dict[str, str] = {}  # vault-relative path → its blob at HEAD
         self._failed: set[str] = set()  # what went wrong, each said once
+        self._gave_up = False  # a command ran past timeout_s: the history is too long to wait for
 
     def day(self, rel: str, data: bytes) -> str:
         """The day (YYYY-MM-DD, UTC, the author's time) of the last commit that changed `rel`,
@@ -145,6 +150,8 @@ class CommitDays:
         return self._head
 
     def _refresh(self) -> None:
+        if self._gave_up:
+            return
         now = time.monotonic()
         if self._repo is None:
             if now - self._located_at < _LOCATE_EVERY_S:
@@ -166,10 +173,11 @@ class CommitDays:
             return
         try:
             self._read(head)
-        except _GitFailed as exc:
+        except _GitFailed as exc:  # read again retry_s later (each try costs a whole read)
             self._say(str(exc))
             self._head, self._blobs, self._last_commit_s = "", {}, {}
-            self._stamp = None  # read again at the next question
+            self._stamp = None
+            self._stamped_at = now + self.retry_s - self.head_every_s
 
     def _locate(self) -> _Repository | None:
         out = self._run("rev-parse", "--absolute-git-dir", "--git-common-dir", "--show-prefix", quiet=True)
@@ -245,7 +253,13 @@ class CommitDays:
         except FileNotFoundError:
             self._say("git is not installed: notes are dated by their files, not by their commits")
             return None
-        except (OSError, subprocess.TimeoutExpired) as exc:
+        except subprocess.TimeoutExpired:
+            self._gave_up = True  # every question would wait as long again
+            self._say(
+                f"git {args[0]} ran past {self.timeout_s:g} s: notes are dated by their files, not by their commits"
+            )
+            return None
+        except OSError as exc:
             self._say(f"git {args[0]}: {exc}")
             return None
         if done.returncode != 0:
