@@ -29,7 +29,7 @@ from k0maru.v1 import offload_pb2
 from k0maru_cli import Launcher, free_port
 from k0maru_common import InvalidInput, StackClient
 from k0maru_gateway._mcp import build_mcp
-from tests.conftest import write_notes
+from tests.conftest import git, git_commit, write_notes
 
 pytestmark = pytest.mark.e2e
 CHROMIUM = "/usr/bin/chromium"
@@ -103,6 +103,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     vault = write_notes(root / "vault", NOTES)
     # Obsidian's Excluded files: the archive is no note of the index (the wait below counts NOTES)
     write_notes(vault, {".obsidian/app.json": '{"userIgnoreFilters": ["Archive/"]}', "Archive/old.md": "# Old\n"})
+    git(vault, "init", "-q")  # a team's vault in git: a note that names no date goes by its commit's
+    git_commit(vault, "2025-06-15", {})
     launcher = Launcher(
         vault, root / "data", embedders=1, model="minilm-l6-int8", http_port=0
     )  # the English model: the test checks a Han query on it
@@ -267,6 +269,9 @@ def test_scope_and_mode_controls(page: Any, stack: Stack):
     assert page.inner_text("#meta").startswith("2 notes in this scope, newest first")
     assert page.locator(".chan").count() == 0 and page.locator(".hit .score").count() == 0  # no channel ran
     assert page.locator(".hit .scores .tagchip").all_inner_texts() == ["#ops", "#coast", "#weather"]
+    # neither names a date: each goes by the day it was committed (the files are of today)
+    assert page.locator(".hit .date").all_inner_texts() == ["2025-06-15", "2025-06-15"]
+    assert page.get_attribute(".hit .date", "title").startswith("committed 2025-06-15; file modified ")
 
 
 def test_a_slow_answer_for_a_note_left_behind_never_replaces_the_next_one(page: Any, stack: Stack):
@@ -297,6 +302,8 @@ def test_note_is_rendered_safely_and_backlinks_are_followed(page: Any, stack: St
     open_page(page, stack, "note/" + urllib.request.quote("ops/storm log.md", safe=""))
     page.wait_for_selector("#backlinks a")
     assert page.locator("#backlinks a").all_inner_texts() == ["ops/lighthouse.md"]
+    committed = page.locator("span[title='the day of the last commit that changed it']")
+    assert committed.inner_text() == "2025-06-15"  # it names no date of its own
     page.click("#backlinks a")
     page.wait_for_function("() => location.hash === '#/note/ops%2Flighthouse.md'")
     page.wait_for_selector("#note-body h1")
