@@ -239,7 +239,8 @@ def build_mcp(client: StackClient) -> MCPServer:
             str,
             Field(
                 description="only notes dated this day or later: YYYY-MM-DD, or counted back from today: today, "
-                "yesterday, 7d, 2w ('what did we decide last week' → 7d); a note's own date, else its file's day"
+                "yesterday, 7d, 2w ('what did we decide last week' → 7d); a note's own date, else the day it was "
+                "committed (a vault in git), else its file's day"
             ),
         ] = "",
         until: Annotated[
