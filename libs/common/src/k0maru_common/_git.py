@@ -7,11 +7,13 @@ was written. A file edited since, or never committed, has no such day (its mtime
 
 Read with the `git` command: `rev-parse` (where the repository is, and its HEAD), `ls-tree` (each
 file's blob at HEAD) and `log --name-only` (the commits that changed each file; only the new ones
-when HEAD moves forward). In a shallow clone, a file last changed before the history it holds
-has no day (its oldest commits list every file as added). No git, no repository, a repository git refuses to read (another
-user's, `safe.directory`), an empty one, or a command that fails: no days, said once in the log,
-and tried again a minute later. A command that runs past `timeout_s` (a history too long to wait
-for on every start): no days from this process. Nothing here writes to the repository or runs its hooks or filters.
+when HEAD moves forward). In a shallow clone, a file last changed before the history it holds has
+no day (its oldest commits list every file as added).
+
+No git, no repository, a repository git refuses to read (another user's, `safe.directory`), an
+empty one, or a command that fails: no days, said once in the log, and tried again a minute
+later. A command that runs past `timeout_s` (a history too long to wait for): no days from this
+process. Nothing here writes to the repository or runs its hooks or filters.
 """
 
 from __future__ import annotations
