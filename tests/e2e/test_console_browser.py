@@ -424,6 +424,8 @@ def test_scoreboard_moves_live_and_survives_a_reload(page: Any, stack: Stack):
     assert page.locator("#scanner-notes .warn").count() == 0
     excluded = page.inner_text("#scanner-notes #excluded")  # what the vault's own settings leave out
     assert "Archive/ (Obsidian's Excluded files, .obsidian/app.json)" in excluded
+    dates = page.inner_text("#scanner-notes #commit-days")  # a vault in git: where notes' days come from
+    assert "notes that name no date go by their last commit (read at " in dates
     page.wait_for_function("() => document.querySelector('#money-saved .big').textContent.includes('USD')")
     before = page.inner_text("#tokens-saved .big")
     stack.offload("scoreboard-log")

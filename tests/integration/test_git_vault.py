@@ -68,6 +68,13 @@ def test_a_cloned_vault_is_dated_by_its_commits(tmp_path: Path):
             timeout=60,
         )
         assert "[ops/deploy.md:1]  2025-09-01" in shell.stdout, shell.stdout + shell.stderr  # the day it goes by
+        status = subprocess.run(
+            [K0MARU, "status", "--vault", str(vault), "--data-dir", str(tmp_path / "data")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert "dates   notes that name no date go by their last commit (read at " in status.stdout, status.stdout
 
         # a teammate's commit, pulled: the note it changes is dated by that commit
         git_commit(origin, "2025-10-20", {"ops/deploy.md": "# Deploy\n\nblue-green otter deploy, canary first\n"})

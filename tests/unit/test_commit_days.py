@@ -33,9 +33,11 @@ def day_of(days: CommitDays, vault: Path, rel: str) -> str:
 
 def test_a_committed_note_is_dated_by_the_last_commit_that_changed_it(repo: Path):
     days = CommitDays(repo)
+    assert days.describe() == ""  # nothing asked yet
     assert day_of(days, repo, "a.md") == "2025-03-01"
     assert day_of(days, repo, "projects/b b.md") == "2025-06-15"
     assert day_of(days, repo, "projects/ä.md") == "2025-03-01"
+    assert days.describe() == f"notes that name no date go by their last commit (read at {days.head[:12]}, 3 files)"
     (repo / "a.md").write_text("# A\n\nedited, not committed\n", encoding="utf-8")
     (repo / "new.md").write_text("# New\n", encoding="utf-8")
     assert day_of(days, repo, "a.md") == ""  # edited since: its file's day says when
@@ -114,8 +116,11 @@ def test_the_repositorys_own_settings_run_no_program(repo: Path, tmp_path: Path)
 def test_a_repository_git_will_not_read_gives_no_days(repo: Path, caplog):
     """Another user's repository: git refuses (`safe.directory`), and it is not overruled here."""
     subprocess.run(["chown", "-R", "65534:65534", str(repo)], check=True)
+    days = CommitDays(repo)
     with caplog.at_level(logging.WARNING):
-        assert day_of(CommitDays(repo), repo, "a.md") == ""
+        assert day_of(days, repo, "a.md") == ""
+    assert "git cannot read the vault's repository" in caplog.text and "dubious ownership" in caplog.text
+    assert days.describe().startswith("git cannot read the vault's repository: ")  # the status says why
 
 
 def test_a_shallow_clone_dates_only_what_its_history_shows(repo: Path, tmp_path: Path):

@@ -289,6 +289,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     problems: list[str] = []  # what the services say about themselves beyond health
     watch = ""  # why the scanner finds changes by polling ("" while the OS tells it)
     excluded: list[str] = []  # what the vault's tool settings leave out (Obsidian's Excluded files, …)
+    commit_days = ""  # a vault in git: the commit its notes' days come from, or why git could not be read
     try:
         reply = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 3.0)
         index = {
@@ -317,6 +318,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         problems += [f"scanner: {w.name} {w.state}: {w.last_error}" for w in scanner.workers if w.state != "running"]
         watch = scanner.watch_note
         excluded = list(scanner.excluded)
+        commit_days = scanner.commit_days
         problems += [f"scanner: {scanner.problem}"] if scanner.problem else []
     except K0Error:
         pass
@@ -343,6 +345,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "problems": problems,
                     "watch_note": watch,
                     "excluded": excluded,
+                    "commit_days": commit_days,
                 }
             )
         )
@@ -377,6 +380,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"watch   by polling: {watch}")
         for rule in excluded:
             print(f"exclude {rule}: not indexed (K0_TOOL_EXCLUDES=false indexes it)")
+        if commit_days:
+            print(f"dates   {commit_days}")
         for problem in problems:
             print(f"problem {problem}")
     return 0 if ok else 1

@@ -122,6 +122,8 @@ class CommitDays:
         self._last_commit_s: dict[str, int] = {}  # repository path → newest author time (Unix s)
         self._blobs: dict[str, str] = {}  # vault-relative path → its blob at HEAD
         self._failed: set[str] = set()  # what went wrong, each said once
+        self.problem = ""  # why there are no days now (the last failure said); "" while there are
+        self._stderr = ""  # the last failed command's
         self._gave_up = False  # a command ran past timeout_s: the history is too long to wait for
 
     def day(self, rel: str, data: bytes) -> str:
@@ -150,6 +152,17 @@ class CommitDays:
     def head(self) -> str:
         """The commit the days are read from ("" when none)."""
         return self._head
+
+    def describe(self) -> str:
+        """For a status page: which commit the days come from, or why there are none ("" when the
+        vault is not in git, or no note was asked for yet)."""
+        if self.problem:
+            return self.problem
+        if self._head:
+            return (
+                f"notes that name no date go by their last commit (read at {self._head[:12]}, {len(self._blobs)} files)"
+            )
+        return ""
 
     def _refresh(self) -> None:
         if self._gave_up:
@@ -184,6 +197,8 @@ class CommitDays:
     def _locate(self) -> _Repository | None:
         out = self._run("rev-parse", "--absolute-git-dir", "--git-common-dir", "--show-prefix", quiet=True)
         if out is None:
+            if self._stderr and "not a git repository" not in self._stderr:  # one git will not read
+                self._say(f"git cannot read the vault's repository: {self._stderr}")
             return None
         lines = out.split("\n")
         if len(lines) < 3:
@@ -235,10 +250,12 @@ class CommitDays:
                 if name and unix_s > times.get(name, -1):
                     times[name] = unix_s
         self._head, self._blobs, self._last_commit_s, self._sha256 = head, blobs, times, sha256
+        self.problem = ""
         log.info("commit days read at %s: %d files", head[:12], len(blobs))
 
     def _run(self, *args: str, quiet: bool = False) -> str | None:
         """A git command's output (paths decoded as the scanner names files), or None when it fails."""
+        self._stderr = ""
         env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
         env["GIT_OPTIONAL_LOCKS"] = "0"
         env["GIT_NO_LAZY_FETCH"] = "1"  # a partial clone fetches no missing object from its remote
@@ -265,12 +282,14 @@ class CommitDays:
             self._say(f"git {args[0]}: {exc}")
             return None
         if done.returncode != 0:
+            self._stderr = done.stderr.decode("utf-8", "replace").strip()[:300]
             if not quiet:
-                self._say(f"git {args[0]}: {done.stderr.decode('utf-8', 'replace').strip()[:300]}")
+                self._say(f"git {args[0]}: {self._stderr}")
             return None
         return done.stdout.decode("utf-8", "surrogateescape")
 
     def _say(self, what: str) -> None:
+        self.problem = what
         if what not in self._failed:
             self._failed.add(what)
             log.warning("%s", what)

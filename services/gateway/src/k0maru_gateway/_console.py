@@ -311,6 +311,7 @@ class StatusSampler:
                 "watch_note": scan.watch_note,  # why changes are found by polling ("" when the OS tells)
                 "problem": scan.problem,  # why changes are not recorded (a full disk); "" while they are
                 "excluded": list(scan.excluded),  # what the vault's tool settings leave out of the index
+                "commit_days": scan.commit_days,  # a vault in git: the commit notes' days come from, or why none
             }
         if index is not None:
             out["index"] = {

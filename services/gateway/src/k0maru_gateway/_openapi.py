@@ -220,6 +220,7 @@ SCHEMAS: dict[str, Any] = {
                         "watch_note": _STR,
                         "problem": _STR,
                         "excluded": {"type": "array", "items": _STR},
+                        "commit_days": _STR,
                     }
                 )
             ),
