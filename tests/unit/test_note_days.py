@@ -135,3 +135,21 @@ def test_a_listing_is_the_same_from_the_named_notes_as_from_the_walk():
                 docs[new.path] = new
                 days.put(new)
                 named.put(new)
+
+
+def test_the_index_state_builds_its_scope_candidates_at_the_first_listing_and_keeps_them(tmp_path):
+    from k0maru_retriever._listing import ScopeCandidates
+    from k0maru_retriever._state import IndexState
+
+    state = IndexState(tmp_path / "state.sqlite")
+    state.put_doc(common_pb2.Document(path="a/1.md", tags=["x"]))
+    state.put_doc(common_pb2.Document(path="b/2.md", tags=["y"]))
+    tagged_x = Scope(tags=("x",))
+    assert state.scope_candidates.of(tagged_x, 100) == {"a/1.md"}  # built from the docs now
+    state.put_doc(common_pb2.Document(path="b/2.md", tags=["x"]))  # and kept from then on
+    state.put_doc(common_pb2.Document(path="c/3.md", tags=["x"]))
+    state.drop_doc("a/1.md")
+    assert state.scope_candidates.of(tagged_x, 100) == {"b/2.md", "c/3.md"}
+    assert state.scope_candidates.of(tagged_x, 100) == ScopeCandidates(state.docs.values()).of(tagged_x, 100)
+    state.clear()
+    assert state.scope_candidates.of(tagged_x, 100) == set()

@@ -41,7 +41,7 @@ class IndexState:
             self.docs[doc.path] = doc
         self.names = VaultNames(self.docs)  # the docs' paths and folders by what a person types
         self.days = NoteDays(self.docs.values())  # the docs by their days, for date scopes
-        self.scope_candidates = ScopeCandidates(self.docs.values())  # by tags and paths, for listings
+        self._scope_candidates: ScopeCandidates | None = None  # built by the first listing that asks
         self.vectors: dict[str, str] = dict(self._db.execute("SELECT chunk_id, hash FROM vectors"))
         meta = dict(self._db.execute("SELECT key, value FROM meta"))
         self.last_applied_seq = int(meta.get("last_applied_seq", 0))
@@ -53,6 +53,14 @@ class IndexState:
         # written into the open transaction by `stage`, not committed yet (None: no transaction)
         self._staged: tuple[dict[str, common_pb2.Document | None], dict[str, str | None]] | None = None
 
+    @property
+    def scope_candidates(self) -> ScopeCandidates:
+        """The docs by their tags and paths, for listings: built at the first listing (0.2 s at
+        100,000 notes, a fifth of opening the state), then kept with the docs."""
+        if self._scope_candidates is None:
+            self._scope_candidates = ScopeCandidates(self.docs.values())
+        return self._scope_candidates
+
     def put_doc(self, doc: common_pb2.Document) -> None:
         self.version += 1
         old = self.docs.get(doc.path)
@@ -62,7 +70,8 @@ class IndexState:
             self.names.retag(old.tags if old is not None else (), doc.tags)
         self.docs[doc.path] = doc
         self.days.put(doc)
-        self.scope_candidates.put(doc)
+        if self._scope_candidates is not None:
+            self._scope_candidates.put(doc)
         self._pending_docs[doc.path] = doc
 
     def drop_doc(self, path: str) -> None:
@@ -72,7 +81,8 @@ class IndexState:
             if old.tags:
                 self.names.retag(old.tags, ())
             self.days.remove(path)
-            self.scope_candidates.remove(path)
+            if self._scope_candidates is not None:
+                self._scope_candidates.remove(path)
         self._pending_docs[path] = None
 
     def put_vector(self, chunk_id: str, hash_: str) -> None:
@@ -153,7 +163,7 @@ class IndexState:
         self.docs.clear()
         self.names = VaultNames(self.docs)
         self.days = NoteDays()
-        self.scope_candidates = ScopeCandidates()
+        self._scope_candidates = None
         self.vectors.clear()
         self.version += 1
         self.last_applied_seq = 0
