@@ -21,10 +21,10 @@ RUN uv pip install --python /app/.venv/bin/python --no-deps ./libs/common "./ser
 FROM ${PYTHON_IMAGE}
 ARG SERVICE
 RUN useradd --create-home --uid 10001 k0maru
-# The scanner reads the vault's git history (read-only: rev-parse, ls-tree, log) to date each
-# note by its last commit; /vault is the mount docker-compose.yml gives it, owned by the host's
-# user, so git's ownership check is told that this one folder is trusted.
-RUN if [ "$SERVICE" = scanner ]; then \
+# The scanner and the offload service read the vault's git history (read-only: rev-parse,
+# ls-tree, log) to date each note by its last commit; /vault is the mount docker-compose.yml gives
+# them, owned by the host's user, so git's ownership check is told that this one folder is trusted.
+RUN if [ "$SERVICE" = scanner ] || [ "$SERVICE" = offload ]; then \
       apt-get update && apt-get install -y --no-install-recommends git && rm -rf /var/lib/apt/lists/* \
       && git config --system --add safe.directory /vault; \
     fi
