@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from k0maru_common import CommitDays
 from tests.conftest import git, git_commit
@@ -158,3 +160,60 @@ def test_a_failing_read_is_tried_again_a_while_later(repo: Path):
     hidden.rename(stored)
     assert day_of(waiting, repo, "a.md") == ""  # each try is a whole read: not at every question
     assert day_of(eager, repo, "a.md") == "2025-03-01"
+
+
+def test_the_day_is_of_the_commit_that_wrote_the_content_not_the_newest_author_time(repo: Path):
+    """A commit rebased or cherry-picked onto newer work keeps its older author time: the file's
+    content is that commit's, written that day."""
+    git_commit(repo, "2025-10-01", {"a.md": "# A\n\nOctober\n"})
+    git_commit(repo, "2025-09-01", {"a.md": "# A\n\nSeptember, rebased on top\n"})
+    assert day_of(CommitDays(repo), repo, "a.md") == "2025-09-01"
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["commit", "commit", "commit", "edit", "reset"]),
+            st.lists(st.sampled_from(["a.md", "b.md", "c/d.md", "c/e f.md"]), min_size=1, max_size=3, unique=True),
+            st.integers(min_value=0, max_value=400),  # the author's day, in any order
+        ),
+        min_size=1,
+        max_size=7,
+    )
+)
+def test_the_days_agree_with_git_log_for_each_file_over_random_histories(tmp_path_factory, steps):
+    """After each step (commits with author days in any order, deletions, uncommitted edits,
+    resets to an older commit), each file's day is what `git log -1 -- file` says, when the file
+    is as committed, and "" when it is not."""
+    import datetime as dt
+
+    repo = tmp_path_factory.mktemp("random")
+    git(repo, "init", "-q")
+    git_commit(repo, "2024-01-01", {"a.md": "# A\n"})
+    days = CommitDays(repo, head_every_s=0)
+    for n, (kind, files, offset) in enumerate(steps):
+        day = (dt.date(2024, 1, 1) + dt.timedelta(days=offset)).isoformat()
+        if kind == "reset":
+            git(repo, "reset", "-q", "--hard", "HEAD~1") if git(
+                repo, "rev-list", "--count", "HEAD"
+            ).strip() != "1" else None
+        else:
+            for rel in files:
+                path = repo / rel
+                if path.exists() and n % 3 == 0:
+                    path.unlink()  # a deletion
+                else:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(f"# {rel}\n\nstep {n}\n", encoding="utf-8")
+            if kind == "commit":
+                git(repo, "add", "-A")
+                git(repo, "commit", "-q", "--allow-empty", "-m", f"step {n}", day=day)
+        dirty = set(git(repo, "status", "--porcelain", "-z", "--untracked-files=all").split("\0"))
+        for rel in ["a.md", "b.md", "c/d.md", "c/e f.md"]:
+            if not (repo / rel).exists():
+                continue
+            clean = not any(entry[3:] == rel for entry in dirty if entry)
+            at = git(repo, "log", "-1", "--format=%at", "--", rel).strip()
+            expected = dt.datetime.fromtimestamp(int(at), dt.UTC).date().isoformat() if at else ""
+            assert day_of(days, repo, rel) == (expected if clean else ""), (rel, steps[: n + 1])

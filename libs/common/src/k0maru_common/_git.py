@@ -232,11 +232,17 @@ class CommitDays:
             since = ""
         times = dict(self._last_commit_s) if since else {}
         commits = f"{since}..{head}" if since else head
-        out = self._run("log", "-z", "--format=%x01%H %at", "--name-only", "--no-renames", commits, "--", ".")
+        # newest first, no commit before its descendants: a file's first commit here is the last
+        # that changed it, whose author's time says when its content was written (not the newest
+        # author time: a commit rebased or cherry-picked later may carry an older one)
+        out = self._run(
+            "log", "-z", "--date-order", "--format=%x01%H %at", "--name-only", "--no-renames", commits, "--", "."
+        )
         if out is None:
             raise _GitFailed("git log failed")
         # a shallow clone's oldest commits list every file as added by them: those are not days
         shallow = set(self._repo.shallow_commits())
+        seen: set[str] = set()
         for record in out.split("\x01")[1:]:
             header, _, names = record.partition("\0")
             sha, _, stamp = header.partition(" ")
@@ -244,11 +250,13 @@ class CommitDays:
                 unix_s = int(stamp)
             except ValueError:
                 continue
-            if sha in shallow:
-                continue
             for name in names.lstrip("\n").split("\0"):
-                if name and unix_s > times.get(name, -1):
-                    times[name] = unix_s
+                if name and name not in seen:
+                    seen.add(name)
+                    if sha in shallow:
+                        times.pop(name, None)
+                    else:
+                        times[name] = unix_s
         self._head, self._blobs, self._last_commit_s, self._sha256 = head, blobs, times, sha256
         self.problem = ""
         log.info("commit days read at %s: %d files", head[:12], len(blobs))
