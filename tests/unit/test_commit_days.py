@@ -195,9 +195,8 @@ def test_the_days_agree_with_git_log_for_each_file_over_random_histories(tmp_pat
     for n, (kind, files, offset) in enumerate(steps):
         day = (dt.date(2024, 1, 1) + dt.timedelta(days=offset)).isoformat()
         if kind == "reset":
-            git(repo, "reset", "-q", "--hard", "HEAD~1") if git(
-                repo, "rev-list", "--count", "HEAD"
-            ).strip() != "1" else None
+            if git(repo, "rev-list", "--count", "HEAD").strip() != "1":
+                git(repo, "reset", "-q", "--hard", "HEAD~1")
         else:
             for rel in files:
                 path = repo / rel
