@@ -4,7 +4,8 @@
 
 Starts the stack in-process with the launcher (console on a free port), polls every service's
 health every 20 ms meanwhile, prints seconds to SERVING per service, the launcher's wall time to
-all-healthy and each child's CPU seconds (/proc) at that moment, then stops the stack.
+all-healthy and each child's CPU seconds (/proc) at that moment, then stops the stack and prints
+when each process was gone (SIGTERM in the launcher's order).
 `--search QUERY`: also asks the retriever a BM25 search every 50 ms and prints when the first
 answer came and how far the index build was at each answer (`index_progress`).
 """
@@ -81,7 +82,22 @@ def main() -> None:
         first = answers[0][0] if answers else None
         steps = sorted({(a[1], a[2]) for a in building})
         print(f"first search answered at {first} s; answers during the build: {len(building)}; progress seen {steps}")
+    procs = list(launcher.procs)
+    exited: dict[str, float] = {}
+    stopping = time.perf_counter()
+
+    def watch_exits() -> None:
+        while len(exited) < len(procs):
+            for name, proc in procs:
+                if name not in exited and proc.poll() is not None:
+                    exited[name] = round(time.perf_counter() - stopping, 3)
+            time.sleep(0.002)
+
+    watcher = threading.Thread(target=watch_exits, daemon=True)
+    watcher.start()
     launcher.stop()
+    watcher.join(5)
+    print(f"stopped in {time.perf_counter() - stopping:.2f} s; each process gone after (s) {exited}")
 
 
 if __name__ == "__main__":
