@@ -612,7 +612,8 @@ class Launcher:
                 watch.close()
 
     def stop(self, grace_s: float = 8.0) -> None:
-        """Remove the state file, then SIGTERM in reverse start order, wait, SIGKILL what is left.
+        """Remove the state file, then SIGTERM the services that call others, wait for the gateway
+        and the retriever, SIGTERM the scanner and Valkey, wait, SIGKILL what is left.
 
         The state file goes first: an agent host may SIGKILL us a few seconds into the stop (the
         MCP SDK does, 4 s after closing stdin), and the children die with us anyway
@@ -624,13 +625,19 @@ class Launcher:
                 if current.get("launcher_pid") == os.getpid():
                     (self.data_dir / STATE_FILE).unlink()
             self.state = None
-        for _name, proc in reversed(self.procs):
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGTERM)
-            if _name in ("gateway", "retriever"):  # let them close cleanly before their sources go
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=grace_s)
+        # the services that call others stop together, first; the scanner and Valkey (what they
+        # call) once the gateway and the retriever closed cleanly. One after the other, each
+        # waited for, the stop took 0.8 s of a cold start's 3.6 s (bench/peers.py)
+        sources = ("scanner", "valkey")
+        for stage in ([p for n, p in self.procs if n not in sources], [p for n, p in self.procs if n in sources]):
+            for proc in reversed(stage):
+                if proc.poll() is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.send_signal(signal.SIGTERM)
+            for name, proc in self.procs:
+                if name in ("gateway", "retriever") and proc in stage:
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(timeout=grace_s)
         deadline = time.monotonic() + grace_s
         for _name, proc in self.procs:
             try:
