@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from k0maru_common import CommitDays
-from tests.conftest import git, git_commit
+from tests.conftest import git, git_commit, wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")
 
@@ -216,3 +216,24 @@ def test_the_days_agree_with_git_log_for_each_file_over_random_histories(tmp_pat
             at = git(repo, "log", "-1", "--format=%at", "--", rel).strip()
             expected = dt.datetime.fromtimestamp(int(at), dt.UTC).date().isoformat() if at else ""
             assert day_of(days, repo, rel) == (expected if clean else ""), (rel, steps[: n + 1])
+
+
+def test_closing_stops_the_command_under_way_and_runs_no_other(repo: Path, tmp_path: Path, monkeypatch):
+    """A service stopping while git reads a long history: the command must not outlive it."""
+    import threading
+
+    started = tmp_path / "started"
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    slow = fake_bin / "git"  # a git that takes 10 minutes
+    slow.write_text(f"#!/bin/sh\ntouch {started}\nexec sleep 600\n", encoding="utf-8")
+    slow.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake_bin}:{os.environ['PATH']}")
+    days = CommitDays(repo)
+    asking = threading.Thread(target=day_of, args=(days, repo, "a.md"))
+    asking.start()
+    wait_for(started.exists, 30, "git to start")
+    days.close()
+    asking.join(30)
+    assert not asking.is_alive()  # the command was killed, not waited for
+    assert day_of(days, repo, "a.md") == ""  # and none runs after close

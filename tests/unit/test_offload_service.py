@@ -17,7 +17,7 @@ import redis
 from mcp.server.mcpserver.exceptions import ToolError
 
 from k0maru.v1 import offload_pb2, offload_pb2_grpc
-from k0maru_common import TOKEN_LEDGER, GrpcService, StackClient
+from k0maru_common import TOKEN_LEDGER, CommitDays, GrpcService, StackClient
 from k0maru_gateway._mcp import build_mcp
 from k0maru_offload.config import OffloadSettings
 from k0maru_offload.server import OffloadServicer, TokenLedger
@@ -31,7 +31,7 @@ class Stack:
         self.redis = redis.Redis.from_url(valkey_url)
         self.service = GrpcService("k0maru.v1.Offload", "127.0.0.1:0")
         offload_pb2_grpc.add_OffloadServicer_to_server(
-            OffloadServicer(settings, TokenLedger(self.redis)), self.service.server
+            OffloadServicer(settings, TokenLedger(self.redis), CommitDays(vault.resolve())), self.service.server
         )
         self.service.start()
         self.service.set_serving(True)

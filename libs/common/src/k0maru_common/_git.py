@@ -18,6 +18,7 @@ process. Nothing here writes to the repository or runs its hooks or filters.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -125,6 +126,8 @@ class CommitDays:
         self.problem = ""  # why there are no days now (the last failure said); "" while there are
         self._stderr = ""  # the last failed command's
         self._gave_up = False  # a command ran past timeout_s: the history is too long to wait for
+        self._closed = False
+        self._running: subprocess.Popen[bytes] | None = None  # the command under way
 
     def day(self, rel: str, data: bytes) -> str:
         """The day (YYYY-MM-DD, UTC, the author's time) of the last commit that changed `rel`,
@@ -264,37 +267,53 @@ class CommitDays:
     def _run(self, *args: str, quiet: bool = False) -> str | None:
         """A git command's output (paths decoded as the scanner names files), or None when it fails."""
         self._stderr = ""
+        if self._closed:
+            return None
         env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
         env["GIT_OPTIONAL_LOCKS"] = "0"
         env["GIT_NO_LAZY_FETCH"] = "1"  # a partial clone fetches no missing object from its remote
         try:
-            done = subprocess.run(
+            proc = subprocess.Popen(
                 [*_GIT, *args],
                 cwd=self.vault,
                 env=env,
                 stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=self.timeout_s,
-                check=False,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
             )
         except FileNotFoundError:
             self._say("git is not installed: notes are dated by their files, not by their commits")
             return None
+        except OSError as exc:
+            self._say(f"git {args[0]}: {exc}")
+            return None
+        self._running = proc
+        try:
+            stdout, stderr = proc.communicate(timeout=self.timeout_s)
         except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
             self._gave_up = True  # every question would wait as long again
             self._say(
                 f"git {args[0]} ran past {self.timeout_s:g} s: notes are dated by their files, not by their commits"
             )
             return None
-        except OSError as exc:
-            self._say(f"git {args[0]}: {exc}")
-            return None
-        if done.returncode != 0:
-            self._stderr = done.stderr.decode("utf-8", "replace").strip()[:300]
-            if not quiet:
+        finally:
+            self._running = None
+        if proc.returncode != 0:
+            self._stderr = stderr.decode("utf-8", "replace").strip()[:300]
+            if not quiet and not self._closed:
                 self._say(f"git {args[0]}: {self._stderr}")
             return None
-        return done.stdout.decode("utf-8", "surrogateescape")
+        return stdout.decode("utf-8", "surrogateescape")
+
+    def close(self) -> None:
+        """Stop the git command under way (a long history being read when the service stops: it
+        would outlive it), and run no other."""
+        self._closed = True
+        if (proc := self._running) is not None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
 
     def _say(self, what: str) -> None:
         self.problem = what

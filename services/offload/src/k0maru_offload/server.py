@@ -98,12 +98,12 @@ class TokenLedger:
 
 
 class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
-    def __init__(self, settings: OffloadSettings, ledger: TokenLedger) -> None:
+    def __init__(self, settings: OffloadSettings, ledger: TokenLedger, commit_days: CommitDays | None) -> None:
         self._settings = settings
         self._engine = OffloadEngine(settings.vault, settings.threshold_lines, settings.max_log_bytes)
         self._flush = FlushEngine(settings.vault)
         self._ledger = ledger
-        self._commit_days = CommitDays(settings.vault.resolve()) if settings.commit_days else None
+        self._commit_days = commit_days  # a vault in git: the loadout's newest decisions by their commits
 
     def OffloadLog(
         self, request: offload_pb2.OffloadLogRequest, context: grpc.ServicerContext
@@ -278,6 +278,7 @@ class OffloadApp:
     settings: OffloadSettings
     service: GrpcService
     redis: redis.Redis
+    commit_days: CommitDays | None
 
     def wait_for_ledger(self) -> None:
         """The ledger must be reachable before the service says SERVING."""
@@ -290,6 +291,8 @@ class OffloadApp:
                 time.sleep(0.5)
 
     def close(self) -> None:
+        if self.commit_days is not None:
+            self.commit_days.close()
         self.redis.close()
 
 
@@ -299,8 +302,10 @@ def build_server(settings: OffloadSettings) -> OffloadApp:
         raise SystemExit(f"offload: vault {settings.vault} is not a folder")
     client = redis.Redis.from_url(settings.redis_url)
     service = GrpcService(HEALTH_NAMES["offload"], settings.grpc_addr, token=settings.grpc_token)
-    offload_pb2_grpc.add_OffloadServicer_to_server(OffloadServicer(settings, TokenLedger(client)), service.server)
-    return OffloadApp(settings, service, client)
+    commit_days = CommitDays(settings.vault.resolve()) if settings.commit_days else None
+    servicer = OffloadServicer(settings, TokenLedger(client), commit_days)
+    offload_pb2_grpc.add_OffloadServicer_to_server(servicer, service.server)
+    return OffloadApp(settings, service, client, commit_days)
 
 
 def run(settings: OffloadSettings) -> None:

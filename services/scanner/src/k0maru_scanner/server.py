@@ -237,6 +237,8 @@ class ScannerApp:
     def close(self) -> None:
         if self.watcher:
             self.watcher.stop()
+        if self.scanner.commit_days is not None:
+            self.scanner.commit_days.close()
         self.publisher.close()
         self.context.term()
         self.scanner.manifest.close()
