@@ -237,3 +237,22 @@ def test_closing_stops_the_command_under_way_and_runs_no_other(repo: Path, tmp_p
     asking.join(30)
     assert not asking.is_alive()  # the command was killed, not waited for
     assert day_of(days, repo, "a.md") == ""  # and none runs after close
+
+
+def test_turning_commit_days_off_or_on_makes_the_retriever_fetch_every_note_again(repo: Path, tmp_path: Path):
+    """The documents change (`committed`), so the parser version the retriever compares does too."""
+    from k0maru_scanner._manifest import Manifest
+    from k0maru_scanner._markdown import PARSER_VERSION
+    from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
+    from k0maru_scanner.server import parse_document, parser_version
+
+    def scanner(commit_days: bool) -> IncrementalScanner:
+        manifest = Manifest(tmp_path / f"m-{commit_days}.sqlite", 1000)
+        scanner = IncrementalScanner(repo, manifest, IgnoreRules(), 1 << 20, commit_days=commit_days)
+        scanner.scan()
+        return scanner
+
+    on, off = scanner(True), scanner(False)
+    assert parser_version(on) == PARSER_VERSION and parser_version(off) == f"{PARSER_VERSION}; no commit days"
+    documents = [parse_document(s, "projects/b b.md") for s in (on, off)]
+    assert [d.committed for d in documents if d is not None] == ["2025-06-15", ""]

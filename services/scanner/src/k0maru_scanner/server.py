@@ -63,10 +63,11 @@ def to_stats(result: ScanResult, last_seq: int) -> scanner_pb2.ScanStats:
 
 
 def parser_version(scanner: IncrementalScanner) -> str:
-    """How notes are parsed now: the parser's version, and Logseq's journal formats when the vault
-    sets its own (a retriever that indexed with another re-fetches every note)."""
-    fingerprint = scanner.journals.fingerprint
-    return f"{PARSER_VERSION}; {fingerprint}" if fingerprint else PARSER_VERSION
+    """How notes are parsed now: the parser's version, Logseq's journal formats when the vault
+    sets its own, and whether notes say the day they were committed (a retriever that indexed
+    with another re-fetches every note)."""
+    parts = [PARSER_VERSION, scanner.journals.fingerprint, "" if scanner.commit_days else "no commit days"]
+    return "; ".join(p for p in parts if p)
 
 
 def parse_document(
