@@ -123,6 +123,25 @@ def test_delete_leaves_nothing(tmp_path: Path):
     assert idx.search("sqlite", 10, Scope()) == [] and idx.count() == 0
 
 
+def test_chunks_tied_at_the_cut_are_the_same_whatever_order_they_were_indexed_in(tmp_path: Path):
+    """Notes written from one template score alike: which of them make the first `limit` must not
+    depend on the order they were indexed in (a crash-recovered index against a fresh one)."""
+    rows = [ChunkRow(f"bulk/n{i}.md#0", f"bulk/n{i}.md", "bulk", [], f"bulk note {i} about topics") for i in range(300)]
+    rows.append(ChunkRow("best.md#0", "best.md", "Root", [], "bulk note about a bulk of bulk notes"))
+    first, second = Bm25Index(tmp_path / "a", BM25Analyzer()), Bm25Index(tmp_path / "b", BM25Analyzer())
+    for row in rows:
+        first.add(row)
+    first.commit()
+    for start in (200, 0, 100):  # in another order, over three commits (three segments)
+        for row in reversed(rows[start : start + 100] + (rows[300:] if start == 0 else [])):
+            second.add(row)
+        second.commit()
+    for limit in (1, 10, 120):
+        found = first.search("bulk note", limit, Scope())
+        assert found == second.search("bulk note", limit, Scope())
+        assert found[0][0] == "best.md#0" and len(found) == limit
+
+
 MIXED = [
     "SQLite busy\nSQLITE_BUSY means the database is locked; see snake_case_name and E0502.",
     "借用检查器报错时 use std::mem::take 或 Option<&mut T>，再看 __init__.py 与 v1.2.3",

@@ -77,6 +77,7 @@ SCHEMA_VERSION = "8"
 # The name match (see `search`): a note's bonus grows with the cube of the share of its name the
 # query covers, so a query that names a note counts and a shared word or two hardly does.
 NAME_MATCH_POWER = 3
+TIE_DEPTH = 4096  # how deep a search fetches to find every chunk tied at its cut
 NAMES_SEEN_MAX = 50_000  # notes' names, and terms' idf, kept between commits
 V = TypeVar("V")
 
@@ -213,8 +214,21 @@ class Bm25Index:
         )
         clauses = [(tantivy.Occur.Must, should), *self._scope_clauses(scope)]
         searcher = self._searcher
+        combined = tantivy.Query.boolean_query(clauses)
+        # tantivy cuts at `limit` with equal scores in the order documents were indexed: when the
+        # cut splits chunks of equal score (copies, notes written from one template), fetch them
+        # all (up to TIE_DEPTH deep), so that the chunk-id order below picks the same ones in a
+        # rebuilt or crash-recovered index as in a fresh one
+        fetched = limit + 1
+        hits = searcher.search(combined, fetched, count=False).hits
+        while len(hits) == fetched and fetched < TIE_DEPTH and hits[-1][0] == hits[limit - 1][0]:
+            fetched = min(fetched * 4, TIE_DEPTH)
+            hits = searcher.search(combined, fetched, count=False).hits
+        cut = hits[limit - 1][0] if len(hits) >= limit else float("-inf")
         found: dict[str, tuple[float, str]] = {}  # chunk id → (BM25 score, the note's names when matched)
-        for score, address in searcher.search(tantivy.Query.boolean_query(clauses), limit, count=False).hits:
+        for score, address in hits:
+            if score < cut:
+                break
             doc = searcher.doc(address)
             names = str(doc.get_first("names_raw") or "") if name_match > 0 else ""
             found[str(doc.get_first("id"))] = (float(score), names)
@@ -228,7 +242,7 @@ class Bm25Index:
         else:
             scored = [(cid, score) for cid, (score, _names) in found.items()]
         # equal scores in chunk-id order, not in the order documents happened to be indexed: a
-        # rebuilt or crash-recovered index then ranks exactly like a fresh one
+        # rebuilt or crash-recovered index then ranks exactly like a fresh one (ties at the cut: above)
         return sorted(scored, key=lambda hit: (-hit[1], hit[0]))[:limit]
 
     def query_terms(self, query: str) -> set[str]:
