@@ -629,13 +629,14 @@ class Launcher:
         # call) once the gateway and the retriever closed cleanly. One after the other, each
         # waited for, the stop took 0.8 s of a cold start's 3.6 s (bench/peers.py)
         sources = ("scanner", "valkey")
-        for stage in ([p for n, p in self.procs if n not in sources], [p for n, p in self.procs if n in sources]):
-            for proc in reversed(stage):
+        callers = [(n, p) for n, p in self.procs if n not in sources]
+        for stage in (callers, [(n, p) for n, p in self.procs if n in sources]):
+            for _name, proc in reversed(stage):
                 if proc.poll() is None:
                     with contextlib.suppress(ProcessLookupError):
                         proc.send_signal(signal.SIGTERM)
-            for name, proc in self.procs:
-                if name in ("gateway", "retriever") and proc in stage:
+            for name, proc in stage:
+                if name in ("gateway", "retriever"):
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         proc.wait(timeout=grace_s)
         deadline = time.monotonic() + grace_s

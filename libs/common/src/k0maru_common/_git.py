@@ -27,6 +27,8 @@ import threading
 import time
 from pathlib import Path
 
+from ._vault import utc_day
+
 log = logging.getLogger(__name__)
 
 # Options for every command: paths as bytes (no C-style quoting), pathspecs taken literally (a
@@ -55,11 +57,6 @@ def _blob_id(data: bytes, sha256: bool) -> str:
     digest.update(b"blob %d\0" % len(data))
     digest.update(data)
     return digest.hexdigest()
-
-
-def _utc_day(unix_s: int) -> str:
-    tm = time.gmtime(unix_s)
-    return f"{tm.tm_year:04d}-{tm.tm_mon:02d}-{tm.tm_mday:02d}"
 
 
 class _Repository:
@@ -139,7 +136,7 @@ class CommitDays:
                 return ""
             assert self._repo is not None
             unix_s = self._last_commit_s.get(self._repo.prefix + rel)
-            return _utc_day(unix_s) if unix_s is not None else ""
+            return utc_day(unix_s * 1_000_000_000) if unix_s is not None else ""
 
     def warm(self) -> None:
         """Read the repository in a background thread now (a first start: every note is about to

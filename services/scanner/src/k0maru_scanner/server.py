@@ -66,7 +66,7 @@ def parser_version(scanner: IncrementalScanner) -> str:
     """How notes are parsed now: the parser's version, Logseq's journal formats when the vault
     sets its own, and whether notes say the day they were committed (a retriever that indexed
     with another re-fetches every note)."""
-    parts = [PARSER_VERSION, scanner.journals.fingerprint, "" if scanner.commit_days else "no commit days"]
+    parts = [PARSER_VERSION, scanner.journals.fingerprint, "" if scanner.commit_days is not None else "no commit days"]
     return "; ".join(p for p in parts if p)
 
 
