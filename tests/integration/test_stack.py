@@ -153,6 +153,21 @@ def test_bad_files_never_take_the_stack_down(stack):
     assert search(client, "SQLITE_BUSY", BM25)[0] == "eng/sqlite.md"
 
 
+def test_a_note_powershell_wrote_in_utf16_is_found_and_read(stack):
+    """`Get-History > notes.md` in Windows PowerShell 5 writes UTF-16 with a byte order mark: it
+    was "binary content" and never indexed. Now found, and read back as text."""
+    _launcher, client, vault = stack
+    text = "\ufeff# Rollback 回滚\r\n\r\nkubectl rollout undo deployment/platypus-gateway\r\n"
+    (vault / "win/rollback.md").parent.mkdir(exist_ok=True)
+    (vault / "win/rollback.md").write_bytes(text.encode("utf-16-le"))
+    wait_for(lambda: search(client, "platypus gateway rollout", BM25)[:1] == ["win/rollback.md"], 45, "the note")
+    assert search(client, "回滚", BM25)[:1] == ["win/rollback.md"]
+    result = anyio.run(build_mcp(client).call_tool, "read_note", {"path": "win/rollback.md"})
+    assert not result.is_error and result.structured_content is not None
+    assert result.structured_content["title"] == "Rollback 回滚"
+    assert "kubectl rollout undo deployment/platypus-gateway" in str(result.structured_content["text"])
+
+
 def test_names_macos_wrote_decomposed_are_found_as_typed(stack):
     """A vault unzipped from a macOS archive: decomposed (NFD) file and folder names, some text
     decomposed too; links, queries, paths and folders come composed (NFC) and in any case."""

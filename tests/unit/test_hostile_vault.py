@@ -28,6 +28,11 @@ NAMES = st.one_of(
 CONTENTS = st.one_of(
     st.binary(max_size=300),
     st.text(max_size=300).map(lambda t: t.encode("utf-8", "surrogatepass")),
+    # what Windows tools write: UTF-16 or UTF-32 behind a byte order mark, lone surrogates and all
+    st.tuples(st.text(max_size=150), st.sampled_from(["utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"])).map(
+        lambda te: ("\ufeff" + te[0]).encode(te[1], "surrogatepass")
+    ),
+    st.binary(max_size=100).map(lambda b: b"\xff\xfe" + b),
     st.sampled_from(
         [
             b"---\nkey: [unclosed\n---\n# T\n",

@@ -293,3 +293,18 @@ def test_a_dendron_vault_gets_hierarchy_names_in_its_root(vault: Path):
     assert other == ("adr.2026-08-05-export-lock-contention-fix-v2.md", "versioned")
     assert engine.flush(FlushNote("Session", "Text.", "log"), DAY)[0] == "logs.2026-08-05-session.md"
     assert not [p for p in vault.iterdir() if p.is_dir()]  # no folder Dendron would not read
+
+
+def test_a_dendron_note_of_the_same_name_is_compared_whatever_its_encoding(vault: Path):
+    """A flush reads the Dendron note that already has its name to compare them: one in Latin-1
+    (not UTF-8) failed the flush with UnicodeDecodeError, and one a Windows tool saved again as
+    UTF-16 is the same text."""
+    fm = "---\nid: abc123\ntitle: {t}\ndesc: ''\nupdated: 1700000000000\ncreated: 1700000000000\n---\n"
+    write_notes(vault, {"root.md": fm.format(t="Root"), "adr.use-wal.md": fm.format(t="Use WAL"), "a.b.md": "x"})
+    (vault / "adr.2026-08-01-export-lock.md").write_bytes("---\ntitle: Export lock\n---\ncaf\xe9\n".encode("latin-1"))
+    engine = FlushEngine(vault)
+    note = FlushNote("Export lock", "We serialise exports behind one lock.", "decision")
+    assert engine.flush(note, DAY) == ("adr.2026-08-05-export-lock.md", "created")
+    written = vault / "adr.2026-08-05-export-lock.md"
+    written.write_bytes(written.read_text().encode("utf-16"))  # with its byte order mark
+    assert engine.flush(note, DAY) == ("adr.2026-08-05-export-lock.md", "up_to_date")

@@ -15,6 +15,7 @@ import pytest
 import xxhash
 
 from k0maru.v1 import common_pb2, scanner_pb2
+from k0maru_scanner import _scanner as scanner_module
 from k0maru_scanner import server
 from k0maru_scanner._manifest import Manifest
 from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
@@ -55,11 +56,43 @@ def test_unchanged_files_are_not_read(vault: Path, tmp_path: Path, monkeypatch: 
         os.utime(vault / f"n{i}.md", ns=(an_hour_ago, an_hour_ago))
     scanner = make(vault, tmp_path)
     scanner.scan()
-    reads: list[Path] = []
-    original = Path.read_bytes
-    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or original(self))
+    reads = count_reads(monkeypatch)
     result = scanner.scan()
     assert result.unchanged == 20 and reads == []
+
+
+def count_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The notes the scanner reads from now on."""
+    reads: list[Path] = []
+    original = scanner_module.read_note_text
+    monkeypatch.setattr(
+        scanner_module, "read_note_text", lambda path, limit: reads.append(path) or original(path, limit)
+    )
+    return reads
+
+
+def test_a_skipped_note_is_examined_again_by_the_next_process(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A note refused stays refused while its file is unchanged, and is not read again by the same
+    process; a scanner started later, with K0_MAX_FILE_BYTES raised (or a newer reader), examines
+    it again and indexes it, the file untouched."""
+    an_hour_ago = time.time_ns() - 3600 * 10**9
+    (vault / "big.md").write_text("# Big\n\n" + "word " * 400)
+    (vault / "bin.md").write_bytes(b"\x00\x01binary")
+    for name in ("big.md", "bin.md"):
+        os.utime(vault / name, ns=(an_hour_ago, an_hour_ago))
+    first = make(vault, tmp_path, max_bytes=1000)
+    assert first.scan().skipped == 2
+    reads = count_reads(monkeypatch)
+    assert first.scan().skipped == 2 and reads == []
+    first.manifest.close()
+    second = make(vault, tmp_path, max_bytes=10_000)
+    assert kinds(second.scan()) == [(K.CHANGE_KIND_ADDED, "big.md")]
+    assert sorted(p.name for p in reads) == ["big.md", "bin.md"]
+    assert second.manifest.files["bin.md"].skipped_reason == "binary content (NUL bytes)"
+    reads.clear()
+    assert second.scan().entries == () and reads == []
 
 
 def test_an_edit_in_the_same_mtime_tick_as_the_scan_before_is_not_missed(vault: Path, tmp_path: Path):
@@ -347,6 +380,34 @@ def test_bad_files_are_skipped_with_reasons(vault: Path, tmp_path: Path):
     assert "outside" in reasons["escape.md"]
     (vault / "latin1.md").write_text("café, fixed")
     assert kinds(scanner.scan()) == [(K.CHANGE_KIND_ADDED, "latin1.md")]
+
+
+def test_notes_windows_tools_wrote_in_utf16_are_read(vault: Path, tmp_path: Path):
+    """Windows PowerShell 5 writes `>` and `Out-File` as UTF-16 with a byte order mark, and so does
+    Notepad's "Unicode": such a note was "binary content (NUL bytes)". A mark names the encoding;
+    without one nothing is guessed."""
+    text = "\ufeff---\r\ntags: [deploy]\r\n---\r\n# Rollout 发布\r\n\r\nkubectl rollout undo, see [[runbook]] #ops\r\n"
+    (vault / "ps5.md").write_bytes(text.encode("utf-16-le"))
+    (vault / "be.md").write_bytes("\ufeff# Big endian\n\nzebra".encode("utf-16-be"))
+    (vault / "wide.md").write_bytes("\ufeff# Thirty-two\n\nquokka".encode("utf-32"))
+    (vault / "no mark.md").write_bytes("# No mark\n".encode("utf-16-le"))
+    (vault / "cut.md").write_bytes("\ufeff# Cut".encode("utf-16-le") + b"\x00\xd8")  # a lone surrogate
+    (vault / "nul.md").write_bytes("\ufeff# A\x00B".encode("utf-16-le"))
+    scanner = make(vault, tmp_path)
+    assert sorted(e.path for e in scanner.scan().entries) == ["be.md", "ps5.md", "wide.md"]
+    reasons = {p: r.skipped_reason for p, r in scanner.manifest.files.items() if not r.indexed}
+    assert reasons == {
+        "no mark.md": "binary content (NUL bytes)",
+        "cut.md": "invalid UTF-16 at byte 12",
+        "nul.md": "binary content (NUL bytes)",
+    }
+    doc = parse_document(scanner, "ps5.md")
+    assert doc is not None and doc.title == "Rollout 发布" and sorted(doc.tags) == ["deploy", "ops"]
+    assert [lk.target for lk in doc.links] == ["runbook"] and doc.hash == xxhash.xxh3_64_hexdigest(
+        text.encode("utf-16-le")
+    )
+    assert "kubectl rollout undo" in doc.chunks[0].text and "\ufeff" not in doc.chunks[0].text
+    assert [parse_document(scanner, p).title for p in ("be.md", "wide.md")] == ["Big endian", "Thirty-two"]
 
 
 def test_a_note_large_only_by_pasted_images_is_indexed_by_its_text(vault: Path, tmp_path: Path):

@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from k0maru_common import letters_by_script
+from k0maru_common import decode_text, letters_by_script
 
 DEFAULT_MODEL = "minilm-l6-int8"
 MULTILINGUAL_MODEL = "use-multilingual"
@@ -64,7 +64,7 @@ def script_mix(vault: Path) -> tuple[dict[str, int], int]:
             continue
         finally:
             os.close(fd)
-        letters.update(letters_by_script(data.decode("utf-8", "ignore")))
+        letters.update(letters_by_script(decode_text(data, "ignore")))
         read += 1
     return dict(letters), read
 

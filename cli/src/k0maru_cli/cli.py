@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES, K0Error, stop_signals
+from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES, K0Error, decode_text, stop_signals
 
 from ._state import StackState, pid_alive, resolve_data_dir
 
@@ -499,7 +499,7 @@ def cmd_offload(args: argparse.Namespace) -> int:
         text = b"".join(buffered).decode("utf-8", "replace")
     else:
         streamed = False
-        text = sys.stdin.buffer.read().decode("utf-8", "replace")
+        text = decode_text(sys.stdin.buffer.read(), "replace")
     state = StackState.load(resolve_data_dir(vault, args.data_dir))
     request = offload_pb2.OffloadLogRequest(
         text=text,

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from ._validation import check_request
     from ._vault import (
         confine,
+        decode_text,
         default_data_dir,
         default_data_root,
         name_day,
@@ -140,6 +141,7 @@ _WHERE = {
     "relative_posix": "._vault",
     "letters_by_script": "._scripts",
     "unreadable_share": "._scripts",
+    "decode_text": "._vault",
     "name_day": "._vault",
     "name_key": "._vault",
     "page_name": "._vault",
@@ -205,6 +207,7 @@ __all__ = [
     "check_request",
     "configure_logging",
     "confine",
+    "decode_text",
     "default_data_dir",
     "default_data_root",
     "embedder_target",

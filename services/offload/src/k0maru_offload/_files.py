@@ -9,11 +9,12 @@ import stat
 import tempfile
 from pathlib import Path
 
-from k0maru_common import CannotWrite
+from k0maru_common import CannotWrite, decode_text
 
 
 def read_text_file(path: Path, limit: int = 200_000) -> str:
-    """Up to `limit` bytes of a regular file as text (invalid UTF-8 replaced); "" for anything else."""
+    """Up to `limit` bytes of a regular file as text (`decode_text`, what it cannot decode
+    replaced); "" for anything else."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
@@ -21,7 +22,7 @@ def read_text_file(path: Path, limit: int = 200_000) -> str:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return ""
-        return os.read(fd, limit).decode("utf-8", "replace") if limit <= 1 << 20 else _read_all(fd, limit)
+        return decode_text(os.read(fd, limit), "replace") if limit <= 1 << 20 else _read_all(fd, limit)
     except OSError:
         return ""
     finally:
@@ -34,7 +35,7 @@ def _read_all(fd: int, limit: int) -> str:
     while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
         chunks.append(chunk)
         left -= len(chunk)
-    return b"".join(chunks).decode("utf-8", "replace")
+    return decode_text(b"".join(chunks), "replace")
 
 
 def make_folder(directory: Path) -> None:

@@ -11,7 +11,6 @@ the sync would keep one of them. Every path is confined to the vault.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 import re
@@ -272,10 +271,12 @@ def _same_note(directory: Path, title: str, text: str, hierarchy: str = "") -> P
         leaf = entry.name[len(hierarchy) : -3]
         if hierarchy and "." in leaf:  # a note deeper in the hierarchy
             continue
-        if core_words(leaf) == want and entry.is_file():
-            with contextlib.suppress(OSError):
-                if same_ignoring_dates(Path(entry.path).read_text(encoding="utf-8"), text):
-                    return Path(entry.path)
+        if (
+            core_words(leaf) == want
+            and entry.is_file()
+            and same_ignoring_dates(read_text_file(Path(entry.path), 10 * len(text.encode()) + 1024), text)
+        ):
+            return Path(entry.path)
     return None
 
 

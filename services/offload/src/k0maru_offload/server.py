@@ -20,6 +20,7 @@ from k0maru_common import (
     GrpcService,
     InvalidInput,
     confine,
+    decode_text,
     estimate_tokens,
 )
 
@@ -251,7 +252,7 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
         for path in dict.fromkeys(request.paths):
             try:
                 with confine(vault, path).open("rb") as f:
-                    note_tokens += estimate_tokens(f.read(MAX_NOTE_BYTES).decode("utf-8", "replace"))
+                    note_tokens += estimate_tokens(decode_text(f.read(MAX_NOTE_BYTES), "replace"))
             except OSError:
                 continue  # deleted since: it costs nothing now
         self._ledger.record_recall(note_tokens, estimate_tokens(request.answer))

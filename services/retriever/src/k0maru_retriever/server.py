@@ -21,6 +21,7 @@ from k0maru_common import (
     NotFound,
     NotReady,
     confine,
+    decode_text,
     opened_or_set_aside,
     release_free_heap,
 )
@@ -202,7 +203,7 @@ def read_markdown(vault: Path, path: str) -> str:
     """The note's current text for display (bounded); "" when it cannot be read."""
     try:
         with confine(vault, path).open("rb") as f:
-            return f.read(MAX_NOTE_BYTES).decode("utf-8", "replace")
+            return decode_text(f.read(MAX_NOTE_BYTES), "replace")
     except OSError:
         return ""
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import xxhash
 
 from k0maru.v1 import common_pb2
-from k0maru_common import CannotWrite, CommitDays, DependencyFailed
+from k0maru_common import CannotWrite, CommitDays, DependencyFailed, decode_text
 
 from ._journals import JournalFormat
 from ._manifest import Batch, FileRecord, JournalEntry, Manifest
@@ -119,15 +119,26 @@ def read_note_text(path: Path, max_bytes: int) -> tuple[bytes, str]:
         raise ContentError(f"unreadable: {exc.strerror or exc}") from exc
     if len(data) > DATA_ALLOWANCE * max_bytes:
         raise ContentError(too_large(len(data), max_bytes))
-    if b"\x00" in data:
-        raise ContentError("binary content (NUL bytes)")
     try:
-        text = data.decode("utf-8")
+        text = decode_text(data)  # UTF-8, or UTF-16/32 with a byte order mark
     except UnicodeDecodeError as exc:
-        raise ContentError(f"invalid UTF-8 at byte {exc.start}") from exc
+        if exc.encoding == "utf-8" and b"\x00" in data:
+            raise ContentError("binary content (NUL bytes)") from exc
+        raise ContentError(f"invalid {_ENCODINGS.get(exc.encoding, exc.encoding)} at byte {exc.start}") from exc
+    if "\x00" in text:
+        raise ContentError("binary content (NUL bytes)")
     if len(data) > max_bytes and (size := len(data) - opaque_size(text)) > max_bytes:
         raise ContentError(f"too large: {size} bytes of text > {max_bytes} (K0_MAX_FILE_BYTES)")
     return data, text
+
+
+_ENCODINGS = {
+    "utf-8": "UTF-8",
+    "utf-16-le": "UTF-16",
+    "utf-16-be": "UTF-16",
+    "utf-32-le": "UTF-32",
+    "utf-32-be": "UTF-32",
+}
 
 
 def too_large(size: int, max_bytes: int) -> str:
@@ -191,6 +202,10 @@ class IncrementalScanner:
         # overlayfs and at mount points) → its path; the watcher checks the OS watches each
         self.folders: dict[int, str] = {}
         self.problem = ""  # why the last scan could not record its changes (a full disk)
+        # The first scan of a process examines the files the manifest holds as skipped again,
+        # changed or not: a raised K0_MAX_FILE_BYTES, or a newer reader (UTF-16 notes), indexes
+        # what the last process refused.
+        self._skipped_examined = False
 
     def walk(self) -> tuple[dict[str, tuple[os.stat_result, str]], list[str]]:
         """Every candidate note under the vault: its stat, and why it cannot be indexed ("" when it
@@ -332,13 +347,14 @@ class IncrementalScanner:
         modified: list[FileRecord] = []
         for rel, (st, problem) in on_disk.items():
             old = known.get(rel)
-            if (
+            unchanged = (
                 old is not None
                 and not force_full
                 and old.size == st.st_size
                 and old.mtime_ns == st.st_mtime_ns
                 and not -FUTURE_NS < old.parsed_at_ms * 1_000_000 - old.mtime_ns < RACY_NS
-            ):
+            )
+            if old is not None and unchanged and (old.indexed or self._skipped_examined):
                 if old.indexed:
                     result.unchanged += 1
                 else:
@@ -351,7 +367,8 @@ class IncrementalScanner:
             )
             if not record.indexed:
                 result.skipped += 1
-                upserts.append(record)
+                if not (old is not None and unchanged and record.skipped_reason == old.skipped_reason):
+                    upserts.append(record)  # unless examined again only to be skipped as before
                 if old is not None and old.indexed:
                     modified.append(record)  # was indexed, now is not: delete below
                 continue
@@ -395,6 +412,7 @@ class IncrementalScanner:
             result.entries = tuple(entries)
             if entries and self._on_events:
                 self._on_events(entries)
+        self._skipped_examined = True  # and recorded
         result.ms = (time.perf_counter() - started) * 1000
         return result
 

@@ -21,6 +21,7 @@ from k0maru_common import (
     JournalTruncated,
     OutsideVault,
     confine,
+    decode_text,
     vault_id,
 )
 
@@ -83,8 +84,8 @@ def parse_document(
     try:
         st = path.stat()
         data = scanner.take_fresh(rel, st)
-        if data is not None:  # read by the last scan, checked there (size, NUL bytes, UTF-8)
-            text = data.decode("utf-8")
+        if data is not None:  # read by the last scan, checked there (size, NUL bytes, encoding)
+            text = decode_text(data)
         else:
             data, text = read_note_text(path, scanner.max_file_bytes)
     except (ContentError, OSError):
