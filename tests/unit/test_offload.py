@@ -171,6 +171,8 @@ def test_conventions_read_past_frontmatter_values_yaml_cannot_build(vault: Path)
     conv = sniff(vault)
     assert conv.folders["decision"] == "decisions"
     assert "decision → decisions/: 2026-08-01-example-note.md; keys date, status" in conv.describe()
+    # where skill cards would go, which this vault has not got: the loadout says so, not that it has one
+    assert "skill → skills/ (a new folder): 2026-08-01-example-note.md" in conv.describe()
     path, outcome = FlushEngine(vault).flush(FlushNote("Pick a queue", "We chose Redis streams.", "decision"))
     assert outcome == "created" and (vault / path).read_text().startswith("---\ndate: ")
 

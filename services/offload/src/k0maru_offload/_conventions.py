@@ -156,6 +156,7 @@ class Conventions:
     per_folder: dict[str, FolderRules] = field(default_factory=dict)
     tool: str = ""  # "logseq" | "dendron" | "": the tool whose layout the vault is written in
     hierarchies: set[str] = field(default_factory=set)  # Dendron: the first parts of the root notes' names
+    new_folders: set[str] = field(default_factory=set)  # mapped folders the vault has not got yet
 
     @property
     def default_folder(self) -> str:
@@ -211,7 +212,8 @@ class Conventions:
         for category, folder in sorted(self.folders.items()):
             r = self.rules_for(category, folder)
             hierarchy = f"{self.hierarchy_for(category)}." if self.tool == "dendron" else ""
-            parts = [f"{category} → {folder or '(root)'}/: {hierarchy}{r.naming.describe()}.md"]
+            new = " (a new folder)" if folder in self.new_folders else ""
+            parts = [f"{category} → {folder or '(root)'}/{new}: {hierarchy}{r.naming.describe()}.md"]
             if r.properties:
                 parts.append("Logseq properties")
             if r.sections:
@@ -350,6 +352,7 @@ def sniff(vault: Path) -> Conventions:
                     conv.templates[category] = f"{tdir}/{hit}"
                     conv.evidence.append(f"template {tdir}/{hit} for {category} notes")
     _learn_folders(vault, conv)
+    conv.new_folders = {f for f in conv.folders.values() if f and not (vault / f).is_dir()}
     return conv
 
 
