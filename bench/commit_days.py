@@ -3,7 +3,7 @@ in git: N notes written over C commits (each commit changes a few notes), built 
 `git fast-import`. Prints the first read (the whole history), a read after one more commit
 (only that commit), and one lookup (the file's blob id, and HEAD's stamp), in ms.
 
-    .venv/bin/python bench/commit_days.py --notes 10000 --commits 5000 [--workdir DIR]
+    .venv/bin/python bench/commit_days.py --notes 10000 --commits 5000 [--merged] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -20,23 +20,40 @@ from pathlib import Path
 from k0maru_common import CommitDays
 
 
-def build_repo(root: Path, notes: int, commits: int, seed: int = 7) -> list[str]:
+def build_repo(root: Path, notes: int, commits: int, seed: int = 7, merged: bool = False) -> list[str]:
+    """`merged`: every change after the first is made on a branch and merged into main by a merge
+    commit of its own (a pull-request workflow), which doubles the commits."""
     rng = random.Random(seed)
     names = [f"folder{i % 50}/note {i}.md" for i in range(notes)]
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     stream: list[bytes] = []
     start = 1_600_000_000
+
+    def commit(branch: bytes, mark: int, when: int, message: bytes, parents: list[int], files: list[bytes]) -> None:
+        stream.append(b"commit refs/heads/%s\nmark :%d\n" % (branch, mark))
+        stream.append(b"author A <a@example.org> %d +0000\ncommitter A <a@example.org> %d +0000\n" % (when, when))
+        stream.append(b"data %d\n%s\n" % (len(message), message))
+        if parents:
+            stream.append(b"from :%d\n" % parents[0])
+        stream.extend(b"merge :%d\n" % p for p in parents[1:])
+        stream.extend(files)
+
+    main_mark = 0
     for c in range(commits):
         # the first commit writes every note; the others change 1–5 notes each
         changed = names if c == 0 else rng.sample(names, rng.randint(1, 5))
         when = start + c * 3600
-        stream.append(b"commit refs/heads/main\n")
-        stream.append(b"author A <a@example.org> %d +0000\ncommitter A <a@example.org> %d +0000\n" % (when, when))
-        message = b"change %d" % c
-        stream.append(b"data %d\n%s\n" % (len(message), message))
+        files = []
         for name in changed:
             body = f"# {name}\n\nversion {c}, {'words ' * rng.randint(20, 200)}\n".encode()
-            stream.append(b"M 100644 inline %s\ndata %d\n%s\n" % (name.encode(), len(body), body))
+            files.append(b"M 100644 inline %s\ndata %d\n%s\n" % (name.encode(), len(body), body))
+        if merged and c > 0:
+            commit(b"topic", 2 * c + 1, when, b"change %d" % c, [main_mark], files)
+            commit(b"main", 2 * c + 2, when + 60, b"merge change %d" % c, [main_mark, 2 * c + 1], files)
+            main_mark = 2 * c + 2
+        else:
+            commit(b"main", 2 * c + 2, when, b"change %d" % c, [main_mark] if main_mark else [], files)
+            main_mark = 2 * c + 2
     subprocess.run(["git", "fast-import", "--quiet"], cwd=root, input=b"".join(stream), check=True)
     subprocess.run(["git", "symbolic-ref", "HEAD", "refs/heads/main"], cwd=root, check=True)
     subprocess.run(["git", "checkout", "-q", "-f", "main"], cwd=root, check=True)
@@ -47,14 +64,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--notes", type=int, default=10_000)
     ap.add_argument("--commits", type=int, default=5_000)
+    ap.add_argument("--merged", action="store_true", help="each change merged from a branch by a merge commit")
     ap.add_argument("--workdir", type=Path)
     args = ap.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="commit-days-"))
     repo = work / "vault"
     shutil.rmtree(repo, ignore_errors=True)
     t0 = time.perf_counter()
-    names = build_repo(repo, args.notes, args.commits)
-    print(f"repo: {args.notes} notes, {args.commits} commits, built in {time.perf_counter() - t0:.1f} s")
+    names = build_repo(repo, args.notes, args.commits, merged=args.merged)
+    shape = ", each merged from a branch" if args.merged else ""
+    print(f"repo: {args.notes} notes, {args.commits} commits{shape}, built in {time.perf_counter() - t0:.1f} s")
     contents = {n: (repo / n).read_bytes() for n in names}
 
     days = CommitDays(repo)

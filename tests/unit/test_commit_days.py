@@ -170,6 +170,27 @@ def test_the_day_is_of_the_commit_that_wrote_the_content_not_the_newest_author_t
     assert day_of(CommitDays(repo), repo, "a.md") == "2025-09-01"
 
 
+def test_a_merge_dates_the_notes_it_wrote_itself_not_those_it_brought(repo: Path):
+    """A merge that resolved a conflict in a note (or combined two branches' edits of it) wrote
+    that note as it is now: dated by the merge. A note it took as one branch had it keeps that
+    branch's commit."""
+    git(repo, "checkout", "-q", "-b", "side")
+    git_commit(repo, "2025-07-01", {"a.md": "# A\n\nside\n", "side.md": "# Side\n"})
+    git(repo, "checkout", "-q", "main")
+    git_commit(repo, "2025-08-01", {"a.md": "# A\n\nmain\n"})
+    with pytest.raises(subprocess.CalledProcessError):
+        git(repo, "merge", "-q", "side", day="2025-09-01")  # a conflict in a.md
+    (repo / "a.md").write_text("# A\n\nmain and side\n")
+    git(repo, "add", "a.md")
+    git(repo, "commit", "-q", "--no-edit", day="2025-09-01")
+    days = CommitDays(repo)
+    assert [day_of(days, repo, rel) for rel in ("a.md", "side.md", "projects/b b.md")] == [
+        "2025-09-01",
+        "2025-07-01",
+        "2025-06-15",
+    ]
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     steps=st.lists(

@@ -234,9 +234,11 @@ class CommitDays:
         commits = f"{since}..{head}" if since else head
         # newest first, no commit before its descendants: a file's first commit here is the last
         # that changed it, whose author's time says when its content was written (not the newest
-        # author time: a commit rebased or cherry-picked later may carry an older one)
+        # author time: a commit rebased or cherry-picked later may carry an older one). A merge
+        # lists the files it left unlike every parent (`-c`): a conflict resolved, or two
+        # branches' edits combined, is content first written by the merge.
         out = self._run(
-            "log", "-z", "--date-order", "--format=%x01%H %at", "--name-only", "--no-renames", commits, "--", "."
+            "log", "-z", "-c", "--date-order", "--format=%x01%H %at", "--name-only", "--no-renames", commits, "--", "."
         )
         if out is None:
             raise _GitFailed("git log failed")
