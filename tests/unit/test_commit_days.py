@@ -277,3 +277,74 @@ def test_turning_commit_days_off_or_on_makes_the_retriever_fetch_every_note_agai
     assert parser_version(on) == PARSER_VERSION and parser_version(off) == f"{PARSER_VERSION}; no commit days"
     documents = [parse_document(s, "projects/b b.md") for s in (on, off)]
     assert [d.committed for d in documents if d is not None] == ["2025-06-15", ""]
+
+
+def slow_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git whose `log` waits until the returned file exists (a history that takes long to read)."""
+    gate = tmp_path / "gate"
+    fake_bin = tmp_path / "slow-bin"
+    fake_bin.mkdir()
+    script = fake_bin / "git"
+    script.write_text(
+        f'#!/bin/sh\ncase " $* " in *" log "*) while [ ! -e "{gate}" ]; do sleep 0.05; done;; esac\n'
+        f'exec {shutil.which("git")} "$@"\n',
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake_bin}:{os.environ['PATH']}")
+    return gate
+
+
+def test_a_long_read_holds_no_question_and_names_the_notes_it_left_undated(repo: Path, tmp_path: Path, monkeypatch):
+    """A history that takes long to read (a repository of 80,000 commits took 12 s): a question
+    waits for it at most wait_s, the notes asked about meanwhile get no day, and once the read
+    has ended `on_days` names them (only those the commit holds)."""
+    import threading
+
+    gate = slow_git(tmp_path, monkeypatch)
+    told: list[set[str]] = []
+    done = threading.Event()
+    days = CommitDays(repo, wait_s=0.1, on_days=lambda paths: (told.append(paths), done.set()))
+    (repo / "new.md").write_text("# New\n", encoding="utf-8")
+    for rel in ("a.md", "projects/b b.md", "new.md"):
+        assert day_of(days, repo, rel) == ""
+    assert not gate.exists()  # answered while git log still waited: no question waited for the read
+    assert days.describe().startswith("reading the vault's git history")
+    gate.touch()
+    assert done.wait(30)
+    assert told == [{"a.md", "projects/b b.md"}]  # new.md is in no commit
+    assert [day_of(days, repo, rel) for rel in ("a.md", "projects/b b.md")] == ["2025-03-01", "2025-06-15"]
+
+
+def test_notes_fetched_before_the_history_was_read_are_journaled_again_and_then_dated(
+    repo: Path, tmp_path: Path, monkeypatch
+):
+    """The scanner's side: a first build fetches notes while git reads the history; those come
+    without their days, and are journaled as modified once the days are known, so that the
+    retriever fetches them again."""
+    from k0maru_scanner import _scanner
+    from k0maru_scanner._manifest import Manifest
+    from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
+    from k0maru_scanner.server import parse_document
+
+    gate = slow_git(tmp_path, monkeypatch)
+    monkeypatch.setattr(_scanner, "COMMIT_DAYS_WAIT_S", 0.1)
+    published: list[list[str]] = []
+    scanner = IncrementalScanner(
+        repo,
+        Manifest(tmp_path / "m.sqlite", 1000),
+        IgnoreRules(),
+        1 << 20,
+        on_events=lambda entries: published.append([e.path for e in entries]),
+    )
+    scanner.scan()
+    last_seq = max(e.seq for e in scanner.manifest.changes(0))
+    document = parse_document(scanner, "projects/b b.md")
+    assert document is not None and document.committed == ""
+    gate.touch()
+    wait_for(lambda: len(published) == 2, 30, "the notes journaled again")
+    assert published[1] == ["projects/b b.md"]
+    again = list(scanner.manifest.changes(last_seq))
+    assert [(e.seq, e.path, e.hash) for e in again] == [(last_seq + 1, "projects/b b.md", document.hash)]
+    document = parse_document(scanner, "projects/b b.md")
+    assert document is not None and document.committed == "2025-06-15"

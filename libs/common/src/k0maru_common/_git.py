@@ -25,6 +25,7 @@ import os
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ._vault import utc_day
@@ -100,17 +101,28 @@ class _Repository:
 class CommitDays:
     """rel path → the UTC day of the last commit that changed it, for files as HEAD holds them.
 
-    Thread-safe: the scanner's gRPC threads ask at once. The first question after HEAD moves reads
-    the repository again (the whole history once; then only the commits since the last HEAD)."""
+    Thread-safe: the scanner's gRPC threads ask at once. The first question after HEAD moves
+    starts a read of the repository in a background thread (the whole history once; then only the
+    commits since the last HEAD). A question waits for that read at most `wait_s` after it
+    started (None: until it ends); a note asked about after that gets no day, and once the read
+    has ended `on_days` is called with every such path: their days are known now."""
 
     def __init__(
-        self, vault: Path, timeout_s: float = 60.0, head_every_s: float = _HEAD_EVERY_S, retry_s: float = 60.0
+        self,
+        vault: Path,
+        timeout_s: float = 60.0,
+        head_every_s: float = _HEAD_EVERY_S,
+        retry_s: float = 60.0,
+        wait_s: float | None = None,
+        on_days: Callable[[set[str]], None] | None = None,
     ) -> None:
         self.vault = vault
         self.timeout_s = timeout_s
         self.head_every_s = head_every_s
         self.retry_s = retry_s  # after a failed read: HEAD is looked at again this much later
-        self._lock = threading.Lock()
+        self.wait_s = wait_s
+        self.on_days = on_days
+        self._lock = threading.Lock()  # the days and the bookkeeping below
         self._repo: _Repository | None = None
         self._located_at = -_LOCATE_EVERY_S
         self._stamp: tuple[object, ...] | None = None
@@ -119,6 +131,11 @@ class CommitDays:
         self._sha256 = False
         self._last_commit_s: dict[str, int] = {}  # repository path → newest author time (Unix s)
         self._blobs: dict[str, str] = {}  # vault-relative path → its blob at HEAD
+        self._read_done = threading.Event()  # no read under way
+        self._read_done.set()
+        self._read_started = 0.0
+        self._look_again = False  # HEAD moved during the read under way
+        self._asked: set[str] = set()  # asked about while a read was under way past wait_s
         self._failed: set[str] = set()  # what went wrong, each said once
         self.problem = ""  # why there are no days now (the last failure said); "" while there are
         self._stderr = ""  # the last failed command's
@@ -128,9 +145,18 @@ class CommitDays:
 
     def day(self, rel: str, data: bytes) -> str:
         """The day (YYYY-MM-DD, UTC, the author's time) of the last commit that changed `rel`,
-        when `data` is its content at HEAD; "" when it is not (edited, not committed, no git)."""
+        when `data` is its content at HEAD; "" when it is not (edited, not committed, no git),
+        or while the days are being read (see `on_days`)."""
         with self._lock:
-            self._refresh()
+            self._look()
+            waiting = not self._read_done.is_set()
+            left = None if self.wait_s is None else self._read_started + self.wait_s - time.monotonic()
+        if waiting and not self._read_done.wait(None if left is None else max(0.0, left)):
+            with self._lock:
+                if not self._read_done.is_set():
+                    self._asked.add(rel)
+                    return ""
+        with self._lock:
             blob = self._blobs.get(rel)
             if blob is None or _blob_id(data, self._sha256) != blob:
                 return ""
@@ -139,14 +165,10 @@ class CommitDays:
             return utc_day(unix_s * 1_000_000_000) if unix_s is not None else ""
 
     def warm(self) -> None:
-        """Read the repository in a background thread now (a first start: every note is about to
-        be asked for), so that the first questions find the history read or being read."""
-
-        def read() -> None:
-            with self._lock:
-                self._refresh()
-
-        threading.Thread(target=read, name="commit-days", daemon=True).start()
+        """Start reading the repository now (a first start: every note is about to be asked for),
+        so that the first questions find the history read or being read."""
+        with self._lock:
+            self._look()
 
     @property
     def head(self) -> str:
@@ -158,14 +180,17 @@ class CommitDays:
         vault is not in git, or no note was asked for yet)."""
         if self.problem:
             return self.problem
+        if not self._read_done.is_set() and not self._head:
+            return f"reading the vault's git history ({time.monotonic() - self._read_started:.0f} s so far)"
         if self._head:
             return (
                 f"notes that name no date go by their last commit (read at {self._head[:12]}, {len(self._blobs)} files)"
             )
         return ""
 
-    def _refresh(self) -> None:
-        if self._gave_up:
+    def _look(self) -> None:
+        """Under the lock: when HEAD may have moved, start a read in the background."""
+        if self._gave_up or self._closed:
             return
         now = time.monotonic()
         if self._repo is None:
@@ -182,17 +207,47 @@ class CommitDays:
         if stamp == self._stamp:
             return
         self._stamp = stamp
-        head = self._run("rev-parse", "-q", "--verify", "HEAD^{commit}", quiet=True)
-        head = head.strip() if head is not None else ""
-        if head == self._head:
+        if not self._read_done.is_set():  # read again once this read ends
+            self._look_again = True
             return
-        try:
-            self._read(head)
-        except _GitFailed as exc:  # read again retry_s later (each try costs a whole read)
-            self._say(str(exc))
-            self._head, self._blobs, self._last_commit_s = "", {}, {}
-            self._stamp = None
-            self._stamped_at = now + self.retry_s - self.head_every_s
+        self._read_done.clear()
+        self._read_started = now
+        threading.Thread(target=self._read_until_current, name="commit-days", daemon=True).start()
+
+    def _read_until_current(self) -> None:
+        """The background read: HEAD's blobs and days, again while HEAD moved meanwhile; then
+        `on_days` with the paths asked about in the meantime."""
+        while True:
+            head = self._run("rev-parse", "-q", "--verify", "HEAD^{commit}", quiet=True)
+            head = head.strip() if head is not None else ""
+            if head != self._head:
+                try:
+                    read = self._read(head)
+                except _GitFailed as exc:  # read again retry_s later (each try costs a whole read)
+                    if not (self._gave_up or self._closed):  # those are said already
+                        self._say(str(exc))
+                    read = ("", {}, {}, False)
+                    with self._lock:
+                        self._stamp = None
+                        self._stamped_at = time.monotonic() + self.retry_s - self.head_every_s
+                        self._look_again = False
+                with self._lock:
+                    self._head, self._blobs, self._last_commit_s, self._sha256 = read
+                    if read[0]:
+                        self.problem = ""
+            with self._lock:
+                if self._look_again and not (self._gave_up or self._closed):
+                    self._look_again = False
+                    continue
+                asked = {rel for rel in self._asked if rel in self._blobs} if self._head else set()
+                self._asked = set()
+                self._read_done.set()
+            break
+        if asked and self.on_days is not None:
+            try:
+                self.on_days(asked)
+            except Exception:  # the caller's: said, and the days stay read
+                log.exception("commit days: passing on the days of %d notes failed", len(asked))
 
     def _locate(self) -> _Repository | None:
         out = self._run("rev-parse", "--absolute-git-dir", "--git-common-dir", "--show-prefix", quiet=True)
@@ -207,14 +262,14 @@ class CommitDays:
         common = Path(lines[1])
         return _Repository(git_dir, common if common.is_absolute() else self.vault / common, lines[2])
 
-    def _read(self, head: str) -> None:
-        """Blobs at `head`, and the commits that changed them since the last head read (all when
-        the last is not an ancestor: a rebase, a reset, another branch)."""
+    def _read(self, head: str) -> tuple[str, dict[str, str], dict[str, int], bool]:
+        """(head, the blobs at `head`, the day of the last commit that changed each, SHA-256 or
+        not), read from the commits since the last head read (all when the last is not an
+        ancestor: a rebase, a reset, another branch)."""
         assert self._repo is not None
         prefix = self._repo.prefix
         if not head:  # a repository without commits yet
-            self._head, self._blobs, self._last_commit_s = "", {}, {}
-            return
+            return "", {}, {}, False
         tree = self._run("ls-tree", "-r", "-z", "--full-name", head)
         if tree is None:
             raise _GitFailed("git ls-tree failed")
@@ -259,9 +314,8 @@ class CommitDays:
                         times.pop(name, None)
                     else:
                         times[name] = unix_s
-        self._head, self._blobs, self._last_commit_s, self._sha256 = head, blobs, times, sha256
-        self.problem = ""
         log.info("commit days read at %s: %d files", head[:12], len(blobs))
+        return head, blobs, times, sha256
 
     def _run(self, *args: str, quiet: bool = False) -> str | None:
         """A git command's output (paths decoded as the scanner names files), or None when it fails."""
