@@ -303,7 +303,9 @@ def build_server(settings: OffloadSettings) -> OffloadApp:
         raise SystemExit(f"offload: vault {settings.vault} is not a folder")
     client = redis.Redis.from_url(settings.redis_url)
     service = GrpcService(HEALTH_NAMES["offload"], settings.grpc_addr, token=settings.grpc_token)
-    commit_days = CommitDays(settings.vault.resolve()) if settings.commit_days else None
+    # a loadout waits for the history's read at most 2 s (a big repository's takes longer): until
+    # it ends, decisions are ordered by their files' days
+    commit_days = CommitDays(settings.vault.resolve(), wait_s=2.0) if settings.commit_days else None
     servicer = OffloadServicer(settings, TokenLedger(client), commit_days)
     offload_pb2_grpc.add_OffloadServicer_to_server(servicer, service.server)
     return OffloadApp(settings, service, client, commit_days)
