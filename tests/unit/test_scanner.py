@@ -410,6 +410,96 @@ def test_notes_windows_tools_wrote_in_utf16_are_read(vault: Path, tmp_path: Path
     assert [parse_document(scanner, p).title for p in ("be.md", "wide.md")] == ["Big endian", "Thirty-two"]
 
 
+def indexed_paths(scanner: IncrementalScanner) -> list[str]:
+    scanner.scan()
+    return sorted(p for p, r in scanner.manifest.files.items() if r.indexed)
+
+
+def code_repository(root: Path) -> Path:
+    """An agent's project as the vault: a virtual environment and a Sphinx build the .gitignore
+    names, a private journal it keeps out of the repository, a note ignored by name."""
+    from tests.conftest import git
+
+    root.mkdir()
+    git(root, "init", "-q")
+    site = "venv/lib/python3.11/site-packages"
+    write_notes(
+        root,
+        {
+            ".gitignore": "venv/\n_build/\njournal/\nCLAUDE.local.md\n",
+            "README.md": "# Project\n",
+            "docs/guide.md": "# Guide\n",
+            "venv/pyvenv.cfg": "home = /usr/bin\n",
+            "venv/bin/python": "",
+            "venv/bin/activate": "",
+            f"{site}/pkg-1.0.dist-info/METADATA": "Name: pkg\n",
+            f"{site}/pkg-1.0.dist-info/RECORD": "",
+            f"{site}/pkg-1.0.dist-info/WHEEL": "",
+            f"{site}/pkg-1.0.dist-info/entry_points.txt": "[console_scripts]\n",
+            f"{site}/pkg-1.0.dist-info/top_level.txt": "pkg\n",
+            f"{site}/pkg-1.0.dist-info/LICENSE.txt": "MIT\n",
+            f"{site}/pkg/__init__.py": "",
+            f"{site}/pkg/core.py": "",
+            "_build/html/index.html": "<html>",
+            "_build/html/search.js": "",
+            "_build/html/_sources/guide.md.txt": "# Guide\n",
+            "_build/doctrees/guide.doctree": "",
+            "_build/doctrees/environment.pickle": "",
+            "journal/2026/12/03.md": "# Wednesday\n",
+            "journal/2026/12/04.md": "# Thursday\n",
+            "CLAUDE.local.md": "# My own rules\n",
+        },
+    )
+    git(root, "add", ".gitignore", "README.md", "docs")
+    git(root, "add", "-f", "_build/html/_sources/guide.md.txt")  # tracked, though in _build/
+    git(root, "commit", "-q", "-m", "project", day="2026-12-01")
+    return root
+
+
+def test_folders_git_ignores_that_hold_no_notes_are_not_walked(tmp_path: Path):
+    """A virtual environment's and a build's files are not the team's notes; a private journal
+    kept out of the repository and a note ignored by name are the user's, and a tracked file is
+    never ignored (git does not ignore a folder that holds one)."""
+    repo = code_repository(tmp_path / "project")
+    scanner = make(repo, tmp_path / "data")
+    assert indexed_paths(scanner) == [
+        "CLAUDE.local.md",
+        "README.md",
+        "_build/html/_sources/guide.md.txt",
+        "docs/guide.md",
+        "journal/2026/12/03.md",
+        "journal/2026/12/04.md",
+    ]
+    assert scanner.git_ignores.describe() == [
+        "_build/doctrees/, venv/: ignored by .gitignore and holding no notes, not indexed (K0_GITIGNORE=false indexes them)"
+    ]
+    (repo / ".gitignore").write_text("_build/\n")  # venv/ no longer ignored: its notes come, untouched
+    assert [p for p in indexed_paths(scanner) if p.startswith("venv/")] == [
+        f"venv/lib/python3.11/site-packages/pkg-1.0.dist-info/{n}.txt" for n in ("LICENSE", "entry_points", "top_level")
+    ]
+    off = IncrementalScanner(repo, Manifest(tmp_path / "off.sqlite", 1000), IgnoreRules(), 1 << 20, gitignore=False)
+    assert "venv/lib/python3.11/site-packages/pkg-1.0.dist-info/LICENSE.txt" in indexed_paths(off)
+
+
+def test_a_vault_in_a_folder_of_a_repository_follows_the_ignore_files_above_it(tmp_path: Path):
+    from tests.conftest import git
+
+    repo = tmp_path / "project"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    write_notes(
+        repo,
+        {
+            ".gitignore": "**/_build/\n",
+            "docs/guide.md": "# Guide\n",
+            "docs/_build/html/index.html": "<html>",
+            "docs/_build/html/_sources/guide.md.txt": "# Guide\n",
+            "docs/_build/html/search.js": "",
+        },
+    )
+    assert indexed_paths(make(repo / "docs", tmp_path / "data")) == ["guide.md"]
+
+
 def test_a_note_large_only_by_pasted_images_is_indexed_by_its_text(vault: Path, tmp_path: Path):
     image = base64.b64encode(random.Random(3).randbytes(9_000)).decode()  # 12,000 characters
     (vault / "shot.md").write_text(f"# Crash dialog\n\n![](data:image/png;base64,{image})\nsegfault in the renderer\n")

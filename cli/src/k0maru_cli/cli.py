@@ -378,8 +378,12 @@ def cmd_status(args: argparse.Namespace) -> int:
             )
         if watch:
             print(f"watch   by polling: {watch}")
-        for rule in excluded:
-            print(f"exclude {rule}: not indexed (K0_TOOL_EXCLUDES=false indexes it)")
+        for rule in excluded:  # a tool's rule as written, or a line that names its own setting
+            print(
+                f"exclude {rule}"
+                if "K0_" in rule
+                else f"exclude {rule}: not indexed (K0_TOOL_EXCLUDES=false indexes it)"
+            )
         if commit_days:
             print(f"dates   {commit_days}")
         for problem in problems:

@@ -24,6 +24,7 @@ import xxhash
 from k0maru.v1 import common_pb2
 from k0maru_common import CannotWrite, CommitDays, DependencyFailed, decode_text
 
+from ._gitignore import GitIgnores
 from ._journals import JournalFormat
 from ._manifest import Batch, FileRecord, JournalEntry, Manifest
 from ._markdown import opaque_size
@@ -180,6 +181,7 @@ class IncrementalScanner:
         on_events: Callable[[list[JournalEntry]], None] | None = None,
         tool_excludes: bool = True,
         commit_days: bool = True,
+        gitignore: bool = True,
     ) -> None:
         self.vault = vault.resolve()
         self.manifest = manifest
@@ -191,6 +193,8 @@ class IncrementalScanner:
         self.excluded: ToolExcludes = settings.excludes  # as the last walk applied them
         self.journals: JournalFormat = settings.journals  # notes are parsed with these
         self.max_file_bytes = max_file_bytes
+        # in a vault inside a git repository: the folders and notes its .gitignore files ignore
+        self.git_ignores = GitIgnores(self.vault, rules.wants_file, gitignore)
         # in a vault kept in git: the day each note as committed was written (`Document.committed`)
         # (a question waits at most COMMIT_DAYS_WAIT_S for the history's read; the notes fetched
         # after that are journaled again once it ends, `redate`)
@@ -227,51 +231,71 @@ class IncrementalScanner:
         VaultUnavailable when the vault folder itself cannot be listed (an unmounted drive, a
         renamed folder): that is not every note deleted.
         """
+        settings = self._tool_settings.current()
+        self.excluded = settings.excludes
+        self.journals = settings.journals
+        while True:
+            self.git_ignores.begin_walk()
+            walked = self._walk_levels()
+            if not self.git_ignores.end_walk():
+                return walked
+            # a .gitignore changed since the answers the walk used were given: walk again
+
+    def _walk_levels(self) -> tuple[dict[str, tuple[os.stat_result, str]], list[str]]:
+        """`walk`, one level of folders at a time: git is asked about a level's folders at once
+        (`GitIgnores`), before the next level is listed."""
         found: dict[str, tuple[os.stat_result, str]] = {}
         unlisted: list[str] = []
         listed: dict[int, str] = {}
-        settings = self._tool_settings.current()
-        excluded = self.excluded = settings.excludes
-        self.journals = settings.journals
-        stack = [(str(self.vault), "")]
-        while stack:
-            folder, prefix = stack.pop()
-            try:
-                entries = list(os.scandir(folder))
-                inode = os.stat(folder).st_ino
-            except OSError as exc:
-                if not prefix:
-                    raise VaultUnavailable(
-                        f"the vault folder {safe_name(folder)} cannot be listed ({exc.strerror or exc}); "
-                        "the index is kept as it was until it can"
-                    ) from exc
-                log.warning(
-                    "cannot list %s: %s; its notes stay indexed as they were", safe_name(folder), exc.strerror or exc
-                )
-                unlisted.append(safe_name(prefix))
-                continue
-            listed[inode] = folder
-            for entry in entries:
-                rel = prefix + entry.name
+        excluded = self.excluded
+        level = [(str(self.vault), "")]
+        while level:
+            folders: list[tuple[str, str]] = []  # (path, vault-relative) of the next level
+            for folder, prefix in level:
                 try:
-                    if entry.is_dir(follow_symlinks=False):
-                        if self.rules.skip_dir(entry.name, rel) or (excluded and excluded.excludes_folder(rel)):
-                            continue
-                        if safe_name(entry.name) != entry.name:  # one record says why, not listed
-                            found.setdefault(safe_name(rel), (entry.stat(follow_symlinks=False), UNDECODABLE_FOLDER))
-                            continue
-                        stack.append((entry.path, rel + "/"))
-                        continue
-                    st, problem = self._inspect(entry)
-                except OSError:
-                    continue  # vanished during the walk
-                if st is None or (excluded and excluded.excludes(rel)):
+                    entries = list(os.scandir(folder))
+                    inode = os.stat(folder).st_ino
+                except OSError as exc:
+                    if not prefix:
+                        raise VaultUnavailable(
+                            f"the vault folder {safe_name(folder)} cannot be listed ({exc.strerror or exc}); "
+                            "the index is kept as it was until it can"
+                        ) from exc
+                    log.warning(
+                        "cannot list %s: %s; its notes stay indexed as they were",
+                        safe_name(folder),
+                        exc.strerror or exc,
+                    )
+                    unlisted.append(safe_name(prefix))
                     continue
-                safe = safe_name(rel)
-                if safe == rel:
-                    found[rel] = (st, problem)
-                else:  # a real file spelled like the escaped name keeps the key
-                    found.setdefault(safe, (st, problem or UNDECODABLE_NAME))
+                listed[inode] = folder
+                for entry in entries:
+                    rel = prefix + entry.name
+                    try:
+                        if entry.name == ".gitignore":
+                            self.git_ignores.saw_ignore_file(rel, entry.stat(follow_symlinks=False))
+                        if entry.is_dir(follow_symlinks=False):
+                            if self.rules.skip_dir(entry.name, rel) or (excluded and excluded.excludes_folder(rel)):
+                                continue
+                            if safe_name(entry.name) != entry.name:  # one record says why, not listed
+                                found.setdefault(
+                                    safe_name(rel), (entry.stat(follow_symlinks=False), UNDECODABLE_FOLDER)
+                                )
+                                continue
+                            folders.append((entry.path, rel))
+                            continue
+                        st, problem = self._inspect(entry)
+                    except OSError:
+                        continue  # vanished during the walk
+                    if st is None or (excluded and excluded.excludes(rel)):
+                        continue
+                    safe = safe_name(rel)
+                    if safe == rel:
+                        found[rel] = (st, problem)
+                    else:  # a real file spelled like the escaped name keeps the key
+                        found.setdefault(safe, (st, problem or UNDECODABLE_NAME))
+            skipped = self.git_ignores.skipped(folders)
+            level = [(path, rel + "/") for path, rel in folders if rel not in skipped]
         self.folders = listed
         return found, unlisted
 

@@ -31,6 +31,10 @@ class ScannerSettings(K0Settings):
         True,
         description="in a vault kept in git, date a note that names no date by the last commit that changed it, not by its file (a clone stamps every file alike)",
     )
+    gitignore: bool = Field(
+        True,
+        description="in a vault inside a git repository, leave out the folders and notes its .gitignore files ignore (build outputs, virtual environments); tracked files are never left out",
+    )
     ignore_prefixes: list[str] = Field(default_factory=list)
     ignore_suffixes: list[str] = Field(default_factory=list)
     watch: bool = Field(True, description="watch the vault for changes")

@@ -223,7 +223,7 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
             workers=[self._watcher.health().to_proto()] if self._watcher else [],
             watch_note=self._watcher.note if self._watcher else "",
             problem=self._scanner.problem,
-            excluded=self._scanner.excluded.described,
+            excluded=[*self._scanner.excluded.described, *self._scanner.git_ignores.describe()],
             commit_days=self._scanner.commit_days.describe() if self._scanner.commit_days is not None else "",
         )
 
@@ -263,6 +263,7 @@ def open_scanner(
         on_events,
         settings.tool_excludes,
         settings.commit_days,
+        settings.gitignore,
     )
 
 
