@@ -51,6 +51,8 @@ def test_a_cloned_vault_is_dated_by_its_commits(tmp_path: Path):
     client = launcher.start().client()
     try:
         wait_for(lambda: len(listing(client, path_prefixes=["adr/", "ops/"])) == 4, 45, "the four notes")
+        # the history is read in the background: a note fetched before it ended is fetched again
+        wait_for(lambda: ("ops/deploy.md", "2025-09-01") in listing(client, since="2025-01-01"), 45, "the days")
         # cloned today, written before: only what was edited or written here is this week's
         assert sorted(listing(client, since="7d")) == [("adr/cache.md", ""), ("ops/draft.md", "")]
         assert listing(client, since="2025-01-01", until="2025-12-31") == [("ops/deploy.md", "2025-09-01")]
@@ -84,6 +86,39 @@ def test_a_cloned_vault_is_dated_by_its_commits(tmp_path: Path):
             45,
             "the pulled note dated by its commit",
         )
+    finally:
+        client.close()
+        launcher.stop()
+
+
+def test_a_project_folders_gitignored_virtual_environment_is_left_out_until_the_gitignore_lets_it_in(tmp_path: Path):
+    """`k0maru up` in a project: the virtual environment .gitignore names holds .txt files that
+    are nobody's notes; the private journal it names holds the user's. A change to .gitignore
+    wakes the watcher (the periodic rescan is 30 s away)."""
+    vault = tmp_path / "project"
+    vault.mkdir()
+    git(vault, "init", "-q", "-b", "main")
+    site = "venv/lib/python3.11/site-packages/otter-1.0.dist-info"
+    files = {"README.md": "# Otter project\n", ".gitignore": "venv/\njournal/\n", "journal/monday.md": "# Otter log\n"}
+    files |= {f"{site}/{n}": "otter\n" for n in ("METADATA", "RECORD", "WHEEL", "INSTALLER", "top_level.txt")}
+    git_commit(vault, "2025-03-01", {"README.md": files.pop("README.md")})
+    for rel, text in files.items():
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_text(text, encoding="utf-8")
+    launcher = Launcher(vault, tmp_path / "data", embedders=0, http_port=0)
+    client = launcher.start().client()
+    try:
+        wait_for(lambda: len(listing(client, path_prefixes=[""])) == 2, 45, "README and the journal")
+        assert sorted(p for p, _ in listing(client, path_prefixes=[""])) == ["README.md", "journal/monday.md"]
+        status = subprocess.run(
+            [K0MARU, "status", "--vault", str(vault), "--data-dir", str(tmp_path / "data")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert "exclude venv/: ignored by .gitignore and holding no notes, not indexed" in status.stdout, status.stdout
+        (vault / ".gitignore").write_text("journal/\n", encoding="utf-8")
+        wait_for(lambda: f"{site}/top_level.txt" in [p for p, _ in listing(client, path_prefixes=[""])], 15, "venv")
     finally:
         client.close()
         launcher.stop()
