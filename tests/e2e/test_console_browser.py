@@ -25,11 +25,11 @@ import anyio
 import jsonschema
 import pytest
 
-from k0maru.v1 import offload_pb2
+from k0maru.v1 import offload_pb2, retriever_pb2
 from k0maru_cli import Launcher, free_port
 from k0maru_common import InvalidInput, StackClient
 from k0maru_gateway._mcp import build_mcp
-from tests.conftest import git, git_commit, write_notes
+from tests.conftest import git, git_commit, wait_for, write_notes
 
 pytestmark = pytest.mark.e2e
 CHROMIUM = "/usr/bin/chromium"
@@ -121,6 +121,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             time.sleep(0.3)
         else:
             pytest.fail(f"stack did not finish indexing: {status}")
+
+        def dated() -> bool:  # the history is read in the background; notes fetched before come again
+            request = retriever_pb2.SearchRequest(query="", limit=50, scope=retriever_pb2.Scope(path_prefixes=["ops/"]))
+            return all(h.committed == "2025-06-15" for h in client.call(client.retriever.Search, request).hits)
+
+        wait_for(dated, 60, "the notes dated by their commit")
         yield Stack(launcher, base, client, vault)
     finally:
         client.close()
