@@ -11,7 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from k0maru.v1 import scanner_pb2
@@ -153,3 +153,61 @@ def test_any_tool_settings_are_read_or_said_unreadable_and_never_fail_a_scan(
             assert excludes.excludes(path) in (True, False)
             assert excludes.excludes_folder(path.rstrip("/") or "x") in (True, False)
         assert all(isinstance(d, str) for d in excludes.described)
+
+
+IGNORE_LINES = st.lists(
+    st.one_of(
+        st.sampled_from(["a/", "b", "a", "c", "*.md", "!keep.md", "**/c/", "/a", "a/**", "x*", "!b/", "[ab]/", "\\#x"]),
+        st.text(alphabet="ab*!/?[]x.", min_size=1, max_size=6),
+    ),
+    max_size=5,
+)
+TREE = st.dictionaries(
+    st.lists(st.sampled_from(["a", "b", "c", "x y"]), min_size=0, max_size=3).map("/".join),
+    st.lists(
+        st.sampled_from(["n.md", "keep.md", "t.txt", "x.md", "lib.py", "data.bin", "a.so", "b.o", "c.pyc"]),
+        min_size=1,
+        max_size=6,
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tree=TREE, root_ignore=IGNORE_LINES, nested_ignore=IGNORE_LINES, tracked_share=st.integers(0, 3))
+def test_a_note_git_does_not_ignore_is_never_left_out(tree, root_ignore, nested_ignore, tracked_share):
+    """Any .gitignore files, any tree of notes and other files, some tracked: every note git does
+    not ignore (tracked, or untracked and not ignored: `git ls-files --cached --others
+    --exclude-standard`) is indexed, and what is left out git ignores."""
+    from tests.conftest import git
+
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = Path(tmp) / "repo"
+        vault.mkdir()
+        git(vault, "init", "-q")
+        (vault / ".gitignore").write_text("\n".join(root_ignore) + "\n", encoding="utf-8")
+        for folder, names in tree.items():
+            (vault / folder).mkdir(parents=True, exist_ok=True)
+            for name in names:
+                (vault / folder / name).write_text(f"# {folder} {name}\n", encoding="utf-8")
+        first = next(iter(tree))
+        (vault / first / ".gitignore").write_text("\n".join(nested_ignore) + "\n", encoding="utf-8")
+        every = sorted(
+            p.relative_to(vault).as_posix() for p in vault.rglob("*") if p.is_file() and ".git/" not in p.as_posix()
+        )
+        tracked = [p for i, p in enumerate(every) if tracked_share and i % (tracked_share + 1) == 0]
+        if tracked:
+            git(vault, "add", "-f", "--", *tracked)
+        listed = git(vault, "ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0")
+        rules = IgnoreRules()
+        notes = {p for p in every if rules.wants_file(p.rsplit("/", 1)[-1])}
+        must = {p for p in listed if p in notes}
+        scanner = IncrementalScanner(vault, Manifest(Path(tmp) / "m.sqlite", 1000), rules, 1 << 20)
+        try:
+            scanner.scan()
+            indexed = {p for p, r in scanner.manifest.files.items() if r.indexed}
+            event(f"folders left out: {bool(scanner.git_ignores.left_out)}")
+        finally:
+            scanner.manifest.close()
+        assert must <= indexed <= notes, (sorted(must - indexed), sorted(indexed - notes))
