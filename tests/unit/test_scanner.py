@@ -416,30 +416,26 @@ def indexed_paths(scanner: IncrementalScanner) -> list[str]:
 
 
 def code_repository(root: Path) -> Path:
-    """An agent's project as the vault: a virtual environment and a Sphinx build the .gitignore
+    """An agent's project as the vault: composer's packages and a Sphinx build the .gitignore
     names, a private journal it keeps out of the repository, a note ignored by name."""
     from tests.conftest import git
 
     root.mkdir()
     git(root, "init", "-q")
-    site = "venv/lib/python3.11/site-packages"
     write_notes(
         root,
         {
-            ".gitignore": "venv/\n_build/\njournal/\nCLAUDE.local.md\n",
+            ".gitignore": "vendor/\n_build/\njournal/\nCLAUDE.local.md\n",
             "README.md": "# Project\n",
             "docs/guide.md": "# Guide\n",
-            "venv/pyvenv.cfg": "home = /usr/bin\n",
-            "venv/bin/python": "",
-            "venv/bin/activate": "",
-            f"{site}/pkg-1.0.dist-info/METADATA": "Name: pkg\n",
-            f"{site}/pkg-1.0.dist-info/RECORD": "",
-            f"{site}/pkg-1.0.dist-info/WHEEL": "",
-            f"{site}/pkg-1.0.dist-info/entry_points.txt": "[console_scripts]\n",
-            f"{site}/pkg-1.0.dist-info/top_level.txt": "pkg\n",
-            f"{site}/pkg-1.0.dist-info/LICENSE.txt": "MIT\n",
-            f"{site}/pkg/__init__.py": "",
-            f"{site}/pkg/core.py": "",
+            "vendor/autoload.php": "<?php\n",
+            "vendor/composer/installed.json": "{}",
+            "vendor/composer/ClassLoader.php": "<?php\n",
+            "vendor/monolog/monolog/README.md": "# Monolog\n",
+            "vendor/monolog/monolog/LICENSE": "MIT\n",
+            "vendor/monolog/monolog/composer.json": "{}",
+            "vendor/monolog/monolog/src/Logger.php": "<?php\n",
+            "vendor/monolog/monolog/CHANGELOG.md": "# Changes\n",
             "_build/html/index.html": "<html>",
             "_build/html/search.js": "",
             "_build/html/_sources/guide.md.txt": "# Guide\n",
@@ -457,7 +453,7 @@ def code_repository(root: Path) -> Path:
 
 
 def test_folders_git_ignores_that_hold_no_notes_are_not_walked(tmp_path: Path):
-    """A virtual environment's and a build's files are not the team's notes; a private journal
+    """Vendored packages' and a build's files are not the team's notes; a private journal
     kept out of the repository and a note ignored by name are the user's, and a tracked file is
     never ignored (git does not ignore a folder that holds one)."""
     repo = code_repository(tmp_path / "project")
@@ -471,14 +467,35 @@ def test_folders_git_ignores_that_hold_no_notes_are_not_walked(tmp_path: Path):
         "journal/2026/12/04.md",
     ]
     assert scanner.git_ignores.describe() == [
-        "_build/doctrees/, venv/: ignored by .gitignore and holding no notes, not indexed (K0_GITIGNORE=false indexes them)"
+        "_build/doctrees/, vendor/: ignored by .gitignore and holding no notes, not indexed (K0_GITIGNORE=false indexes them)"
     ]
-    (repo / ".gitignore").write_text("_build/\n")  # venv/ no longer ignored: its notes come, untouched
-    assert [p for p in indexed_paths(scanner) if p.startswith("venv/")] == [
-        f"venv/lib/python3.11/site-packages/pkg-1.0.dist-info/{n}.txt" for n in ("LICENSE", "entry_points", "top_level")
+    (repo / ".gitignore").write_text("_build/\n")  # vendor/ no longer ignored: its notes come, untouched
+    assert [p for p in indexed_paths(scanner) if p.startswith("vendor/")] == [
+        "vendor/monolog/monolog/CHANGELOG.md",
+        "vendor/monolog/monolog/README.md",
     ]
     off = IncrementalScanner(repo, Manifest(tmp_path / "off.sqlite", 1000), IgnoreRules(), 1 << 20, gitignore=False)
-    assert "venv/lib/python3.11/site-packages/pkg-1.0.dist-info/LICENSE.txt" in indexed_paths(off)
+    assert "vendor/monolog/monolog/README.md" in indexed_paths(off)
+
+
+def test_virtual_environments_and_tagged_caches_are_not_walked_in_or_out_of_git(vault: Path, tmp_path: Path):
+    """A folder holding `pyvenv.cfg` (a Python virtual environment) or a `CACHEDIR.TAG` with the
+    Cache Directory Tagging signature (cargo's target/) is generated: not walked, git or not. A
+    note named CACHEDIR.TAG without the signature, or a FIFO so named, is no tag."""
+    write_notes(
+        vault,
+        {
+            "notes/a.md": "# A\n",
+            "env/pyvenv.cfg": "home = /usr/bin\n",
+            "env/lib/python3.11/site-packages/pkg-1.0.dist-info/top_level.txt": "pkg\n",
+            "target/CACHEDIR.TAG": "Signature: 8a477f597d28d172789f06886806bc55\n# cargo\n",
+            "target/debug/build/out.txt": "x\n",
+            "tagged by hand/CACHEDIR.TAG": "not the signature\n",
+            "tagged by hand/b.md": "# B\n",
+        },
+    )
+    os.mkfifo(vault / "notes" / "CACHEDIR.TAG")
+    assert indexed_paths(make(vault, tmp_path)) == ["notes/a.md", "tagged by hand/b.md"]
 
 
 def test_a_vault_in_a_folder_of_a_repository_follows_the_ignore_files_above_it(tmp_path: Path):

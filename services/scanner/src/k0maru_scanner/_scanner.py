@@ -99,6 +99,27 @@ class VaultUnavailable(DependencyFailed):
     """The vault folder cannot be listed: a scan changes nothing."""
 
 
+# A folder holding one of these is generated, not written: a Python virtual environment
+# (`pyvenv.cfg`), or a cache tagged as the Cache Directory Tagging Specification says (cargo's
+# `target/`, many build caches: `CACHEDIR.TAG` beginning with its signature)
+CACHEDIR_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"
+
+
+def _generated(entries: list[os.DirEntry[str]]) -> bool:
+    for entry in entries:
+        if entry.name == "pyvenv.cfg":
+            return True
+        if entry.name == "CACHEDIR.TAG":
+            try:
+                if entry.is_file(follow_symlinks=False):  # a FIFO so named would block an open
+                    with open(entry.path, "rb") as f:
+                        if f.read(len(CACHEDIR_SIGNATURE)) == CACHEDIR_SIGNATURE:
+                            return True
+            except OSError:
+                continue
+    return False
+
+
 class ContentError(Exception):
     """A file that cannot be indexed; the message is the reason recorded in the manifest."""
 
@@ -269,6 +290,8 @@ class IncrementalScanner:
                     unlisted.append(safe_name(prefix))
                     continue
                 listed[inode] = folder
+                if prefix and _generated(entries):
+                    continue  # a virtual environment or a cache: nobody's notes
                 for entry in entries:
                     rel = prefix + entry.name
                     try:
