@@ -348,3 +348,43 @@ def test_notes_fetched_before_the_history_was_read_are_journaled_again_and_then_
     assert [(e.seq, e.path, e.hash) for e in again] == [(last_seq + 1, "projects/b b.md", document.hash)]
     document = parse_document(scanner, "projects/b b.md")
     assert document is not None and document.committed == "2025-06-15"
+
+
+def test_days_owed_when_a_stop_cut_the_read_short_are_journaled_by_the_next_start(
+    repo: Path, tmp_path: Path, monkeypatch
+):
+    """Stopped while the history was still being read: the notes fetched meanwhile have no days,
+    and nothing would fetch them again (their files did not change). The manifest remembers that
+    days are owed; the next start reads the history and journals every dated note again."""
+    from k0maru_scanner import _scanner
+    from k0maru_scanner._manifest import Manifest
+    from k0maru_scanner._scanner import DAYS_OWED, IgnoreRules, IncrementalScanner
+    from k0maru_scanner.server import parse_document
+
+    slow_git(tmp_path, monkeypatch)  # its gate never opens: the read never ends
+    monkeypatch.setattr(_scanner, "COMMIT_DAYS_WAIT_S", 0.1)
+    first = IncrementalScanner(repo, Manifest(tmp_path / "m.sqlite", 1000), IgnoreRules(), 1 << 20)
+    first.scan()
+    document = parse_document(first, "a.md")
+    assert document is not None and document.committed == ""
+    assert first.manifest.meta(DAYS_OWED) == "1"
+    assert first.commit_days is not None
+    first.commit_days.close()  # the stop: git killed
+    first.manifest.close()
+    monkeypatch.undo()  # git reads at once now
+
+    published: list[list[str]] = []
+    second = IncrementalScanner(
+        repo,
+        Manifest(tmp_path / "m.sqlite", 1000),
+        IgnoreRules(),
+        1 << 20,
+        on_events=lambda entries: published.append([e.path for e in entries]),
+    )
+    assert second.commit_days is not None
+    second.commit_days.warm()  # as the server does when days are owed
+    wait_for(lambda: published, 30, "the dated notes journaled again")
+    assert sorted(published[0]) == ["a.md", "projects/b b.md", "projects/ä.md"]
+    assert second.manifest.meta(DAYS_OWED) == ""
+    document = parse_document(second, "a.md")
+    assert document is not None and document.committed == "2025-03-01"

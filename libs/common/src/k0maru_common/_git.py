@@ -136,6 +136,7 @@ class CommitDays:
         self._read_started = 0.0
         self._look_again = False  # HEAD moved during the read under way
         self._asked: set[str] = set()  # asked about while a read was under way past wait_s
+        self._owe_all = False  # `owe_all`
         self._failed: set[str] = set()  # what went wrong, each said once
         self.problem = ""  # why there are no days now (the last failure said); "" while there are
         self._stderr = ""  # the last failed command's
@@ -163,6 +164,18 @@ class CommitDays:
             assert self._repo is not None
             unix_s = self._last_commit_s.get(self._repo.prefix + rel)
             return utc_day(unix_s * 1_000_000_000) if unix_s is not None else ""
+
+    @property
+    def reading(self) -> bool:
+        """A read of the history is under way."""
+        return not self._read_done.is_set()
+
+    def owe_all(self) -> None:
+        """Pass every dated path to `on_days` once the next read ends: the notes fetched during a
+        read that a stop cut short (the last process's) have no days, and which they were is
+        not known here."""
+        with self._lock:
+            self._owe_all = True
 
     def warm(self) -> None:
         """Start reading the repository now (a first start: every note is about to be asked for),
@@ -239,8 +252,11 @@ class CommitDays:
                 if self._look_again and not (self._gave_up or self._closed):
                     self._look_again = False
                     continue
-                asked = {rel for rel in self._asked if rel in self._blobs} if self._head else set()
+                owed = set(self._blobs) if self._owe_all else self._asked
+                asked = {rel for rel in owed if rel in self._blobs} if self._head else set()
                 self._asked = set()
+                if self._head:
+                    self._owe_all = False
                 self._read_done.set()
             break
         if asked and self.on_days is not None:

@@ -34,6 +34,10 @@ CREATE TABLE IF NOT EXISTS journal (
     old_path TEXT NOT NULL DEFAULT '',
     at_ms INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 """
 
 
@@ -119,6 +123,22 @@ class Manifest:
         for path in batch.removals:
             self.files.pop(path, None)
         return entries
+
+    def meta(self, key: str) -> str:
+        """A value the scanner keeps across restarts ("" when none)."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return str(row[0]) if row else ""
+
+    def set_meta(self, key: str, value: str) -> None:
+        """CannotWrite when the disk is full."""
+        with self._lock:
+            try:
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+            except sqlite3.Error as exc:
+                if (exc.sqlite_errorcode & 0xFF) == sqlite3.SQLITE_FULL:
+                    raise CannotWrite(f"the scanner's manifest {self._path}", OSError(errno.ENOSPC, "")) from exc
+                raise
 
     def last_seq(self) -> int:
         with self._lock:

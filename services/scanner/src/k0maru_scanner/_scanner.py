@@ -9,6 +9,7 @@ unreadable, vanished) are recorded with the reason and never stop a scan.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -131,6 +132,7 @@ DATA_ALLOWANCE = 16
 # once it is: `IncrementalScanner.redate`). A first start in a repository of 80,000 commits
 # waited 12 s for it before the first note was searchable.
 COMMIT_DAYS_WAIT_S = 1.0
+DAYS_OWED = "days_owed"  # manifest meta: notes were fetched without their commits' days
 
 
 def read_note_text(path: Path, max_bytes: int) -> tuple[bytes, str]:
@@ -222,6 +224,9 @@ class IncrementalScanner:
         self.commit_days = (
             CommitDays(self.vault, wait_s=COMMIT_DAYS_WAIT_S, on_days=self.redate) if commit_days else None
         )
+        self._days_owed = False
+        if self.commit_days is not None and manifest.meta(DAYS_OWED):  # the last process stopped first
+            self.commit_days.owe_all()
         self._on_events = on_events
         self._lock = threading.Lock()
         # bytes recent scans read (added or modified notes), until GetDocuments takes them: a
@@ -364,6 +369,18 @@ class IncrementalScanner:
             self.problem = ""
             return result
 
+    def owe_days(self) -> None:
+        """A note was fetched without its day while the history was being read: kept in the
+        manifest until `redate` has journaled the notes again, so that a stop before then
+        (the next start reads the history and journals every dated note) loses no day."""
+        if self._days_owed:
+            return
+        self._days_owed = True
+        try:
+            self.manifest.set_meta(DAYS_OWED, "1")
+        except CannotWrite as exc:
+            log.warning("%s", exc)
+
     def redate(self, paths: set[str]) -> None:
         """Journal `paths` as modified (their bytes unchanged): they were fetched while the vault's
         git history was being read, without their commits' days, and the retriever fetches them
@@ -382,6 +399,9 @@ class IncrementalScanner:
                 return
             if entries and self._on_events:
                 self._on_events(entries)
+            with contextlib.suppress(CannotWrite):
+                self.manifest.set_meta(DAYS_OWED, "")
+            self._days_owed = False
         log.info("git history read: %d notes fetched before it are journaled again for their days", len(events))
 
     def _keep_fresh(self, rel: str, st: os.stat_result, data: bytes) -> None:
