@@ -32,6 +32,12 @@ def listing(client: StackClient, **scope: str) -> list[tuple[str, str]]:
     return [(h.path, h.committed) for h in reply.hits]
 
 
+def k0maru_status(vault: Path, data: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [K0MARU, "status", "--vault", str(vault), "--data-dir", str(data)], capture_output=True, text=True, timeout=60
+    )
+
+
 def test_a_cloned_vault_is_dated_by_its_commits(tmp_path: Path):
     origin = tmp_path / "origin"
     origin.mkdir()
@@ -70,12 +76,7 @@ def test_a_cloned_vault_is_dated_by_its_commits(tmp_path: Path):
             timeout=60,
         )
         assert "[ops/deploy.md:1]  2025-09-01" in shell.stdout, shell.stdout + shell.stderr  # the day it goes by
-        status = subprocess.run(
-            [K0MARU, "status", "--vault", str(vault), "--data-dir", str(tmp_path / "data")],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        status = k0maru_status(vault, tmp_path / "data")
         assert "dates   notes that name no date go by their last commit (read at " in status.stdout, status.stdout
 
         # a teammate's commit, pulled: the note it changes is dated by that commit
@@ -110,12 +111,7 @@ def test_a_project_folders_gitignored_virtual_environment_is_left_out_until_the_
     try:
         wait_for(lambda: len(listing(client, path_prefixes=[""])) == 2, 45, "README and the journal")
         assert sorted(p for p, _ in listing(client, path_prefixes=[""])) == ["README.md", "journal/monday.md"]
-        status = subprocess.run(
-            [K0MARU, "status", "--vault", str(vault), "--data-dir", str(tmp_path / "data")],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        status = k0maru_status(vault, tmp_path / "data")
         assert "exclude venv/: ignored by .gitignore and holding no notes, not indexed" in status.stdout, status.stdout
         (vault / ".gitignore").write_text("journal/\n", encoding="utf-8")
         wait_for(lambda: f"{site}/top_level.txt" in [p for p, _ in listing(client, path_prefixes=[""])], 15, "venv")

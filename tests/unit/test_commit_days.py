@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -295,6 +296,20 @@ def slow_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return gate
 
 
+def publishing_scanner(repo: Path, manifest: Path, published: list[list[str]]) -> Any:
+    """A scanner of `repo` that appends the paths of each batch of journal entries to `published`."""
+    from k0maru_scanner._manifest import Manifest
+    from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
+
+    return IncrementalScanner(
+        repo,
+        Manifest(manifest, 1000),
+        IgnoreRules(),
+        1 << 20,
+        on_events=lambda entries: published.append([e.path for e in entries]),
+    )
+
+
 def test_a_long_read_holds_no_question_and_names_the_notes_it_left_undated(repo: Path, tmp_path: Path, monkeypatch):
     """A history that takes long to read (a repository of 80,000 commits took 12 s): a question
     waits for it at most wait_s, the notes asked about meanwhile get no day, and once the read
@@ -323,20 +338,12 @@ def test_notes_fetched_before_the_history_was_read_are_journaled_again_and_then_
     without their days, and are journaled as modified once the days are known, so that the
     retriever fetches them again."""
     from k0maru_scanner import _scanner
-    from k0maru_scanner._manifest import Manifest
-    from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
     from k0maru_scanner.server import parse_document
 
     gate = slow_git(tmp_path, monkeypatch)
     monkeypatch.setattr(_scanner, "COMMIT_DAYS_WAIT_S", 0.1)
     published: list[list[str]] = []
-    scanner = IncrementalScanner(
-        repo,
-        Manifest(tmp_path / "m.sqlite", 1000),
-        IgnoreRules(),
-        1 << 20,
-        on_events=lambda entries: published.append([e.path for e in entries]),
-    )
+    scanner = publishing_scanner(repo, tmp_path / "m.sqlite", published)
     scanner.scan()
     last_seq = max(e.seq for e in scanner.manifest.changes(0))
     document = parse_document(scanner, "projects/b b.md")
@@ -374,13 +381,7 @@ def test_days_owed_when_a_stop_cut_the_read_short_are_journaled_by_the_next_star
     monkeypatch.undo()  # git reads at once now
 
     published: list[list[str]] = []
-    second = IncrementalScanner(
-        repo,
-        Manifest(tmp_path / "m.sqlite", 1000),
-        IgnoreRules(),
-        1 << 20,
-        on_events=lambda entries: published.append([e.path for e in entries]),
-    )
+    second = publishing_scanner(repo, tmp_path / "m.sqlite", published)
     assert second.commit_days is not None
     second.commit_days.warm()  # as the server does when days are owed
     wait_for(lambda: published, 30, "the dated notes journaled again")
