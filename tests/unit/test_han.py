@@ -8,7 +8,8 @@ from pathlib import Path
 
 import jieba
 
-from k0maru_retriever._han import HanSegmenter
+from k0maru_retriever import _han
+from k0maru_retriever._han import HanSegmenter, simplified
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "vault"
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
@@ -23,8 +24,9 @@ EXTRA = [
 
 
 def reference(run: str) -> list[str]:
+    """jieba's own words of the run, read in Simplified characters."""
     jieba.setLogLevel(logging.WARNING)
-    return [w for w in jieba.lcut_for_search(run) if w.strip()]
+    return [w for w in jieba.lcut_for_search(simplified(run)) if w.strip()]
 
 
 def han_runs() -> list[str]:
@@ -52,3 +54,28 @@ def test_an_unusable_cache_only_costs_a_rebuild(tmp_path: Path) -> None:
     (cache,) = corrupt.iterdir()
     cache.write_bytes(b"\x00 not marshal")
     assert HanSegmenter(corrupt).segment("中文笔记") == reference("中文笔记")
+
+
+def test_traditional_and_simplified_text_are_read_alike() -> None:
+    """A team writes both scripts: `資料庫連線失敗` and `资料库连线失败` are the same words, so a
+    query in one finds notes in the other (zh_cmrc2018 with its queries in Traditional: nDCG@10
+    0.725 before, 0.987 after; its corpus in Traditional: 0.736 before, 0.987 after)."""
+    from k0maru_retriever._analysis import BM25Analyzer
+
+    analyzer = BM25Analyzer()
+    pairs = [
+        ("資料庫連線失敗時，請檢查網路設定", "资料库连线失败时，请检查网路设定"),
+        ("《戰國無雙3》是由哪兩個公司合作開發的？", "《战国无双3》是由哪两个公司合作开发的？"),
+        ("後來發現憑證過期了", "后来发现凭证过期了"),
+    ]
+    for traditional, simple in pairs:
+        assert analyzer.terms(traditional) == analyzer.terms(simple)
+    assert simplified("借用检查器报错") == "借用检查器报错"  # Simplified text is read as written
+
+
+def test_without_the_character_table_text_is_read_as_written(monkeypatch, caplog) -> None:
+    monkeypatch.setattr(_han, "_SIMPLIFIED", None)
+    monkeypatch.setattr(_han.importlib.util, "find_spec", lambda name: None)
+    with caplog.at_level(logging.WARNING):
+        assert simplified("資料庫") == "資料庫"
+    assert "opencc-python-reimplemented is not installed" in caplog.text

@@ -73,7 +73,8 @@ class ChunkRow:
 # 7: Latin text without diacritics (`café` → `cafe`)
 # 8: Hangul and kana as character bigrams (`서버를` → `서버`, `버를`); camelCase words also by their
 #    parts (`getServerSideProps` → `get server side prop`); "names_raw" holds the file name too
-SCHEMA_VERSION = "8"
+# 9: Han text read in Simplified characters (`_han.simplified`: `資料庫` is `资料库`)
+SCHEMA_VERSION = "9"
 # The name match (see `search`): a note's bonus grows with the cube of the share of its name the
 # query covers, so a query that names a note counts and a shared word or two hardly does.
 NAME_MATCH_POWER = 3
