@@ -33,6 +33,18 @@ def test_a_chinese_vault_gets_the_multilingual_model_with_no_flag(tmp_path: Path
     assert choose_model(vault, tmp_path / "data").model == MULTILINGUAL_MODEL
 
 
+def test_a_projects_packages_do_not_outvote_its_chinese_notes(tmp_path: Path) -> None:
+    """A JavaScript and Python project whose notes are Chinese: node_modules and the virtual
+    environment hold far more English `.md` files, which the scanner never indexes."""
+    notes = {f"docs/{i}.md": CHINESE for i in range(10)}
+    notes |= {f"node_modules/pkg{i}/README.md": ENGLISH for i in range(200)}
+    notes |= {"venv/pyvenv.cfg": "home = /usr/bin\n"} | {f"venv/lib/p{i}/README.md": ENGLISH for i in range(200)}
+    vault = write_notes(tmp_path / "v", notes)
+    letters, read = script_mix(vault)
+    assert read == 10 and letters["latin"] == 0
+    assert choose_model(vault, tmp_path / "data").model == MULTILINGUAL_MODEL
+
+
 @pytest.mark.parametrize(
     ("script", "text"),
     [

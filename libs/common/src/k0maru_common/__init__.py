@@ -61,10 +61,12 @@ if TYPE_CHECKING:
     from ._tokens import TOKEN_PATTERN, estimate_tokens, estimate_tokens_of_parts
     from ._validation import check_request
     from ._vault import (
+        IGNORED_FOLDERS,
         confine,
         decode_text,
         default_data_dir,
         default_data_root,
+        generated_folder,
         name_day,
         name_key,
         page_name,
@@ -142,6 +144,8 @@ _WHERE = {
     "letters_by_script": "._scripts",
     "unreadable_share": "._scripts",
     "decode_text": "._vault",
+    "generated_folder": "._vault",
+    "IGNORED_FOLDERS": "._vault",
     "name_day": "._vault",
     "name_key": "._vault",
     "page_name": "._vault",
@@ -166,6 +170,7 @@ __all__ = [
     "DEAD_STREAM",
     "EMBED_GROUP",
     "HEALTH_NAMES",
+    "IGNORED_FOLDERS",
     "JOBS_STREAM",
     "KEEPALIVE_CLIENT_OPTIONS",
     "MAX_LOG_BYTES",
@@ -215,6 +220,7 @@ __all__ = [
     "error_from_rpc",
     "estimate_tokens",
     "estimate_tokens_of_parts",
+    "generated_folder",
     "health_name",
     "health_state",
     "is_loopback_address",

@@ -145,6 +145,32 @@ def utc_day(mtime_ns: int) -> str:
     return f"{tm.tm_year:04d}-{tm.tm_mon:02d}-{tm.tm_mday:02d}"
 
 
+# Folders never indexed, by name anywhere or by vault-relative path: packages' own files; Logseq
+# keeps copies of pages it overwrote in logseq/bak (and before 0.6 in logseq/version-files), each
+# a whole older note
+IGNORED_FOLDERS = ("node_modules", "trash", "logseq/bak", "logseq/version-files")
+# A folder holding one of these is generated, not written: a Python virtual environment
+# (`pyvenv.cfg`), or a cache tagged as the Cache Directory Tagging Specification says (cargo's
+# `target/`, many build caches: `CACHEDIR.TAG` beginning with its signature)
+CACHEDIR_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"
+
+
+def generated_folder(entries: list[os.DirEntry[str]]) -> bool:
+    """Whether a folder, by its entries, is a virtual environment or a tagged cache."""
+    for entry in entries:
+        if entry.name == "pyvenv.cfg":
+            return True
+        if entry.name == "CACHEDIR.TAG":
+            try:
+                if entry.is_file(follow_symlinks=False):  # a FIFO so named would block an open
+                    with open(entry.path, "rb") as f:
+                        if f.read(len(CACHEDIR_SIGNATURE)) == CACHEDIR_SIGNATURE:
+                            return True
+            except OSError:
+                continue
+    return False
+
+
 # Byte order marks that name an encoding other than UTF-8, longest first (UTF-32 LE's begins
 # with UTF-16 LE's).
 _WIDE_BOMS = (

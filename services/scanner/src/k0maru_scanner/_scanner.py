@@ -23,14 +23,13 @@ from pathlib import Path
 import xxhash
 
 from k0maru.v1 import common_pb2
-from k0maru_common import CannotWrite, CommitDays, DependencyFailed, decode_text
+from k0maru_common import IGNORED_FOLDERS, CannotWrite, CommitDays, DependencyFailed, decode_text, generated_folder
 
 from ._gitignore import GitIgnores
 from ._journals import JournalFormat
 from ._manifest import Batch, FileRecord, JournalEntry, Manifest
 from ._markdown import opaque_size
 from ._tool_settings import ToolExcludes, VaultToolSettings
-from .config import IGNORED_FOLDERS
 
 log = logging.getLogger(__name__)
 
@@ -98,27 +97,6 @@ def _special_kind(mode: int) -> str:
 
 class VaultUnavailable(DependencyFailed):
     """The vault folder cannot be listed: a scan changes nothing."""
-
-
-# A folder holding one of these is generated, not written: a Python virtual environment
-# (`pyvenv.cfg`), or a cache tagged as the Cache Directory Tagging Specification says (cargo's
-# `target/`, many build caches: `CACHEDIR.TAG` beginning with its signature)
-CACHEDIR_SIGNATURE = b"Signature: 8a477f597d28d172789f06886806bc55"
-
-
-def _generated(entries: list[os.DirEntry[str]]) -> bool:
-    for entry in entries:
-        if entry.name == "pyvenv.cfg":
-            return True
-        if entry.name == "CACHEDIR.TAG":
-            try:
-                if entry.is_file(follow_symlinks=False):  # a FIFO so named would block an open
-                    with open(entry.path, "rb") as f:
-                        if f.read(len(CACHEDIR_SIGNATURE)) == CACHEDIR_SIGNATURE:
-                            return True
-            except OSError:
-                continue
-    return False
 
 
 class ContentError(Exception):
@@ -295,7 +273,7 @@ class IncrementalScanner:
                     unlisted.append(safe_name(prefix))
                     continue
                 listed[inode] = folder
-                if prefix and _generated(entries):
+                if prefix and generated_folder(entries):
                     continue  # a virtual environment or a cache: nobody's notes
                 for entry in entries:
                     rel = prefix + entry.name

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from k0maru_common import Field, K0Settings
-
-# folders never indexed, by name anywhere or by vault-relative path: Logseq keeps copies of pages
-# it overwrote in logseq/bak (and before 0.6 in logseq/version-files), each a whole older note
-IGNORED_FOLDERS = ("node_modules", "trash", "logseq/bak", "logseq/version-files")
+from k0maru_common import IGNORED_FOLDERS, Field, K0Settings
 
 
 class ScannerSettings(K0Settings):
