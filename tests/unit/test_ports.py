@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import socket
 
+import pytest
+
 from k0maru_cli import _stack
 from k0maru_cli._stack import free_port
 
@@ -31,3 +33,28 @@ def test_a_port_in_use_is_not_handed_out(monkeypatch):
         monkeypatch.setattr(_stack, "LOWEST_PORT", taken)
         monkeypatch.setattr(_stack, "MIN_RANGE", 0)
         assert free_port() != taken
+
+
+def test_a_stopped_consoles_lingering_connections_do_not_hold_its_port():
+    """The console closed its browser connections first at the stop: they stay in TIME_WAIT on
+    its port for a minute. `k0maru up --port P` right after failed with "in use" (and without
+    --port the console moved to 7879), though uvicorn binds with SO_REUSEADDR and would have
+    bound it. A listener still holds it."""
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        accepted, _ = server.accept()
+        accepted.close()  # the server side closes first: its end lingers in TIME_WAIT
+        client.recv(1)
+        client.close()
+    assert not _stack._bindable("127.0.0.1", port)  # a plain bind is refused while it lingers
+    assert _stack.console_port("127.0.0.1", port) == port
+    with socket.socket() as listener:  # another stack's console, as uvicorn binds it
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", port))
+        listener.listen()
+        with pytest.raises(_stack.StartupError, match="is in use"):
+            _stack.console_port("127.0.0.1", port)

@@ -61,8 +61,13 @@ DEFAULT_CONSOLE_PORT = 7878
 CONSOLE_PORTS_TRIED = 20  # 7878 … 7897, then any free port
 
 
-def _bindable(host: str, port: int) -> bool:
+def _bindable(host: str, port: int, reuse: bool = False) -> bool:
+    """Whether `port` can be bound now. `reuse`: as a server that sets SO_REUSEADDR binds it
+    (uvicorn, the console): the connections a stopped console leaves in TIME_WAIT for a minute do
+    not hold the port, a listener does."""
     with socket.socket() as sock:
+        if reuse:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:
@@ -75,11 +80,11 @@ def console_port(host: str, asked: int | None) -> int:
     free one after it (another vault's stack holds 7878: a second `k0maru up` used to fail).
     StartupError when the asked port is taken."""
     if asked is not None:
-        if asked and not _bindable(host, asked):
+        if asked and not _bindable(host, asked, reuse=True):
             raise StartupError(f"the console port {asked} is in use; pass another --port (0: any free port)")
         return asked
     for port in range(DEFAULT_CONSOLE_PORT, DEFAULT_CONSOLE_PORT + CONSOLE_PORTS_TRIED):
-        if _bindable(host, port):
+        if _bindable(host, port, reuse=True):
             return port
     return free_port(host)
 
