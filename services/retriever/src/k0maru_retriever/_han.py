@@ -21,12 +21,14 @@ import importlib.util
 import logging
 import marshal
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
 _FORMAT = 1  # bump when the cached layout changes
+_HAN_ONLY = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")  # a word of Han characters (a run's)
 
 
 def _cache_dir() -> Path:
@@ -108,40 +110,76 @@ class HanSegmenter:
         return [w for w in tokenizer.lcut_for_search(run) if w.strip()]
 
 
-_SIMPLIFIED: dict[int, str] | None = None
+_SIMPLIFIED: tuple[dict[int, str], dict[str, str], dict[str, tuple[int, ...]]] | None = None
 _SIMPLIFIED_LOCK = threading.Lock()
 
 
 def simplified(run: str) -> str:
-    """`run` in Simplified characters: each Traditional character as OpenCC's character table
-    (`TSCharacters.txt`) first gives it, `資料庫連線` → `资料库连线`. A team writes both scripts
-    (Taiwan and Hong Kong beside the mainland): read alike, a query in one finds notes in the
-    other, and jieba, whose dictionary is Simplified, cuts Traditional text into its words. A
-    character with one simplified form per meaning is read by its first (`乾` → `干`); index and
-    queries read it alike. Without the table (its package missing): the run as it is."""
+    """`run` in Simplified characters and mainland words, from OpenCC's tables: Taiwan's words for
+    the things software is made of first (`TWPhrasesRev.txt`: `資料庫` → `數據庫`, `網路` →
+    `網絡`, `伺服器` → `服務器`, the longest that starts at each character), then each
+    Traditional character as the character table first gives it (`TSCharacters.txt`: `數據庫`
+    → `数据库`). A team writes both scripts (Taiwan and Hong Kong beside the mainland): read
+    alike, a query in one finds notes in the other, and jieba, whose dictionary is Simplified,
+    cuts Traditional text into its words. A character with one simplified form per meaning is
+    read by its first (`乾` → `干`), and `程式` is `程序` inside `方程式` too; index and queries
+    read them alike. Taiwan's words are looked for only in a run that holds a Traditional
+    character. Without the tables (their package missing): the run as it is."""
     global _SIMPLIFIED
     if _SIMPLIFIED is None:
         with _SIMPLIFIED_LOCK:
             if _SIMPLIFIED is None:
-                _SIMPLIFIED = _character_table()
-    return run.translate(_SIMPLIFIED) if _SIMPLIFIED else run
+                _SIMPLIFIED = _tables()
+    characters, words, starts = _SIMPLIFIED
+    converted = run.translate(characters)
+    if converted == run:  # no Traditional character: Taiwan's words are not looked for (`程序`
+        return run  # is a process in Taiwan, a program on the mainland)
+    if not starts.keys().isdisjoint(run):
+        converted = _mainland_words(run, words, starts).translate(characters)
+    return converted
 
 
-def _character_table() -> dict[int, str]:
-    spec = importlib.util.find_spec("opencc")  # its data file only: the package is not imported
+def _mainland_words(run: str, words: dict[str, str], starts: dict[str, tuple[int, ...]]) -> str:
+    out: list[str] = []
+    i, n = 0, len(run)
+    while i < n:
+        for length in starts.get(run[i], ()):  # longest first
+            target = words.get(run[i : i + length])
+            if target is not None:
+                out.append(target)
+                i += length
+                break
+        else:
+            out.append(run[i])
+            i += 1
+    return "".join(out)
+
+
+def _tables() -> tuple[dict[int, str], dict[str, str], dict[str, tuple[int, ...]]]:
+    spec = importlib.util.find_spec("opencc")  # its data files only: the package is not imported
     origin = spec.origin if spec is not None else None
-    path = Path(origin).parent / "dictionary" / "TSCharacters.txt" if origin else None
-    try:
-        lines = path.read_text("utf-8").splitlines() if path is not None else []
-    except OSError as exc:
-        lines = []
-        log.warning("OpenCC's character table is unreadable (%s): Traditional text is read as written", exc)
-    if path is None:
+    if origin is None:
         log.warning("opencc-python-reimplemented is not installed: Traditional text is read as written")
-    table: dict[int, str] = {}
-    for line in lines:
-        source, _, targets = line.partition("\t")
-        first = targets.split(" ", 1)[0]
-        if len(source) == 1 and len(first) == 1 and first != source:
-            table[ord(source)] = first
-    return table
+        return {}, {}, {}
+    folder = Path(origin).parent / "dictionary"
+    characters: dict[int, str] = {}
+    words: dict[str, str] = {}
+    try:
+        for line in (folder / "TSCharacters.txt").read_text("utf-8").splitlines():
+            source, _, targets = line.partition("\t")
+            first = targets.split(" ", 1)[0]
+            if len(source) == 1 and len(first) == 1 and first != source:
+                characters[ord(source)] = first
+        for line in (folder / "TWPhrasesRev.txt").read_text("utf-8").splitlines():
+            source, _, targets = line.partition("\t")
+            first = targets.split(" ", 1)[0]
+            if len(source) > 1 and first and _HAN_ONLY.fullmatch(source):
+                words[source] = first
+    except OSError as exc:
+        log.warning("OpenCC's tables are unreadable (%s): Traditional text is read as written", exc)
+        return {}, {}, {}
+    lengths: dict[str, set[int]] = {}
+    for source in words:
+        lengths.setdefault(source[0], set()).add(len(source))
+    starts = {char: tuple(sorted(found, reverse=True)) for char, found in lengths.items()}
+    return characters, words, starts
