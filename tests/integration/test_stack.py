@@ -153,6 +153,16 @@ def test_bad_files_never_take_the_stack_down(stack):
     assert search(client, "SQLITE_BUSY", BM25)[0] == "eng/sqlite.md"
 
 
+def test_a_query_in_traditional_characters_finds_a_note_in_simplified(stack):
+    """A team in Taiwan and on the mainland: `借用檢查器報錯` (Traditional) is the note's
+    `借用检查器报错`, and Taiwan's `資料庫連線` is the mainland's `数据库连接`."""
+    _launcher, client, vault = stack
+    assert search(client, "借用檢查器報錯", BM25)[:1] == ["zh/分词.md"]
+    write_notes(vault, {"zh/连接池.md": "# 连接池\n\n数据库连接失败时先看连接池的上限。\n"})
+    wait_for(lambda: search(client, "连接池上限", BM25)[:1] == ["zh/连接池.md"], 45, "the new note")
+    assert search(client, "資料庫連線失敗", BM25)[:1] == ["zh/连接池.md"]
+
+
 def test_a_note_powershell_wrote_in_utf16_is_found_and_read(stack):
     """`Get-History > notes.md` in Windows PowerShell 5 writes UTF-16 with a byte order mark: it
     was "binary content" and never indexed. Now found, and read back as text."""
