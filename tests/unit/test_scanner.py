@@ -478,6 +478,28 @@ def test_folders_git_ignores_that_hold_no_notes_are_not_walked(tmp_path: Path):
     assert "vendor/monolog/monolog/README.md" in indexed_paths(off)
 
 
+def test_a_submodule_inside_the_vault_keeps_git_answering_for_the_rest(tmp_path: Path):
+    """git answers nothing for a batch of folders that holds one inside a submodule ("Pathspec
+    … is in submodule"): the submodule's folders are walked as they are, and the vault's own
+    ignored folders are still left out (here the vault is a folder of the repository)."""
+    from tests.conftest import git, git_commit
+
+    library = tmp_path / "library"
+    library.mkdir()
+    git(library, "init", "-q")
+    git_commit(library, "2026-01-01", {"README.md": "# Library\n", "guide/intro.md": "# Intro\n"})
+    repo = tmp_path / "project"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    write_notes(repo, {".gitignore": "_build/\n", "docs/a.md": "# A\n"})
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "docs/library")
+    build = "docs/site/_build/html"  # asked about beside library/guide, a folder of the submodule
+    write_notes(repo, {f"{build}/index.html": "<html>", f"{build}/s.js": "", f"{build}/_sources/a.txt": "x"})
+    scanner = make(repo / "docs", tmp_path / "data")
+    assert indexed_paths(scanner) == ["a.md", "library/README.md", "library/guide/intro.md"]
+    assert scanner.git_ignores.left_out == ["site/_build"]
+
+
 def test_virtual_environments_and_tagged_caches_are_not_walked_in_or_out_of_git(vault: Path, tmp_path: Path):
     """A folder holding `pyvenv.cfg` (a Python virtual environment) or a `CACHEDIR.TAG` with the
     Cache Directory Tagging signature (cargo's target/) is generated: not walked, git or not. A

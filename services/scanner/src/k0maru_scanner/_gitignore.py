@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,8 @@ log = logging.getLogger(__name__)
 _GIT = ("git", "--no-pager", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false")
 _TIMEOUT_S = 30.0  # one batch of folders; past it the batch is taken as not ignored
 SAMPLE_FILES = 200  # files looked at to tell a folder of notes from one of something else
+MAX_SUBMODULES_MET = 50  # per batch of folders; past it the batch is taken as not ignored
+_SUBMODULE = re.compile(r"Pathspec '([^']+)' is in submodule '([^']+)'")
 Stamp = tuple[tuple[str, int, int, int], ...]
 
 
@@ -43,6 +46,8 @@ class GitIgnores:
         self._seen: list[tuple[str, int, int, int]] = []  # the vault's .gitignore files this walk
         self._reused = False  # this walk answered from what an earlier walk was told
         self._failed: set[str] = set()
+        self._stderr = ""  # the last failed command's
+        self._submodules: tuple[str, ...] = ()  # vault-relative folders ("x/") of submodules met
         self.left_out: list[str] = []  # the folders the last walk left out
         self._leaving_out: list[str] = []  # those this walk has left out so far
 
@@ -162,9 +167,24 @@ class GitIgnores:
         # -v -n: one record per path (source, line, pattern, path as given); a `!pattern`
         # re-includes. Each path behind ./ : a folder named `:x` is no pathspec magic (check-ignore
         # takes no --literal-pathspecs)
-        data = b"".join(b"./" + os.fsencode(p) + b"\0" for p in paths)
-        out = self._run(["check-ignore", "-z", "--stdin", "-v", "-n"], data, ok_codes=(0, 1))
+        asked = [p for p in paths if not p.startswith(self._submodules)]
+        for _ in range(MAX_SUBMODULES_MET):
+            data = b"".join(b"./" + os.fsencode(p) + b"\0" for p in asked)
+            out = self._run(["check-ignore", "-z", "--stdin", "-v", "-n"], data, ok_codes=(0, 1), quiet=True)
+            inside = _SUBMODULE.search(self._stderr) if out is None else None
+            if inside is None:
+                break
+            # git answers nothing for a batch that holds a path inside a submodule (another
+            # repository, with its own .gitignore): its folders are walked as they are. git names
+            # the submodule from the repository's top: the part of that name the path starts with
+            given, submodule = inside.group(1).removeprefix("./"), inside.group(2)
+            while submodule and not given.startswith(submodule + "/"):
+                submodule = submodule.partition("/")[2]
+            self._submodules += ((submodule or given.rpartition("/")[0] or given) + "/",)
+            asked = [p for p in asked if not p.startswith(self._submodules)]
         if out is None:
+            if self._stderr:
+                self._say(f"git check-ignore: {self._stderr}; what .gitignore ignores is indexed")
             return dict.fromkeys(paths, False)
         fields = out.split(b"\0")
         answers: dict[str, bool] = {}
@@ -187,10 +207,11 @@ class GitIgnores:
         except (OSError, subprocess.TimeoutExpired) as exc:
             self._say(f"git {args[0]}: {exc}; what .gitignore ignores is indexed")
             return None
+        self._stderr = ""
         if done.returncode not in ok_codes:
-            stderr = done.stderr.decode("utf-8", "replace").strip()[:300]
-            if not quiet and "not a git repository" not in stderr:
-                self._say(f"git {args[0]}: {stderr}; what .gitignore ignores is indexed")
+            self._stderr = done.stderr.decode("utf-8", "replace").strip()[:300]
+            if not quiet and "not a git repository" not in self._stderr:
+                self._say(f"git {args[0]}: {self._stderr}; what .gitignore ignores is indexed")
             return None
         return done.stdout
 
