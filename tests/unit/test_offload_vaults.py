@@ -176,6 +176,25 @@ def test_loadout_names_the_newest_decisions_of_a_cloned_vault(vault: Path):
     assert "[[decisions/2026-09-13-choice-39]]" in text and "[[decisions/2026-08-05-choice-0]]" not in text
 
 
+def test_a_projects_packages_are_no_hubs_of_its_loadout(vault: Path):
+    """node_modules and a virtual environment are walked by no part of k0maru: their READMEs,
+    dense with links, were the loadout's hub notes of a JavaScript or Python project."""
+    from k0maru_offload._loadout import build_loadout
+
+    links = " ".join(f"[[page {i}]]" for i in range(30))
+    write_notes(
+        vault,
+        {
+            "docs/index.md": "# Index\n\n[[docs/setup]] [[docs/deploy]]\n",
+            "node_modules/pkg/README.md": f"# pkg\n\n{links}\n",
+            "venv/pyvenv.cfg": "home = /usr/bin\n",
+            "venv/lib/site-packages/mod/README.md": f"# mod\n\n{links}\n",
+        },
+    )
+    loadout = build_loadout(vault, max_tokens=2000)
+    assert loadout.hubs == ["docs/index.md"]
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_loadout_names_the_newest_decisions_of_a_cloned_vault_by_their_commits(vault: Path):
     """Decisions named without a day, in a vault kept in git: the newest commits' are kept, whatever
