@@ -194,7 +194,8 @@ class IncrementalScanner:
         self.excluded: ToolExcludes = settings.excludes  # as the last walk applied them
         self.journals: JournalFormat = settings.journals  # notes are parsed with these
         self.max_file_bytes = max_file_bytes
-        # in a vault inside a git repository: the folders and notes its .gitignore files ignore
+        # in a vault inside a git repository: the folders its .gitignore files ignore that hold
+        # no notes (a virtual environment, a build), which the walk leaves out
         self.git_ignores = GitIgnores(self.vault, rules.wants_file, gitignore)
         # in a vault kept in git: the day each note as committed was written (`Document.committed`)
         # (a question waits at most COMMIT_DAYS_WAIT_S for the history's read; the notes fetched
@@ -229,7 +230,9 @@ class IncrementalScanner:
         manifest knows under them is not gone, only out of sight.
 
         Symlinked folders are not followed. What the vault's own tool settings exclude
-        (`_tool_settings.py`) is not listed: a note it leaves out is gone from the index. A name that is not valid UTF-8 is listed under its
+        (`_tool_settings.py`) is not listed: a note it leaves out is gone from the index; nor are
+        generated folders (a virtual environment, a tagged cache), nor those git ignores that
+        hold no notes (`_gitignore.py`). A name that is not valid UTF-8 is listed under its
         `safe_name` and skipped: the manifest, the journal and every gRPC message carry UTF-8 only;
         a folder so named is one such entry, and is not listed.
         VaultUnavailable when the vault folder itself cannot be listed (an unmounted drive, a
