@@ -145,6 +145,21 @@ def test_a_tag_scope_finds_the_tag_as_typed_and_the_tags_nested_under_it():
     assert names.scope(Scope(tags=("project",))).tags == (("Project", "Project/Beta", "project/alpha"),)
 
 
+def test_a_chinese_tag_finds_its_spelling_in_the_other_script():
+    """A team in Taiwan and on the mainland tags the same thing `#資料庫` and `#数据库`."""
+    docs: dict[str, common_pb2.Document] = {
+        "tw.md": common_pb2.Document(path="tw.md", tags=["資料庫/效能"]),
+        "cn.md": common_pb2.Document(path="cn.md", tags=["数据库"]),
+        "other.md": common_pb2.Document(path="other.md", tags=["程序"]),  # Simplified: no Taiwan word
+    }
+    names = VaultNames(docs)
+    for typed in ("数据库", "#資料庫"):
+        scope = names.scope(Scope(tags=(typed,)))
+        assert scope.tags == (("数据库", "資料庫/效能"),), typed
+        assert [p for p, d in docs.items() if scope.matches(p, "", list(d.tags))] == ["tw.md", "cn.md"]
+    assert names.scope(Scope(tags=("程序",))).tags == (("程序",),)
+
+
 def test_tag_spellings_kept_as_notes_are_retagged_equal_those_built_afresh():
     """The spellings are kept note by note (rebuilding them after each change took 0.23 s at 100k
     notes); random changes, with spellings two notes share, leave them as a fresh build finds them."""
