@@ -500,6 +500,19 @@ def test_a_submodule_inside_the_vault_keeps_git_answering_for_the_rest(tmp_path:
     assert scanner.git_ignores.left_out == ["site/_build"]
 
 
+def test_a_gitignore_that_is_a_fifo_holds_neither_git_nor_the_scan(tmp_path: Path, caplog):
+    """git opens each .gitignore it meets and waits on a FIFO for ever: git is not asked then
+    (what it would ignore is indexed), and the scan goes on."""
+    import logging
+
+    repo = code_repository(tmp_path / "project")
+    (repo / ".gitignore").unlink()
+    os.mkfifo(repo / ".gitignore")
+    with caplog.at_level(logging.WARNING):
+        assert "vendor/monolog/monolog/README.md" in indexed_paths(make(repo, tmp_path / "data"))
+    assert ".gitignore is not a regular file: git would wait on it" in caplog.text
+
+
 def test_virtual_environments_and_tagged_caches_are_not_walked_in_or_out_of_git(vault: Path, tmp_path: Path):
     """A folder holding `pyvenv.cfg` (a Python virtual environment) or a `CACHEDIR.TAG` with the
     Cache Directory Tagging signature (cargo's target/) is generated: not walked, git or not. A

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import stat
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +27,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 _GIT = ("git", "--no-pager", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false")
-_TIMEOUT_S = 30.0  # one batch of folders; past it the batch is taken as not ignored
+_TIMEOUT_S = 30.0  # one batch of folders; past it nothing is asked again (said)
 SAMPLE_FILES = 200  # files looked at to tell a folder of notes from one of something else
 MAX_SUBMODULES_MET = 50  # per batch of folders; past it the batch is taken as not ignored
 _SUBMODULE = re.compile(r"Pathspec '([^']+)' is in submodule '([^']+)'")
@@ -48,6 +49,7 @@ class GitIgnores:
         self._failed: set[str] = set()
         self._stderr = ""  # the last failed command's
         self._submodules: tuple[str, ...] = ()  # vault-relative folders ("x/") of submodules met
+        self._hazard = ""  # why git must not be asked during this walk
         self.left_out: list[str] = []  # the folders the last walk left out
         self._leaving_out: list[str] = []  # those this walk has left out so far
 
@@ -58,10 +60,14 @@ class GitIgnores:
         self._seen = []
         self._reused = False
         self._leaving_out = []
+        self._hazard = ""
 
     def saw_ignore_file(self, rel: str, st: os.stat_result) -> None:
-        """A `.gitignore` the walk listed (its stat: a change to it changes the answers)."""
+        """A `.gitignore` the walk listed (its stat: a change to it changes the answers). One
+        that is a FIFO, a socket or a device would hold git for ever: git is not asked then."""
         self._seen.append((rel, st.st_ino, st.st_size, st.st_mtime_ns))
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):  # git does not follow a link
+            self._hazard = f"{rel} is not a regular file: git would wait on it; what .gitignore ignores is indexed"
 
     def end_walk(self) -> bool:
         """True when an ignore file changed while answers given before were used: the walk must
@@ -88,6 +94,9 @@ class GitIgnores:
         """Which of `folders` ((path, vault-relative) pairs) are left out: ignored by git, and
         not mostly notes."""
         if not self._sources or not folders:
+            return set()
+        if self._hazard:
+            self._say(self._hazard)
             return set()
         rels = [rel for _, rel in folders]
         unknown = [rel for rel in rels if rel not in self._answers]
@@ -161,6 +170,10 @@ class GitIgnores:
         else:
             config = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
             sources.append(Path(config) / "git" / "ignore")
+        hazards = [p for p in sources if (kind := _kind(p)) and not stat.S_ISREG(kind)]
+        if hazards:
+            self._say(f"{hazards[0]} is not a regular file: git would wait on it; what .gitignore ignores is indexed")
+            return []
         return sources
 
     def _ask(self, paths: list[str]) -> dict[str, bool]:
@@ -204,7 +217,11 @@ class GitIgnores:
             )
         except FileNotFoundError:  # no git: no repository to ask
             return None
-        except (OSError, subprocess.TimeoutExpired) as exc:
+        except subprocess.TimeoutExpired:  # every batch would wait as long: not asked again
+            self._sources = []
+            self._say(f"git {args[0]} ran past {_TIMEOUT_S:g} s; what .gitignore ignores is indexed")
+            return None
+        except OSError as exc:
             self._say(f"git {args[0]}: {exc}; what .gitignore ignores is indexed")
             return None
         self._stderr = ""
@@ -219,6 +236,14 @@ class GitIgnores:
         if what not in self._failed:
             self._failed.add(what)
             log.warning("%s", what)
+
+
+def _kind(path: Path) -> int:
+    """The file type bits of what `path` names, 0 when there is nothing there."""
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return 0
 
 
 def _stat(path: Path) -> tuple[str, int, int, int]:
