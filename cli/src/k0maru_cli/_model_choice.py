@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from k0maru_common import IGNORED_FOLDERS, decode_text, generated_folder, letters_by_script
+from k0maru_common import decode_text, letters_by_script, vault_notes
 
 DEFAULT_MODEL = "minilm-l6-int8"
 MULTILINGUAL_MODEL = "use-multilingual"
@@ -37,37 +37,11 @@ class ModelChoice:
     reason: str
 
 
-def _note_paths(vault: Path) -> list[str]:
-    """The vault's notes, leaving out the folders the scanner never walks: hidden ones, those it
-    ignores by name (`node_modules`) and generated ones (a virtual environment): a project's
-    packages would speak English for notes written in Chinese, and take seconds to walk."""
-    paths: list[str] = []
-    stack = [str(vault)]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:  # unreadable folders are skipped
-            continue
-        if folder != str(vault) and generated_folder(entries):
-            continue
-        below = []
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    if not entry.name.startswith(".") and entry.name not in IGNORED_FOLDERS:
-                        below.append(entry.path)
-                elif entry.name.lower().endswith((".md", ".markdown")):
-                    paths.append(entry.path)
-            except OSError:
-                continue
-        stack.extend(reversed(below))
-    return paths
-
-
 def script_mix(vault: Path) -> tuple[dict[str, int], int]:
     """(letters per script, notes read) over an even sample of the vault's notes."""
-    paths = _note_paths(vault)
+    # the notes the scanner would walk: a project's packages (node_modules, a virtual
+    # environment) would speak English for notes written in Chinese, and take seconds to walk
+    paths = vault_notes(vault, (".md", ".markdown"))
     step = max(1, len(paths) // SAMPLE_FILES)
     letters: Counter[str] = Counter()
     read = 0

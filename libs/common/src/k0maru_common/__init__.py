@@ -24,7 +24,7 @@ if TYPE_CHECKING:
         error_from_rpc,
     )
     from ._events import TOPIC, ChangePublisher, ChangeSubscriber
-    from ._git import CommitDays
+    from ._git import GIT_SAFE, CommitDays, git_env
     from ._limits import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES
     from ._logging import configure_logging
     from ._process import orphan_guard, release_free_heap, stop_signals
@@ -73,6 +73,7 @@ if TYPE_CHECKING:
         relative_posix,
         utc_day,
         vault_id,
+        vault_notes,
     )
     from ._workers import BackgroundWorker, WorkerHealth
 
@@ -88,6 +89,8 @@ _WHERE = {
     "open_channel": "._auth",
     "ChangePublisher": "._events",
     "CommitDays": "._git",
+    "GIT_SAFE": "._git",
+    "git_env": "._git",
     "ChangeSubscriber": "._events",
     "DEAD_STREAM": "._streams",
     "CannotWrite": "._errors",
@@ -151,6 +154,7 @@ _WHERE = {
     "page_name": "._vault",
     "utc_day": "._vault",
     "vault_id": "._vault",
+    "vault_notes": "._vault",
     "vector_from_bytes": "._streams",
     "vector_to_bytes": "._streams",
     "wait_until_serving": "._server",
@@ -169,6 +173,7 @@ __all__ = [
     "CHANNEL_OPTIONS",
     "DEAD_STREAM",
     "EMBED_GROUP",
+    "GIT_SAFE",
     "HEALTH_NAMES",
     "IGNORED_FOLDERS",
     "JOBS_STREAM",
@@ -221,6 +226,7 @@ __all__ = [
     "estimate_tokens",
     "estimate_tokens_of_parts",
     "generated_folder",
+    "git_env",
     "health_name",
     "health_state",
     "is_loopback_address",
@@ -243,6 +249,7 @@ __all__ = [
     "unreadable_share",
     "utc_day",
     "vault_id",
+    "vault_notes",
     "vector_from_bytes",
     "vector_to_bytes",
     "wait_until_serving",

@@ -32,13 +32,12 @@ from ._vault import utc_day
 
 log = logging.getLogger(__name__)
 
-# Options for every command: paths as bytes (no C-style quoting), pathspecs taken literally (a
-# folder named `*` or `:x`), no pager, no optional locks, no file-system monitor hook, no
-# signature checks (gpg): a repository's own settings run no program here.
-_GIT = (
+# Options for every git command k0maru runs in a vault: paths as bytes (no C-style quoting), no
+# pager, no file-system monitor hook, no signature checks (gpg): a repository's own settings run
+# no program here. (`git_env` drops the caller's GIT_ variables and takes no optional locks.)
+GIT_SAFE = (
     "git",
     "--no-pager",
-    "--literal-pathspecs",
     "-c",
     "core.quotePath=false",
     "-c",
@@ -46,6 +45,19 @@ _GIT = (
     "-c",
     "log.showSignature=false",
 )
+_GIT = (*GIT_SAFE, "--literal-pathspecs")  # pathspecs taken literally (a folder named `*` or `:x`)
+
+
+def git_env() -> dict[str, str]:
+    """The environment of a git command run in a vault: none of the caller's GIT_ variables (a
+    hook's GIT_DIR would point elsewhere), no optional locks (a read never blocks the user's
+    git), no object fetched from a partial clone's remote."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env["GIT_NO_LAZY_FETCH"] = "1"
+    return env
+
+
 _LOCATE_EVERY_S = 60.0  # how often a vault that is not (yet) in a repository is looked at again
 # How often HEAD is looked at (three system calls): a pull writes its files before it moves HEAD,
 # and a note fetched in between is dated by its file, as one edited would be.
@@ -104,8 +116,9 @@ class CommitDays:
     Thread-safe: the scanner's gRPC threads ask at once. The first question after HEAD moves
     starts a read of the repository in a background thread (the whole history once; then only the
     commits since the last HEAD). A question waits for that read at most `wait_s` after it
-    started (None: until it ends); a note asked about after that gets no day, and once the read
-    has ended `on_days` is called with every such path: their days are known now."""
+    started (None: until it ends); a note asked about after that gets no day (`on_undated` is
+    called, once per read, when the first is), and once the read has ended `on_days` is called
+    with every such path: their days are known now."""
 
     def __init__(
         self,
@@ -115,6 +128,7 @@ class CommitDays:
         retry_s: float = 60.0,
         wait_s: float | None = None,
         on_days: Callable[[set[str]], None] | None = None,
+        on_undated: Callable[[], None] | None = None,
     ) -> None:
         self.vault = vault
         self.timeout_s = timeout_s
@@ -122,6 +136,7 @@ class CommitDays:
         self.retry_s = retry_s  # after a failed read: HEAD is looked at again this much later
         self.wait_s = wait_s
         self.on_days = on_days
+        self.on_undated = on_undated
         self._lock = threading.Lock()  # the days and the bookkeeping below
         self._repo: _Repository | None = None
         self._located_at = -_LOCATE_EVERY_S
@@ -154,9 +169,14 @@ class CommitDays:
             left = None if self.wait_s is None else self._read_started + self.wait_s - time.monotonic()
         if waiting and not self._read_done.wait(None if left is None else max(0.0, left)):
             with self._lock:
-                if not self._read_done.is_set():
+                first = not self._asked
+                undated = not self._read_done.is_set()
+                if undated:
                     self._asked.add(rel)
-                    return ""
+            if undated:
+                if first and self.on_undated is not None:
+                    self.on_undated()
+                return ""
         with self._lock:
             blob = self._blobs.get(rel)
             if blob is None or _blob_id(data, self._sha256) != blob:
@@ -164,11 +184,6 @@ class CommitDays:
             assert self._repo is not None
             unix_s = self._last_commit_s.get(self._repo.prefix + rel)
             return utc_day(unix_s * 1_000_000_000) if unix_s is not None else ""
-
-    @property
-    def reading(self) -> bool:
-        """A read of the history is under way."""
-        return not self._read_done.is_set()
 
     def owe_all(self) -> None:
         """Pass every dated path to `on_days` once the next read ends: the notes fetched during a
@@ -338,14 +353,11 @@ class CommitDays:
         self._stderr = ""
         if self._closed:
             return None
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-        env["GIT_OPTIONAL_LOCKS"] = "0"
-        env["GIT_NO_LAZY_FETCH"] = "1"  # a partial clone fetches no missing object from its remote
         try:
             proc = subprocess.Popen(
                 [*_GIT, *args],
                 cwd=self.vault,
-                env=env,
+                env=git_env(),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

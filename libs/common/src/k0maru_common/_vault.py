@@ -171,6 +171,40 @@ def generated_folder(entries: list[os.DirEntry[str]]) -> bool:
     return False
 
 
+def vault_notes(root: Path, suffixes: tuple[str, ...], limit: int = 0) -> list[str]:
+    """The files under `root` whose names end in one of `suffixes` (any case), folder by folder in
+    name order, leaving out what the scanner never walks: hidden names, folders named in
+    IGNORED_FOLDERS, generated folders (`generated_folder`); unreadable folders are skipped.
+    With `limit`, the walk stops once more than `limit` are found."""
+    paths: list[str] = []
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError:
+            continue
+        if folder != str(root) and generated_folder(entries):
+            continue
+        below = []
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in IGNORED_FOLDERS:
+                        below.append(entry.path)
+                elif entry.name.lower().endswith(suffixes):
+                    paths.append(entry.path)
+            except OSError:
+                continue
+        if limit and len(paths) > limit:
+            break
+        stack.extend(reversed(below))
+    return paths
+
+
 # Byte order marks that name an encoding other than UTF-8, longest first (UTF-32 LE's begins
 # with UTF-16 LE's).
 _WIDE_BOMS = (

@@ -14,13 +14,12 @@ budget; the default budget is 300 tokens and a caller may raise it.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from k0maru_common import IGNORED_FOLDERS, CommitDays, estimate_tokens, generated_folder, name_day, utc_day
+from k0maru_common import CommitDays, estimate_tokens, name_day, utc_day, vault_notes
 
 from ._conventions import Conventions, sniff
 from ._files import read_text_file
@@ -68,25 +67,8 @@ def _recency(vault: Path, commit_days: CommitDays | None) -> Callable[[Path], tu
 
 def _notes(directory: Path) -> list[Path]:
     """The notes under `directory`, as the scanner walks (no hidden folder, no `node_modules`, no
-    virtual environment: a project's packages are no hubs), at most MAX_FILES."""
-    out: list[Path] = []
-    for root, dirs, files in os.walk(directory):
-        if root != str(directory) and _generated(root):
-            dirs[:] = []
-            continue
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in IGNORED_FOLDERS)
-        out.extend(Path(root) / f for f in sorted(files) if f.endswith(".md") and not f.startswith("."))
-        if len(out) > MAX_FILES:
-            break
-    return out
-
-
-def _generated(folder: str) -> bool:
-    try:
-        with os.scandir(folder) as entries:
-            return generated_folder(list(entries))
-    except OSError:
-        return False
+    virtual environment: a project's packages are no hubs), a little past MAX_FILES at most."""
+    return [Path(p) for p in vault_notes(directory, (".md",), MAX_FILES)]
 
 
 def _read(path: Path, limit: int = 100_000) -> str:

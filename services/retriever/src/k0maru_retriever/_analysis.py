@@ -27,17 +27,16 @@ import unicodedata
 
 import tantivy
 
-from ._han import HanSegmenter
+from ._han import HAN_CHARS, HanSegmenter
 
-_HAN_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # Hangul (syllables, jamo, compatibility jamo), hiragana and katakana letters with their voicing
 # marks and the prolonged sound mark, halfwidth katakana; not the kana punctuation (`・`, `゠`)
 _SYLLABLE_CHARS = "\u1100-\u11ff\u3041-\u3096\u3099-\u309a\u309d-\u309f\u30a1-\u30fa\u30fc-\u30ff\u3131-\u318e\u31f0-\u31ff\uac00-\ud7a3\uff66-\uff9f"
-_HAN = re.compile(f"[{_HAN_CHARS}]+")
+_HAN = re.compile(f"[{HAN_CHARS}]+")
 # runs of Han, Hangul and kana: one character class, which the regex engine scans for in C (an
 # alternation of two classes made finding them 3x slower, 54 µs for a non-ASCII SciFact text)
-_NOT_LATIN = re.compile(f"[{_HAN_CHARS}{_SYLLABLE_CHARS}]+")
-_BY_SCRIPT = re.compile(f"[{_HAN_CHARS}]+|[{_SYLLABLE_CHARS}]+")  # such a run cut into Han and the rest
+_NOT_LATIN = re.compile(f"[{HAN_CHARS}{_SYLLABLE_CHARS}]+")
+_BY_SCRIPT = re.compile(f"[{HAN_CHARS}]+|[{_SYLLABLE_CHARS}]+")  # such a run cut into Han and the rest
 # an identifier: a run of letters/digits joined to more runs by `_ . : -` (runs like E0502 stay
 # whole anyway). Possessive runs: no backtracking into a word that has no separator after it
 # (twice as fast as tantivy's regex tokenizer on SciFact, and 2.2× the greedy form).

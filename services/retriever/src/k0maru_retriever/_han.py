@@ -28,7 +28,9 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 _FORMAT = 1  # bump when the cached layout changes
-_HAN_ONLY = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")  # a word of Han characters (a run's)
+# Han characters (a character class): CJK unified ideographs, extension A, compatibility ideographs
+HAN_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_HAN_ONLY = re.compile(f"[{HAN_CHARS}]+")  # a word of Han characters (a run's)
 
 
 def _cache_dir() -> Path:

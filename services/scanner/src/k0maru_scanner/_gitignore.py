@@ -24,9 +24,10 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from k0maru_common import GIT_SAFE, git_env
+
 log = logging.getLogger(__name__)
 
-_GIT = ("git", "--no-pager", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false")
 _TIMEOUT_S = 30.0  # one batch of folders; past it nothing is asked again (said)
 SAMPLE_FILES = 200  # files looked at to tell a folder of notes from one of something else
 MAX_SUBMODULES_MET = 50  # per batch of folders; past it the batch is taken as not ignored
@@ -209,11 +210,9 @@ class GitIgnores:
     def _run(
         self, args: list[str], data: bytes = b"", quiet: bool = False, ok_codes: tuple[int, ...] = (0,)
     ) -> bytes | None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-        env["GIT_OPTIONAL_LOCKS"] = "0"
-        try:
+        try:  # check-ignore takes no --literal-pathspecs: `_ask` writes each path behind ./
             done = subprocess.run(
-                [*_GIT, *args], cwd=self.vault, input=data, capture_output=True, env=env, timeout=_TIMEOUT_S
+                [*GIT_SAFE, *args], cwd=self.vault, input=data, capture_output=True, env=git_env(), timeout=_TIMEOUT_S
             )
         except FileNotFoundError:  # no git: no repository to ask
             return None

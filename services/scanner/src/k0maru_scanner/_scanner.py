@@ -201,10 +201,13 @@ class IncrementalScanner:
         # (a question waits at most COMMIT_DAYS_WAIT_S for the history's read; the notes fetched
         # after that are journaled again once it ends, `redate`)
         self.commit_days = (
-            CommitDays(self.vault, wait_s=COMMIT_DAYS_WAIT_S, on_days=self.redate) if commit_days else None
+            CommitDays(self.vault, wait_s=COMMIT_DAYS_WAIT_S, on_days=self.redate, on_undated=self.owe_days)
+            if commit_days
+            else None
         )
-        self._days_owed = False
-        if self.commit_days is not None and manifest.meta(DAYS_OWED):  # the last process stopped first
+        # notes were fetched without their days and not journaled again yet (kept in the manifest)
+        self.days_owed = self.commit_days is not None and bool(manifest.meta(DAYS_OWED))
+        if self.commit_days is not None and self.days_owed:  # the last process stopped first
             self.commit_days.owe_all()
         self._on_events = on_events
         self._lock = threading.Lock()
@@ -354,9 +357,9 @@ class IncrementalScanner:
         """A note was fetched without its day while the history was being read: kept in the
         manifest until `redate` has journaled the notes again, so that a stop before then
         (the next start reads the history and journals every dated note) loses no day."""
-        if self._days_owed:
+        if self.days_owed:
             return
-        self._days_owed = True
+        self.days_owed = True
         try:
             self.manifest.set_meta(DAYS_OWED, "1")
         except CannotWrite as exc:
@@ -382,7 +385,7 @@ class IncrementalScanner:
                 self._on_events(entries)
             with contextlib.suppress(CannotWrite):
                 self.manifest.set_meta(DAYS_OWED, "")
-            self._days_owed = False
+            self.days_owed = False
         log.info("git history read: %d notes fetched before it are journaled again for their days", len(events))
 
     def _keep_fresh(self, rel: str, st: os.stat_result, data: bytes) -> None:

@@ -211,10 +211,11 @@ class ChangeWatcher:
 
     def _wanted(self, path: str) -> bool:
         """Events on hidden names (an editor's swap file, `.git` made or deleted) change no note:
-        the scanner skips every name that starts with a dot, but for `.gitignore`. In a tool's hidden settings folder
-        only its settings file counts; the folder made or deleted is watched or given up."""
+        the scanner skips every name that starts with a dot. A `.gitignore` changes which folders
+        git ignores. In a tool's hidden settings folder only its settings file counts; the folder
+        made or deleted is watched or given up."""
         name = os.path.basename(path)
-        if name.startswith("."):  # a .gitignore changes which notes git ignores
+        if name.startswith("."):
             return path in self._settings_folders or (name == ".gitignore" and self._scanner.git_ignores.enabled)
         folder = os.path.dirname(path)
         return folder not in self._settings_folders or path in self._settings_files

@@ -29,7 +29,7 @@ class ScannerSettings(K0Settings):
     )
     gitignore: bool = Field(
         True,
-        description="in a vault inside a git repository, leave out the folders and notes its .gitignore files ignore (build outputs, virtual environments); tracked files are never left out",
+        description="in a vault inside a git repository, leave out the folders its .gitignore files ignore that hold no notes (build outputs, vendored packages); gitignored notes and tracked files stay",
     )
     ignore_prefixes: list[str] = Field(default_factory=list)
     ignore_suffixes: list[str] = Field(default_factory=list)

@@ -29,7 +29,7 @@ from ._canvas import parse_canvas
 from ._chunker import chunk_sections
 from ._manifest import FileRecord, JournalEntry, open_manifest
 from ._markdown import PARSER_VERSION, parse_note
-from ._scanner import DAYS_OWED, ContentError, IgnoreRules, IncrementalScanner, ScanResult, read_note_text
+from ._scanner import ContentError, IgnoreRules, IncrementalScanner, ScanResult, read_note_text
 from ._watcher import ChangeWatcher
 from .config import ScannerSettings
 
@@ -71,16 +71,6 @@ def parser_version(scanner: IncrementalScanner) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def _committed(scanner: IncrementalScanner, rel: str, data: bytes) -> str:
-    days = scanner.commit_days
-    if days is None:
-        return ""
-    day = days.day(rel, data)
-    if not day and days.reading:  # perhaps only not read yet: owed until journaled again
-        scanner.owe_days()
-    return day
-
-
 def parse_document(
     scanner: IncrementalScanner, rel: str, new_document: Callable[..., common_pb2.Document] = common_pb2.Document
 ) -> common_pb2.Document | None:
@@ -114,7 +104,7 @@ def parse_document(
         problems=note.problems,
         block_ids=note.block_ids,
         date=note.date,
-        committed=_committed(scanner, rel, data),
+        committed=scanner.commit_days.day(rel, data) if scanner.commit_days is not None else "",
     )
     add_link = doc.links.add  # built in place: a list of messages would be copied into the field
     for lk in note.links:
@@ -297,7 +287,7 @@ def build_server(settings: ScannerSettings) -> ScannerApp:
             publisher.publish(to_event(entry, vid))
 
     scanner = open_scanner(settings, publish)
-    if scanner.commit_days is not None and (not scanner.manifest.files or scanner.manifest.meta(DAYS_OWED)):
+    if scanner.commit_days is not None and (not scanner.manifest.files or scanner.days_owed):
         scanner.commit_days.warm()  # a first start, or days owed: the history is read while the first scan runs
     service = GrpcService(HEALTH_NAMES["scanner"], settings.grpc_addr, token=settings.grpc_token)
     watcher = (
