@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import logging
 import os
 import stat
@@ -96,7 +97,8 @@ def _special_kind(mode: int) -> str:
 
 
 class VaultUnavailable(DependencyFailed):
-    """The vault folder cannot be listed: a scan changes nothing."""
+    """The vault folder cannot be listed, or is a drive's empty mount point now: a scan changes
+    nothing."""
 
 
 class ContentError(Exception):
@@ -111,6 +113,13 @@ DATA_ALLOWANCE = 16
 # waited 12 s for it before the first note was searchable.
 COMMIT_DAYS_WAIT_S = 1.0
 DAYS_OWED = "days_owed"  # manifest meta: notes were fetched without their commits' days
+MOUNTS = "mounts"  # manifest meta: the folders (vault-relative, "" for the vault) that were mount points
+ABOVE = ".."  # the folder that holds the vault, among the walk's devices
+
+
+def _above(prefix: str) -> str:
+    """The prefix of the folder that holds the folder of `prefix` ("a/b/" → "a/", "a/" → "", "" → ABOVE)."""
+    return prefix[: prefix.rstrip("/").rfind("/") + 1] if prefix else ABOVE
 
 
 def read_note_text(path: Path, max_bytes: int) -> tuple[bytes, str]:
@@ -221,7 +230,11 @@ class IncrementalScanner:
         # every folder the last walk listed: its inode (stat's: a listing's d_ino differs on
         # overlayfs and at mount points) → its path; the watcher checks the OS watches each
         self.folders: dict[int, str] = {}
-        self.problem = ""  # why the last scan could not record its changes (a full disk)
+        # folders that were mount points when notes were indexed from them (vault-relative
+        # prefixes ending in "/", "" for the vault itself): one that is a plain folder without
+        # notes now is a drive that was unmounted, not every note on it deleted
+        self._mounts = frozenset(json.loads(manifest.meta(MOUNTS) or "[]"))
+        self.problem = ""  # why the last scan could not record its changes (a full disk, an unmounted vault)
         # The first scan of a process examines the files the manifest holds as skipped again,
         # changed or not: a raised K0_MAX_FILE_BYTES, or a newer reader (UTF-16 notes), indexes
         # what the last process refused.
@@ -239,24 +252,60 @@ class IncrementalScanner:
         `safe_name` and skipped: the manifest, the journal and every gRPC message carry UTF-8 only;
         a folder so named is one such entry, and is not listed.
         VaultUnavailable when the vault folder itself cannot be listed (an unmounted drive, a
-        renamed folder): that is not every note deleted.
+        renamed folder): that is not every note deleted. Nor is a folder that was a mount point
+        and is a plain folder without notes now (`_unmounted`).
         """
         settings = self._tool_settings.current()
         self.excluded = settings.excludes
         self.journals = settings.journals
         while True:
             self.git_ignores.begin_walk()
-            walked = self._walk_levels()
+            found, unlisted, devices = self._walk_levels()
             if not self.git_ignores.end_walk():
-                return walked
+                break
             # a .gitignore changed since the answers the walk used were given: walk again
+        unlisted += self._unmounted(found, devices)
+        return found, unlisted
 
-    def _walk_levels(self) -> tuple[dict[str, tuple[os.stat_result, str]], list[str]]:
+    def _unmounted(self, found: dict[str, tuple[os.stat_result, str]], devices: dict[str, int]) -> list[str]:
+        """The folders that were mount points when their notes were indexed and are plain
+        folders holding no notes now: a drive unmounted (or a network share dropped) leaves its
+        empty mount point behind, and its notes are out of sight, not deleted. VaultUnavailable
+        when that folder is the vault. Records the mount points the walk listed (the folders on
+        another device than the folder above) with those still out of sight."""
+        mounts = {
+            prefix
+            for prefix, device in devices.items()
+            if prefix != ABOVE and device != devices.get(_above(prefix), device)
+        }
+        held: list[str] = []
+        for prefix in sorted(self._mounts - mounts):
+            if prefix not in devices or any(path.startswith(prefix) for path in found):
+                continue  # gone (its notes go too), or a plain folder that holds notes now
+            if not any(path.startswith(prefix) and record.indexed for path, record in self.manifest.files.items()):
+                continue  # nothing indexed to keep
+            where = f"the vault folder {safe_name(str(self.vault))}" if not prefix else f"{prefix} in the vault"
+            what = f"{where} was a mount point and is a folder without notes now (an unmounted drive or network share?)"
+            if not prefix:
+                raise VaultUnavailable(f"{what}; the index is kept as it was until its notes are back")
+            log.warning("%s; its notes stay indexed as they were until they are back", what)
+            held.append(prefix)
+        recorded = frozenset(mounts | set(held))
+        if recorded != self._mounts:
+            self.manifest.set_meta(MOUNTS, json.dumps(sorted(recorded)))
+            self._mounts = recorded
+        return held
+
+    def _walk_levels(self) -> tuple[dict[str, tuple[os.stat_result, str]], list[str], dict[str, int]]:
         """`walk`, one level of folders at a time: git is asked about a level's folders at once
-        (`GitIgnores`), before the next level is listed."""
+        (`GitIgnores`), before the next level is listed. Also each listed folder's device, by
+        its prefix ("" for the vault, ABOVE for the folder that holds it)."""
         found: dict[str, tuple[os.stat_result, str]] = {}
         unlisted: list[str] = []
         listed: dict[int, str] = {}
+        devices: dict[str, int] = {}
+        with contextlib.suppress(OSError):
+            devices[ABOVE] = os.stat(self.vault.parent).st_dev
         excluded = self.excluded
         level = [(str(self.vault), "")]
         while level:
@@ -264,7 +313,7 @@ class IncrementalScanner:
             for folder, prefix in level:
                 try:
                     entries = list(os.scandir(folder))
-                    inode = os.stat(folder).st_ino
+                    folder_stat = os.stat(folder)
                 except OSError as exc:
                     if not prefix:
                         raise VaultUnavailable(
@@ -278,7 +327,8 @@ class IncrementalScanner:
                     )
                     unlisted.append(safe_name(prefix))
                     continue
-                listed[inode] = folder
+                listed[folder_stat.st_ino] = folder
+                devices[prefix] = folder_stat.st_dev
                 if prefix and generated_folder(entries):
                     continue  # a virtual environment or a cache: nobody's notes
                 for entry in entries:
@@ -309,7 +359,7 @@ class IncrementalScanner:
             skipped = self.git_ignores.skipped(folders)
             level = [(path, rel + "/") for path, rel in folders if rel not in skipped]
         self.folders = listed
-        return found, unlisted
+        return found, unlisted, devices
 
     def _inspect(self, entry: os.DirEntry[str]) -> tuple[os.stat_result | None, str]:
         """(stat, why it cannot be indexed) for a candidate note or a hazard worth recording;
@@ -338,9 +388,9 @@ class IncrementalScanner:
         return st, f"not a regular file ({_special_kind(st.st_mode)})"
 
     def scan(self, force_full: bool = False) -> ScanResult:
-        """CannotWrite when the manifest's disk is full: nothing is recorded, the manifest and
-        journal stay as they were (the index keeps what it has), and `problem` says so until a
-        scan records again."""
+        """CannotWrite when the manifest's disk is full, VaultUnavailable when the vault cannot be
+        listed or is an empty mount point: nothing is recorded, the manifest and journal stay as
+        they were (the index keeps what it has), and `problem` says so until a scan records again."""
         with self._lock:
             with self._fresh_lock:
                 if self._fresh and time.monotonic() - self._fresh_since > FRESH_KEEP_S:
@@ -349,6 +399,9 @@ class IncrementalScanner:
                 result = self._scan(force_full)
             except CannotWrite as exc:
                 self.problem = f"{exc}; changes are recorded once there is room (the index keeps what it has)"
+                raise
+            except VaultUnavailable as exc:
+                self.problem = str(exc)
                 raise
             self.problem = ""
             return result

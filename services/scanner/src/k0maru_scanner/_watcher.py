@@ -50,7 +50,7 @@ import watchfiles
 
 from k0maru_common import BackgroundWorker, CannotWrite, WorkerHealth
 
-from ._scanner import IncrementalScanner
+from ._scanner import IncrementalScanner, VaultUnavailable
 from ._tool_settings import SETTINGS_FILES
 
 log = logging.getLogger(__name__)
@@ -227,6 +227,9 @@ class ChangeWatcher:
 
     def _watch(self, stop: threading.Event) -> None:
         while not stop.is_set():
+            if not os.path.isdir(self._scanner.vault):
+                self._poll_until_back(stop)
+                continue
             why = self._watch_os(stop)
             if stop.is_set():
                 return
@@ -240,6 +243,17 @@ class ChangeWatcher:
             )
             log.warning("watching by polling: %s", self.note)
             self._poll_until_room(stop)
+
+    def _poll_until_back(self, stop: threading.Event) -> None:
+        """The vault folder is gone (a drive unmounted with its mount point, a folder renamed):
+        nothing can be watched, and the index keeps what it has; scan every poll_s until it is back."""
+        self.note = f"the vault folder is not there; it is looked for every {self._poll_s:g} s"
+        log.warning("watching by polling: %s", self.note)
+        while not stop.wait(self._poll_s):
+            self._scan()
+            if os.path.isdir(self._scanner.vault):
+                log.info("the vault folder is back")
+                return
 
     def _poll_until_room(self, stop: threading.Event) -> None:
         """Scan every poll_s; every retry_os_watch_s, return if the OS watch may now hold the
@@ -317,7 +331,7 @@ class ChangeWatcher:
         self._scan()
         if self._folders_changed(watching):
             return None
-        if unwatched := self._unwatched():
+        if (unwatched := self._unwatched()) != "":
             return unwatched
         self.note = self._remote_note
         pending: set[str] = set()
@@ -336,7 +350,7 @@ class ChangeWatcher:
                 self._scan()
                 if self._folders_changed(watching):
                     return None
-                if now - last_scan >= self._rescan_s and (unwatched := self._unwatched()):
+                if now - last_scan >= self._rescan_s and (unwatched := self._unwatched()) != "":
                     return unwatched  # watches lost some other way (a folder replaced in place)
                 pending.clear()
                 deadline, last_scan = None, time.monotonic()
@@ -344,11 +358,13 @@ class ChangeWatcher:
 
     def _folders_changed(self, watching: frozenset[str]) -> bool:
         """Whether the last scan listed other folders than the OS watch holds (one made, renamed,
-        deleted), or a tool's settings folder came or went: then it is set up again."""
-        return self._watch_set() != watching
+        deleted), or a tool's settings folder came or went: then it is set up again. Or the vault
+        folder is gone: then it is looked for."""
+        return self._watch_set() != watching or not os.path.isdir(self._scanner.vault)
 
-    def _unwatched(self) -> str:
-        """Why the OS watch misses changes ("" when it holds every folder the last scan listed)."""
+    def _unwatched(self) -> str | None:
+        """Why the OS watch misses changes for want of watches ("" when it holds every folder the
+        last scan listed; None when it misses some while the OS has room for them: set it up again)."""
         watched = watched_inodes()
         if watched is None:
             return ""
@@ -365,21 +381,31 @@ class ChangeWatcher:
                 continue
         if not still:
             return ""
+        limit, used = watch_limit(), watches_in_use()
+        if limit is not None and used is not None and limit[1] - used >= still:
+            # not the limit: a folder replaced in place (a drive mounted or unmounted on it), whose
+            # watch the OS dropped: set the watch up again
+            log.info("%d folders replaced in place are watched again", still)
+            return None
         total = len(self._scanner.folders)
         return f"{still} of {total} folders are not watched: {_limit_reached()}"
 
     def _scan(self) -> None:
         """A failing scan ends this run of the loop: the worker records why and retries with
         backoff. One that found no room on the disk is not a failure: it is tried again."""
-        had_room = not self._scanner.problem
+        problem = self._scanner.problem
         try:
             result = self._scanner.scan()
         except CannotWrite as exc:
-            if had_room:
+            if not problem:
                 log.error("%s; changes are recorded once there is room", exc)
             return
-        if not had_room:
-            log.info("there is room again: changes are recorded")
+        except VaultUnavailable as exc:  # not a failure of the watcher: scanned again until the notes are back
+            if not problem:
+                log.error("%s", exc)
+            return
+        if problem:
+            log.info("changes are recorded again")
         changed = result.added + result.modified + result.deleted + result.renamed
         if changed:
             log.info(

@@ -29,7 +29,7 @@ from ._canvas import parse_canvas
 from ._chunker import chunk_sections
 from ._manifest import FileRecord, JournalEntry, open_manifest
 from ._markdown import PARSER_VERSION, parse_note
-from ._scanner import ContentError, IgnoreRules, IncrementalScanner, ScanResult, read_note_text
+from ._scanner import ContentError, IgnoreRules, IncrementalScanner, ScanResult, VaultUnavailable, read_note_text
 from ._watcher import ChangeWatcher
 from .config import ScannerSettings
 
@@ -318,6 +318,8 @@ def run(settings: ScannerSettings) -> None:
                 )
             except CannotWrite as exc:  # serve the manifest as it is; the watcher (or a Scan) records later
                 log.error("initial scan: %s; changes are recorded once there is room", exc)
+            except VaultUnavailable as exc:  # the same, until the vault's notes are back
+                log.error("initial scan: %s", exc)
             if app.watcher:
                 app.watcher.start()
             app.service.set_serving(True)

@@ -1,0 +1,162 @@
+"""A vault (or a folder of it) on a drive or network share that is unmounted: the empty mount
+point left behind is not every note on it deleted. Before, the next scan deleted them all from
+the index, and the drive's return re-indexed (and re-embedded) every note. Real tmpfs mounts;
+mounting needs root, elsewhere the tests are skipped."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from k0maru_scanner._scanner import VaultUnavailable
+from k0maru_scanner._watcher import ChangeWatcher
+from tests.conftest import write_notes
+from tests.unit.test_scanner import make
+
+NOTES = {"a.md": "# A\n\nthe alpha note\n", "deep/b.md": "# B\n\nthe beta note\n"}
+
+
+class Drive:
+    """A tmpfs mounted at `at` and unmounted (lazily) at the end."""
+
+    def __init__(self, at: Path) -> None:
+        self.at = at
+
+    def mount(self, notes: dict[str, str] | None = None) -> None:
+        self.at.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(self.at)], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+        write_notes(self.at, notes if notes is not None else NOTES)  # the same bytes, new mtimes
+
+    def unmount(self) -> None:
+        subprocess.run(["umount", str(self.at)], check=True)
+
+
+@pytest.fixture
+def drives() -> Iterator[Callable[[Path], Drive]]:
+    made: list[Drive] = []
+
+    def drive(at: Path) -> Drive:
+        made.append(Drive(at))
+        return made[-1]
+
+    yield drive
+    for d in made:
+        while subprocess.run(["mountpoint", "-q", str(d.at)]).returncode == 0:
+            subprocess.run(["umount", "-l", str(d.at)], check=False)
+
+
+def test_a_vault_whose_drive_is_unmounted_keeps_its_index(tmp_path: Path, drives: Callable[[Path], Drive]):
+    vault, data = tmp_path / "vault", tmp_path / "data"
+    data.mkdir()
+    drive = drives(vault)
+    drive.mount()
+    scanner = make(vault, data)
+    assert scanner.scan().added == 2
+    drive.unmount()
+    assert vault.is_dir() and not any(vault.iterdir())  # the empty mount point
+    with pytest.raises(VaultUnavailable, match=r"was a mount point and is a folder without notes now"):
+        scanner.scan()
+    assert "kept as it was" in scanner.problem
+    assert sorted(scanner.manifest.files) == ["a.md", "deep/b.md"]
+    restarted = make(vault, data)  # what was a mount point is remembered across a restart
+    with pytest.raises(VaultUnavailable):
+        restarted.scan()
+    drive.mount()
+    result = restarted.scan()
+    assert (result.unchanged, result.added, result.deleted, result.entries) == (2, 0, 0, ())
+    assert restarted.problem == ""
+
+
+def test_a_folder_whose_drive_is_unmounted_keeps_its_notes(tmp_path: Path, drives: Callable[[Path], Drive]):
+    """A folder of the vault that is a mount point (a USB stick, a team share): its notes are out
+    of sight while it is unmounted, as those of a folder that cannot be listed are; the rest of the
+    vault is scanned as always."""
+    vault, data = tmp_path / "vault", tmp_path / "data"
+    write_notes(vault, {"home.md": "# Home\n", "gone.md": "# Gone soon\n"})
+    data.mkdir()
+    drive = drives(vault / "share")
+    drive.mount()
+    scanner = make(vault, data)
+    assert scanner.scan().added == 4
+    drive.unmount()
+    (vault / "gone.md").unlink()  # a deletion elsewhere still counts
+    (vault / "new.md").write_text("# New\n")
+    result = scanner.scan()
+    assert (result.deleted, result.added) == (1, 1)
+    assert {"share/a.md", "share/deep/b.md"} <= set(scanner.manifest.files)
+    assert make(vault, data).scan().deleted == 0  # and after a restart
+    drive.mount()
+    result = scanner.scan()
+    assert (result.added, result.deleted, result.entries) == (0, 0, ())
+    # unmounted for good, and its folder removed: its notes are gone
+    drive.unmount()
+    (vault / "share").rmdir()
+    result = scanner.scan()
+    assert result.deleted == 2 and not any(p.startswith("share/") for p in scanner.manifest.files)
+
+
+def test_notes_written_into_an_empty_mount_point_are_the_folders_notes(tmp_path: Path, drives: Callable[[Path], Drive]):
+    """A mount point that holds notes of its own is a folder like any other: its drive's notes
+    that it does not hold are deleted (moving a vault off a drive onto the disk)."""
+    vault, data = tmp_path / "vault", tmp_path / "data"
+    write_notes(vault, {"home.md": "# Home\n"})
+    data.mkdir()
+    drive = drives(vault / "share")
+    drive.mount()
+    scanner = make(vault, data)
+    scanner.scan()
+    drive.unmount()
+    write_notes(vault / "share", {"a.md": NOTES["a.md"]})  # copied onto the disk
+    result = scanner.scan()
+    assert result.deleted == 1 and sorted(scanner.manifest.files) == ["home.md", "share/a.md"]
+
+
+def test_the_watcher_rides_out_an_unmounted_vault(tmp_path: Path, drives: Callable[[Path], Drive]):
+    """While the drive is away the watcher keeps scanning (no failure, no give-up), then watches
+    the remounted drive with the OS again. Before, the remounted folder's dropped watch was taken
+    for the OS's limit on watches, and the vault was polled every 2 s from then on (a drive of
+    one folder: the watcher then sees the same folders listed before and after)."""
+    vault, data = tmp_path / "vault", tmp_path / "data"
+    data.mkdir()
+    drive = drives(vault)
+    flat = {"a.md": NOTES["a.md"], "b.md": NOTES["deep/b.md"]}
+    drive.mount(flat)
+    scanner = make(vault, data)
+    scanner.scan()
+    failures: list[str] = []
+    watcher = ChangeWatcher(scanner, 0.05, 50, 1.0, on_give_up=failures.append, poll_s=0.2)
+
+    def until(what: str, check: Callable[[], bool], timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not check():
+            assert time.monotonic() < deadline, f"{what}; note: {watcher.note!r}; problem: {scanner.problem!r}"
+            time.sleep(0.05)
+
+    watcher.start()
+    try:
+        until("the OS watch in place", lambda: watcher.os_watch_tries >= 1 and watcher.note == "")
+        drive.unmount()
+        until("the unmounted drive said", lambda: "was a mount point" in scanner.problem)
+        assert sorted(scanner.manifest.files) == ["a.md", "b.md"]
+        drive.mount(flat)
+        until("the drive back", lambda: scanner.problem == "")
+        time.sleep(2.5)  # two periodic rescans: the watches are checked
+        (vault / "later.md").write_text("# Later\n")
+        until("a note saved on the drive found", lambda: "later.md" in scanner.manifest.files)
+        assert watcher.note == "", watcher.note
+        # the mount point itself gone: polled for, not a failure
+        drive.unmount()
+        vault.rmdir()
+        until("the missing vault said", lambda: "not there" in watcher.note)
+        assert sorted(scanner.manifest.files) == ["a.md", "b.md", "later.md"]
+        drive.mount(flat)
+        until("the drive back again", lambda: scanner.problem == "" and watcher.note == "")
+        assert watcher.running and not failures and watcher.health().restarts == 0, watcher.health()
+    finally:
+        watcher.stop()
