@@ -160,3 +160,46 @@ def test_the_watcher_rides_out_an_unmounted_vault(tmp_path: Path, drives: Callab
         assert watcher.running and not failures and watcher.health().restarts == 0, watcher.health()
     finally:
         watcher.stop()
+
+
+def test_no_note_or_log_is_written_into_an_unmounted_vault(tmp_path: Path, drives: Callable[[Path], Drive]):
+    """The agent's note would be written into the empty mount point: hidden by the drive when it
+    comes back, and making every note on the drive look deleted. The vault folder is never made
+    again either (a drive unmounted with its mount point). A clear error, nothing written; an
+    empty vault never seen with files is a new one, and written into."""
+    import datetime as dt
+
+    from k0maru_common import CannotWrite
+    from k0maru_offload._engine import OffloadEngine
+    from k0maru_offload._files import VaultFolder
+    from k0maru_offload._flush import FlushEngine, FlushNote
+
+    vault = tmp_path / "vault"
+    drive = drives(vault)
+    drive.mount()
+    folder = VaultFolder(vault)
+    flush, offload = FlushEngine(vault, folder), OffloadEngine(vault, 10, folder=folder)
+    note = FlushNote("Lock renewal plan", "Renew the lease at half its time.", "decision", (), (), "test")
+    log = "".join(f"step {i}\n" for i in range(50)) + "error: it broke\n"
+    day = dt.date(2026, 12, 4)
+    drive.unmount()
+    with pytest.raises(
+        CannotWrite,
+        match=r"cannot write the note 'Lock renewal plan': the vault folder is empty, on another filesystem",
+    ):
+        flush.flush(note, day)
+    with pytest.raises(CannotWrite, match=r"cannot write the log .*: the vault folder is empty, on another filesystem"):
+        offload.offload(log)
+    assert not any(vault.iterdir())
+    vault.rmdir()
+    with pytest.raises(CannotWrite, match=r"the vault folder is not there \(an unmounted drive\?\)"):
+        flush.flush(note, day)
+    assert not vault.exists()
+    drive.mount()
+    path, outcome = flush.flush(note, day)
+    assert outcome == "created" and (vault / path).is_file()
+    assert offload.offload(log).offloaded
+    fresh = tmp_path / "new-vault"  # empty, and never seen with files: a new vault
+    fresh.mkdir()
+    path, outcome = FlushEngine(fresh).flush(note, day)
+    assert outcome == "created" and (fresh / path).is_file()

@@ -20,7 +20,7 @@ import xxhash
 
 from k0maru_common import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES, InvalidInput, NotFound, TooLarge, estimate_tokens
 
-from ._files import replace_atomically
+from ._files import VaultFolder, replace_atomically
 from ._logscan import LogFindings, scan_log
 
 NODE_ID = re.compile(r"^node_[0-9a-f]{16}$")
@@ -92,8 +92,15 @@ def summarize(lines: int, rel_path: str, exit_code: int | None, f: LogFindings) 
 
 
 class OffloadEngine:
-    def __init__(self, vault: Path, threshold: int = OFFLOAD_THRESHOLD_LINES, max_bytes: int = MAX_LOG_BYTES) -> None:
+    def __init__(
+        self,
+        vault: Path,
+        threshold: int = OFFLOAD_THRESHOLD_LINES,
+        max_bytes: int = MAX_LOG_BYTES,
+        folder: VaultFolder | None = None,
+    ) -> None:
         self.vault = vault.resolve()
+        self.folder = folder or VaultFolder(vault)  # logs are written only into a vault that is there
         self.refs = self.vault / ".k0maru" / "refs"
         self.threshold = threshold
         self.max_bytes = max_bytes
@@ -113,7 +120,9 @@ class OffloadEngine:
         node_id = "node_" + xxhash.xxh3_64_hexdigest(raw.encode("utf-8", "replace"))
         path = self.refs / (f"{task}_{node_id}.log" if task else f"{node_id}.log")
         if not path.exists():
-            replace_atomically(path, raw, f"the log {path.relative_to(self.vault).as_posix()}")
+            what = f"the log {path.relative_to(self.vault).as_posix()}"
+            self.folder.check(what)
+            replace_atomically(path, raw, what)
         f = scan_log(lines)
         rel = path.relative_to(self.vault).as_posix()
         summary = summarize(len(lines), rel, exit_code, f)

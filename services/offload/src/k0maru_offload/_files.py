@@ -4,6 +4,8 @@ not at all."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -36,6 +38,44 @@ def _read_all(fd: int, limit: int) -> str:
         chunks.append(chunk)
         left -= len(chunk)
     return decode_text(b"".join(chunks), "replace")
+
+
+class VaultFolder:
+    """The vault folder as the place notes and logs are written into; it is never made.
+
+    `check` before a write: CannotWrite when the folder is not there (a drive unmounted with its
+    mount point, a renamed folder), or when it is empty now and on another filesystem than the
+    one it held files on when last looked at (a drive unmounted from it). A note written into
+    the folder left behind would be hidden by the drive when it comes back, and would make every
+    note on the drive look deleted to the scanner. An empty folder this process never saw files
+    in is a new vault, and written into."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path.resolve()
+        self._device: int | None = None  # of the filesystem the folder last held files on
+        with contextlib.suppress(OSError):
+            self._look()
+
+    def _look(self) -> os.stat_result:
+        st = os.stat(self.path)
+        with os.scandir(self.path) as entries:
+            if next(entries, None) is not None:
+                self._device = st.st_dev
+        return st
+
+    def check(self, what: str) -> None:
+        try:
+            st = self._look()
+        except FileNotFoundError as exc:
+            gone = FileNotFoundError(errno.ENOENT, "the vault folder is not there (an unmounted drive?)")
+            raise CannotWrite(what, gone) from exc
+        except OSError as exc:
+            raise CannotWrite(what, exc) from exc
+        if self._device is not None and st.st_dev != self._device:
+            empty = OSError(
+                errno.ENODEV, "the vault folder is empty, on another filesystem than it was (an unmounted drive?)"
+            )
+            raise CannotWrite(what, empty)
 
 
 def make_folder(directory: Path) -> None:

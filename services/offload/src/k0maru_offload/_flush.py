@@ -24,7 +24,7 @@ import yaml
 from k0maru_common import CannotWrite, InvalidInput, OutsideVault, TooLarge, confine, name_key
 
 from ._conventions import DATE_KEYS, NUMBERED_PREFIX, FolderRules, core_words, sniff
-from ._files import make_folder, read_text_file
+from ._files import VaultFolder, make_folder, read_text_file
 
 MAX_CONTENT_CHARS = 1_000_000
 MAX_VERSIONS = 1000
@@ -221,8 +221,9 @@ def _existing_folder(vault: Path, category: str) -> str | None:
 
 
 class FlushEngine:
-    def __init__(self, vault: Path) -> None:
+    def __init__(self, vault: Path, folder: VaultFolder | None = None) -> None:
         self.vault = vault.resolve()
+        self.folder = folder or VaultFolder(vault)  # notes are written only into a vault that is there
 
     def flush(self, note: FlushNote, today: dt.date | None = None) -> tuple[str, str]:
         """Write the note; return (vault-relative path, outcome: created | up_to_date | versioned).
@@ -232,6 +233,7 @@ class FlushEngine:
         frontmatter follow that folder's notes (or the rules file, or its template).
         """
         _validate(note)
+        self.folder.check(f"the note {note.title.strip()!r}")
         day = today or dt.date.today()
         conv = sniff(self.vault)
         key = conv.category_key(note.category) if note.category.strip() else "log"

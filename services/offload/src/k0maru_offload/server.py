@@ -28,6 +28,7 @@ from . import _catalog as catalog
 from ._conventions import Conventions, sniff
 from ._distill import distill, export_hermes
 from ._engine import OffloadEngine
+from ._files import VaultFolder
 from ._flush import FlushEngine, FlushNote, slugify
 from ._loadout import DEFAULT_TOKENS, build_loadout
 from .config import OffloadSettings
@@ -101,8 +102,9 @@ class TokenLedger:
 class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
     def __init__(self, settings: OffloadSettings, ledger: TokenLedger, commit_days: CommitDays | None) -> None:
         self._settings = settings
-        self._engine = OffloadEngine(settings.vault, settings.threshold_lines, settings.max_log_bytes)
-        self._flush = FlushEngine(settings.vault)
+        folder = VaultFolder(settings.vault)  # what is written goes only into a vault that is there
+        self._engine = OffloadEngine(settings.vault, settings.threshold_lines, settings.max_log_bytes, folder)
+        self._flush = FlushEngine(settings.vault, folder)
         self._ledger = ledger
         self._commit_days = commit_days  # a vault in git: the loadout's newest decisions by their commits
 
