@@ -40,6 +40,13 @@ CONTENTS = st.one_of(
             b"---\ndate: 2026-02-30\n---\n# T\n",
             b"---\nt: !!timestamp soon\nn: !!int ten\n---\n",
             b"---\na: &x [*x]\nb: {1: one, c: two}\n---\n",
+            # a "billion laughs": 9^7 values once its aliases are written out
+            b"---\na: &a [l, l, l, l, l, l, l, l, l]\n"
+            + b"".join(
+                b"%c: &%c [%s]\n" % (k, k, b", ".join([b"*%c" % p] * 9))
+                for p, k in zip(b"abcdef", b"bcdefg", strict=True)
+            )
+            + b"tags: *g\n---\n",
             b"---\n---\n",
             b"# " + b"#" * 200 + b"\n[[" * 100,
             "\ufeff# bom\n".encode(),

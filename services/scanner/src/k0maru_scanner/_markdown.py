@@ -44,24 +44,33 @@ DEFAULT_JOURNALS = JournalFormat()  # Logseq's: journals/2026_12_04.md is "Dec 4
 # Logseq's page properties, `#[[tags]]`, namespace file names and journals; at most 256 tags and aliases;
 # .2: frontmatter values YAML or JSON cannot hold are problems, a note's own date, Logseq's block
 # references `((uuid))` no text; .3: the day a note's name gives, periodic notes' first day,
-# Obsidian's daily notes' format; .4: a document says the day it was committed, in a vault in git)
-PARSER_VERSION = "2026-12-04.4"
+# Obsidian's daily notes' format; .4: a document says the day it was committed, in a vault in git;
+# .5: a heading keeps a `#` that ends a word, `[![x](a.md)` is an image in a bracket)
+PARSER_VERSION = "2026-12-04.5"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
 # some invalid-YAML messages are worded differently
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# A frontmatter's values written out may hold this many times its text's characters, and this
+# many more: YAML's aliases repeat a value where it is named again, and a few aliases naming
+# aliases make billions of values ("billion laughs") that the parse would write out for ever
+ALIAS_GROWTH, ALIAS_ALLOWANCE = 4, 100_000
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 OPAQUE_RUN = 256  # base64 characters in a row: data, not text (no word or identifier is this long)
 _OPAQUE = re.compile(rf"[A-Za-z0-9+/=_-]{{{OPAQUE_RUN},}}")
 _OPAQUE_FENCES = ("compressed-json",)  # info strings of fences that hold only data
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
+# the text after the marker; its closing `#`s are cut in Python (`_heading_text`): the regex's lazy
+# `(.*?)[ \t#]*$` took time squared in the length of a line of spaces and `#`s
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*)$")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
-_MD_LINK_DEST = re.compile(r"\]\([^)]*\)")
+# a destination ends at `)`, and at a `]` (a bracket in it is rarer than a line of `](` without `)`,
+# where scanning from each `](` to the line's end took time squared in its length)
+_MD_LINK_DEST = re.compile(r"\]\([^)\]\n]*\)")
 _INLINE_TAG = re.compile(r"(?<![\w/\\=&?#\-.])#([\w\-/]+)")
 _INLINE_PAGE_TAG = re.compile(r"(?<![\w/\\=&?#\-.])#\[\[([^\[\]\n]+)\]\]")  # Logseq: #[[two words]]
 _TAG_LINE = re.compile(r"^\s*tag[:：](?![:：])[ \t]*(.+)$", re.IGNORECASE)
 # Logseq's page properties (and Obsidian Dataview's fields): `key:: value` lines that open the page
-_PROPERTY = re.compile(r"^[ \t]*([A-Za-z][\w-]*)::(?:[ \t]+(.*?))?[ \t]*$")
+_PROPERTY = re.compile(r"^[ \t]*([A-Za-z][\w-]*)::(?:[ \t]+(.*))?$")  # the value's trailing blanks cut in Python
 # block properties Logseq writes and never shows (a referenced block's id, folding, PDF highlights):
 # not a note's text (a uuid's hex made BM25 terms and embedder tokens of every referenced block)
 _HIDDEN_PROPERTY = re.compile(
@@ -84,9 +93,11 @@ _WIKILINK = re.compile(r"\[\[([^\[\]\n]+?)\]\]")
 # note; without one the retriever's graph tries the other side when the first names no note.
 _DENDRON_VAULT = re.compile(r"^\s*dendron://[^/\]|]*/")
 # a destination in <angle brackets> may hold spaces (`[x](<my note.md#Some heading>)`: CommonMark,
-# and what VS Code and some Obsidian versions write); a bare one is percent-encoded (`my%20note.md`)
+# and what VS Code and some Obsidian versions write); a bare one is percent-encoded (`my%20note.md`).
+# Neither the text nor a bare destination holds a bracket: each scan then ends at the next one, and a
+# line of `[x](http://a.md` repeated (no `)`) no longer takes time squared in its length (58 s at 300 KB)
 _MD_LINK = re.compile(
-    r"\[([^\]\n]*)\]\((?:<([^<>\n]+?\.(?:md|markdown))(#[^<>\n]*)?>|([^)<>\s]+?\.(?:md|markdown))(#[^)\s>]*)?)"
+    r"\[([^\[\]\n]*)\]\((?:<([^<>\n]+?\.(?:md|markdown))(#[^<>\n]*)?>|([^)<>\s\[\]]+?\.(?:md|markdown))(#[^)\s>\[\]]*)?)"
     r"(?:\s+\"[^\"]*\")?\)",
     re.IGNORECASE,
 )
@@ -117,6 +128,31 @@ class ParsedNote:
     block_ids: list[str] = field(default_factory=list)  # Logseq's `id::` of blocks others reference
     date: str = ""  # the note's own date, YYYY-MM-DD (`note_date`); "" when its text names none
     frontmatter_json: str = "{}"  # the frontmatter as a JSON object (`_frontmatter_json`)
+
+
+def _expanded_size(value: Any) -> int:
+    """How many characters `value`'s scalars hold once YAML's aliases are written out (keys
+    counted, a container 1), without writing them out: an alias is one object shared, so nine
+    lists each of nine aliases to the last are 9^9 values to `str` or JSON, but ten objects in
+    memory. A value that holds itself counts once (`_frontmatter_json` says so)."""
+    sizes: dict[int, int] = {}
+
+    def size(node: Any) -> int:
+        if not isinstance(node, list | dict):
+            return len(node) if isinstance(node, str) else 8
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        sizes[id(node)] = 1  # while it is counted: a value that holds itself
+        children = [*node.keys(), *node.values()] if isinstance(node, dict) else node
+        total = 1 + sum(size(child) for child in children)
+        sizes[id(node)] = total
+        return total
+
+    try:
+        return size(value)
+    except RecursionError:
+        return 0  # nested too deep to count: JSON cannot hold it either, and says so
 
 
 def _json_default(value: object) -> str:
@@ -171,7 +207,13 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
         except (ValueError, TypeError, AttributeError, OverflowError, RecursionError) as exc:
             problems.append(f"frontmatter has a value YAML cannot read: {exc}")
         else:
-            if isinstance(loaded, dict):
+            expanded = _expanded_size(loaded) if "*" in fm_text else 0  # an alias is `*name`
+            if expanded > ALIAS_GROWTH * len(fm_text) + ALIAS_ALLOWANCE:  # a "billion laughs"
+                problems.append(
+                    f"frontmatter not read: its YAML aliases repeat values to {expanded:,} characters, "
+                    f"from {len(fm_text):,} characters of text"
+                )
+            elif isinstance(loaded, dict):
                 frontmatter = {str(k): v for k, v in loaded.items()}
             elif loaded is not None:
                 problems.append("frontmatter is not a mapping")
@@ -215,7 +257,7 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
             continue
         heading = _HEADING.match(raw_line)
         if heading:
-            level, heading_text = len(heading.group(1)), heading.group(2).strip()
+            level, heading_text = len(heading.group(1)), _heading_text(heading.group(2))
             if level == 1 and not first_h1:
                 first_h1 = heading_text
             if current.lines:
@@ -366,6 +408,16 @@ def without_note_extension(target: str) -> str:
     return _NOTE_EXTENSION.sub("", target)
 
 
+def _heading_text(raw: str) -> str:
+    """An ATX heading's text: without its closing sequence, a run of `#` that is the whole text or
+    follows a blank (CommonMark), so `## Why C#` is "Why C#" and `## Setup ##` is "Setup"."""
+    text = raw.rstrip(" \t")
+    bare = text.rstrip("#")
+    if bare != text and (not bare or bare[-1] in " \t"):
+        text = bare
+    return text.strip()
+
+
 def _page_properties(body: str) -> dict[str, Any]:
     """The `key:: value` lines a Logseq page opens with (the first may be a bullet's: `- key::`).
     `tags`, `alias` and `aliases` hold lists (`a, [[b c]], #d`); keys are lower-cased."""
@@ -376,7 +428,7 @@ def _page_properties(body: str) -> dict[str, Any]:
         match = _PROPERTY.match(line[2:] if i == 0 and line.startswith("- ") else line)
         if not match:
             break
-        key, value = match.group(1).lower(), match.group(2) or ""
+        key, value = match.group(1).lower(), (match.group(2) or "").rstrip(" \t")
         if key in ("tags", "tag", "alias", "aliases"):
             refs = _WIKILINK.findall(value)
             rest = _WIKILINK.sub(",", value)
