@@ -84,3 +84,16 @@ def test_without_the_character_table_text_is_read_as_written(monkeypatch, caplog
     with caplog.at_level(logging.WARNING):
         assert simplified("資料庫") == "資料庫"
     assert "opencc-python-reimplemented is not installed" in caplog.text
+
+
+def test_a_long_run_is_read_in_pieces(tmp_path: Path) -> None:
+    """jieba's HMM copies its path at each character no dictionary word covers: a chat's run of
+    100,000 `啊` would have taken many minutes (time squared). Pieces of SEGMENT_CHARS are read
+    alone: the same words as jieba's own for each piece, and every character still there."""
+    segmenter = HanSegmenter(tmp_path / "cache")
+
+    def pieces(run: str) -> list[str]:
+        return [run[i : i + _han.SEGMENT_CHARS] for i in range(0, len(run), _han.SEGMENT_CHARS)]
+
+    for run in ("啊" * 100_000, "中" * 100_000, "他来到了网易杭研大厦" * 60):
+        assert segmenter.segment(run) == [w for piece in pieces(run) for w in reference(piece)]

@@ -31,6 +31,7 @@ _FORMAT = 1  # bump when the cached layout changes
 # Han characters (a character class): CJK unified ideographs, extension A, compatibility ideographs
 HAN_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _HAN_ONLY = re.compile(f"[{HAN_CHARS}]+")  # a word of Han characters (a run's)
+SEGMENT_CHARS = 256  # the longest piece of a Han run jieba reads at once (`HanSegmenter.segment`)
 
 
 def _cache_dir() -> Path:
@@ -106,10 +107,18 @@ class HanSegmenter:
 
     def segment(self, run: str) -> list[str]:
         """Search-mode words of a run of Han characters (sub-words included), read in Simplified
-        characters (`simplified`)."""
+        characters (`simplified`). A run longer than SEGMENT_CHARS is cut in pieces of that many:
+        jieba's HMM, which reads characters no dictionary word covers, copies its path at each
+        character (time squared: 20,000 of `中` took 1.1 s, a chat's 600 KB of `啊` would take
+        minutes). Text has punctuation long before that; a word cut at a piece's end is two."""
         run = simplified(run)
         tokenizer = self._load_characters(run)
-        return [w for w in tokenizer.lcut_for_search(run) if w.strip()]
+        return [
+            w
+            for start in range(0, len(run), SEGMENT_CHARS)
+            for w in tokenizer.lcut_for_search(run[start : start + SEGMENT_CHARS])
+            if w.strip()
+        ]
 
 
 _SIMPLIFIED: tuple[dict[int, str], dict[str, str], dict[str, tuple[int, ...]]] | None = None
