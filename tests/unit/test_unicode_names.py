@@ -7,6 +7,8 @@ paths an agent asks for and new notes' titles are composed (NFC). Each of these 
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 import unicodedata
 from pathlib import Path
 
@@ -110,6 +112,21 @@ def test_a_new_note_never_takes_a_name_spelled_the_same(tmp_path: Path):
     (tmp_path / "go.md").unlink()
     (tmp_path / "Go.md").unlink()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["Rust.md", "rust-v2.md", nfd("café.md"), "café-v2.md"])
+
+
+def test_a_long_title_or_a_windows_device_name_makes_a_name_every_disk_holds(tmp_path: Path):
+    """80 Chinese characters behind a date were a 254-byte name: the first note was written and its
+    `-v2` refused ("File name too long"), the agent's note lost; a title of 4-byte characters
+    (`𠀀`, CJK extension B) failed at once. `Con` was `Con.md`, a name Windows refuses."""
+    day = dt.date(2026, 12, 4)
+    for title in ("中" * 100, "𠀀" * 100, "決定" * 60):
+        for n, outcome in ((1, "created"), (2, "versioned"), (3, "versioned")):
+            path, said = FlushEngine(tmp_path).flush(FlushNote(title, f"version {n}", "decision"), day)
+            assert said == outcome and len(os.path.basename(path).encode()) <= 255, path
+            assert (tmp_path / path).read_text().count(f"version {n}") == 1
+    assert write_versioned(tmp_path, "Con", "a") == (tmp_path / "Con-note.md", "created")
+    assert write_versioned(tmp_path, "lpt1.draft", "b") == (tmp_path / "lpt1.draft-note.md", "created")
+    assert write_versioned(tmp_path, "console", "c") == (tmp_path / "console.md", "created")
 
 
 @pytest.mark.parametrize("category", ["projects", "PROJECTS", "Projects"])

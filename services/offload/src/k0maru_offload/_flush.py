@@ -320,14 +320,35 @@ def _open_temp(directory: Path) -> Path:
     raise FileExistsError(f"no free temp name in {directory}")
 
 
+# A file name holds at most 255 bytes on Linux's file systems (ext4, btrfs, XFS): a title of 80
+# Chinese characters behind a date made a 254-byte name whose `-v2` the disk refused (a 4-byte
+# character's title, the first). Windows refuses its device names with any extension (`con.md`),
+# and a vault synced there or checked out by git on Windows could not hold such a note.
+NAME_BYTES = 255
+WINDOWS_DEVICES = frozenset({"con", "prn", "aux", "nul", *(f"{d}{i}" for d in ("com", "lpt") for i in range(1, 10))})
+
+
+def portable_stem(stem: str) -> str:
+    """`stem` cut to the bytes that leave room for its last version's `-vN.md`, and not a Windows
+    device name (`Con` → `Con-note`). Cut at a character, and without a trailing dot, blank or
+    separator (Windows drops a trailing dot or blank)."""
+    room = NAME_BYTES - len(f"-v{MAX_VERSIONS}.md")
+    if len(stem.encode("utf-8")) > room:
+        stem = stem.encode("utf-8")[:room].decode("utf-8", "ignore").rstrip(" .-_") or "note"
+    if stem.split(".")[0].strip().lower() in WINDOWS_DEVICES:
+        stem += "-note"
+    return stem
+
+
 def write_versioned(
     directory: Path, stem: str, text: str, equal: Callable[[str, str], bool] = str.__eq__
 ) -> tuple[Path, str]:
     """Write `stem.md`, or `stem-v2.md`, … if a different file holds the name, or a name spelled
-    the same as names compare (`name_key`); never overwrite.
+    the same as names compare (`name_key`); never overwrite. The stem is made `portable_stem`.
 
     Returns (path, outcome) with outcome created | versioned | up_to_date (same text already there).
     """
+    stem = portable_stem(stem)
     make_folder(directory)
     try:
         present = set(os.listdir(directory))
