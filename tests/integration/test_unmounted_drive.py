@@ -9,11 +9,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 import pytest
 
 from k0maru.v1 import offload_pb2, retriever_pb2, scanner_pb2
 from k0maru_cli import Launcher
 from k0maru_common import K0Error, StackClient
+from k0maru_gateway._mcp import build_mcp
 from tests.unit.test_unmounted_vault import Drive, drives  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.integration
@@ -52,6 +54,11 @@ def test_the_stack_rides_out_an_unmounted_vault(tmp_path: Path, drives: Callable
         drive.unmount()
         until("the scanner said why", lambda: "was a mount point" in problem(client), launcher)
         assert found(client, "lighthouse") == ["a.md"] and found(client, "harbour") == ["team/b.md"]
+        # read_note: the note as it was indexed, and why (it was an empty note before)
+        read = anyio.run(build_mcp(client).call_tool, "read_note", {"path": "team/b.md"})
+        assert not read.is_error and read.structured_content is not None
+        assert "the harbour pilot" in str(read.structured_content["text"])
+        assert read.structured_content["unreadable"] == "its file cannot be read now (No such file or directory)"
         with pytest.raises(K0Error, match=r"the vault folder is empty, on another filesystem"):
             client.call(client.offload.FlushSession, note)
         assert not any(vault.iterdir())
@@ -69,6 +76,8 @@ def test_the_stack_rides_out_an_unmounted_vault(tmp_path: Path, drives: Callable
         assert client.call(client.scanner.Scan, scanner_pb2.ScanRequest()).last_seq == seq  # nothing journaled
         written = client.call(client.offload.FlushSession, note)
         until("the new note found", lambda: found(client, "rota")[:1] == [written.path], launcher)
+        back = client.call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path="team/b.md"))
+        assert back.unreadable == "" and back.markdown == NOTES["team/b.md"]
         assert launcher.failing == {} and set(state.health().values()) == {"SERVING"}
     finally:
         client.close()

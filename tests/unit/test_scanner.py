@@ -1092,3 +1092,30 @@ def test_a_vault_beyond_the_os_watch_limit_is_polled_and_says_so(tmp_path: Path)
     data.mkdir()
     write_notes(vault, {f"f{i}/n.md": f"# N{i}\n" for i in range(40)})
     run_in_user_namespace(WATCH_LIMIT_SCRIPT, vault, data)
+
+
+def test_a_folder_replaced_in_place_is_watched_again(vault: Path, tmp_path: Path):
+    """The watcher compared the folders it watches with the scan's by path only: a folder deleted
+    and made again under its name (a checkout, a sync), or a drive mounted on it again, kept the
+    OS watch of the folder that was there, and its notes' changes waited for the periodic rescan
+    (30 s). Now by inode too: the watch is set up again after the scan that lists it."""
+    import shutil
+    import threading
+
+    from k0maru_scanner._watcher import ChangeWatcher
+
+    write_notes(vault, {"sub/a.md": "# A\n"})
+    scanner = make(vault, tmp_path)
+    scanner.scan()
+    watcher = ChangeWatcher(scanner, 0.05, 50, 3600)
+    events, watching = watcher._open_os_watch(threading.Event())
+    try:
+        scanner.scan()
+        assert not watcher._folders_changed(watching)
+        (vault / "sub").rename(tmp_path / "old")  # then the new folder cannot reuse its inode
+        write_notes(vault, {"sub/a.md": "# A\n"})  # the same path, another folder
+        shutil.rmtree(tmp_path / "old")
+        scanner.scan()
+        assert watcher._folders_changed(watching)
+    finally:
+        events.close()

@@ -90,10 +90,13 @@ def test_a_folder_whose_drive_is_unmounted_keeps_its_notes(tmp_path: Path, drive
     result = scanner.scan()
     assert (result.deleted, result.added) == (1, 1)
     assert {"share/a.md", "share/deep/b.md"} <= set(scanner.manifest.files)
+    assert scanner.out_of_sight == {
+        "share/": "was a mount point and holds no notes now (an unmounted drive or network share?)"
+    }
     assert make(vault, data).scan().deleted == 0  # and after a restart
     drive.mount()
     result = scanner.scan()
-    assert (result.added, result.deleted, result.entries) == (0, 0, ())
+    assert (result.added, result.deleted, result.entries) == (0, 0, ()) and scanner.out_of_sight == {}
     # unmounted for good, and its folder removed: its notes are gone
     drive.unmount()
     (vault / "share").rmdir()

@@ -320,6 +320,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         excluded = list(scanner.excluded)
         commit_days = scanner.commit_days
         problems += [f"scanner: {scanner.problem}"] if scanner.problem else []
+        problems += [f"scanner: notes kept as they were, out of sight: {folder}" for folder in scanner.out_of_sight]
     except K0Error:
         pass
     finally:

@@ -311,6 +311,7 @@ class StatusSampler:
                 "watch_note": scan.watch_note,  # why changes are found by polling ("" when the OS tells)
                 "problem": scan.problem,  # why changes are not recorded (a full disk); "" while they are
                 "excluded": list(scan.excluded),  # what the vault's tool settings leave out of the index
+                "out_of_sight": list(scan.out_of_sight),  # folders whose notes are kept as they were, and why
                 "commit_days": scan.commit_days,  # a vault in git: the commit notes' days come from, or why none
             }
         if index is not None:
@@ -651,6 +652,7 @@ def build_console(
                 "mtime_ns": doc.mtime_ns,
                 "date": doc.date or None,  # the note's own date (frontmatter, journal); None if it names none
                 "committed": doc.committed or None,  # a vault in git: the day of the last commit that changed it
+                "unreadable": reply.unreadable or None,  # why the file cannot be read now: markdown as indexed
             }
         )
 

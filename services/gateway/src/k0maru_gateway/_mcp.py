@@ -114,7 +114,8 @@ class NoteAnswer(BaseModel):
     committed: str | None = None  # a vault in git: the day of the last commit that changed it, if unedited since
     lines: str  # the range returned, "13-40" (1-based, inclusive)
     total_lines: int
-    text: str  # those lines as the file has them now
+    text: str  # those lines as the file has them now (or as indexed: `unreadable`)
+    unreadable: str | None = None  # why the file cannot be read now (an unmounted drive): text is as indexed
     links: list[str]  # vault paths of the notes it links to
     backlinks: list[str]  # vault paths of the notes linking to it
     cut: str | None = None  # a line longer than max_chars: which of its characters are in text
@@ -413,6 +414,7 @@ def build_mcp(client: StackClient) -> MCPServer:
             lines=f"{first}-{shown_last}" if taken else "",
             total_lines=len(lines),
             text="\n".join(taken),
+            unreadable=note.unreadable or None,
             links=list(note.outgoing),
             backlinks=list(note.backlinks),
             cut=f"line {first} has {len(head):,} characters: {start_char + 1:,}-{start_char + max_chars:,} are shown, "

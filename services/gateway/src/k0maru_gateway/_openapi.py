@@ -141,6 +141,8 @@ SCHEMAS: dict[str, Any] = {
             "mtime_ns": {"type": "integer"},
             "date": _nullable({"type": "string", "format": "date"}),
             "committed": _nullable({"type": "string", "format": "date"}),
+            # why the file cannot be read now (an unmounted drive); markdown is then its text as indexed
+            "unreadable": _nullable(_STR),
         }
     ),
     "Graph": _obj(
@@ -220,6 +222,7 @@ SCHEMAS: dict[str, Any] = {
                         "watch_note": _STR,
                         "problem": _STR,
                         "excluded": {"type": "array", "items": _STR},
+                        "out_of_sight": {"type": "array", "items": _STR},
                         "commit_days": _STR,
                     }
                 )

@@ -83,12 +83,16 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
             for link in doc.links:
                 side, found = graph.resolve_link(link_target(link), doc.path)
                 links.append(retriever_pb2.LinkResolution(target=side, path=found or ""))
+            markdown, unreadable = read_markdown(app.settings.vault, doc.path)
+            if unreadable:  # out of sight (an unmounted drive): the text as it was indexed
+                markdown = "\n\n".join(chunk.text for chunk in doc.chunks)
             return retriever_pb2.Note(
                 document=doc,
                 backlinks=sorted(graph.backlinks(doc.path)),
-                markdown=read_markdown(app.settings.vault, doc.path),
+                markdown=markdown,
                 outgoing=sorted(graph.outgoing(doc.path)),
                 links=links,
+                unreadable=unreadable,
             )
 
     def Backlinks(
@@ -199,13 +203,13 @@ def indexed_path(app: RetrieverApp, typed: str) -> str:
 MAX_NOTE_BYTES = 2_000_000
 
 
-def read_markdown(vault: Path, path: str) -> str:
-    """The note's current text for display (bounded); "" when it cannot be read."""
+def read_markdown(vault: Path, path: str) -> tuple[str, str]:
+    """The note's current text for display (bounded), and why it cannot be read ("" when it can)."""
     try:
         with confine(vault, path).open("rb") as f:
-            return decode_text(f.read(MAX_NOTE_BYTES), "replace")
-    except OSError:
-        return ""
+            return decode_text(f.read(MAX_NOTE_BYTES), "replace"), ""
+    except OSError as exc:
+        return "", f"its file cannot be read now ({exc.strerror or exc})"
 
 
 @dataclass

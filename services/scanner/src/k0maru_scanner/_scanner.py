@@ -235,14 +235,15 @@ class IncrementalScanner:
         # notes now is a drive that was unmounted, not every note on it deleted
         self._mounts = frozenset(json.loads(manifest.meta(MOUNTS) or "[]"))
         self.problem = ""  # why the last scan could not record its changes (a full disk, an unmounted vault)
+        self.out_of_sight: dict[str, str] = {}  # the last scan's folders whose notes are kept as they were, and why
         # The first scan of a process examines the files the manifest holds as skipped again,
         # changed or not: a raised K0_MAX_FILE_BYTES, or a newer reader (UTF-16 notes), indexes
         # what the last process refused.
         self._skipped_examined = False
 
-    def walk(self) -> tuple[dict[str, tuple[os.stat_result, str]], list[str]]:
+    def walk(self) -> tuple[dict[str, tuple[os.stat_result, str]], dict[str, str]]:
         """Every candidate note under the vault: its stat, and why it cannot be indexed ("" when it
-        can); and the folders that could not be listed (as path prefixes ending in "/"): what the
+        can); and the folders out of sight (as path prefixes ending in "/", with why): what the
         manifest knows under them is not gone, only out of sight.
 
         Symlinked folders are not followed. What the vault's own tool settings exclude
@@ -264,10 +265,10 @@ class IncrementalScanner:
             if not self.git_ignores.end_walk():
                 break
             # a .gitignore changed since the answers the walk used were given: walk again
-        unlisted += self._unmounted(found, devices)
+        unlisted |= self._unmounted(found, devices)
         return found, unlisted
 
-    def _unmounted(self, found: dict[str, tuple[os.stat_result, str]], devices: dict[str, int]) -> list[str]:
+    def _unmounted(self, found: dict[str, tuple[os.stat_result, str]], devices: dict[str, int]) -> dict[str, str]:
         """The folders that were mount points when their notes were indexed and are plain
         folders holding no notes now: a drive unmounted (or a network share dropped) leaves its
         empty mount point behind, and its notes are out of sight, not deleted. VaultUnavailable
@@ -278,7 +279,7 @@ class IncrementalScanner:
             for prefix, device in devices.items()
             if prefix != ABOVE and device != devices.get(_above(prefix), device)
         }
-        held: list[str] = []
+        held: dict[str, str] = {}
         for prefix in sorted(self._mounts - mounts):
             if prefix not in devices or any(path.startswith(prefix) for path in found):
                 continue  # gone (its notes go too), or a plain folder that holds notes now
@@ -289,19 +290,19 @@ class IncrementalScanner:
             if not prefix:
                 raise VaultUnavailable(f"{what}; the index is kept as it was until its notes are back")
             log.warning("%s; its notes stay indexed as they were until they are back", what)
-            held.append(prefix)
+            held[prefix] = "was a mount point and holds no notes now (an unmounted drive or network share?)"
         recorded = frozenset(mounts | set(held))
         if recorded != self._mounts:
             self.manifest.set_meta(MOUNTS, json.dumps(sorted(recorded)))
             self._mounts = recorded
         return held
 
-    def _walk_levels(self) -> tuple[dict[str, tuple[os.stat_result, str]], list[str], dict[str, int]]:
+    def _walk_levels(self) -> tuple[dict[str, tuple[os.stat_result, str]], dict[str, str], dict[str, int]]:
         """`walk`, one level of folders at a time: git is asked about a level's folders at once
         (`GitIgnores`), before the next level is listed. Also each listed folder's device, by
         its prefix ("" for the vault, ABOVE for the folder that holds it)."""
         found: dict[str, tuple[os.stat_result, str]] = {}
-        unlisted: list[str] = []
+        unlisted: dict[str, str] = {}  # the folders that cannot be listed, and why
         listed: dict[int, str] = {}
         devices: dict[str, int] = {}
         with contextlib.suppress(OSError):
@@ -325,7 +326,7 @@ class IncrementalScanner:
                         safe_name(folder),
                         exc.strerror or exc,
                     )
-                    unlisted.append(safe_name(prefix))
+                    unlisted[safe_name(prefix)] = f"cannot be listed ({exc.strerror or exc})"
                     continue
                 listed[folder_stat.st_ino] = folder
                 devices[prefix] = folder_stat.st_dev
@@ -470,6 +471,7 @@ class IncrementalScanner:
         known = self.manifest.files
         journals = self.journals
         on_disk, unlisted = self.walk()
+        self.out_of_sight = unlisted
         # Logseq's journal formats changed while running: every note is read again, so that the
         # retriever re-fetches them (their titles changed, their files did not); across restarts
         # the parser version the scanner reports says so (`parser_version`)

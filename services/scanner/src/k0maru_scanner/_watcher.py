@@ -56,7 +56,9 @@ from ._tool_settings import SETTINGS_FILES
 log = logging.getLogger(__name__)
 
 POLL_S = 2.0  # while the OS cannot watch the whole vault: a scan this often
-ROOM_RETRY_S = 5.0  # a scan that found no room to record its changes is tried again this often
+# a scan that could not record its changes (no room, the vault away), or that left folders out of
+# sight (an unmounted drive's), is tried again this often
+RETRY_S = 5.0
 RETRY_OS_WATCH_S = 300.0  # and the OS watch tried again this often (the limit may have been raised)
 REMOTE_RESCAN_S = 5.0  # on a network or FUSE filesystem: a scan this often finds changes made elsewhere
 # filesystems whose changes made elsewhere the OS does not report (and any "fuse.<name>"; not
@@ -182,6 +184,7 @@ class ChangeWatcher:
         self._retry_os_watch_s = retry_os_watch_s
         self.note = ""  # why changes are found by polling; "" while the OS reports every change
         self.os_watch_tries = 0
+        self._watched_inodes: frozenset[int] = frozenset()  # of the folders the OS watch was set up on
         kind = filesystem_of(scanner.vault)
         self._remote_note = (
             f"the vault is on {kind}, a network or FUSE filesystem: the OS reports only the changes made "
@@ -298,6 +301,7 @@ class ChangeWatcher:
         for attempt in range(4):
             _wait_released()  # the watches of the last set-up (closed, or failed half-way) are given back
             watching = self._watch_set()
+            self._watched_inodes = frozenset(self._scanner.folders)
             events = watchfiles.watch(
                 *sorted(watching),
                 stop_event=stop,
@@ -345,7 +349,7 @@ class ChangeWatcher:
                 if deadline is None:
                     deadline = now + self._window_s
             due = deadline is not None and (now >= deadline or len(pending) >= self._max_files)
-            due = due or bool(self._scanner.problem and now - last_scan >= ROOM_RETRY_S)
+            due = due or bool((self._scanner.problem or self._scanner.out_of_sight) and now - last_scan >= RETRY_S)
             if due or now - last_scan >= self._rescan_s:
                 self._scan()
                 if self._folders_changed(watching):
@@ -358,9 +362,14 @@ class ChangeWatcher:
 
     def _folders_changed(self, watching: frozenset[str]) -> bool:
         """Whether the last scan listed other folders than the OS watch holds (one made, renamed,
-        deleted), or a tool's settings folder came or went: then it is set up again. Or the vault
+        deleted, or replaced in place: a drive mounted on it or unmounted, a folder deleted and made
+        again), or a tool's settings folder came or went: then it is set up again. Or the vault
         folder is gone: then it is looked for."""
-        return self._watch_set() != watching or not os.path.isdir(self._scanner.vault)
+        return (
+            self._watch_set() != watching
+            or frozenset(self._scanner.folders) != self._watched_inodes
+            or not os.path.isdir(self._scanner.vault)
+        )
 
     def _unwatched(self) -> str | None:
         """Why the OS watch misses changes for want of watches ("" when it holds every folder the

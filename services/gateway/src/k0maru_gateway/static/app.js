@@ -343,6 +343,7 @@ async function noteView(path) {
   const linkItems = n.links.map((l) => l.path ? `<li><a href="${esc(noteHref(l.path))}">${esc(l.alias || l.target)}</a> <span class="dim">L${l.line}</span></li>` : `<li><span class="unresolved">${esc(l.target)}</span> <span class="dim">unresolved</span></li>`).join("");
   view().innerHTML = `<div class="row"><a href="#/search" id="back" class="dim">← back</a>${n.title ? `<strong class="note-title">${esc(n.title)}</strong>` : ""}<span class="path">${esc(n.path)}</span>${n.date ? `<span class="dim" title="the note's date">${esc(n.date)}</span>` : n.committed ? `<span class="dim" title="the day of the last commit that changed it">${esc(n.committed)}</span>` : ""}
     <a href="#/graph/${encodeURIComponent(n.path)}">graph around this note</a></div>
+  ${n.unreadable ? `<div class="card warn" id="unreadable">${esc(n.unreadable)}: shown as it was indexed</div>` : ""}
   <div class="note"><article class="md" id="note-body"></article>
   <aside class="side">
     <div class="card"><h2>Tags</h2><div class="tags">${n.tags.map((t) => `<a href="#/search?q=${encodeURIComponent("#" + t)}&tag=${encodeURIComponent(t)}&mode=bm25">#${esc(t)}</a>`).join("") || '<span class="dim">none</span>'}</div></div>
@@ -603,6 +604,7 @@ async function statusView() {
     $("#counts").innerHTML = i ? [["notes", i.documents], ["chunks", i.chunks], ["chunks with vectors", i.chunks_with_vectors], ["vector index", vectorIndex(i)], ["BM25", i.bm25_deleted ? `${fmt(i.bm25_deleted)} stale` : "compact", i.bm25_deleted ? `replaced chunk${i.bm25_deleted === 1 ? "" : "s"} still counted in its statistics; compacted once edits pause` : ""], ["applied seq", i.last_applied_seq], ["scanner seq", s.scanner ? s.scanner.last_seq : null], ["skipped files", s.scanner ? s.scanner.skipped : null], ["watching", s.scanner ? (s.scanner.watch_note ? "by polling" : s.scanner.watching ? "live" : "off") : null]]
       .map(([k, v, note]) => `<div class="card"><div class="dim">${k}</div><div class="big">${typeof v === "string" ? esc(v) : fmt(v)}</div>${note ? `<div class="dim">${esc(note)}</div>` : ""}</div>`).join("") : "";
     const notes = !s.scanner ? [] : [s.scanner.problem ? `changes not recorded: ${s.scanner.problem}` : "",
+      ...(s.scanner.out_of_sight || []).map((x) => `notes kept as they were, out of sight: ${x}`),
       s.scanner.watch_note ? `watching by polling: ${s.scanner.watch_note}` : ""].filter(Boolean);
     const excluded = s.scanner ? s.scanner.excluded || [] : [];
     $("#scanner-notes").innerHTML = notes.map((n) => `<div class="card warn">${esc(n)}</div>`).join("")
