@@ -114,9 +114,10 @@ class StackState:
         }
 
 
-def resolve_data_dir(vault: Path, data_dir: Path | None) -> Path:
-    """--data-dir, else $K0_DATA_DIR, else $XDG_DATA_HOME/k0maru/<vault-id>/."""
+def resolve_data_dir(vault: Path, data_dir: Path | None, *, resolve_vault: bool = True) -> Path:
+    """--data-dir, else $K0_DATA_DIR, else $XDG_DATA_HOME/k0maru/<vault-id>/ (`resolve_vault=False`:
+    the vault's path is taken as resolved, and its file system is not asked)."""
     if data_dir is not None:
         return data_dir.resolve()
     env = os.environ.get("K0_DATA_DIR")
-    return Path(env).resolve() if env else default_data_dir(vault)
+    return Path(env).resolve() if env else default_data_dir(vault, resolve=resolve_vault)

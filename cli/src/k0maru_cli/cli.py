@@ -71,6 +71,13 @@ def _vault(args: argparse.Namespace) -> Path:
 
 
 def _running(args: argparse.Namespace) -> tuple[Path, StackState | None]:
+    """The vault and its running stack, if one runs. A stack running for the vault's path as typed
+    (made absolute) is found without asking the vault's file system: on a network share that
+    stops answering, resolving the path waits as long, and `k0maru status` could not say so."""
+    typed = Path(os.path.abspath(Path(args.vault or os.environ.get("K0_VAULT") or ".").expanduser()))
+    state = StackState.load(resolve_data_dir(typed, args.data_dir, resolve_vault=False))
+    if state is not None and state.vault == str(typed):
+        return typed, state
     vault = _vault(args)
     return vault, StackState.load(resolve_data_dir(vault, args.data_dir))
 

@@ -74,6 +74,7 @@ if TYPE_CHECKING:
         utc_day,
         vault_id,
         vault_notes,
+        vault_relative,
     )
     from ._workers import BackgroundWorker, WorkerHealth
 
@@ -127,6 +128,7 @@ _WHERE = {
     "cache_key": "._streams",
     "configure_logging": "._logging",
     "confine": "._vault",
+    "vault_relative": "._vault",
     "default_data_dir": "._vault",
     "default_data_root": "._vault",
     "embedder_target": "._server",
@@ -250,6 +252,7 @@ __all__ = [
     "utc_day",
     "vault_id",
     "vault_notes",
+    "vault_relative",
     "vector_from_bytes",
     "vector_to_bytes",
     "wait_until_serving",

@@ -23,16 +23,17 @@ def default_data_root() -> Path:
     return Path(base) / "k0maru"
 
 
-def vault_id(vault: Path) -> str:
-    """A stable id for a vault: its folder name plus a hash of its resolved path."""
-    resolved = vault.resolve()
+def vault_id(vault: Path, *, resolve: bool = True) -> str:
+    """A stable id for a vault: its folder name plus a hash of its resolved path (`resolve=False`:
+    `vault` is taken as resolved, and no file system is asked)."""
+    resolved = vault.resolve() if resolve else vault
     name = re.sub(r"[^A-Za-z0-9_-]+", "-", resolved.name).strip("-") or "vault"
     return f"{name[:32]}-{xxhash.xxh3_64_hexdigest(str(resolved).encode())[:10]}"
 
 
-def default_data_dir(vault: Path) -> Path:
+def default_data_dir(vault: Path, *, resolve: bool = True) -> Path:
     """Where a vault's indexes live by default: outside the vault, per vault."""
-    return default_data_root() / vault_id(vault)
+    return default_data_root() / vault_id(vault, resolve=resolve)
 
 
 def confine(vault: Path, relative: str, *, vault_resolved: bool = False) -> Path:
@@ -47,13 +48,7 @@ def confine(vault: Path, relative: str, *, vault_resolved: bool = False) -> Path
     POSIX only `/` separates folders, so `a\\b.md`, `C:notes.md` and `..\\x.md` are plain file
     names inside the vault; on Windows backslashes separate and drive letters escape too.
     """
-    if not relative or "\x00" in relative:
-        raise OutsideVault(f"invalid vault path {relative!r}")
-    if len(relative.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
-        raise OutsideVault(f"path {_shown(relative)} is longer than {MAX_PATH_BYTES} bytes")
-    pure = PurePosixPath(relative.replace("\\", "/") if os.name == "nt" else relative)
-    if pure.is_absolute() or ".." in pure.parts or (os.name == "nt" and re.match(r"^[A-Za-z]:", relative)):
-        raise OutsideVault(f"path {_shown(relative)} escapes the vault")
+    pure = vault_relative(relative)
     root = vault if vault_resolved else vault.resolve()
     if _no_symlink_below(root, pure.parts):  # the common case: one lstat per part, no realpath
         return root / pure
@@ -67,6 +62,20 @@ def confine(vault: Path, relative: str, *, vault_resolved: bool = False) -> Path
 
 
 MAX_PATH_BYTES = 4096  # PATH_MAX on Linux
+
+
+def vault_relative(relative: str) -> PurePosixPath:
+    """`relative` as a vault-relative path, or OutsideVault when it is empty, holds a NUL, is
+    longer than MAX_PATH_BYTES, is absolute or holds `..`: `confine`'s checks that ask no file
+    system (a network share that stops answering holds every call that does)."""
+    if not relative or "\x00" in relative:
+        raise OutsideVault(f"invalid vault path {relative!r}")
+    if len(relative.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        raise OutsideVault(f"path {_shown(relative)} is longer than {MAX_PATH_BYTES} bytes")
+    pure = PurePosixPath(relative.replace("\\", "/") if os.name == "nt" else relative)
+    if pure.is_absolute() or ".." in pure.parts or (os.name == "nt" and re.match(r"^[A-Za-z]:", relative)):
+        raise OutsideVault(f"path {_shown(relative)} escapes the vault")
+    return pure
 
 
 def _no_symlink_below(root: Path, parts: tuple[str, ...]) -> bool:

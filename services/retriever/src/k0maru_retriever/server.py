@@ -7,6 +7,8 @@ import json
 import logging
 import re
 import threading
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +26,7 @@ from k0maru_common import (
     decode_text,
     opened_or_set_aside,
     release_free_heap,
+    vault_relative,
 )
 
 from ._analysis import BM25Analyzer, warm_up_han
@@ -43,6 +46,7 @@ from ._vectors import EdgeVectorStore, QdrantServerStore, VectorStore
 from .config import RetrieverSettings
 
 HAN_WARM_UP_DELAY_S = 10.0  # after SERVING, before jieba's dictionary is loaded in the background
+READ_WAIT_S = 5.0  # GetNote waits this long for a note's file, then answers the note as indexed
 
 if TYPE_CHECKING:
     from ._pipeline import EmbeddingPipeline
@@ -75,7 +79,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
 
     def GetNote(self, request: retriever_pb2.GetNoteRequest, context: grpc.ServicerContext) -> retriever_pb2.Note:
         app = self._ready()
-        confine(app.settings.vault, request.path)  # refuses escaping paths with a clear error
+        vault_relative(request.path)  # refuses escaping paths with a clear error, asking no file system
         with app.index.lock:
             doc = app.index.state.docs[indexed_path(app, request.path)]
             graph = app.index.graph
@@ -83,23 +87,22 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
             for link in doc.links:
                 side, found = graph.resolve_link(link_target(link), doc.path)
                 links.append(retriever_pb2.LinkResolution(target=side, path=found or ""))
-            markdown, unreadable = read_markdown(app.settings.vault, doc.path)
-            if unreadable:  # out of sight (an unmounted drive): the text as it was indexed
-                markdown = "\n\n".join(chunk.text for chunk in doc.chunks)
-            return retriever_pb2.Note(
+            note = retriever_pb2.Note(
                 document=doc,
                 backlinks=sorted(graph.backlinks(doc.path)),
-                markdown=markdown,
                 outgoing=sorted(graph.outgoing(doc.path)),
                 links=links,
-                unreadable=unreadable,
             )
+        note.markdown, note.unreadable = app.note_files.read(doc.path)  # not under the lock: it may wait
+        if note.unreadable:  # out of sight (an unmounted drive, a share that does not answer): as indexed
+            note.markdown = "\n\n".join(chunk.text for chunk in doc.chunks)
+        return note
 
     def Backlinks(
         self, request: retriever_pb2.BacklinksRequest, context: grpc.ServicerContext
     ) -> retriever_pb2.BacklinksResponse:
         app = self._ready()
-        confine(app.settings.vault, request.path)
+        vault_relative(request.path)
         with app.index.lock:
             path = indexed_path(app, request.path)
             return retriever_pb2.BacklinksResponse(paths=sorted(app.index.graph.backlinks(path)))
@@ -173,7 +176,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
     def Graph(self, request: retriever_pb2.GraphRequest, context: grpc.ServicerContext) -> retriever_pb2.GraphResponse:
         app = self._ready()
         if request.path:
-            confine(app.settings.vault, request.path)
+            vault_relative(request.path)
         with app.index.lock:
             if request.path:
                 asked, request = request, retriever_pb2.GraphRequest()
@@ -212,6 +215,29 @@ def read_markdown(vault: Path, path: str) -> tuple[str, str]:
         return "", f"its file cannot be read now ({exc.strerror or exc})"
 
 
+class NoteFiles:
+    """Reads notes' files (`read_markdown`) on threads of its own, waiting READ_WAIT_S at most. A
+    vault on a network share or FUSE file system that stops answering holds a read in the
+    kernel until it answers again: each `GetNote` held one of gRPC's 16 request threads, and 16
+    `read_note` calls stopped every search. Now a read that does not answer is the note as
+    indexed, and why; the threads it holds come back when the file system does."""
+
+    def __init__(self, vault: Path, threads: int = 4) -> None:
+        self._vault = vault
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="note-file")
+
+    def read(self, path: str) -> tuple[str, str]:
+        future = self._pool.submit(read_markdown, self._vault, path)
+        try:
+            return future.result(timeout=READ_WAIT_S)
+        except FutureTimeout:
+            future.cancel()  # still queued behind reads that wait: dropped
+            return "", f"its file did not answer in {READ_WAIT_S:g} s (a network share that does not answer?)"
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
 @dataclass
 class RetrieverApp:
     settings: RetrieverSettings
@@ -224,8 +250,10 @@ class RetrieverApp:
     params: ParamsFile
     tag_maintainer: TagMaintainer
     compactor: Bm25Compactor
+    note_files: NoteFiles
 
     def close(self) -> None:
+        self.note_files.close()
         self.compactor.stop()
         self.tag_maintainer.stop()
         self.follower.stop()
@@ -367,6 +395,7 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         rag_params,
         tag_maintainer,
         Bm25Compactor(index, follower.ready, settings.bm25_compact_quiet_s, on_give_up=service.fail),
+        NoteFiles(settings.vault),
     )
     retriever_pb2_grpc.add_RetrieverServicer_to_server(RetrieverServicer(app), service.server)
     return app

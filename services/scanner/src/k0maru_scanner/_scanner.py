@@ -115,6 +115,7 @@ COMMIT_DAYS_WAIT_S = 1.0
 DAYS_OWED = "days_owed"  # manifest meta: notes were fetched without their commits' days
 MOUNTS = "mounts"  # manifest meta: the folders (vault-relative, "" for the vault) that were mount points
 ABOVE = ".."  # the folder that holds the vault, among the walk's devices
+STUCK_SCAN_S = 60.0  # a scan this long is said to wait on the vault's file system (10,000 notes: ~50 ms)
 
 
 def _above(prefix: str) -> str:
@@ -235,6 +236,7 @@ class IncrementalScanner:
         # notes now is a drive that was unmounted, not every note on it deleted
         self._mounts = frozenset(json.loads(manifest.meta(MOUNTS) or "[]"))
         self.problem = ""  # why the last scan could not record its changes (a full disk, an unmounted vault)
+        self._scan_started: float | None = None  # when the scan under way began (`stuck`)
         self.out_of_sight: dict[str, str] = {}  # the last scan's folders whose notes are kept as they were, and why
         # The first scan of a process examines the files the manifest holds as skipped again,
         # changed or not: a raised K0_MAX_FILE_BYTES, or a newer reader (UTF-16 notes), indexes
@@ -396,6 +398,7 @@ class IncrementalScanner:
             with self._fresh_lock:
                 if self._fresh and time.monotonic() - self._fresh_since > FRESH_KEEP_S:
                     self._fresh, self._fresh_bytes = {}, 0
+            self._scan_started = time.monotonic()
             try:
                 result = self._scan(force_full)
             except CannotWrite as exc:
@@ -404,8 +407,23 @@ class IncrementalScanner:
             except VaultUnavailable as exc:
                 self.problem = str(exc)
                 raise
+            finally:
+                self._scan_started = None
             self.problem = ""
             return result
+
+    def stuck(self) -> str:
+        """Why no scan ends: one that has run STUCK_SCAN_S or more, waiting on the vault's file
+        system (a network share or FUSE file system that stopped answering holds every call in
+        the kernel until it answers again); "" otherwise."""
+        started = self._scan_started
+        waited = time.monotonic() - started if started is not None else 0.0
+        if waited < STUCK_SCAN_S:
+            return ""
+        return (
+            f"a scan has waited {waited:.0f} s for the vault's file system (a network share or FUSE file system "
+            "that does not answer?); the index is kept as it was"
+        )
 
     def owe_days(self) -> None:
         """A note was fetched without its day while the history was being read: kept in the

@@ -222,7 +222,7 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
             parser_version=parser_version(self._scanner),
             workers=[self._watcher.health().to_proto()] if self._watcher else [],
             watch_note=self._watcher.note if self._watcher else "",
-            problem=self._scanner.problem,
+            problem=self._scanner.problem or self._scanner.stuck(),
             excluded=[*self._scanner.excluded.described, *self._scanner.git_ignores.describe()],
             out_of_sight=[f"{folder}: {why}" for folder, why in sorted(self._scanner.out_of_sight.items())],
             commit_days=self._scanner.commit_days.describe() if self._scanner.commit_days is not None else "",
