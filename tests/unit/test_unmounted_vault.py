@@ -60,7 +60,7 @@ def test_a_vault_whose_drive_is_unmounted_keeps_its_index(tmp_path: Path, drives
     assert scanner.scan().added == 2
     drive.unmount()
     assert vault.is_dir() and not any(vault.iterdir())  # the empty mount point
-    with pytest.raises(VaultUnavailable, match=r"was a mount point and is a folder without notes now"):
+    with pytest.raises(VaultUnavailable, match=r"was a mount point and holds no notes now"):
         scanner.scan()
     assert "kept as it was" in scanner.problem
     assert sorted(scanner.manifest.files) == ["a.md", "deep/b.md"]

@@ -115,6 +115,7 @@ COMMIT_DAYS_WAIT_S = 1.0
 DAYS_OWED = "days_owed"  # manifest meta: notes were fetched without their commits' days
 MOUNTS = "mounts"  # manifest meta: the folders (vault-relative, "" for the vault) that were mount points
 ABOVE = ".."  # the folder that holds the vault, among the walk's devices
+UNMOUNTED = "was a mount point and holds no notes now (an unmounted drive or network share?)"
 STUCK_SCAN_S = 60.0  # a scan this long is said to wait on the vault's file system (10,000 notes: ~50 ms)
 
 
@@ -287,12 +288,16 @@ class IncrementalScanner:
                 continue  # gone (its notes go too), or a plain folder that holds notes now
             if not any(path.startswith(prefix) and record.indexed for path, record in self.manifest.files.items()):
                 continue  # nothing indexed to keep
-            where = f"the vault folder {safe_name(str(self.vault))}" if not prefix else f"{prefix} in the vault"
-            what = f"{where} was a mount point and is a folder without notes now (an unmounted drive or network share?)"
             if not prefix:
-                raise VaultUnavailable(f"{what}; the index is kept as it was until its notes are back")
-            log.warning("%s; its notes stay indexed as they were until they are back", what)
-            held[prefix] = "was a mount point and holds no notes now (an unmounted drive or network share?)"
+                raise VaultUnavailable(
+                    f"the vault folder {safe_name(str(self.vault))} {UNMOUNTED}; the index is kept as it was "
+                    "until its notes are back"
+                )
+            if prefix not in self.out_of_sight:  # said once, not at each scan
+                log.warning(
+                    "%s in the vault %s; its notes stay indexed as they were until they are back", prefix, UNMOUNTED
+                )
+            held[prefix] = UNMOUNTED
         recorded = frozenset(mounts | set(held))
         if recorded != self._mounts:
             self.manifest.set_meta(MOUNTS, json.dumps(sorted(recorded)))
@@ -323,11 +328,12 @@ class IncrementalScanner:
                             f"the vault folder {safe_name(folder)} cannot be listed ({exc.strerror or exc}); "
                             "the index is kept as it was until it can"
                         ) from exc
-                    log.warning(
-                        "cannot list %s: %s; its notes stay indexed as they were",
-                        safe_name(folder),
-                        exc.strerror or exc,
-                    )
+                    if safe_name(prefix) not in self.out_of_sight:  # said once, not at each scan
+                        log.warning(
+                            "cannot list %s: %s; its notes stay indexed as they were",
+                            safe_name(folder),
+                            exc.strerror or exc,
+                        )
                     unlisted[safe_name(prefix)] = f"cannot be listed ({exc.strerror or exc})"
                     continue
                 listed[folder_stat.st_ino] = folder
