@@ -11,8 +11,11 @@ folders the scan skips (`.git`, `node_modules`, hidden ones) take none of the us
 wake nobody. Except the hidden folders that hold a tool's settings (`.obsidian`, `.vscode`;
 `_tool_settings.py`): watched too, so that a note the user excludes in Obsidian leaves the index
 at once, but there only the settings file wakes the scanner (Obsidian rewrites its
-`workspace.json` at every click). A scan that lists a different set of folders (one made, renamed or deleted) sets the
-watch up again for the new set, then scans once more for what happened in between.
+`workspace.json` at every click). A scan that lists a different set of folders (one made, renamed or deleted, or
+replaced in place: compared by inode too) sets the watch up again for the new set, then scans once
+more for what happened in between. While the vault's notes cannot all be seen (a drive unmounted
+from the vault or a folder of it, a full disk) a scan runs every RETRY_S; while the vault folder is
+not there at all, every `poll_s`, until it is back.
 
 The OS watch can cover only part of the vault: Linux gives each user a limited number of
 inotify watches (`fs.inotify.max_user_watches`, one per folder, shared with every editor and
