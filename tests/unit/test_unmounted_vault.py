@@ -169,7 +169,7 @@ def test_no_note_or_log_is_written_into_an_unmounted_vault(tmp_path: Path, drive
     """The agent's note would be written into the empty mount point: hidden by the drive when it
     comes back, and making every note on the drive look deleted. The vault folder is never made
     again either (a drive unmounted with its mount point). A clear error, nothing written; an
-    empty vault never seen with files is a new one, and written into."""
+    empty vault that is no mount point is a new one, and written into."""
     import datetime as dt
 
     from k0maru_common import CannotWrite
@@ -188,10 +188,12 @@ def test_no_note_or_log_is_written_into_an_unmounted_vault(tmp_path: Path, drive
     drive.unmount()
     with pytest.raises(
         CannotWrite,
-        match=r"cannot write the note 'Lock renewal plan': the vault folder is empty, on another filesystem",
+        match=r"cannot write the note 'Lock renewal plan': the vault folder was a mount point and is not mounted now",
     ):
         flush.flush(note, day)
-    with pytest.raises(CannotWrite, match=r"cannot write the log .*: the vault folder is empty, on another filesystem"):
+    with pytest.raises(
+        CannotWrite, match=r"cannot write the log .*: the vault folder was a mount point and is not mounted now"
+    ):
         offload.offload(log)
     assert not any(vault.iterdir())
     vault.rmdir()
@@ -202,7 +204,34 @@ def test_no_note_or_log_is_written_into_an_unmounted_vault(tmp_path: Path, drive
     path, outcome = flush.flush(note, day)
     assert outcome == "created" and (vault / path).is_file()
     assert offload.offload(log).offloaded
-    fresh = tmp_path / "new-vault"  # empty, and never seen with files: a new vault
+    fresh = tmp_path / "new-vault"  # empty, and no mount point: a new vault
     fresh.mkdir()
     path, outcome = FlushEngine(fresh).flush(note, day)
     assert outcome == "created" and (fresh / path).is_file()
+
+
+def test_no_note_is_written_into_an_unmounted_folder_of_the_vault(tmp_path: Path, drives: Callable[[Path], Drive]):
+    """A team share mounted on a folder of the vault: a note for that folder (its category) would
+    have been written into the empty mount point, and the scanner would have taken the folder for
+    one that holds notes of its own, deleting the share's notes from the index (found by driving
+    `k0maru mcp`). The rest of the vault is written into as always."""
+    import datetime as dt
+
+    from k0maru_common import CannotWrite
+    from k0maru_offload._flush import FlushEngine, FlushNote
+
+    vault = tmp_path / "vault"
+    write_notes(vault, {"home.md": "# Home\n", "decisions/old.md": "# Old\n"})
+    drive = drives(vault / "share")
+    drive.mount()
+    flush = FlushEngine(vault)
+    day = dt.date(2026, 12, 4)
+    drive.unmount()
+    with pytest.raises(CannotWrite, match=r"the folder share was a mount point and is not mounted now"):
+        flush.flush(FlushNote("Rota change", "Three pilots from Monday.", "share"), day)
+    assert not any((vault / "share").iterdir())
+    path, outcome = flush.flush(FlushNote("Lock plan", "Renew at half time.", "decision"), day)
+    assert outcome == "created" and path.startswith("decisions/")
+    drive.mount()
+    path, outcome = flush.flush(FlushNote("Rota change", "Three pilots from Monday.", "share"), day)
+    assert outcome == "created" and path.startswith("share/")

@@ -121,7 +121,7 @@ class OffloadEngine:
         path = self.refs / (f"{task}_{node_id}.log" if task else f"{node_id}.log")
         if not path.exists():
             what = f"the log {path.relative_to(self.vault).as_posix()}"
-            self.folder.check(what)
+            self.folder.check(what, self.refs)
             replace_atomically(path, raw, what)
         f = scan_log(lines)
         rel = path.relative_to(self.vault).as_posix()

@@ -4,9 +4,9 @@ not at all."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -40,42 +40,58 @@ def _read_all(fd: int, limit: int) -> str:
     return decode_text(b"".join(chunks), "replace")
 
 
+MOUNTINFO = Path("/proc/self/mountinfo")  # Linux: every mount this process sees
+_MOUNTINFO_ESCAPE = re.compile(r"\\([0-7]{3})")  # a blank in a mount point is written `\040`
+
+
+def mount_points(mountinfo: Path = MOUNTINFO) -> set[str]:
+    """The folders something is mounted on now (empty where the OS does not say)."""
+    try:
+        lines = mountinfo.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+    except OSError:
+        return set()
+    unescape = lambda m: chr(int(m.group(1), 8))  # noqa: E731
+    return {_MOUNTINFO_ESCAPE.sub(unescape, line.split(" ")[4]) for line in lines if line.count(" ") >= 4}
+
+
 class VaultFolder:
     """The vault folder as the place notes and logs are written into; it is never made.
 
-    `check` before a write: CannotWrite when the folder is not there (a drive unmounted with its
-    mount point, a renamed folder), or when it is empty now and on another filesystem than the
-    one it held files on when last looked at (a drive unmounted from it). A note written into
-    the folder left behind would be hidden by the drive when it comes back, and would make every
-    note on the drive look deleted to the scanner. An empty folder this process never saw files
-    in is a new vault, and written into."""
+    `check` before a write: CannotWrite when the vault folder is not there (a drive unmounted with
+    its mount point, a renamed folder), or when the folder written into, or one above it in the
+    vault, was a mount point when this process looked and is not mounted now (a drive or share
+    unmounted from it). A note written into the empty folder left behind would be hidden by the
+    drive when it comes back, and would make every note on the drive look deleted to the scanner."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, mountinfo: Path = MOUNTINFO) -> None:
         self.path = path.resolve()
-        self._device: int | None = None  # of the filesystem the folder last held files on
-        with contextlib.suppress(OSError):
-            self._look()
+        self._mountinfo = mountinfo
+        self._mounted = self._mounts_inside()  # mount points at the vault or in it, as last seen
 
-    def _look(self) -> os.stat_result:
-        st = os.stat(self.path)
-        with os.scandir(self.path) as entries:
-            if next(entries, None) is not None:
-                self._device = st.st_dev
-        return st
+    def _mounts_inside(self) -> set[str]:
+        root = str(self.path)
+        return {m for m in mount_points(self._mountinfo) if m == root or m.startswith(root.rstrip("/") + "/")}
 
-    def check(self, what: str) -> None:
-        try:
-            st = self._look()
-        except FileNotFoundError as exc:
-            gone = FileNotFoundError(errno.ENOENT, "the vault folder is not there (an unmounted drive?)")
-            raise CannotWrite(what, gone) from exc
-        except OSError as exc:
-            raise CannotWrite(what, exc) from exc
-        if self._device is not None and st.st_dev != self._device:
-            empty = OSError(
-                errno.ENODEV, "the vault folder is empty, on another filesystem than it was (an unmounted drive?)"
+    def check(self, what: str, directory: Path | None = None) -> None:
+        """`directory`: the folder written into (the vault's own by default)."""
+        if not self.path.is_dir():
+            raise CannotWrite(
+                what, FileNotFoundError(errno.ENOENT, "the vault folder is not there (an unmounted drive?)")
             )
-            raise CannotWrite(what, empty)
+        now = self._mounts_inside()
+        target = str(directory.resolve() if directory is not None else self.path)
+        for gone in sorted(self._mounted - now):
+            if not os.path.isdir(gone):
+                self._mounted.discard(gone)  # unmounted for good, its folder removed
+            elif target == gone or target.startswith(gone.rstrip("/") + "/"):
+                shown = (
+                    "the vault folder" if gone == str(self.path) else f"the folder {os.path.relpath(gone, self.path)}"
+                )
+                unmounted = OSError(
+                    errno.ENODEV, f"{shown} was a mount point and is not mounted now (an unmounted drive?)"
+                )
+                raise CannotWrite(what, unmounted)
+        self._mounted |= now
 
 
 def make_folder(directory: Path) -> None:

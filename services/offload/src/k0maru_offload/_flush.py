@@ -233,7 +233,6 @@ class FlushEngine:
         frontmatter follow that folder's notes (or the rules file, or its template).
         """
         _validate(note)
-        self.folder.check(f"the note {note.title.strip()!r}")
         day = today or dt.date.today()
         conv = sniff(self.vault)
         key = conv.category_key(note.category) if note.category.strip() else "log"
@@ -243,6 +242,7 @@ class FlushEngine:
             conv.learn_folder(self.vault, folder)
         rules = conv.rules_for(note.category, folder)
         directory = confine(self.vault, folder) if folder else self.vault
+        self.folder.check(f"the note {note.title.strip()!r}", directory)
         hierarchy = f"{conv.hierarchy_for(note.category)}." if conv.tool == "dendron" else ""
         if hierarchy:  # Dendron's own frontmatter: an id, and times in ms
             now = int(dt.datetime.combine(day, dt.datetime.now().time()).timestamp() * 1000)
