@@ -80,6 +80,20 @@ def until(what: str, check: Callable[[], bool], timeout_s: float = 60.0) -> None
         time.sleep(0.1)
 
 
+async def recall_through_mcp(vault: Path, data: Path, query: str) -> str:
+    """`recall_memory` through a `k0maru mcp` process and the MCP SDK's stdio client."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    command = [sys.executable, "-m", "k0maru_cli", "mcp", "--vault", str(vault), "--data-dir", str(data)]
+    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    with anyio.fail_after(60):
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool("recall_memory", {"query": query, "mode": "bm25"})
+            return "".join(getattr(c, "text", "") for c in result.content)
+
+
 def test_a_share_that_stops_answering_stops_no_search(share: Share, tmp_path: Path):
     data = tmp_path / "data"
     launcher = Launcher(share.vault, data, embedders=0, http_port=0, extra_env={"K0_WATCH": "true"})
@@ -118,6 +132,8 @@ def test_a_share_that_stops_answering_stops_no_search(share: Share, tmp_path: Pa
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         assert "[n3.md:1]" in searched.stdout, searched.stdout + searched.stderr
+        # an agent's `k0maru mcp` started now attaches to the running stack (it resolved the path)
+        assert "n3.md" in anyio.run(recall_through_mcp, share.vault, data, "ferry timetable pier 3")
         share.resume()
         assert read("n5.md")["unreadable"] is None  # the share answers again: the file as it is
     finally:

@@ -199,9 +199,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         vault_name = remote.vault
         stack = StackThread(lambda: remote, lambda: _launcher(args, Path(remote.vault), 0))
     else:
-        vault = _vault(args)
+        vault, running = _running(args)  # a running stack is found without asking the vault's file system
         vault_name = str(vault)
-        data_dir = resolve_data_dir(vault, args.data_dir)
+        data_dir = Path(running.data_dir) if running is not None else resolve_data_dir(vault, args.data_dir)
         stack = StackThread(lambda: StackState.load(data_dir), lambda: _launcher(args, vault, 0))
     _stop_on_signals()
     stack.start()  # MCP answers initialize and tools/list while the stack comes up
