@@ -62,6 +62,23 @@ def confine(vault: Path, relative: str, *, vault_resolved: bool = False) -> Path
 
 
 MAX_PATH_BYTES = 4096  # PATH_MAX on Linux
+_MOUNTINFO_ESCAPE = re.compile(r"\\([0-7]{3})")  # a blank in a mount point is written `\040`
+
+
+def mount_table() -> list[tuple[str, str]]:
+    """(mount point, filesystem type) of every mount this process sees, in `/proc/self/mountinfo`'s
+    order (a later mount on the same point hides an earlier one); [] where /proc does not say."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    table: list[tuple[str, str]] = []
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields = left.split()
+        if len(fields) >= 5 and right:
+            table.append((_MOUNTINFO_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), fields[4]), right.split()[0]))
+    return table
 
 
 def vault_relative(relative: str) -> PurePosixPath:

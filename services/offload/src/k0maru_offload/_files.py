@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 import tempfile
 from pathlib import Path
 
-from k0maru_common import CannotWrite, decode_text
+from k0maru_common import CannotWrite, decode_text, mount_table
 
 
 def read_text_file(path: Path, limit: int = 200_000) -> str:
@@ -40,20 +39,6 @@ def _read_all(fd: int, limit: int) -> str:
     return decode_text(b"".join(chunks), "replace")
 
 
-MOUNTINFO = Path("/proc/self/mountinfo")  # Linux: every mount this process sees
-_MOUNTINFO_ESCAPE = re.compile(r"\\([0-7]{3})")  # a blank in a mount point is written `\040`
-
-
-def mount_points(mountinfo: Path = MOUNTINFO) -> set[str]:
-    """The folders something is mounted on now (empty where the OS does not say)."""
-    try:
-        lines = mountinfo.read_text(encoding="utf-8", errors="surrogateescape").splitlines()
-    except OSError:
-        return set()
-    unescape = lambda m: chr(int(m.group(1), 8))  # noqa: E731
-    return {_MOUNTINFO_ESCAPE.sub(unescape, line.split(" ")[4]) for line in lines if line.count(" ") >= 4}
-
-
 class VaultFolder:
     """The vault folder as the place notes and logs are written into; it is never made.
 
@@ -63,14 +48,13 @@ class VaultFolder:
     unmounted from it). A note written into the empty folder left behind would be hidden by the
     drive when it comes back, and would make every note on the drive look deleted to the scanner."""
 
-    def __init__(self, path: Path, mountinfo: Path = MOUNTINFO) -> None:
+    def __init__(self, path: Path) -> None:
         self.path = path.resolve()
-        self._mountinfo = mountinfo
         self._mounted = self._mounts_inside()  # mount points at the vault or in it, as last seen
 
     def _mounts_inside(self) -> set[str]:
         root = str(self.path)
-        return {m for m in mount_points(self._mountinfo) if m == root or m.startswith(root.rstrip("/") + "/")}
+        return {m for m, _fs in mount_table() if m == root or m.startswith(root.rstrip("/") + "/")}
 
     def check(self, what: str, directory: Path | None = None) -> None:
         """`directory`: the folder written into (the vault's own by default)."""

@@ -51,7 +51,7 @@ from pathlib import Path
 
 import watchfiles
 
-from k0maru_common import BackgroundWorker, CannotWrite, WorkerHealth
+from k0maru_common import BackgroundWorker, CannotWrite, WorkerHealth, mount_table
 
 from ._scanner import IncrementalScanner, VaultUnavailable
 from ._tool_settings import SETTINGS_FILES
@@ -67,7 +67,6 @@ REMOTE_RESCAN_S = 5.0  # on a network or FUSE filesystem: a scan this often find
 # filesystems whose changes made elsewhere the OS does not report (and any "fuse.<name>"; not
 # "fuseblk", a local disk through FUSE, where every write goes through this machine's mount)
 REMOTE_FILESYSTEMS = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "virtiofs", "ceph", "afs", "fuse"})
-_MOUNTINFO_ESCAPE = re.compile(r"\\([0-7]{3})")
 # the limit, and (in a container, a user namespace) the namespace's own: the smaller one holds
 WATCH_LIMITS = {
     "fs.inotify.max_user_watches": Path("/proc/sys/fs/inotify/max_user_watches"),
@@ -137,23 +136,14 @@ def _wait_released(timeout_s: float = 2.0) -> None:
 
 
 def filesystem_of(path: Path) -> str:
-    """The type of the filesystem holding `path` (`/proc/self/mountinfo`: the last mount of the
-    longest mount point above it); "" where /proc does not say."""
-    try:
-        lines = Path("/proc/self/mountinfo").read_text(errors="replace").splitlines()
-    except OSError:
-        return ""
+    """The type of the filesystem holding `path` (the last mount of the longest mount point above
+    it); "" where /proc does not say."""
     target = os.path.realpath(path)
     best, kind = "", ""
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        fields = left.split()
-        if len(fields) < 5 or not right:
-            continue
-        mount = _MOUNTINFO_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), fields[4])
+    for mount, fs_type in mount_table():
         inside = target == mount or target.startswith(mount.rstrip("/") + "/")
         if inside and len(mount) >= len(best):
-            best, kind = mount, right.split()[0]
+            best, kind = mount, fs_type
     return kind
 
 
