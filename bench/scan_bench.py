@@ -48,7 +48,7 @@ def full_build(name: str, vault: Path, tmp: Path) -> None:
     t0 = time.perf_counter()
     parsed = []
     for rel in paths:
-        _data, text = read_note_text(vault / rel, 2 * 1024 * 1024)
+        _data, text, _how = read_note_text(vault / rel, 2 * 1024 * 1024)
         note = parse_note(rel, text)
         parsed.append((note, chunk_sections(note.sections)))
     t_parse = time.perf_counter() - t0

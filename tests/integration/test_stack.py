@@ -178,6 +178,25 @@ def test_a_note_powershell_wrote_in_utf16_is_found_and_read(stack):
     assert "kubectl rollout undo deployment/platypus-gateway" in str(result.structured_content["text"])
 
 
+def test_a_note_notepad_saved_in_gbk_is_found_and_read(stack):
+    """Notepad on Chinese Windows saved "ANSI" (GBK) until 2019: such a note was "invalid UTF-8"
+    and never indexed. Its encoding is guessed: found by a Chinese query, read back as Chinese,
+    and the console's note says it was a guess."""
+    _launcher, client, vault = stack
+    text = "# 周会记录\r\n\r\n鸭嘴兽网关的连接池上限从二十调到五十，高峰期不再超时。\r\n"
+    (vault / "win/周会.md").parent.mkdir(exist_ok=True)
+    (vault / "win/周会.md").write_bytes(text.encode("gbk"))
+    wait_for(lambda: search(client, "鸭嘴兽网关", BM25)[:1] == ["win/周会.md"], 45, "the note")
+    result = anyio.run(build_mcp(client).call_tool, "read_note", {"path": "win/周会.md"})
+    assert not result.is_error and result.structured_content is not None
+    assert result.structured_content["title"] == "周会记录"
+    assert "连接池上限从二十调到五十" in str(result.structured_content["text"])
+    note = client.call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path="win/周会.md"))
+    assert "鸭嘴兽网关" in note.markdown and list(note.document.problems) == [
+        "not UTF-8: read as GBK, a guess from its characters (save it as UTF-8 to be sure)"
+    ]
+
+
 def test_names_macos_wrote_decomposed_are_found_as_typed(stack):
     """A vault unzipped from a macOS archive: decomposed (NFD) file and folder names, some text
     decomposed too; links, queries, paths and folders come composed (NFC) and in any case."""

@@ -361,7 +361,7 @@ def test_a_parser_fault_on_one_note_costs_only_that_note(vault: Path, tmp_path: 
 
 def test_bad_files_are_skipped_with_reasons(vault: Path, tmp_path: Path):
     (vault / "binary.md").write_bytes(b"abc\x00def")
-    (vault / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))
+    (vault / "undecodable.md").write_bytes(bytes(range(0x80, 0x100)) * 2)
     (vault / "huge.md").write_text("x" * 5000)
     (vault / "good.md").write_text("fine")
     (vault / "loop").mkdir()
@@ -375,11 +375,32 @@ def test_bad_files_are_skipped_with_reasons(vault: Path, tmp_path: Path):
     assert [e.path for e in result.entries] == ["good.md"]
     reasons = {p: r.skipped_reason for p, r in scanner.manifest.files.items() if not r.indexed}
     assert "binary" in reasons["binary.md"]
-    assert "UTF-8" in reasons["latin1.md"]
+    assert reasons["undecodable.md"].startswith("invalid UTF-8 at byte 0, and not text in GBK")
     assert "too large" in reasons["huge.md"]
     assert "outside" in reasons["escape.md"]
-    (vault / "latin1.md").write_text("café, fixed")
-    assert kinds(scanner.scan()) == [(K.CHANGE_KIND_ADDED, "latin1.md")]
+    (vault / "undecodable.md").write_text("café, fixed")
+    assert kinds(scanner.scan()) == [(K.CHANGE_KIND_ADDED, "undecodable.md")]
+
+
+def test_notes_in_legacy_encodings_are_indexed_with_a_problem_that_says_so(vault: Path, tmp_path: Path):
+    """Notepad on Chinese Windows saved GBK until 2019: such a note was "invalid UTF-8 at byte 0"
+    and never indexed. Its encoding is guessed now, and the note says it was."""
+    gbk = "---\ntags: [运维]\n---\n# 数据库连接池\n\n高峰期连接超时，上限从二十调到五十。见 [[监控告警]]\n"
+    (vault / "周会.md").write_bytes(gbk.encode("gbk"))
+    (vault / "cafe.md").write_bytes("# Café\n\nLa réserve était trop petite.\n".encode("cp1252"))
+    pasted = "# Quotes\n\n中文 and a pasted ".encode() + b"\x93quote\x94\n"
+    (vault / "pasted.md").write_bytes(pasted)
+    scanner = make(vault, tmp_path)
+    assert sorted(e.path for e in scanner.scan().entries) == ["cafe.md", "pasted.md", "周会.md"]
+    doc = parse_document(scanner, "周会.md")
+    assert doc is not None and doc.title == "数据库连接池" and list(doc.tags) == ["运维"]
+    assert [lk.target for lk in doc.links] == ["监控告警"] and "上限从二十调到五十" in doc.chunks[0].text
+    assert list(doc.problems) == ["not UTF-8: read as GBK, a guess from its characters (save it as UTF-8 to be sure)"]
+    assert doc.hash == xxhash.xxh3_64_hexdigest(gbk.encode("gbk"))
+    assert parse_document(scanner, "cafe.md").title == "Café"
+    quotes = parse_document(scanner, "pasted.md")
+    assert "\ufffdquote\ufffd" in quotes.chunks[0].text
+    assert list(quotes.problems) == ["2 bytes that are not UTF-8 read as U+FFFD (the first at byte 30)"]
 
 
 def test_notes_windows_tools_wrote_in_utf16_are_read(vault: Path, tmp_path: Path):

@@ -11,6 +11,7 @@ TYPE_CHECKING = (
 if TYPE_CHECKING:
     from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address, open_channel
     from ._client import SEARCH_MODES, StackClient, mode_name
+    from ._encodings import decode_text, read_text
     from ._errors import (
         CannotWrite,
         DependencyFailed,
@@ -63,7 +64,6 @@ if TYPE_CHECKING:
     from ._vault import (
         IGNORED_FOLDERS,
         confine,
-        decode_text,
         default_data_dir,
         default_data_root,
         generated_folder,
@@ -150,7 +150,8 @@ _WHERE = {
     "relative_posix": "._vault",
     "letters_by_script": "._scripts",
     "unreadable_share": "._scripts",
-    "decode_text": "._vault",
+    "decode_text": "._encodings",
+    "read_text": "._encodings",
     "generated_folder": "._vault",
     "IGNORED_FOLDERS": "._vault",
     "name_day": "._vault",
@@ -245,6 +246,7 @@ __all__ = [
     "opened_or_set_aside",
     "orphan_guard",
     "page_name",
+    "read_text",
     "relative_posix",
     "release_free_heap",
     "reply_stream",

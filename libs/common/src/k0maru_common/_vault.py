@@ -231,28 +231,6 @@ def vault_notes(root: Path, suffixes: tuple[str, ...], limit: int = 0) -> list[s
     return paths
 
 
-# Byte order marks that name an encoding other than UTF-8, longest first (UTF-32 LE's begins
-# with UTF-16 LE's).
-_WIDE_BOMS = (
-    (b"\xff\xfe\x00\x00", "utf-32"),
-    (b"\x00\x00\xfe\xff", "utf-32"),
-    (b"\xff\xfe", "utf-16"),
-    (b"\xfe\xff", "utf-16"),
-)
-
-
-def decode_text(data: bytes, errors: str = "strict") -> str:
-    """A vault file's text: UTF-8 (its byte order mark dropped), or UTF-16 or UTF-32 when the file
-    begins with that encoding's byte order mark. Windows PowerShell 5 writes `>` and `Out-File`
-    as UTF-16 with a mark, and so does Notepad's "Unicode". An encoding no mark names is not
-    guessed: UTF-8, or UnicodeDecodeError (with `errors="strict"`) at the first byte it is not."""
-    if data[:1] in (b"\xff", b"\xfe", b"\x00"):
-        for bom, codec in _WIDE_BOMS:
-            if data.startswith(bom):
-                return data.decode(codec, errors)
-    return data.decode("utf-8", errors).removeprefix("\ufeff")
-
-
 def page_name(stem: str) -> str:
     """The name a note's file stem gives it. Logseq writes the page `Project/Alpha` (a namespace)
     as `Project___Alpha.md`, and before 0.8 as `Project%2FAlpha.md`, escaping other characters

@@ -24,7 +24,7 @@ from pathlib import Path
 import xxhash
 
 from k0maru.v1 import common_pb2
-from k0maru_common import IGNORED_FOLDERS, CannotWrite, CommitDays, DependencyFailed, decode_text, generated_folder
+from k0maru_common import IGNORED_FOLDERS, CannotWrite, CommitDays, DependencyFailed, generated_folder, read_text
 
 from ._gitignore import GitIgnores
 from ._journals import JournalFormat
@@ -124,9 +124,11 @@ def _above(prefix: str) -> str:
     return prefix[: prefix.rstrip("/").rfind("/") + 1] if prefix else ABOVE
 
 
-def read_note_text(path: Path, max_bytes: int) -> tuple[bytes, str]:
-    """Bytes and decoded text of a note, or ContentError with a reason. `max_bytes` bounds the
-    note's text; opaque data may make the file up to `DATA_ALLOWANCE` times larger."""
+def read_note_text(path: Path, max_bytes: int) -> tuple[bytes, str, str]:
+    """Bytes and decoded text of a note, and "" or how its text was read when not as UTF-8
+    (`read_text`: a guessed legacy encoding, damaged bytes); or ContentError with a reason.
+    `max_bytes` bounds the note's text; opaque data may make the file up to `DATA_ALLOWANCE`
+    times larger."""
     try:
         with path.open("rb") as f:
             data = f.read(DATA_ALLOWANCE * max_bytes + 1)
@@ -137,16 +139,21 @@ def read_note_text(path: Path, max_bytes: int) -> tuple[bytes, str]:
     if len(data) > DATA_ALLOWANCE * max_bytes:
         raise ContentError(too_large(len(data), max_bytes))
     try:
-        text = decode_text(data)  # UTF-8, or UTF-16/32 with a byte order mark
+        text, how = read_text(data)
     except UnicodeDecodeError as exc:
         if exc.encoding == "utf-8" and b"\x00" in data:
             raise ContentError("binary content (NUL bytes)") from exc
-        raise ContentError(f"invalid {_ENCODINGS.get(exc.encoding, exc.encoding)} at byte {exc.start}") from exc
+        encoding = _ENCODINGS.get(exc.encoding, exc.encoding)
+        if exc.encoding == "utf-8":
+            raise ContentError(
+                f"invalid UTF-8 at byte {exc.start}, and not text in GBK, Big5, Shift-JIS, EUC-KR or Windows-1252 either"
+            ) from exc
+        raise ContentError(f"invalid {encoding} at byte {exc.start}") from exc
     if "\x00" in text:
         raise ContentError("binary content (NUL bytes)")
     if len(data) > max_bytes and (size := len(data) - opaque_size(text)) > max_bytes:
         raise ContentError(f"too large: {size} bytes of text > {max_bytes} (K0_MAX_FILE_BYTES)")
-    return data, text
+    return data, text, how
 
 
 _ENCODINGS = {
@@ -583,7 +590,7 @@ class IncrementalScanner:
                 target = path.resolve()
                 if self.vault not in target.parents:
                     raise ContentError("symlink points outside the vault")
-            data, _text = read_note_text(path, self.max_file_bytes)
+            data, _text, _how = read_note_text(path, self.max_file_bytes)
         except (ContentError, OSError, RuntimeError) as exc:
             return FileRecord(rel, st.st_size, st.st_mtime_ns, "", now_ms, str(exc) or type(exc).__name__)
         self._keep_fresh(rel, st, data)

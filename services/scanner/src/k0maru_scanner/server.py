@@ -21,7 +21,7 @@ from k0maru_common import (
     JournalTruncated,
     OutsideVault,
     confine,
-    decode_text,
+    read_text,
     vault_id,
 )
 
@@ -85,9 +85,9 @@ def parse_document(
         st = path.stat()
         data = scanner.take_fresh(rel, st)
         if data is not None:  # read by the last scan, checked there (size, NUL bytes, encoding)
-            text = decode_text(data)
+            text, how = read_text(data)
         else:
-            data, text = read_note_text(path, scanner.max_file_bytes)
+            data, text, how = read_note_text(path, scanner.max_file_bytes)
     except (ContentError, OSError):
         return None
     note = parse_canvas(rel, text) if rel.lower().endswith(".canvas") else parse_note(rel, text, scanner.journals)
@@ -101,7 +101,7 @@ def parse_document(
         hash=xxhash.xxh3_64_hexdigest(data),
         size=len(data),
         mtime_ns=st.st_mtime_ns,
-        problems=note.problems,
+        problems=[how, *note.problems] if how else note.problems,
         block_ids=note.block_ids,
         date=note.date,
         committed=scanner.commit_days.day(rel, data) if scanner.commit_days is not None else "",

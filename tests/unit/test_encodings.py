@@ -1,0 +1,92 @@
+"""Notes that are not UTF-8: the legacy Windows encodings read by a guess from their characters,
+UTF-8 with a few damaged bytes, and what stays unreadable."""
+
+from __future__ import annotations
+
+import random
+import pytest
+from k0maru_common import decode_text, read_text
+from k0maru_common._encodings import guess_legacy
+
+# What people wrote in Notepad on Chinese, Taiwanese, Japanese, Korean and Western Windows
+SIMPLIFIED = (
+    "# 周会记录\n\n今天讨论了数据库连接池的问题。线上环境在高峰期出现连接超时，"
+    "原因是连接池的上限设得太小。决定把上限从二十调到五十，并且加上监控告警。\n\n"
+    "- 负责人：小王\n- 下次检查：周五之前\n"
+)
+TRADITIONAL = (
+    "# 週會紀錄\n\n今天討論了資料庫連線池的問題。正式環境在尖峰時段出現連線逾時，"
+    "原因是連線池的上限設得太小。決定把上限從二十調到五十，並且加上監控警示。\n"
+)
+JAPANESE = (
+    "# 障害の記録\n\n本番環境でデータベースの接続がタイムアウトしました。"
+    "原因は接続プールの上限が小さすぎたことです。上限を二十から五十に変更しました。\n"
+)
+KOREAN = (
+    "# 장애 기록\n\n운영 환경에서 데이터베이스 연결 시간이 초과되었습니다. "
+    "원인은 연결 풀의 상한이 너무 작았기 때문입니다. 상한을 이십에서 오십으로 바꾸었습니다.\n"
+)
+FRENCH = "# Réunion\n\nLe délai de connexion à la base a été dépassé : la réserve était trop petite. Décision : « cinquante ».\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "codec", "name"),
+    [
+        (SIMPLIFIED, "gbk", "GBK"),
+        (TRADITIONAL, "big5", "Big5"),
+        (JAPANESE, "cp932", "Shift-JIS"),
+        (KOREAN, "cp949", "EUC-KR"),
+        (FRENCH, "cp1252", "Windows-1252"),
+        # a mainland note quoting a Traditional name and a Japanese title, all in GBK
+        (SIMPLIFIED + "参考：《資料庫連線》和《データベース》\n", "gb18030", "GBK"),
+    ],
+    ids=["simplified", "traditional", "japanese", "korean", "french", "mixed-scripts"],
+)
+def test_a_note_in_a_legacy_encoding_is_read_as_written(text: str, codec: str, name: str):
+    data = text.encode(codec)
+    with pytest.raises(UnicodeDecodeError):
+        data.decode("utf-8")
+    assert read_text(data) == (text, f"not UTF-8: read as {name}, a guess from its characters (save it as UTF-8 to be sure)")
+    assert decode_text(data) == decode_text(data, "replace") == text
+
+
+def test_korean_is_not_read_as_gbk():
+    """EUC-KR's Hangul bytes are exactly GB2312's first-level hanzi: as GBK, Korean reads as
+    valid but rare Chinese, which the frequent-hanzi share gives away."""
+    data = KOREAN.encode("cp949")
+    assert data.decode("gb18030")  # valid as GBK
+    assert guess_legacy(data) == (KOREAN, "EUC-KR")
+
+
+def test_utf8_with_a_few_damaged_bytes_is_read_with_replacement_characters():
+    text = SIMPLIFIED + "Smart quotes from a Windows paste: " + "x" * 10
+    data = text.encode() + b"\x93quoted\x94\n"  # two Windows-1252 quotes pasted into UTF-8
+    assert read_text(data) == (text + "\ufffdquoted\ufffd\n", f"2 bytes that are not UTF-8 read as U+FFFD (the first at byte {len(text.encode())})")
+    cut = SIMPLIFIED.rstrip().encode()[:-1]  # a character cut at the end: two of its three bytes
+    assert read_text(cut) == (SIMPLIFIED.rstrip()[:-1] + "\ufffd", f"2 bytes that are not UTF-8 read as U+FFFD (the first at byte {len(cut) - 2})")
+
+
+def test_what_no_encoding_reads_stays_unreadable():
+    with pytest.raises(UnicodeDecodeError) as caught:
+        read_text(bytes(range(0x80, 0x100)) * 2)
+    assert caught.value.encoding == "utf-8" and caught.value.start == 0
+    assert decode_text(b"\xff" * 64, "replace") == "\ufffd" * 64
+    assert guess_legacy(SIMPLIFIED.encode("gbk") + b"\x00") is None  # NUL: binary, not text
+    assert guess_legacy(b"plain ascii") is None
+
+
+def test_random_bytes_are_not_taken_for_text():
+    rng = random.Random(7)
+    guessed = []
+    for size in (40, 200, 1000, 5000):
+        for _ in range(300):
+            data = rng.randbytes(size).replace(b"\x00", b"\x01")
+            if guess_legacy(data) is not None:
+                guessed.append(data)
+    assert guessed == []
+
+
+def test_a_long_note_is_guessed_from_its_start():
+    data = (SIMPLIFIED * 6000).encode("gbk")
+    assert len(data) > 1_000_000
+    assert read_text(data)[0] == SIMPLIFIED * 6000
