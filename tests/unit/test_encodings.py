@@ -4,7 +4,9 @@ UTF-8 with a few damaged bytes, and what stays unreadable."""
 from __future__ import annotations
 
 import random
+
 import pytest
+
 from k0maru_common import decode_text, read_text
 from k0maru_common._encodings import guess_legacy
 
@@ -46,7 +48,10 @@ def test_a_note_in_a_legacy_encoding_is_read_as_written(text: str, codec: str, n
     data = text.encode(codec)
     with pytest.raises(UnicodeDecodeError):
         data.decode("utf-8")
-    assert read_text(data) == (text, f"not UTF-8: read as {name}, a guess from its characters (save it as UTF-8 to be sure)")
+    assert read_text(data) == (
+        text,
+        f"not UTF-8: read as {name}, a guess from its characters (save it as UTF-8 to be sure)",
+    )
     assert decode_text(data) == decode_text(data, "replace") == text
 
 
@@ -61,9 +66,15 @@ def test_korean_is_not_read_as_gbk():
 def test_utf8_with_a_few_damaged_bytes_is_read_with_replacement_characters():
     text = SIMPLIFIED + "Smart quotes from a Windows paste: " + "x" * 10
     data = text.encode() + b"\x93quoted\x94\n"  # two Windows-1252 quotes pasted into UTF-8
-    assert read_text(data) == (text + "\ufffdquoted\ufffd\n", f"2 bytes that are not UTF-8 read as U+FFFD (the first at byte {len(text.encode())})")
+    assert read_text(data) == (
+        text + "\ufffdquoted\ufffd\n",
+        f"2 bytes that are not UTF-8 read as U+FFFD (the first at byte {len(text.encode())})",
+    )
     cut = SIMPLIFIED.rstrip().encode()[:-1]  # a character cut at the end: two of its three bytes
-    assert read_text(cut) == (SIMPLIFIED.rstrip()[:-1] + "\ufffd", f"2 bytes that are not UTF-8 read as U+FFFD (the first at byte {len(cut) - 2})")
+    assert read_text(cut) == (
+        SIMPLIFIED.rstrip()[:-1] + "\ufffd",
+        f"2 bytes that are not UTF-8 read as U+FFFD (the first at byte {len(cut) - 2})",
+    )
 
 
 def test_what_no_encoding_reads_stays_unreadable():
