@@ -1,9 +1,12 @@
 """What dating notes by their commits costs (`k0maru_common.CommitDays`), on a synthetic vault
 in git: N notes written over C commits (each commit changes a few notes), built with
 `git fast-import`. Prints the first read (the whole history), a read after one more commit
-(only that commit), and one lookup (the file's blob id, and HEAD's stamp), in ms.
+(only that commit), one lookup (the file's blob id, and HEAD's stamp), and a next process's
+first read with the days the first kept (`saved`), in ms. `--repo DIR`: an existing repository
+instead (its first read and a next process's only).
 
     .venv/bin/python bench/commit_days.py --notes 10000 --commits 5000 [--merged] [--workdir DIR]
+    .venv/bin/python bench/commit_days.py --repo DIR
 """
 
 from __future__ import annotations
@@ -66,7 +69,11 @@ def main() -> None:
     ap.add_argument("--commits", type=int, default=5_000)
     ap.add_argument("--merged", action="store_true", help="each change merged from a branch by a merge commit")
     ap.add_argument("--workdir", type=Path)
+    ap.add_argument("--repo", type=Path, help="an existing repository (read, not written)")
     args = ap.parse_args()
+    if args.repo is not None:
+        existing(args.repo.resolve())
+        return
     work = args.workdir or Path(tempfile.mkdtemp(prefix="commit-days-"))
     repo = work / "vault"
     shutil.rmtree(repo, ignore_errors=True)
@@ -95,8 +102,31 @@ def main() -> None:
     t0 = time.perf_counter()
     after = days.day(names[1], (repo / names[1]).read_bytes())
     print(f"read after one more commit: {(time.perf_counter() - t0) * 1000:.0f} ms; {names[1]} → {after}")
+    days.close()
+    kept(repo, work / "commit-days.json", names[1], (repo / names[1]).read_bytes())
     if args.workdir is None:
         shutil.rmtree(work)
+
+
+def kept(repo: Path, saved: Path, name: str, content: bytes) -> None:
+    """A first process's read that keeps its days in `saved`, then a next process's."""
+    saved.unlink(missing_ok=True)
+    for label in ("a process that keeps its days", "the next process (days kept)"):
+        days = CommitDays(repo, saved=saved)
+        t0 = time.perf_counter()
+        day = days.day(name, content)
+        print(
+            f"{label}: first read {(time.perf_counter() - t0) * 1000:.0f} ms, {days.commits_read} commits listed; {name} → {day}"
+        )
+        days.close()
+    print(f"days kept: {saved.stat().st_size / 1e6:.1f} MB")
+
+
+def existing(repo: Path) -> None:
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=repo, capture_output=True, check=True).stdout.split(b"\0")
+    name = next(n.decode() for n in tracked if n.endswith(b".md") or n.endswith(b".txt"))
+    with tempfile.TemporaryDirectory() as work:
+        kept(repo, Path(work) / "commit-days.json", name, (repo / name).read_bytes())
 
 
 if __name__ == "__main__":

@@ -389,3 +389,35 @@ def test_days_owed_when_a_stop_cut_the_read_short_are_journaled_by_the_next_star
     assert second.manifest.meta(DAYS_OWED) == ""
     document = parse_document(second, "a.md")
     assert document is not None and document.committed == "2025-03-01"
+
+
+def test_the_days_read_are_kept_and_the_next_process_lists_only_new_commits(repo: Path, tmp_path: Path):
+    """A long history (git's own: 82,000 commits, 11 s of CPU) was listed whole at every start."""
+    saved = tmp_path / "data" / "commit-days.json"
+    saved.parent.mkdir()
+    first = CommitDays(repo, saved=saved)
+    assert day_of(first, repo, "projects/b b.md") == "2025-06-15" and first.commits_read == 2
+    first.close()
+    git_commit(repo, "2025-10-01", {"a.md": "# A\n\npulled while stopped\n"})
+    second = CommitDays(repo, saved=saved)
+    assert day_of(second, repo, "a.md") == "2025-10-01"
+    assert day_of(second, repo, "projects/b b.md") == "2025-06-15"  # from the kept days
+    assert day_of(second, repo, "projects/ä.md") == "2025-03-01"
+    assert second.commits_read == 1  # the new commit only
+    second.close()
+    third = CommitDays(repo, saved=saved)
+    assert day_of(third, repo, "projects/ä.md") == "2025-03-01" and third.commits_read == 0
+    third.close()
+    # history rewritten while stopped: the kept head is not an ancestor, the whole history is read
+    git(repo, "reset", "-q", "--hard", "HEAD~2")
+    fourth = CommitDays(repo, saved=saved)
+    assert day_of(fourth, repo, "projects/b b.md") == "2025-03-01" and fourth.commits_read == 1
+    fourth.close()
+    # another repository's days, or a damaged file, are not taken
+    other = tmp_path / "other"
+    shutil.copytree(repo, other)
+    elsewhere = CommitDays(other, saved=saved)
+    assert day_of(elsewhere, other, "a.md") == "2025-03-01" and elsewhere.commits_read == 1
+    saved.write_text("{not json")
+    fifth = CommitDays(repo, saved=saved)
+    assert day_of(fifth, repo, "a.md") == "2025-03-01" and fifth.commits_read == 1

@@ -201,7 +201,9 @@ class IncrementalScanner:
         tool_excludes: bool = True,
         commit_days: bool = True,
         gitignore: bool = True,
+        commit_days_saved: Path | None = None,
     ) -> None:
+        """`commit_days_saved`: where the days read from git are kept for the next start."""
         self.vault = vault.resolve()
         self.manifest = manifest
         self.rules = rules
@@ -219,7 +221,13 @@ class IncrementalScanner:
         # (a question waits at most COMMIT_DAYS_WAIT_S for the history's read; the notes fetched
         # after that are journaled again once it ends, `redate`)
         self.commit_days = (
-            CommitDays(self.vault, wait_s=COMMIT_DAYS_WAIT_S, on_days=self.redate, on_undated=self.owe_days)
+            CommitDays(
+                self.vault,
+                wait_s=COMMIT_DAYS_WAIT_S,
+                on_days=self.redate,
+                on_undated=self.owe_days,
+                saved=commit_days_saved,
+            )
             if commit_days
             else None
         )

@@ -265,6 +265,7 @@ def open_scanner(
         settings.tool_excludes,
         settings.commit_days,
         settings.gitignore,
+        settings.data_dir / "scanner" / "commit-days.json",
     )
 
 
