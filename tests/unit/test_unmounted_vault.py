@@ -5,7 +5,10 @@ mounting needs root, elsewhere the tests are skipped."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -235,3 +238,76 @@ def test_no_note_is_written_into_an_unmounted_folder_of_the_vault(tmp_path: Path
     drive.mount()
     path, outcome = flush.flush(FlushNote("Rota change", "Three pilots from Monday.", "share"), day)
     assert outcome == "created" and path.startswith("share/")
+
+
+# Run with CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH dropped: root then meets a folder's
+# permissions as its owner does (a plain user could not run this repository's Python).
+REFUSED_FOLDER = """
+import json, os, sys, time
+from pathlib import Path
+from k0maru_scanner._watcher import RETRY_S, ChangeWatcher
+from tests.unit.test_scanner import make
+
+vault, data = Path(sys.argv[1]), Path(sys.argv[2])
+scanner = make(vault, data)
+scans = []
+scan = scanner.scan
+scanner.scan = lambda *a, **k: scans.append(time.monotonic()) or scan(*a, **k)
+scanner.scan()
+said = {"out_of_sight": scanner.out_of_sight, "awaiting": scanner.awaiting_return()}
+watcher = ChangeWatcher(scanner, 0.05, 50, 120.0, on_give_up=print, poll_s=0.2)
+watcher.start()
+deadline = time.monotonic() + 30
+while not (watcher.os_watch_tries >= 1 and watcher.note == "") and time.monotonic() < deadline:
+    time.sleep(0.05)
+time.sleep(1.0)
+settled = len(scans)
+time.sleep(RETRY_S * 2 + 1)
+said["scans_while_refused"] = len(scans) - settled
+os.chmod(vault / "secret", 0o755)  # its owner may
+deadline = time.monotonic() + 20
+while scanner.out_of_sight and time.monotonic() < deadline:
+    time.sleep(0.05)
+said["after"] = scanner.out_of_sight
+said["files"] = sorted(scanner.manifest.files)
+watcher.stop()
+print(json.dumps(said))
+"""
+
+
+def test_a_folder_refused_for_its_permissions_is_not_rescanned_every_few_seconds(tmp_path: Path):
+    """The watcher scans every RETRY_S while notes are out of sight for a reason no OS event tells
+    (an unmounted drive). A folder that cannot be listed for its permissions was waited for the
+    same way, a whole scan every 5 s for as long as it stayed so; its chmod is an event, which
+    brings its notes back at once."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv (util-linux)")
+    vault, data = tmp_path / "vault", tmp_path / "data"
+    data.mkdir()
+    write_notes(vault, {"a.md": "# A\n", "secret/s.md": "# S\n\nkept\n"})
+    make(vault, data).scan()
+    (vault / "secret").chmod(0)
+    done = subprocess.run(
+        [
+            "setpriv",
+            "--bounding-set=-dac_override,-dac_read_search",
+            sys.executable,
+            "-c",
+            REFUSED_FOLDER,
+            str(vault),
+            str(data),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parents[2],
+    )
+    (vault / "secret").chmod(0o755)
+    if done.returncode != 0 and "setpriv" in done.stderr:
+        pytest.skip(f"cannot drop capabilities here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    assert said["out_of_sight"] == {"secret/": "cannot be listed (Permission denied)"} and not said["awaiting"]
+    assert said["scans_while_refused"] == 0
+    # back within the script's 20 s: by the chmod's event, the periodic rescan being 120 s away
+    assert said["after"] == {} and said["files"] == ["a.md", "secret/s.md"], said

@@ -254,6 +254,7 @@ class IncrementalScanner:
         self.problem = ""  # why the last scan could not record its changes (a full disk, an unmounted vault)
         self._scan_started: float | None = None  # when the scan under way began (`stuck`)
         self.out_of_sight: dict[str, str] = {}  # the last scan's folders whose notes are kept as they were, and why
+        self.refused: frozenset[str] = frozenset()  # those of them that cannot be listed for their permissions
         # The first scan of a process examines the files the manifest holds as skipped again,
         # changed or not: a raised K0_MAX_FILE_BYTES, or a newer reader (UTF-16 notes), indexes
         # what the last process refused.
@@ -325,6 +326,7 @@ class IncrementalScanner:
         its prefix ("" for the vault, ABOVE for the folder that holds it)."""
         found: dict[str, tuple[os.stat_result, str]] = {}
         unlisted: dict[str, str] = {}  # the folders that cannot be listed, and why
+        refused: set[str] = set()  # for their permissions
         listed: dict[int, str] = {}
         devices: dict[str, int] = {}
         with contextlib.suppress(OSError):
@@ -350,6 +352,8 @@ class IncrementalScanner:
                             exc.strerror or exc,
                         )
                     unlisted[safe_name(prefix)] = f"cannot be listed ({exc.strerror or exc})"
+                    if isinstance(exc, PermissionError):
+                        refused.add(safe_name(prefix))
                     continue
                 listed[folder_stat.st_ino] = folder
                 devices[prefix] = folder_stat.st_dev
@@ -383,6 +387,7 @@ class IncrementalScanner:
             skipped = self.git_ignores.skipped(folders)
             level = [(path, rel + "/") for path, rel in folders if rel not in skipped]
         self.folders = listed
+        self.refused = frozenset(refused)
         return found, unlisted, devices
 
     def _inspect(self, entry: os.DirEntry[str]) -> tuple[os.stat_result | None, str]:
@@ -502,6 +507,13 @@ class IncrementalScanner:
                 return None
             self._fresh_bytes -= len(kept[2])
         return kept[2] if kept[0] == st.st_size and kept[1] == st.st_mtime_ns else None
+
+    def awaiting_return(self) -> bool:
+        """Whether the last scan could not record (`problem`), or left notes out of sight for a
+        reason the OS announces to no watch: a drive unmounted, a folder that fails to list.
+        Until they are back the watcher scans every few seconds. A folder refused for its
+        permissions is not waited for so: a chmod is an event on the folder above it."""
+        return bool(self.problem) or any(prefix not in self.refused for prefix in self.out_of_sight)
 
     def _scan(self, force_full: bool) -> ScanResult:
         started = time.perf_counter()

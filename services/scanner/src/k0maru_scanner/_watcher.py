@@ -342,7 +342,7 @@ class ChangeWatcher:
                 if deadline is None:
                     deadline = now + self._window_s
             due = deadline is not None and (now >= deadline or len(pending) >= self._max_files)
-            due = due or bool((self._scanner.problem or self._scanner.out_of_sight) and now - last_scan >= RETRY_S)
+            due = due or (self._scanner.awaiting_return() and now - last_scan >= RETRY_S)
             if due or now - last_scan >= self._rescan_s:
                 self._scan()
                 if self._folders_changed(watching):
