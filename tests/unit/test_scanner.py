@@ -18,7 +18,7 @@ from k0maru.v1 import common_pb2, scanner_pb2
 from k0maru_scanner import _scanner as scanner_module
 from k0maru_scanner import server
 from k0maru_scanner._manifest import Manifest
-from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
+from k0maru_scanner._scanner import UNDECODABLE_FOLDER, UNDECODABLE_NAME, IgnoreRules, IncrementalScanner, safe_name
 from k0maru_scanner.server import parse_document
 from tests.conftest import write_notes
 
@@ -742,19 +742,37 @@ def test_a_tools_excluded_files_apply_at_once_and_its_other_settings_files_wake_
         watcher.stop()
 
 
+def test_names_a_windows_zip_wrote_in_gbk_say_what_they_read_as(vault: Path, tmp_path: Path):
+    """unzip writes the names in a zip made on Chinese Windows as their GBK bytes: every note of
+    such a vault was skipped with "rename the file", and no word of what it was called."""
+    folder = os.fsencode(vault) + "/会议".encode("gbk")
+    os.mkdir(folder)
+    Path(os.fsdecode(folder + b"/a.md")).write_text("# A\n")
+    Path(os.fsdecode(os.fsencode(vault) + "/周会记录.md".encode("gbk"))).write_text("# 周会\n")
+    scanner = make(vault, tmp_path)
+    scanner.scan()
+    reasons = {p: r.skipped_reason for p, r in scanner.manifest.files.items()}
+    hint = "a zip made on Windows? `convmv -r -f gbk -t utf-8 --notest <vault>` renames such files)"
+    assert reasons == {
+        safe_name(
+            os.fsdecode("周会记录.md".encode("gbk"))
+        ): f"{UNDECODABLE_NAME} (in GBK it reads '周会记录.md': {hint}",
+        safe_name(os.fsdecode("会议".encode("gbk"))): f"{UNDECODABLE_FOLDER} (in GBK it reads '会议': {hint}",
+    }
+
+
 def test_a_folder_name_that_is_not_utf8_is_one_skipped_entry_and_the_watcher_lives(vault: Path, tmp_path: Path):
     """Listing such a folder is reported (an open) to the OS watch on its parent under a name
     watchfiles cannot decode: the watcher failed at every scan and gave up after five, taking
     the scanner down. No note under it could be indexed anyway: now the folder is one skipped
     entry that says why, and is not listed."""
-    from k0maru_scanner._scanner import UNDECODABLE_FOLDER
     from k0maru_scanner._watcher import ChangeWatcher
 
     os.mkdir(os.fsencode(vault) + b"/bad-\xff")
     (Path(os.fsdecode(os.fsencode(vault) + b"/bad-\xff")) / "inside.md").write_text("# Inside\n")
     scanner = make(vault, tmp_path)
     scanner.scan()
-    assert scanner.manifest.files["bad-\\xff"].skipped_reason == UNDECODABLE_FOLDER
+    assert scanner.manifest.files["bad-\\xff"].skipped_reason.startswith(UNDECODABLE_FOLDER)
     assert not any(rel.startswith("bad-") and rel != "bad-\\xff" for rel in scanner.manifest.files)
     failures: list[str] = []
     watcher = ChangeWatcher(scanner, 0.05, 50, 3600, on_give_up=failures.append)
@@ -942,7 +960,7 @@ UNLISTED_SCRIPT = """
 import sys
 from pathlib import Path
 from k0maru_scanner._manifest import Manifest
-from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
+from k0maru_scanner._scanner import UNDECODABLE_FOLDER, UNDECODABLE_NAME, IgnoreRules, IncrementalScanner, safe_name
 vault, data = Path(sys.argv[1]), Path(sys.argv[2])
 scanner = IncrementalScanner(vault, Manifest(data / "m.sqlite", 100_000), IgnoreRules(), 1 << 20)
 assert scanner.scan().added == 3
@@ -991,7 +1009,7 @@ NAMESPACE_PREAMBLE = """
 import os, sys, time
 from pathlib import Path
 from k0maru_scanner._manifest import Manifest
-from k0maru_scanner._scanner import IgnoreRules, IncrementalScanner
+from k0maru_scanner._scanner import UNDECODABLE_FOLDER, UNDECODABLE_NAME, IgnoreRules, IncrementalScanner, safe_name
 from k0maru_scanner._watcher import ChangeWatcher, watched_inodes
 LIMIT = Path("/proc/sys/user/max_inotify_watches")  # this user namespace's own limit
 vault, data = Path(sys.argv[1]), Path(sys.argv[2])

@@ -25,6 +25,7 @@ import xxhash
 
 from k0maru.v1 import common_pb2
 from k0maru_common import IGNORED_FOLDERS, CannotWrite, CommitDays, DependencyFailed, generated_folder, read_text
+from k0maru_common._encodings import guess_legacy
 
 from ._gitignore import GitIgnores
 from ._journals import JournalFormat
@@ -174,6 +175,24 @@ UNDECODABLE_NAME = "file name is not valid UTF-8 (listed with \\x escapes); rena
 # OS reports the listing (an open) to the watch on its parent under a name the watcher cannot
 # decode, and the watcher would fail at every scan.
 UNDECODABLE_FOLDER = "folder name is not valid UTF-8 (listed with \\x escapes); the notes in it are not read: rename the folder to index them"
+
+
+# the encodings `guess_legacy` names, as convmv (Perl's Encode) spells them
+_CONVMV = {"GBK": "gbk", "Big5": "big5", "Shift-JIS": "cp932", "EUC-KR": "cp949", "Windows-1252": "cp1252"}
+
+
+def legacy_name(name: str) -> str:
+    """For a name that is not UTF-8: what it reads as in the legacy encoding its bytes look like
+    (a zip made on Chinese Windows names its files in GBK, and unzip writes those bytes as
+    they are), and the command that renames such files; "" when no encoding reads it."""
+    guessed = guess_legacy(os.fsencode(name))
+    if guessed is None:
+        return ""
+    text, encoding = guessed
+    return (
+        f" (in {encoding} it reads {text!r}: a zip made on Windows? "
+        f"`convmv -r -f {_CONVMV[encoding]} -t utf-8 --notest <vault>` renames such files)"
+    )
 
 
 def safe_name(rel: str) -> str:
@@ -369,7 +388,8 @@ class IncrementalScanner:
                                 continue
                             if safe_name(entry.name) != entry.name:  # one record says why, not listed
                                 found.setdefault(
-                                    safe_name(rel), (entry.stat(follow_symlinks=False), UNDECODABLE_FOLDER)
+                                    safe_name(rel),
+                                    (entry.stat(follow_symlinks=False), UNDECODABLE_FOLDER + legacy_name(entry.name)),
                                 )
                                 continue
                             folders.append((entry.path, rel))
@@ -383,7 +403,7 @@ class IncrementalScanner:
                     if safe == rel:
                         found[rel] = (st, problem)
                     else:  # a real file spelled like the escaped name keeps the key
-                        found.setdefault(safe, (st, problem or UNDECODABLE_NAME))
+                        found.setdefault(safe, (st, problem or UNDECODABLE_NAME + legacy_name(entry.name)))
             skipped = self.git_ignores.skipped(folders)
             level = [(path, rel + "/") for path, rel in folders if rel not in skipped]
         self.folders = listed
