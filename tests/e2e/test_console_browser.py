@@ -103,6 +103,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     vault = write_notes(root / "vault", NOTES)
     # Obsidian's Excluded files: the archive is no note of the index (the wait below counts NOTES)
     write_notes(vault, {".obsidian/app.json": '{"userIgnoreFilters": ["Archive/"]}', "Archive/old.md": "# Old\n"})
+    (vault / "scan.md").write_bytes(b"%PDF-1.7\x00\x01")  # a file the index cannot take
     git(vault, "init", "-q")  # a team's vault in git: a note that names no date goes by its commit's
     git_commit(vault, "2025-06-15", {})
     launcher = Launcher(
@@ -430,6 +431,8 @@ def test_scoreboard_moves_live_and_survives_a_reload(page: Any, stack: Stack):
     assert page.locator("#scanner-notes .warn").count() == 0
     excluded = page.inner_text("#scanner-notes #excluded")  # what the vault's own settings leave out
     assert "Archive/ (Obsidian's Excluded files, .obsidian/app.json)" in excluded
+    skipped = page.inner_text("#scanner-notes #skipped-files")  # what is not indexed, and why
+    assert "1 file not indexed" in skipped and "scan.md: binary content (NUL bytes)" in skipped
     dates = page.inner_text("#scanner-notes #commit-days")  # a vault in git: where notes' days come from
     assert "notes that name no date go by their last commit (read at " in dates
     page.wait_for_function("() => document.querySelector('#money-saved .big').textContent.includes('USD')")

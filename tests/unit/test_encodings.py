@@ -101,3 +101,18 @@ def test_a_long_note_is_guessed_from_its_start():
     data = (SIMPLIFIED * 6000).encode("gbk")
     assert len(data) > 1_000_000
     assert read_text(data)[0] == SIMPLIFIED * 6000
+
+
+@pytest.mark.parametrize(
+    ("name", "codec", "expected"),
+    [
+        ("会议.md", "gbk", "GBK"),
+        ("數據庫.md", "gbk", "GBK"),
+        ("舊筆記.md", "big5", "Big5"),
+        ("障害の記録.md", "cp932", "Shift-JIS"),
+    ],
+)
+def test_a_short_name_is_read_in_its_own_encoding(name: str, codec: str, expected: str):
+    """A file name is a few characters: `舊筆記` in Big5 is common hanzi as GBK too (`侣掸癘`, whose
+    last is Traditional): Big5 wins such a tie."""
+    assert guess_legacy(name.encode(codec)) == (name, expected)

@@ -297,6 +297,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     watch = ""  # why the scanner finds changes by polling ("" while the OS tells it)
     excluded: list[str] = []  # what the vault's tool settings leave out (Obsidian's Excluded files, …)
     commit_days = ""  # a vault in git: the commit its notes' days come from, or why git could not be read
+    skipped, skipped_files = 0, []  # files not indexed: how many, and the first 50 by path ("path: why")
     try:
         reply = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 3.0)
         index = {
@@ -326,6 +327,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         watch = scanner.watch_note
         excluded = list(scanner.excluded)
         commit_days = scanner.commit_days
+        skipped, skipped_files = scanner.skipped, list(scanner.skipped_files)
         problems += [f"scanner: {scanner.problem}"] if scanner.problem else []
         problems += [f"scanner: notes kept as they were, out of sight: {folder}" for folder in scanner.out_of_sight]
     except K0Error:
@@ -354,6 +356,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "watch_note": watch,
                     "excluded": excluded,
                     "commit_days": commit_days,
+                    "skipped": {"count": skipped, "files": skipped_files},
                 }
             )
         )
@@ -394,9 +397,24 @@ def cmd_status(args: argparse.Namespace) -> int:
             )
         if commit_days:
             print(f"dates   {commit_days}")
+        _print_skipped(skipped, skipped_files)
         for problem in problems:
             print(f"problem {problem}")
     return 0 if ok else 1
+
+
+SKIPPED_PRINTED = 10  # skipped files `k0maru status` names
+
+
+def _print_skipped(count: int, files: list[str]) -> None:
+    """The files not indexed, and why: the first SKIPPED_PRINTED by path."""
+    if not count:
+        return
+    print(f"skipped {count} file{'' if count == 1 else 's'} not indexed:")
+    for line in files[:SKIPPED_PRINTED]:
+        print(f"        {line}")
+    if count > SKIPPED_PRINTED:
+        print(f"        … and {count - SKIPPED_PRINTED} more (`k0maru status --json` names {len(files)})")
 
 
 def cmd_search(args: argparse.Namespace) -> int:

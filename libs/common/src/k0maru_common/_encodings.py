@@ -149,12 +149,13 @@ _CANDIDATES = (
 def guess_legacy(data: bytes) -> tuple[str, str] | None:
     """The text and the encoding's name of the candidate that reads the largest share of
     `data`'s non-ASCII characters as common ones, when that share is at least `LEGACY_SCORE`;
-    earlier candidates win ties. Scored on the first `SAMPLE_CHARS` characters. None
-    when no candidate does, `data` is all ASCII, holds NUL bytes, or reads with more than 1 %
-    control characters."""
+    a tie goes to the earlier candidate, except that Big5 wins a tie with a GBK reading that
+    needs Traditional hanzi (`舊筆記` in Big5 is common hanzi as GBK too: `侣掸癘`). Scored on
+    the first `SAMPLE_CHARS` characters. None when no candidate does, `data` is all ASCII,
+    holds NUL bytes, or reads with more than 1 % control characters."""
     if b"\x00" in data or data.isascii():
         return None
-    best: tuple[float, str, str] | None = None
+    read: dict[str, tuple[float, str]] = {}  # name → (score, text), in the candidates' order
     for codec, name, common in _CANDIDATES:
         try:
             text = data.decode(codec)
@@ -166,9 +167,16 @@ def guess_legacy(data: bytes) -> tuple[str, str] | None:
         non_ascii = len(_NON_ASCII_TEXT.findall(head))
         # Windows-1252 is scored in context (runs of non-ASCII), the others on their characters
         score = common(head) / non_ascii if non_ascii else 0.0
-        if score >= LEGACY_SCORE and (best is None or score > best[0]):
-            best = (score, text, name)
-    return None if best is None else (best[1], best[2])
+        if score >= LEGACY_SCORE:
+            read[name] = (score, text)
+    if not read:
+        return None
+    name = max(read, key=lambda n: read[n][0])  # the first of the best
+    if name == "GBK" and "Big5" in read and read["Big5"][0] == read["GBK"][0]:
+        gb2312 = _gb2312()
+        if any(c not in gb2312 for c in _HAN.findall(read["GBK"][1][:SAMPLE_CHARS])):
+            name = "Big5"
+    return read[name][1], name
 
 
 def _decoded_pairs(codec: str, leads: range, trails: range) -> frozenset[str]:

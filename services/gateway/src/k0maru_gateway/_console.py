@@ -307,6 +307,7 @@ class StatusSampler:
                 "last_seq": scan.last_seq,
                 "documents": scan.documents,
                 "skipped": scan.skipped,
+                "skipped_files": list(scan.skipped_files),  # the first 50 by path, "path: why"
                 "watching": scan.watching,
                 "watch_note": scan.watch_note,  # why changes are found by polling ("" when the OS tells)
                 "problem": scan.problem,  # why changes are not recorded (a full disk); "" while they are

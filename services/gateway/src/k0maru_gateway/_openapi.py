@@ -218,6 +218,7 @@ SCHEMAS: dict[str, Any] = {
                         "last_seq": _INT,
                         "documents": _INT,
                         "skipped": _INT,
+                        "skipped_files": {"type": "array", "items": _STR},
                         "watching": _BOOL,
                         "watch_note": _STR,
                         "problem": _STR,

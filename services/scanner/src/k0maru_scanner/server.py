@@ -36,6 +36,7 @@ from .config import ScannerSettings
 log = logging.getLogger(__name__)
 MAX_PATHS_PER_CALL = 1000
 MANIFEST_PAGE = 1000  # entries per ListDocumentPages message
+SKIPPED_LISTED = 50  # skipped files Status names (with why); `skipped` counts them all
 
 
 def to_event(entry: JournalEntry, vid: str) -> common_pb2.ChangeEvent:
@@ -209,8 +210,10 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
     def Status(
         self, request: scanner_pb2.ScannerStatusRequest, context: grpc.ServicerContext
     ) -> scanner_pb2.ScannerStatus:
-        files = self._scanner.manifest.files.values()
-        skipped = sum(1 for r in files if not r.indexed)
+        skipped_files = sorted(
+            (r for r in self._scanner.manifest.files.values() if not r.indexed), key=lambda r: r.path
+        )
+        skipped = len(skipped_files)
         return scanner_pb2.ScannerStatus(
             vault=str(self._scanner.vault),
             vault_id=self._vid,
@@ -225,6 +228,7 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
             problem=self._scanner.problem or self._scanner.stuck(),
             excluded=[*self._scanner.excluded.described, *self._scanner.git_ignores.describe()],
             out_of_sight=[f"{folder}: {why}" for folder, why in sorted(self._scanner.out_of_sight.items())],
+            skipped_files=[f"{r.path}: {r.skipped_reason}" for r in skipped_files[:SKIPPED_LISTED]],
             commit_days=self._scanner.commit_days.describe() if self._scanner.commit_days is not None else "",
         )
 

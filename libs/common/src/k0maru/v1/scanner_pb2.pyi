@@ -90,7 +90,7 @@ class ScannerStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ScannerStatus(_message.Message):
-    __slots__ = ("vault", "vault_id", "last_seq", "oldest_seq", "documents", "skipped", "watching", "parser_version", "workers", "watch_note", "problem", "excluded", "commit_days", "out_of_sight")
+    __slots__ = ("vault", "vault_id", "last_seq", "oldest_seq", "documents", "skipped", "watching", "parser_version", "workers", "watch_note", "problem", "excluded", "commit_days", "out_of_sight", "skipped_files")
     VAULT_FIELD_NUMBER: _ClassVar[int]
     VAULT_ID_FIELD_NUMBER: _ClassVar[int]
     LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
@@ -105,6 +105,7 @@ class ScannerStatus(_message.Message):
     EXCLUDED_FIELD_NUMBER: _ClassVar[int]
     COMMIT_DAYS_FIELD_NUMBER: _ClassVar[int]
     OUT_OF_SIGHT_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FILES_FIELD_NUMBER: _ClassVar[int]
     vault: str
     vault_id: str
     last_seq: int
@@ -119,4 +120,5 @@ class ScannerStatus(_message.Message):
     excluded: _containers.RepeatedScalarFieldContainer[str]
     commit_days: str
     out_of_sight: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, vault: _Optional[str] = ..., vault_id: _Optional[str] = ..., last_seq: _Optional[int] = ..., oldest_seq: _Optional[int] = ..., documents: _Optional[int] = ..., skipped: _Optional[int] = ..., watching: _Optional[bool] = ..., parser_version: _Optional[str] = ..., workers: _Optional[_Iterable[_Union[_common_pb2.WorkerHealth, _Mapping]]] = ..., watch_note: _Optional[str] = ..., problem: _Optional[str] = ..., excluded: _Optional[_Iterable[str]] = ..., commit_days: _Optional[str] = ..., out_of_sight: _Optional[_Iterable[str]] = ...) -> None: ...
+    skipped_files: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, vault: _Optional[str] = ..., vault_id: _Optional[str] = ..., last_seq: _Optional[int] = ..., oldest_seq: _Optional[int] = ..., documents: _Optional[int] = ..., skipped: _Optional[int] = ..., watching: _Optional[bool] = ..., parser_version: _Optional[str] = ..., workers: _Optional[_Iterable[_Union[_common_pb2.WorkerHealth, _Mapping]]] = ..., watch_note: _Optional[str] = ..., problem: _Optional[str] = ..., excluded: _Optional[_Iterable[str]] = ..., commit_days: _Optional[str] = ..., out_of_sight: _Optional[_Iterable[str]] = ..., skipped_files: _Optional[_Iterable[str]] = ...) -> None: ...

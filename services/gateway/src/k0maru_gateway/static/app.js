@@ -609,7 +609,8 @@ async function statusView() {
     const excluded = s.scanner ? s.scanner.excluded || [] : [];
     $("#scanner-notes").innerHTML = notes.map((n) => `<div class="card warn">${esc(n)}</div>`).join("")
       + (excluded.length ? `<div class="card" id="excluded"><div class="dim">not indexed, as the vault's own settings exclude them</div>${excluded.map((x) => `<div>${esc(x)}</div>`).join("")}</div>` : "")
-      + (s.scanner && s.scanner.commit_days ? `<div class="card" id="commit-days"><div class="dim">dates (a vault in git)</div><div>${esc(s.scanner.commit_days)}</div></div>` : "");
+      + (s.scanner && s.scanner.commit_days ? `<div class="card" id="commit-days"><div class="dim">dates (a vault in git)</div><div>${esc(s.scanner.commit_days)}</div></div>` : "")
+      + (s.scanner && s.scanner.skipped ? `<div class="card" id="skipped-files"><div class="dim">${fmt(s.scanner.skipped)} file${s.scanner.skipped === 1 ? "" : "s"} not indexed${s.scanner.skipped > (s.scanner.skipped_files || []).length ? ` (the first ${(s.scanner.skipped_files || []).length} by path)` : ""}</div>${(s.scanner.skipped_files || []).map((x) => `<div>${esc(x)}</div>`).join("")}</div>` : "");
     $("#services").innerHTML = Object.entries(s.services).map(([n, st]) => `<div class="card"><span class="dot ${healthClass(st)}"></span>${esc(n)}<div class="dim">${esc(st)}</div></div>`).join("");
     const w = s.workers || [];
     $("#workers").innerHTML = w.length ? w.map((x) => `<div class="card worker"><span class="dot ${x.gone ? "warn" : "ok"}"></span>${esc(x.name)}<div class="dim">${x.gone ? "gone" : "live"} · ${fmt(x.pending)} jobs held · idle ${(x.idle_ms / 1000).toFixed(1)} s</div></div>`).join("")
