@@ -250,7 +250,7 @@ def test_stop_ends_a_stack_started_in_the_background(vault: Path, tmp_path: Path
     """`k0maru up` left running in the background (nohup, a service manager) is stopped by
     `k0maru stop` as Ctrl+C would: every process gone, stack.json removed; again, nothing to stop.
     Its status names the files not indexed, and why (before, only how many, in the console)."""
-    write_notes(vault, {"a.md": "# A\n\nalpha\n"})
+    write_notes(vault, {"a.md": "# A\n\nalpha\n", "b.md": "---\ntitle: [oops\n---\n# B\n"})
     (vault / "scan.md").write_bytes(b"%PDF-1.7\x00\x01")
     (vault / "周会.md".encode("gbk").decode("utf-8", "surrogateescape")).write_bytes(b"# x\n")
     where = ("--vault", str(vault), "--data-dir", str(tmp_path / "data"))
@@ -266,8 +266,10 @@ def test_stop_ends_a_stack_started_in_the_background(vault: Path, tmp_path: Path
         assert "skipped 2 files not indexed:\n" in status, status
         assert "        scan.md: binary content (NUL bytes)\n" in status
         assert "(in GBK it reads '周会.md': a zip made on Windows? `convmv -r -f gbk -t utf-8" in status
-        skipped = json.loads(run("status", "--json", *where).stdout)["skipped"]
-        assert skipped["count"] == 2 and "scan.md: binary content (NUL bytes)" in skipped["files"]
+        assert "notes   1 note indexed with problems:\n        b.md: frontmatter is not valid YAML" in status
+        said = json.loads(run("status", "--json", *where).stdout)
+        assert said["skipped"]["count"] == 2 and "scan.md: binary content (NUL bytes)" in said["skipped"]["files"]
+        assert said["notes_with_problems"]["count"] == 1
         state = json.loads((tmp_path / "data" / "stack.json").read_text())
         pids = [state["launcher_pid"], *state["pids"].values()]
         out = run("stop", *where)

@@ -62,6 +62,8 @@ NOTES = {
     + "\n---\n# Long front\n\nA note whose frontmatter is long.\n",
     # a Logseq journal: titled by its date, a tag of two words written `#[[…]]`
     "journals/2026_12_04.md": "- Packed the kayak for the quay #[[release train]] #quay\n",
+    # indexed with a problem: its frontmatter is no YAML
+    "misc/broken front.md": "---\ntitle: [oops\n---\n# Broken front\n\nIndexed all the same.\n",
 }
 TOKEN = "s3cret-token"
 
@@ -433,6 +435,10 @@ def test_scoreboard_moves_live_and_survives_a_reload(page: Any, stack: Stack):
     assert "Archive/ (Obsidian's Excluded files, .obsidian/app.json)" in excluded
     skipped = page.inner_text("#scanner-notes #skipped-files")  # what is not indexed, and why
     assert "1 file not indexed" in skipped and "scan.md: binary content (NUL bytes)" in skipped
+    with_problems = page.locator("#scanner-notes #problem-notes")  # indexed, with what went wrong
+    assert "1 note indexed with problems" in with_problems.inner_text()
+    assert "misc/broken front.md: frontmatter is not valid YAML" in with_problems.inner_text()
+    assert with_problems.locator("a").get_attribute("href") == "#/note/misc%2Fbroken%20front.md"
     dates = page.inner_text("#scanner-notes #commit-days")  # a vault in git: where notes' days come from
     assert "notes that name no date go by their last commit (read at " in dates
     page.wait_for_function("() => document.querySelector('#money-saved .big').textContent.includes('USD')")

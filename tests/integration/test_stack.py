@@ -151,6 +151,21 @@ def test_bad_files_never_take_the_stack_down(stack):
     (vault / "broken.md").write_text("---\ntitle: [oops\n---\n# Still indexed\n\nbody with zebra crossing\n")
     wait_for(lambda: search(client, "zebra crossing", BM25)[:1] == ["broken.md"], 45, "broken frontmatter note")
     assert search(client, "SQLITE_BUSY", BM25)[0] == "eng/sqlite.md"
+    # each said with why, where a user looks (`k0maru status`, the console's status page)
+    scanner = client.call(client.scanner.Status, scanner_pb2.ScannerStatusRequest())
+    assert ("bin.md", "binary content (NUL bytes)") in [(f.path, f.reason) for f in scanner.skipped_files]
+
+    def problem_notes() -> dict[str, list[str]]:
+        index = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest())
+        assert index.notes_with_problems == len(index.problem_notes)
+        return {n.path: list(n.problems) for n in index.problem_notes}
+
+    assert problem_notes()["broken.md"][0].startswith("frontmatter is not valid YAML")
+    assert problem_notes()["latin.md"] == [
+        "not UTF-8: read as Windows-1252, a guess from its characters (save it as UTF-8 to be sure)"
+    ]
+    (vault / "broken.md").write_text("---\ntitle: fixed\n---\n# Still indexed\n\nbody with zebra crossing\n")
+    wait_for(lambda: "broken.md" not in problem_notes(), 45, "the fixed note off the list")
 
 
 def test_a_query_in_traditional_characters_finds_a_note_in_simplified(stack):

@@ -298,6 +298,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     excluded: list[str] = []  # what the vault's tool settings leave out (Obsidian's Excluded files, …)
     commit_days = ""  # a vault in git: the commit its notes' days come from, or why git could not be read
     skipped, skipped_files = 0, []  # files not indexed: how many, and the first 50 by path ("path: why")
+    with_problems, problem_notes = 0, []  # notes indexed with problems: how many, the first 50 by path
     try:
         reply = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 3.0)
         index = {
@@ -317,6 +318,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         workers = [
             {"name": w.name, "pending": w.pending, "idle_ms": w.idle_ms, "gone": w.gone} for w in reply.embedders
         ]
+        with_problems = reply.notes_with_problems
+        problem_notes = [f"{n.path}: {'; '.join(n.problems)}" for n in reply.problem_notes]
         if reply.problem:
             problems.append(f"retriever: {reply.problem}")
     except K0Error:
@@ -327,7 +330,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         watch = scanner.watch_note
         excluded = list(scanner.excluded)
         commit_days = scanner.commit_days
-        skipped, skipped_files = scanner.skipped, list(scanner.skipped_files)
+        skipped, skipped_files = scanner.skipped, [f"{f.path}: {f.reason}" for f in scanner.skipped_files]
         problems += [f"scanner: {scanner.problem}"] if scanner.problem else []
         problems += [f"scanner: notes kept as they were, out of sight: {folder}" for folder in scanner.out_of_sight]
     except K0Error:
@@ -357,6 +360,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "excluded": excluded,
                     "commit_days": commit_days,
                     "skipped": {"count": skipped, "files": skipped_files},
+                    "notes_with_problems": {"count": with_problems, "notes": problem_notes},
                 }
             )
         )
@@ -397,24 +401,27 @@ def cmd_status(args: argparse.Namespace) -> int:
             )
         if commit_days:
             print(f"dates   {commit_days}")
-        _print_skipped(skipped, skipped_files)
+        _print_listed("skipped", f"file{'' if skipped == 1 else 's'} not indexed", skipped, skipped_files)
+        _print_listed(
+            "notes", f"note{'' if with_problems == 1 else 's'} indexed with problems", with_problems, problem_notes
+        )
         for problem in problems:
             print(f"problem {problem}")
     return 0 if ok else 1
 
 
-SKIPPED_PRINTED = 10  # skipped files `k0maru status` names
+LISTED_PRINTED = 10  # skipped files, and notes with problems, that `k0maru status` names
 
 
-def _print_skipped(count: int, files: list[str]) -> None:
-    """The files not indexed, and why: the first SKIPPED_PRINTED by path."""
+def _print_listed(label: str, what: str, count: int, lines: list[str]) -> None:
+    """Files not indexed, or notes indexed with problems, and why: the first LISTED_PRINTED."""
     if not count:
         return
-    print(f"skipped {count} file{'' if count == 1 else 's'} not indexed:")
-    for line in files[:SKIPPED_PRINTED]:
+    print(f"{label:<7} {count} {what}:")
+    for line in lines[:LISTED_PRINTED]:
         print(f"        {line}")
-    if count > SKIPPED_PRINTED:
-        print(f"        … and {count - SKIPPED_PRINTED} more (`k0maru status --json` names {len(files)})")
+    if count > LISTED_PRINTED:
+        print(f"        … and {count - LISTED_PRINTED} more (`k0maru status --json` names {len(lines)})")
 
 
 def cmd_search(args: argparse.Namespace) -> int:

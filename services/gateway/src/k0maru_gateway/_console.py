@@ -307,7 +307,8 @@ class StatusSampler:
                 "last_seq": scan.last_seq,
                 "documents": scan.documents,
                 "skipped": scan.skipped,
-                "skipped_files": list(scan.skipped_files),  # the first 50 by path, "path: why"
+                # the first 50 by path, and why
+                "skipped_files": [{"path": f.path, "reason": f.reason} for f in scan.skipped_files],
                 "watching": scan.watching,
                 "watch_note": scan.watch_note,  # why changes are found by polling ("" when the OS tells)
                 "problem": scan.problem,  # why changes are not recorded (a full disk); "" while they are
@@ -326,6 +327,9 @@ class StatusSampler:
                 # replaced chunks BM25 still counts (edited notes rank a little lower) until the
                 # background compaction
                 "bm25_deleted": index.bm25_deleted,
+                # notes indexed with problems (`Document.problems`): how many, the first 50 by path
+                "notes_with_problems": index.notes_with_problems,
+                "problem_notes": [{"path": n.path, "problems": list(n.problems)} for n in index.problem_notes],
                 # the retriever's index build (first start, re-sync, reindex): searches answer from
                 # the notes indexed so far
                 "build": (

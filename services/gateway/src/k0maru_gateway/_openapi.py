@@ -208,6 +208,11 @@ SCHEMAS: dict[str, Any] = {
                         "vectors_indexed": _INT,
                         "index_building": _BOOL,
                         "bm25_deleted": _INT,
+                        "notes_with_problems": _INT,
+                        "problem_notes": {
+                            "type": "array",
+                            "items": _obj({"path": _STR, "problems": {"type": "array", "items": _STR}}),
+                        },
                         "build": _nullable(_obj({"notes_indexed": _INT, "notes_total": _INT})),
                     }
                 )
@@ -218,7 +223,7 @@ SCHEMAS: dict[str, Any] = {
                         "last_seq": _INT,
                         "documents": _INT,
                         "skipped": _INT,
-                        "skipped_files": {"type": "array", "items": _STR},
+                        "skipped_files": {"type": "array", "items": _obj({"path": _STR, "reason": _STR})},
                         "watching": _BOOL,
                         "watch_note": _STR,
                         "problem": _STR,

@@ -47,6 +47,7 @@ from .config import RetrieverSettings
 
 HAN_WARM_UP_DELAY_S = 10.0  # after SERVING, before jieba's dictionary is loaded in the background
 READ_WAIT_S = 5.0  # GetNote waits this long for a note's file, then answers the note as indexed
+PROBLEM_NOTES_LISTED = 50  # notes with problems IndexStatus names (`notes_with_problems` counts them all)
 
 if TYPE_CHECKING:
     from ._pipeline import EmbeddingPipeline
@@ -57,6 +58,22 @@ log = logging.getLogger(__name__)
 class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[misc]
     def __init__(self, app: RetrieverApp) -> None:
         self._app = app
+        # the notes with problems, and what the index was when they were listed (a launcher and
+        # the console poll IndexStatus: the docs are walked again only once the index moved)
+        self._problem_notes: tuple[int, list[retriever_pb2.NoteProblems]] = (0, [])
+        self._problem_notes_at: tuple[object, ...] = ()
+
+    def _notes_with_problems(self) -> tuple[int, list[retriever_pb2.NoteProblems]]:
+        """How many indexed notes have problems, and the first PROBLEM_NOTES_LISTED by path."""
+        app = self._app
+        at = (app.follower.last_applied_seq, app.follower.progress, id(app.index.state), len(app.index.state.docs))
+        if at != self._problem_notes_at:
+            with app.index.lock:
+                found = sorted((d.path, list(d.problems)) for d in app.index.state.docs.values() if d.problems)
+            listed = [retriever_pb2.NoteProblems(path=p, problems=why) for p, why in found[:PROBLEM_NOTES_LISTED]]
+            self._problem_notes = (len(found), listed)
+            self._problem_notes_at = at
+        return self._problem_notes
 
     def _ready(self) -> RetrieverApp:
         if not self._app.follower.ready.is_set():
@@ -131,7 +148,10 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
             tag_count, tag_vectors = len(tags.note_count), len(tags.vectors)
             epa_axes = tags.epa.dimension if tags.epa is not None else 0
         indexed, building = app.index.vectors.index_state()
+        with_problems, problem_notes = self._notes_with_problems()
         return retriever_pb2.IndexStatusResponse(
+            notes_with_problems=with_problems,
+            problem_notes=problem_notes,
             bm25_deleted=app.index.bm25.deleted(),
             bm25_compactions=app.compactor.compactions,
             build=None

@@ -228,7 +228,9 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
             problem=self._scanner.problem or self._scanner.stuck(),
             excluded=[*self._scanner.excluded.described, *self._scanner.git_ignores.describe()],
             out_of_sight=[f"{folder}: {why}" for folder, why in sorted(self._scanner.out_of_sight.items())],
-            skipped_files=[f"{r.path}: {r.skipped_reason}" for r in skipped_files[:SKIPPED_LISTED]],
+            skipped_files=[
+                scanner_pb2.SkippedFile(path=r.path, reason=r.skipped_reason) for r in skipped_files[:SKIPPED_LISTED]
+            ],
             commit_days=self._scanner.commit_days.describe() if self._scanner.commit_days is not None else "",
         )
 

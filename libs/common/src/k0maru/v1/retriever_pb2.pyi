@@ -254,7 +254,7 @@ class IndexStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class IndexStatusResponse(_message.Message):
-    __slots__ = ("vault", "last_applied_seq", "documents", "chunks", "chunks_with_vectors", "workers", "bm25_documents", "vector_points", "generation", "consistent", "problem", "embed_queue_pending", "embed_dead_letter", "tags", "tags_with_vectors", "epa_axes", "params_error", "embedding_model", "embedders", "instance", "vectors_indexed", "index_building", "build", "bm25_deleted", "bm25_compactions")
+    __slots__ = ("vault", "last_applied_seq", "documents", "chunks", "chunks_with_vectors", "workers", "bm25_documents", "vector_points", "generation", "consistent", "problem", "embed_queue_pending", "embed_dead_letter", "tags", "tags_with_vectors", "epa_axes", "params_error", "embedding_model", "embedders", "instance", "vectors_indexed", "index_building", "build", "bm25_deleted", "bm25_compactions", "notes_with_problems", "problem_notes")
     VAULT_FIELD_NUMBER: _ClassVar[int]
     LAST_APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
     DOCUMENTS_FIELD_NUMBER: _ClassVar[int]
@@ -280,6 +280,8 @@ class IndexStatusResponse(_message.Message):
     BUILD_FIELD_NUMBER: _ClassVar[int]
     BM25_DELETED_FIELD_NUMBER: _ClassVar[int]
     BM25_COMPACTIONS_FIELD_NUMBER: _ClassVar[int]
+    NOTES_WITH_PROBLEMS_FIELD_NUMBER: _ClassVar[int]
+    PROBLEM_NOTES_FIELD_NUMBER: _ClassVar[int]
     vault: str
     last_applied_seq: int
     documents: int
@@ -305,7 +307,17 @@ class IndexStatusResponse(_message.Message):
     build: IndexProgress
     bm25_deleted: int
     bm25_compactions: int
-    def __init__(self, vault: _Optional[str] = ..., last_applied_seq: _Optional[int] = ..., documents: _Optional[int] = ..., chunks: _Optional[int] = ..., chunks_with_vectors: _Optional[int] = ..., workers: _Optional[_Iterable[_Union[_common_pb2.WorkerHealth, _Mapping]]] = ..., bm25_documents: _Optional[int] = ..., vector_points: _Optional[int] = ..., generation: _Optional[str] = ..., consistent: _Optional[bool] = ..., problem: _Optional[str] = ..., embed_queue_pending: _Optional[int] = ..., embed_dead_letter: _Optional[int] = ..., tags: _Optional[int] = ..., tags_with_vectors: _Optional[int] = ..., epa_axes: _Optional[int] = ..., params_error: _Optional[str] = ..., embedding_model: _Optional[str] = ..., embedders: _Optional[_Iterable[_Union[EmbedderConsumer, _Mapping]]] = ..., instance: _Optional[str] = ..., vectors_indexed: _Optional[int] = ..., index_building: _Optional[bool] = ..., build: _Optional[_Union[IndexProgress, _Mapping]] = ..., bm25_deleted: _Optional[int] = ..., bm25_compactions: _Optional[int] = ...) -> None: ...
+    notes_with_problems: int
+    problem_notes: _containers.RepeatedCompositeFieldContainer[NoteProblems]
+    def __init__(self, vault: _Optional[str] = ..., last_applied_seq: _Optional[int] = ..., documents: _Optional[int] = ..., chunks: _Optional[int] = ..., chunks_with_vectors: _Optional[int] = ..., workers: _Optional[_Iterable[_Union[_common_pb2.WorkerHealth, _Mapping]]] = ..., bm25_documents: _Optional[int] = ..., vector_points: _Optional[int] = ..., generation: _Optional[str] = ..., consistent: _Optional[bool] = ..., problem: _Optional[str] = ..., embed_queue_pending: _Optional[int] = ..., embed_dead_letter: _Optional[int] = ..., tags: _Optional[int] = ..., tags_with_vectors: _Optional[int] = ..., epa_axes: _Optional[int] = ..., params_error: _Optional[str] = ..., embedding_model: _Optional[str] = ..., embedders: _Optional[_Iterable[_Union[EmbedderConsumer, _Mapping]]] = ..., instance: _Optional[str] = ..., vectors_indexed: _Optional[int] = ..., index_building: _Optional[bool] = ..., build: _Optional[_Union[IndexProgress, _Mapping]] = ..., bm25_deleted: _Optional[int] = ..., bm25_compactions: _Optional[int] = ..., notes_with_problems: _Optional[int] = ..., problem_notes: _Optional[_Iterable[_Union[NoteProblems, _Mapping]]] = ...) -> None: ...
+
+class NoteProblems(_message.Message):
+    __slots__ = ("path", "problems")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    PROBLEMS_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    problems: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, path: _Optional[str] = ..., problems: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class EmbedderConsumer(_message.Message):
     __slots__ = ("name", "pending", "idle_ms", "gone")

@@ -120,5 +120,13 @@ class ScannerStatus(_message.Message):
     excluded: _containers.RepeatedScalarFieldContainer[str]
     commit_days: str
     out_of_sight: _containers.RepeatedScalarFieldContainer[str]
-    skipped_files: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, vault: _Optional[str] = ..., vault_id: _Optional[str] = ..., last_seq: _Optional[int] = ..., oldest_seq: _Optional[int] = ..., documents: _Optional[int] = ..., skipped: _Optional[int] = ..., watching: _Optional[bool] = ..., parser_version: _Optional[str] = ..., workers: _Optional[_Iterable[_Union[_common_pb2.WorkerHealth, _Mapping]]] = ..., watch_note: _Optional[str] = ..., problem: _Optional[str] = ..., excluded: _Optional[_Iterable[str]] = ..., commit_days: _Optional[str] = ..., out_of_sight: _Optional[_Iterable[str]] = ..., skipped_files: _Optional[_Iterable[str]] = ...) -> None: ...
+    skipped_files: _containers.RepeatedCompositeFieldContainer[SkippedFile]
+    def __init__(self, vault: _Optional[str] = ..., vault_id: _Optional[str] = ..., last_seq: _Optional[int] = ..., oldest_seq: _Optional[int] = ..., documents: _Optional[int] = ..., skipped: _Optional[int] = ..., watching: _Optional[bool] = ..., parser_version: _Optional[str] = ..., workers: _Optional[_Iterable[_Union[_common_pb2.WorkerHealth, _Mapping]]] = ..., watch_note: _Optional[str] = ..., problem: _Optional[str] = ..., excluded: _Optional[_Iterable[str]] = ..., commit_days: _Optional[str] = ..., out_of_sight: _Optional[_Iterable[str]] = ..., skipped_files: _Optional[_Iterable[_Union[SkippedFile, _Mapping]]] = ...) -> None: ...
+
+class SkippedFile(_message.Message):
+    __slots__ = ("path", "reason")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    reason: str
+    def __init__(self, path: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
