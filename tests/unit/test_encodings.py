@@ -7,8 +7,7 @@ import random
 
 import pytest
 
-from k0maru_common import decode_text, read_text
-from k0maru_common._encodings import guess_legacy
+from k0maru_common import decode_text, guess_legacy, read_text
 
 # What people wrote in Notepad on Chinese, Taiwanese, Japanese, Korean and Western Windows
 SIMPLIFIED = (

@@ -11,7 +11,7 @@ TYPE_CHECKING = (
 if TYPE_CHECKING:
     from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address, open_channel
     from ._client import SEARCH_MODES, StackClient, mode_name
-    from ._encodings import decode_text, read_text
+    from ._encodings import decode_text, guess_legacy, read_text
     from ._errors import (
         CannotWrite,
         DependencyFailed,
@@ -152,6 +152,7 @@ _WHERE = {
     "unreadable_share": "._scripts",
     "decode_text": "._encodings",
     "read_text": "._encodings",
+    "guess_legacy": "._encodings",
     "generated_folder": "._vault",
     "IGNORED_FOLDERS": "._vault",
     "name_day": "._vault",
@@ -232,6 +233,7 @@ __all__ = [
     "estimate_tokens_of_parts",
     "generated_folder",
     "git_env",
+    "guess_legacy",
     "health_name",
     "health_state",
     "is_loopback_address",

@@ -24,8 +24,15 @@ from pathlib import Path
 import xxhash
 
 from k0maru.v1 import common_pb2
-from k0maru_common import IGNORED_FOLDERS, CannotWrite, CommitDays, DependencyFailed, generated_folder, read_text
-from k0maru_common._encodings import guess_legacy
+from k0maru_common import (
+    IGNORED_FOLDERS,
+    CannotWrite,
+    CommitDays,
+    DependencyFailed,
+    generated_folder,
+    guess_legacy,
+    read_text,
+)
 
 from ._gitignore import GitIgnores
 from ._journals import JournalFormat
