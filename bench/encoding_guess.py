@@ -4,9 +4,11 @@ Every passage of zh_cmrc2018 (Simplified) is written in GBK, and its Traditional
 s2t, from the retriever's environment) in Big5 and in GBK; whole passages and random cuts of
 4–20 and 20–80 characters. Python's own CJK codec samples (Japanese, Korean), when this Python
 ships them, and random bytes without NUL. Each row counts what `read_text` said: the right
-encoding, another one, U+FFFD repairs, or unreadable (`FAIL`).
+encoding, another one, U+FFFD repairs, or unreadable (`FAIL`). `--labelled DIR`: also every
+file of a corpus whose folders are named by encoding (chardet's `tests/`: web pages in 50
+encodings), one row a folder.
 
-    .venv/bin/python bench/encoding_guess.py [--data ../shared/data/beir/zh_cmrc2018]
+    .venv/bin/python bench/encoding_guess.py [--data ../shared/data/beir/zh_cmrc2018] [--labelled DIR]
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def what(data: bytes) -> str:
     except UnicodeDecodeError:
         return "FAIL"
     if not how:
-        return "UTF-8 (valid by chance)"
+        return "no guess (valid UTF-8, or a byte order mark)"
     return how.split(",")[0].removeprefix("not UTF-8: read as ") if how.startswith("not UTF-8") else "U+FFFD repair"
 
 
@@ -52,10 +54,11 @@ def row(label: str, texts: list[str], codec: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=Path("../shared/data/beir/zh_cmrc2018"))
+    parser.add_argument("--labelled", type=Path, help="a folder of folders named by encoding (chardet's tests/)")
     args = parser.parse_args()
     rng = random.Random(1)
     simplified = [json.loads(line)["text"] for line in (args.data / "corpus.jsonl").open(encoding="utf-8")]
-    from opencc import OpenCC  # the retriever's dependency
+    from opencc import OpenCC  # type: ignore[import-untyped]  # the retriever's dependency
 
     traditional = [OpenCC("s2t").convert(t) for t in simplified]
     print("| text | files | read as | ms per file |\n|---|---|---|---|")
@@ -75,6 +78,23 @@ def main() -> None:
         noise = [rng.randbytes(size).replace(b"\x00", b"\x01") for _ in range(1000)]
         counts = Counter(what(b) for b in noise)
         print(f"| random bytes, {size} | 1000 | {', '.join(f'{k} {v}' for k, v in counts.most_common())} | |")
+    if args.labelled is not None:
+        print("\n| labelled folder | files not UTF-8 | read as |\n|---|---|---|")
+        for folder in sorted(p for p in args.labelled.iterdir() if p.is_dir()):
+            datas = [f.read_bytes() for f in sorted(folder.iterdir()) if f.is_file()]
+            counts = Counter(what(d) for d in datas if not _utf8(d))
+            if counts:
+                print(
+                    f"| {folder.name} | {sum(counts.values())} | {', '.join(f'{k} {v}' for k, v in counts.most_common())} |"
+                )
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 if __name__ == "__main__":

@@ -36,12 +36,13 @@ FRENCH = "# Réunion\n\nLe délai de connexion à la base a été dépassé : la
         (SIMPLIFIED, "gbk", "GBK"),
         (TRADITIONAL, "big5", "Big5"),
         (JAPANESE, "cp932", "Shift-JIS"),
+        (JAPANESE, "euc_jp", "EUC-JP"),
         (KOREAN, "cp949", "EUC-KR"),
         (FRENCH, "cp1252", "Windows-1252"),
         # a mainland note quoting a Traditional name and a Japanese title, all in GBK
         (SIMPLIFIED + "参考：《資料庫連線》和《データベース》\n", "gb18030", "GBK"),
     ],
-    ids=["simplified", "traditional", "japanese", "korean", "french", "mixed-scripts"],
+    ids=["simplified", "traditional", "japanese", "japanese-unix", "korean", "french", "mixed-scripts"],
 )
 def test_a_note_in_a_legacy_encoding_is_read_as_written(text: str, codec: str, name: str):
     data = text.encode(codec)
@@ -54,11 +55,12 @@ def test_a_note_in_a_legacy_encoding_is_read_as_written(text: str, codec: str, n
     assert decode_text(data) == decode_text(data, "replace") == text
 
 
-def test_korean_is_not_read_as_gbk():
-    """EUC-KR's Hangul bytes are exactly GB2312's first-level hanzi: as GBK, Korean reads as
-    valid but rare Chinese, which the frequent-hanzi share gives away."""
+def test_korean_is_read_neither_as_gbk_nor_as_japanese():
+    """EUC-KR's Hangul bytes are exactly GB2312's first-level hanzi, and EUC-JP's level-1 kanji:
+    as GBK, Korean reads as valid but rare Chinese (the frequent-hanzi share gives it away), as
+    EUC-JP as kanji without a kana (which Japanese cannot be written without)."""
     data = KOREAN.encode("cp949")
-    assert data.decode("gb18030")  # valid as GBK
+    assert data.decode("gb18030") and data.decode("euc_jp")  # valid as both
     assert guess_legacy(data) == (KOREAN, "EUC-KR")
 
 
@@ -113,5 +115,5 @@ def test_a_long_note_is_guessed_from_its_start():
 )
 def test_a_short_name_is_read_in_its_own_encoding(name: str, codec: str, expected: str):
     """A file name is a few characters: `舊筆記` in Big5 is common hanzi as GBK too (`侣掸癘`, whose
-    last is Traditional): Big5 wins such a tie."""
+    last is Traditional): Big5 wins such a tie; and EUC-JP's kana are GB2312's, at the same bytes."""
     assert guess_legacy(name.encode(codec)) == (name, expected)

@@ -43,8 +43,12 @@ _SHARED_CJK = re.compile("[\u2010-\u206f\u3000-\u303f\uff01-\uff5e\u00b7]")
 _KANA = re.compile("[\u3041-\u30ff]")
 _HANGUL = re.compile("[\uac00-\ud7a3\u3131-\u318e]")
 _LATIN_LETTERS = re.compile("[\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u00ff\u0152\u0153\u0160\u0161\u0178\u017d\u017e]")
+# punctuation, currency and signs of Western text (`£5`, `§ 3`, `20 °C`, `½`): not those that
+# are letters in the Central European encodings (ISO 8859-2's `ł` is Windows-1252's `³`), which
+# would read Polish or Czech as Western text with its letters wrong
 _LATIN_MARKS = re.compile(
-    "[\u00a0\u00a9\u00ab\u00ae\u00b0\u00b7\u00bb\u2013\u2014\u2018\u2019\u201c\u201d\u2022\u2026\u20ac\u2122]"
+    "[\u00a0\u00a2-\u00a4\u00a7\u00a9\u00ab\u00ae\u00b0\u00b7\u00bb\u00bd\u00d7\u00f7"
+    "\u2013\u2014\u2018\u2019\u201c\u201d\u2022\u2026\u20ac\u2122]"
 )
 _NON_ASCII_TEXT = re.compile("[^\x00-\x7f]")
 _NON_ASCII_RUN = re.compile("[^\x00-\x7f]{3,}")
@@ -61,7 +65,7 @@ def read_text(data: bytes, errors: str = "strict") -> tuple[str, str]:
     show on the note):
     - UTF-8, its byte order mark dropped; UTF-16 or UTF-32 when the file begins with that
       encoding's mark (Windows PowerShell 5's `>` and `Out-File`, Notepad's "Unicode");
-    - GBK, Big5, Shift-JIS, EUC-KR or Windows-1252 when one of them reads the file as the
+    - GBK, Big5, Shift-JIS, EUC-JP, EUC-KR or Windows-1252 when one of them reads the file as the
       common characters of its language (`guess_legacy`); never a file with NUL bytes;
     - else UTF-8 with at least `DAMAGED_GOOD_PER_BAD` valid characters beyond ASCII per byte
       that is not UTF-8, those bytes read as U+FFFD.
@@ -99,6 +103,7 @@ _FREQUENT_HANZI = frozenset(
 # Characters with at least this many hanzi are also asked to hold `FREQUENT_SHARE` frequent ones.
 FREQUENT_AFTER = 10
 FREQUENT_SHARE = 0.15
+KANA_SHARE = 0.1  # of a Japanese sample's kana and kanji (Japanese prose: about half)
 _HAN = re.compile("[\u4e00-\u9fff]")
 # C0 controls other than tab, line and page breaks and escape: random bytes hold one in ten
 _CONTROLS = re.compile("[\x01-\x08\x0e-\x1a\x1c-\x1f\x7f]")
@@ -120,9 +125,16 @@ def _common_big5(sample: str) -> int:
     return _common_hanzi(sample, _big5_frequent())
 
 
-def _common_shift_jis(sample: str) -> int:
+def _common_japanese(sample: str) -> int:
+    """Kana, level-1 kanji and CJK punctuation; none at all when a sample of `FREQUENT_AFTER`
+    or more such characters holds less than `KANA_SHARE` kana: Japanese writes its particles and
+    endings in kana, while Korean or Chinese bytes read as Japanese give kanji alone."""
     common = _jis_level1()
-    return sum(1 for c in sample if c in common) + len(_KANA.findall(sample)) + len(_SHARED_CJK.findall(sample))
+    kana = len(_KANA.findall(sample))
+    kanji = sum(1 for c in sample if c in common)
+    if kana + kanji >= FREQUENT_AFTER and kana < KANA_SHARE * (kana + kanji):
+        return 0
+    return kanji + kana + len(_SHARED_CJK.findall(sample))
 
 
 def _common_euc_kr(sample: str) -> int:
@@ -140,7 +152,8 @@ def _common_cp1252(sample: str) -> int:
 _CANDIDATES = (
     ("gb18030", "GBK", _common_gbk),
     ("big5", "Big5", _common_big5),
-    ("cp932", "Shift-JIS", _common_shift_jis),
+    ("cp932", "Shift-JIS", _common_japanese),
+    ("euc_jp", "EUC-JP", _common_japanese),  # Japanese as Unix tools saved it
     ("cp949", "EUC-KR", _common_euc_kr),
     ("cp1252", "Windows-1252", _common_cp1252),
 )
@@ -150,7 +163,8 @@ def guess_legacy(data: bytes) -> tuple[str, str] | None:
     """The text and the encoding's name of the candidate that reads the largest share of
     `data`'s non-ASCII characters as common ones, when that share is at least `LEGACY_SCORE`;
     a tie goes to the earlier candidate, except that Big5 wins a tie with a GBK reading that
-    needs Traditional hanzi (`舊筆記` in Big5 is common hanzi as GBK too: `侣掸癘`). Scored on
+    needs Traditional hanzi (`舊筆記` in Big5 is common hanzi as GBK too: `侣掸癘`), and EUC-JP
+    one with a GBK reading that holds kana (GB2312 has them at EUC-JP's bytes). Scored on
     the first `SAMPLE_CHARS` characters. None when no candidate does, `data` is all ASCII,
     holds NUL bytes, or reads with more than 1 % control characters."""
     if b"\x00" in data or data.isascii():
@@ -172,10 +186,14 @@ def guess_legacy(data: bytes) -> tuple[str, str] | None:
     if not read:
         return None
     name = max(read, key=lambda n: read[n][0])  # the first of the best
-    if name == "GBK" and "Big5" in read and read["Big5"][0] == read["GBK"][0]:
+    if name == "GBK":
+        tied = {n for n in read if read[n][0] == read["GBK"][0]}
+        head = read["GBK"][1][:SAMPLE_CHARS]
         gb2312 = _gb2312()
-        if any(c not in gb2312 for c in _HAN.findall(read["GBK"][1][:SAMPLE_CHARS])):
+        if "Big5" in tied and any(c not in gb2312 for c in _HAN.findall(head)):
             name = "Big5"
+        elif "EUC-JP" in tied and _KANA.search(head):  # GB2312 holds the kana where EUC-JP has them
+            name = "EUC-JP"
     return read[name][1], name
 
 

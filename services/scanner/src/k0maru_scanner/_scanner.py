@@ -154,7 +154,7 @@ def read_note_text(path: Path, max_bytes: int) -> tuple[bytes, str, str]:
         encoding = _ENCODINGS.get(exc.encoding, exc.encoding)
         if exc.encoding == "utf-8":
             raise ContentError(
-                f"invalid UTF-8 at byte {exc.start}, and not text in GBK, Big5, Shift-JIS, EUC-KR or Windows-1252 either"
+                f"invalid UTF-8 at byte {exc.start}, and not text in GBK, Big5, Shift-JIS, EUC-JP, EUC-KR or Windows-1252 either"
             ) from exc
         raise ContentError(f"invalid {encoding} at byte {exc.start}") from exc
     if "\x00" in text:
@@ -185,7 +185,14 @@ UNDECODABLE_FOLDER = "folder name is not valid UTF-8 (listed with \\x escapes); 
 
 
 # the encodings `guess_legacy` names, as convmv (Perl's Encode) spells them
-_CONVMV = {"GBK": "gbk", "Big5": "big5", "Shift-JIS": "cp932", "EUC-KR": "cp949", "Windows-1252": "cp1252"}
+_CONVMV = {
+    "GBK": "gbk",
+    "Big5": "big5",
+    "Shift-JIS": "cp932",
+    "EUC-JP": "euc-jp",
+    "EUC-KR": "cp949",
+    "Windows-1252": "cp1252",
+}
 
 
 def legacy_name(name: str) -> str:
