@@ -45,8 +45,9 @@ DEFAULT_JOURNALS = JournalFormat()  # Logseq's: journals/2026_12_04.md is "Dec 4
 # .2: frontmatter values YAML or JSON cannot hold are problems, a note's own date, Logseq's block
 # references `((uuid))` no text; .3: the day a note's name gives, periodic notes' first day,
 # Obsidian's daily notes' format; .4: a document says the day it was committed, in a vault in git;
-# .5: a heading keeps a `#` that ends a word, `[![x](a.md)` is an image in a bracket)
-PARSER_VERSION = "2026-12-04.5"
+# .5: a heading keeps a `#` that ends a word, `[![x](a.md)` is an image in a bracket; .6: a sync
+# tool's conflicting copy, or git's conflict markers, are a problem of the note: `_conflicts.py`)
+PARSER_VERSION = "2026-12-04.6"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
 # some invalid-YAML messages are worded differently

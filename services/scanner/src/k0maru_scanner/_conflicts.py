@@ -1,0 +1,54 @@
+"""Notes a sync tool or git left in conflict: said as a problem of the note, so that `k0maru status`
+and the console's status page list them (the index keeps them: they hold what someone wrote).
+
+A team's vault is synced by Syncthing, Dropbox, Nextcloud or Obsidian Sync, or by git (the
+Obsidian Git plugin pulls on a timer). When two people edit a note at once, the sync tool keeps
+both as two notes, and git writes both versions into the note between conflict markers; nobody
+is told, and an agent recalls whichever it finds first.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Syncthing: `note.sync-conflict-20261201-101500-ABCDEF7.md`
+_SYNCTHING = re.compile(r"\.sync-conflict-\d{8}-\d{6}-[A-Z0-9]{7}(?=\.[^.]+$|$)")
+# Dropbox `note (Ann's conflicted copy 2026-12-01).md`, Nextcloud and ownCloud `note (conflicted
+# copy 2026-12-01 101500).md`, Obsidian Sync `note (Conflicted copy laptop 202612011015).md`
+_CONFLICTED_COPY = re.compile(r" \([^()]*conflicted copy[^()]*\)(?=\.[^.]+$|$)", re.IGNORECASE)
+# what `git mergetool` leaves beside a note: `note_BACKUP_4242.md`, `_BASE_`, `_LOCAL_`, `_REMOTE_`
+_MERGETOOL = re.compile(r"_(?:BACKUP|BASE|LOCAL|REMOTE)_\d+(?=\.[^.]+$|$)")
+# git's conflict markers, each a line of its own, in this order, outside fenced code (a note on
+# how to resolve a conflict shows them in a fence)
+_GIT_MARKERS = (re.compile(r"<{7}(?: |$)"), re.compile(r"={7}$"), re.compile(r">{7}(?: |$)"))
+_FENCE = re.compile(r" {0,3}(```|~~~)")
+
+
+def conflict_problem(rel: str, text: str) -> str:
+    """Why the note is a conflict left unresolved ("" when it is not)."""
+    name = rel.rsplit("/", 1)[-1]
+    for pattern, tool in ((_SYNCTHING, "Syncthing"), (_CONFLICTED_COPY, "a sync tool"), (_MERGETOOL, "git mergetool")):
+        if found := pattern.search(name):
+            original = name[: found.start()] + name[found.end() :]
+            return f"a conflicting copy of {original} that {tool} kept: merge the two and delete this one"
+    if "<<<<<<<" in text and _git_conflict(text):
+        return (
+            "holds a git merge conflict (<<<<<<< … ======= … >>>>>>>): both versions are indexed until it is resolved"
+        )
+    return ""
+
+
+def _git_conflict(text: str) -> bool:
+    """Whether the three markers stand on lines of their own, in order, outside fenced code: one
+    pass over the lines (a pattern spanning the markers would scan on from every `<<<<<<<`)."""
+    fence = ""
+    step = 0
+    for line in text.splitlines():
+        if opened := _FENCE.match(line):
+            fence = "" if fence and opened.group(1) == fence else (fence or opened.group(1))
+            continue
+        if not fence and _GIT_MARKERS[step].match(line):
+            step += 1
+            if step == len(_GIT_MARKERS):
+                return True
+    return False
