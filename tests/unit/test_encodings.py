@@ -24,7 +24,7 @@ JAPANESE = (
     "原因は接続プールの上限が小さすぎたことです。上限を二十から五十に変更しました。\n"
 )
 KOREAN = (
-    "# 장애 기록\n\n운영 환경에서 데이터베이스 연결 시간이 초과되었습니다. "
+    "# 장애 기록\n\n◎ 운영(運營) 환경에서 데이터베이스 연결 시간이 초과되었습니다. "
     "원인은 연결 풀의 상한이 너무 작았기 때문입니다. 상한을 이십에서 오십으로 바꾸었습니다.\n"
 )
 FRENCH = "# Réunion\n\nLe délai de connexion à la base a été dépassé : la réserve était trop petite. Décision : « cinquante ».\n"

@@ -38,8 +38,9 @@ LEGACY_SCORE = 0.9
 SAMPLE_CHARS = 16384
 
 _UNDECODABLE = re.compile("[\udc80-\udcff]")
-# CJK punctuation, full-width forms and the general punctuation (“ ” … —) every CJK encoding has
-_SHARED_CJK = re.compile("[\u2010-\u206f\u3000-\u303f\uff01-\uff5e\u00b7]")
+# CJK punctuation, full-width forms, the general punctuation (“ ” … —) and the shapes (◎ ○ ■ ★)
+# every CJK encoding has
+_SHARED_CJK = re.compile("[\u2010-\u206f\u25a0-\u25ff\u2605\u2606\u3000-\u303f\uff01-\uff5e\u00b7]")
 _KANA = re.compile("[\u3041-\u30ff]")
 _HANGUL = re.compile("[\uac00-\ud7a3\u3131-\u318e]")
 _LATIN_LETTERS = re.compile("[\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u00ff\u0152\u0153\u0160\u0161\u0178\u017d\u017e]")
@@ -104,6 +105,7 @@ _FREQUENT_HANZI = frozenset(
 FREQUENT_AFTER = 10
 FREQUENT_SHARE = 0.15
 KANA_SHARE = 0.1  # of a Japanese sample's kana and kanji (Japanese prose: about half)
+HANGUL_SHARE = 0.8  # of a Korean sample's Hangul and hanja
 _HAN = re.compile("[\u4e00-\u9fff]")
 # C0 controls other than tab, line and page breaks and escape: random bytes hold one in ten
 _CONTROLS = re.compile("[\x01-\x08\x0e-\x1a\x1c-\x1f\x7f]")
@@ -138,7 +140,13 @@ def _common_japanese(sample: str) -> int:
 
 
 def _common_euc_kr(sample: str) -> int:
-    return len(_HANGUL.findall(sample)) + len(_SHARED_CJK.findall(sample))
+    """Hangul, and the hanja Korean writes a word in now and then (`우아(優雅)한`): none at all
+    when a sample of `FREQUENT_AFTER` or more holds less than `HANGUL_SHARE` Hangul (Chinese
+    bytes read as EUC-KR give Hangul and hanja about half and half)."""
+    hangul, hanja = len(_HANGUL.findall(sample)), len(_HAN.findall(sample))
+    if hangul + hanja >= FREQUENT_AFTER and hangul < HANGUL_SHARE * (hangul + hanja):
+        return 0
+    return hangul + hanja + len(_SHARED_CJK.findall(sample))
 
 
 def _common_cp1252(sample: str) -> int:
@@ -163,8 +171,9 @@ def guess_legacy(data: bytes) -> tuple[str, str] | None:
     """The text and the encoding's name of the candidate that reads the largest share of
     `data`'s non-ASCII characters as common ones, when that share is at least `LEGACY_SCORE`;
     a tie goes to the earlier candidate, except that Big5 wins a tie with a GBK reading that
-    needs Traditional hanzi (`舊筆記` in Big5 is common hanzi as GBK too: `侣掸癘`), and EUC-JP
-    one with a GBK reading that holds kana (GB2312 has them at EUC-JP's bytes). Scored on
+    needs Traditional hanzi (`舊筆記` in Big5 is common hanzi as GBK too: `侣掸癘`), and EUC-JP,
+    when it reads the text at all, wins over a GBK reading of which `KANA_SHARE` or more is kana
+    (GB2312 has them at EUC-JP's bytes). Scored on
     the first `SAMPLE_CHARS` characters. None when no candidate does, `data` is all ASCII,
     holds NUL bytes, or reads with more than 1 % control characters."""
     if b"\x00" in data or data.isascii():
@@ -192,8 +201,8 @@ def guess_legacy(data: bytes) -> tuple[str, str] | None:
         gb2312 = _gb2312()
         if "Big5" in tied and any(c not in gb2312 for c in _HAN.findall(head)):
             name = "Big5"
-        elif "EUC-JP" in tied and _KANA.search(head):  # GB2312 holds the kana where EUC-JP has them
-            name = "EUC-JP"
+        elif "EUC-JP" in read and len(_KANA.findall(head)) >= KANA_SHARE * len(_NON_ASCII_TEXT.findall(head)):
+            name = "EUC-JP"  # GB2312 holds the kana at EUC-JP's bytes: text in kana is Japanese
     return read[name][1], name
 
 
