@@ -206,10 +206,10 @@ def test_a_note_notepad_saved_in_gbk_is_found_and_read(stack):
     assert not result.is_error and result.structured_content is not None
     assert result.structured_content["title"] == "周会记录"
     assert "连接池上限从二十调到五十" in str(result.structured_content["text"])
+    guess = "not UTF-8: read as GBK, a guess from its characters (save it as UTF-8 to be sure)"
+    assert result.structured_content["problems"] == [guess]  # the agent is told too
     note = client.call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path="win/周会.md"))
-    assert "鸭嘴兽网关" in note.markdown and list(note.document.problems) == [
-        "not UTF-8: read as GBK, a guess from its characters (save it as UTF-8 to be sure)"
-    ]
+    assert "鸭嘴兽网关" in note.markdown and list(note.document.problems) == [guess]
 
 
 def test_names_macos_wrote_decomposed_are_found_as_typed(stack):

@@ -116,6 +116,9 @@ class NoteAnswer(BaseModel):
     total_lines: int
     text: str  # those lines as the file has them now (or as indexed: `unreadable`)
     unreadable: str | None = None  # why the file cannot be read now (an unmounted drive): text is as indexed
+    # what the index found wrong with it: a sync tool's conflicting copy, git's conflict markers in
+    # it, a guessed encoding, a frontmatter that is no YAML (None when nothing)
+    problems: list[str] | None = None
     links: list[str]  # vault paths of the notes it links to
     backlinks: list[str]  # vault paths of the notes linking to it
     cut: str | None = None  # a line longer than max_chars: which of its characters are in text
@@ -415,6 +418,7 @@ def build_mcp(client: StackClient) -> MCPServer:
             total_lines=len(lines),
             text="\n".join(taken),
             unreadable=note.unreadable or None,
+            problems=list(note.document.problems) or None,
             links=list(note.outgoing),
             backlinks=list(note.backlinks),
             cut=f"line {first} has {len(head):,} characters: {start_char + 1:,}-{start_char + max_chars:,} are shown, "
