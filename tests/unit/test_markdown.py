@@ -109,10 +109,14 @@ def test_inline_tags_follow_obsidian_rules():
             "#infence",
             "```",
             "[link](#anchor) http://x.y/#frag #trail/",
+            # a heading of this note linked, Dendron's label-first link, an HTML anchor (dendron's
+            # and foam's docs: 11 such "tags" in 6 notes)
+            'see [[#Checkpointing]], [[#feedback|dendron://site/community#feedback]], <a href="#top">up</a>',
+            "(#paren) [#bracket]",
         ]
     )
     tags = parse_note("t.md", text).tags
-    assert tags == ["real-tag", "alpha", "nested/child", "中文标签", "trail"]
+    assert tags == ["real-tag", "alpha", "nested/child", "中文标签", "trail", "paren", "bracket"]
 
 
 def test_vcp_tag_lines_with_their_separators():

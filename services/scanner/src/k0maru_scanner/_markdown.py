@@ -46,7 +46,8 @@ DEFAULT_JOURNALS = JournalFormat()  # Logseq's: journals/2026_12_04.md is "Dec 4
 # references `((uuid))` no text; .3: the day a note's name gives, periodic notes' first day,
 # Obsidian's daily notes' format; .4: a document says the day it was committed, in a vault in git;
 # .5: a heading keeps a `#` that ends a word, `[![x](a.md)` is an image in a bracket; .6: a sync
-# tool's conflicting copy, or git's conflict markers, are a problem of the note: `_conflicts.py`)
+# tool's conflicting copy, or git's conflict markers, are a problem of the note: `_conflicts.py`;
+# `[[#Heading]]` and `href="#top"` are no tags)
 PARSER_VERSION = "2026-12-04.6"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
@@ -67,7 +68,9 @@ _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
 # a destination ends at `)`, and at a `]` (a bracket in it is rarer than a line of `](` without `)`,
 # where scanning from each `](` to the line's end took time squared in its length)
 _MD_LINK_DEST = re.compile(r"\]\([^)\]\n]*\)")
-_INLINE_TAG = re.compile(r"(?<![\w/\\=&?#\-.])#([\w\-/]+)")
+# not a heading linked in the same note (`[[#Heading]]`, Dendron's `[[#label|note]]`) nor an HTML
+# anchor (`href="#top"`)
+_INLINE_TAG = re.compile(r"(?<![\w/\\=&?#\-.])(?<!\[\[)(?<!=[\"'])#([\w\-/]+)")
 _INLINE_PAGE_TAG = re.compile(r"(?<![\w/\\=&?#\-.])#\[\[([^\[\]\n]+)\]\]")  # Logseq: #[[two words]]
 _TAG_LINE = re.compile(r"^\s*tag[:：](?![:：])[ \t]*(.+)$", re.IGNORECASE)
 # Logseq's page properties (and Obsidian Dataview's fields): `key:: value` lines that open the page
