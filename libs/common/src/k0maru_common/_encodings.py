@@ -6,10 +6,12 @@ from such tools, or from Japanese, Korean, Taiwanese or Western Windows, are not
 were not indexed at all ("invalid UTF-8 at byte 0"). Each candidate encoding is tried strictly,
 and the text it gives is scored by the share of its non-ASCII characters that are the common
 ones of that encoding's language: the 6,763 hanzi of GB2312 for GBK, Big5's 5,401 frequent
-hanzi, kana and JIS level-1 kanji for Shift-JIS, Hangul for EUC-KR, letters between ASCII
-letters for Windows-1252. Text read in the wrong one of these gives mostly rare characters
-(a GBK hanzi's bytes read as Big5 land in its rare half, as Shift-JIS in half-width katakana),
-so the right encoding stands out; when none reaches `LEGACY_SCORE` the file stays unreadable.
+hanzi, kana and JIS level-1 kanji for Shift-JIS and EUC-JP, Hangul for EUC-KR, letters between
+ASCII letters for Windows-1252; past ten characters, Chinese is asked for its most frequent
+hanzi, Japanese for kana and Korean for Hangul. Text read in the wrong one of these gives mostly
+rare characters (a GBK hanzi's bytes read as Big5 land in its rare half, as Shift-JIS in
+half-width katakana), so the right encoding stands out; when none reaches `LEGACY_SCORE` the
+file stays unreadable.
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ def read_text(data: bytes, errors: str = "strict") -> tuple[str, str]:
 _FREQUENT_HANZI = frozenset(
     "一是人了不在有大中国和为这上他个地年来我会以到时要出的生学说道民家子也成行下们于后就发自之对得主长可过天作分方用多你着部能市等业全里工公经本都而高政法面门动日进区事代那去心小同北定开产前其军还然起种所如现理机体表力好外与文当两实重新三么只山水关明从化平建又制南内西没此将员名手最东头者月间无安看见各城十相但已些正口通想度加第她合院物性战由位常点海意场武使次二向治因立数样身情入原问把路被并利石老教万知级量任江及应省资委务元美特期世湖回系比气汉总展电科金先声提品设或义王社很统处四首共马形己儿司太目基领队直计别女权话少流命至报米给打变果书清活几州华解议更称程今决张导术府才保交放管结师便走达族反再题色五國爲這個來會時學說們於後發對長過業裏經門動進區開產軍還種現機體與當兩實麼關從內沒將員東頭間無見戰點場數樣問並萬級應資務氣漢總電聲設義統處馬兒領隊計別權話報給變書幾華議稱決張導術結師達題"
 )
-# Characters with at least this many hanzi are also asked to hold `FREQUENT_SHARE` frequent ones.
+# A sample with at least this many hanzi is also asked to hold `FREQUENT_SHARE` frequent ones.
 FREQUENT_AFTER = 10
 FREQUENT_SHARE = 0.15
 KANA_SHARE = 0.1  # of a Japanese sample's kana and kanji (Japanese prose: about half)
@@ -173,9 +175,9 @@ def guess_legacy(data: bytes) -> tuple[str, str] | None:
     a tie goes to the earlier candidate, except that Big5 wins a tie with a GBK reading that
     needs Traditional hanzi (`舊筆記` in Big5 is common hanzi as GBK too: `侣掸癘`), and EUC-JP,
     when it reads the text at all, wins over a GBK reading of which `KANA_SHARE` or more is kana
-    (GB2312 has them at EUC-JP's bytes). Scored on
-    the first `SAMPLE_CHARS` characters. None when no candidate does, `data` is all ASCII,
-    holds NUL bytes, or reads with more than 1 % control characters."""
+    (GB2312 has them at EUC-JP's bytes). Scored on the first `SAMPLE_CHARS` characters. None
+    when no candidate does, `data` is all ASCII, holds NUL bytes, or reads with more than 1 %
+    control characters."""
     if b"\x00" in data or data.isascii():
         return None
     read: dict[str, tuple[float, str]] = {}  # name → (score, text), in the candidates' order
