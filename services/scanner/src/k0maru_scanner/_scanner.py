@@ -151,12 +151,11 @@ def read_note_text(path: Path, max_bytes: int) -> tuple[bytes, str, str]:
     except UnicodeDecodeError as exc:
         if exc.encoding == "utf-8" and b"\x00" in data:
             raise ContentError("binary content (NUL bytes)") from exc
-        encoding = _ENCODINGS.get(exc.encoding, exc.encoding)
         if exc.encoding == "utf-8":
             raise ContentError(
                 f"invalid UTF-8 at byte {exc.start}, and not text in GBK, Big5, Shift-JIS, EUC-JP, EUC-KR or Windows-1252 either"
             ) from exc
-        raise ContentError(f"invalid {encoding} at byte {exc.start}") from exc
+        raise ContentError(f"invalid {_ENCODINGS.get(exc.encoding, exc.encoding)} at byte {exc.start}") from exc
     if "\x00" in text:
         raise ContentError("binary content (NUL bytes)")
     if len(data) > max_bytes and (size := len(data) - opaque_size(text)) > max_bytes:
@@ -164,8 +163,7 @@ def read_note_text(path: Path, max_bytes: int) -> tuple[bytes, str, str]:
     return data, text, how
 
 
-_ENCODINGS = {
-    "utf-8": "UTF-8",
+_ENCODINGS = {  # behind a byte order mark
     "utf-16-le": "UTF-16",
     "utf-16-be": "UTF-16",
     "utf-32-le": "UTF-32",
