@@ -41,6 +41,23 @@ def test_offload_command_keeps_exit_code_and_summarises(vault: Path):
     assert short.returncode == 0 and short.stdout == "hello\n"
 
 
+def test_a_command_that_writes_gbk_is_offloaded_as_chinese(vault: Path):
+    """A tool on a Chinese-locale machine (a JVM, a Windows build run under wine) writes GBK: its
+    output was kept as UTF-8 with U+FFFD for every character, the error among them."""
+    script = (
+        "import sys\nout = sys.stdout.buffer\n"
+        "for i in range(200): out.write(f'第 {i} 步：编译模块\\n'.encode('gbk'))\n"
+        "out.write('错误：配置文件无效\\n'.encode('gbk'))\nsys.exit(1)\n"
+    )
+    cmd = [K0MARU, "offload", "--vault", str(vault), "--task-id", "gbk-build", "--", sys.executable, "-c", script]
+    out = subprocess.run(cmd, capture_output=True, timeout=120)
+    assert out.returncode == 1
+    streamed, summary = out.stdout.split(b"[k0maru]", 1)  # the first lines as written, then the summary
+    assert streamed.startswith("第 0 步".encode("gbk"))
+    stored = next((vault / ".k0maru" / "refs").glob("gbk-build_node_*.log")).read_text(encoding="utf-8")
+    assert "[offloaded] 201 lines" in summary.decode() and "错误：配置文件无效" in stored and "\ufffd" not in stored
+
+
 def test_piped_offload_and_refused_ids(vault: Path):
     out = run("offload", "--vault", str(vault), stdin=LOG.read_text())
     assert out.returncode == 0 and "KeyError: 'token'" in out.stdout

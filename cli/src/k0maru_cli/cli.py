@@ -533,7 +533,7 @@ def cmd_offload(args: argparse.Namespace) -> int:
                 out.flush()
         exit_code = proc.wait()
         streamed = True
-        text = b"".join(buffered).decode("utf-8", "replace")
+        text = decode_text(b"".join(buffered), "replace")  # as the piped log below
     else:
         streamed = False
         text = decode_text(sys.stdin.buffer.read(), "replace")
