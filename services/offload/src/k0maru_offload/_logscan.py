@@ -21,6 +21,8 @@ standard library, a runtime, a test framework or a vendored/installed package ar
            from here`/`requested here` line); ld `undefined reference`; CMake Error;
            `Assertion … failed`; AddressSanitizer & co (first user frame); UBSan
   other    a line that says `error`/`ERROR`/`FAILED` with a `path:line` near it
+gcc and javac in a Chinese or Japanese locale (`x.c:3:5: 错误：…`, `X.java:3: エラー: …`, and
+`警告：`/`附注：` for warnings and notes) are read as in English.
 """
 
 from __future__ import annotations
@@ -75,12 +77,15 @@ def _strip(line: str) -> str:
 
 # --- patterns ----------------------------------------------------------------------------------
 
+# gcc and javac in a Chinese or Japanese locale: 错误：/ エラー: for error, 警告：/ 警告: for
+# warning, 附注：/ 備考: for note, 致命错误：/ 致命的エラー: for fatal error
+_LOCAL_ERROR = r"(?:致命)?错误[:：]|(?:致命的)?エラー[:：]"
 _WARNING = re.compile(  # linear on any line: no unanchored `\w+` before a literal
     r"^\s*(\[(WARNING|WARN)\]|[Ww]arning(\[|:)|WARN\b|npm WARN)|: [Ww]arning[:\s]|^\S+\.\w+:\d+(:\d+)?: (warning|note)\b"
-    r"|Warning: "
+    r"|Warning: |^\S+\.\w+:\d+(:\d+)?: (?:警告|附注|備考)[:：]"
 )
 _ERROR_COUNT = re.compile(
-    r"^error(\[E\d+\])?:|: (fatal )?error[: ]|error TS\d+|^Traceback \(|^panic: |^fatal error: "
+    rf"^error(\[E\d+\])?:|: (fatal )?error[: ]|: (?:{_LOCAL_ERROR})|error TS\d+|^Traceback \(|^panic: |^fatal error: "
     r"|^Exception in thread|^\s*\w*Error(?: \[\w+\])?: |^==\d+==ERROR: |^\[ERROR\] /|^CMake Error|<<< (ERROR|FAILURE)!"
 )
 _FAILED_TEST = re.compile(
@@ -116,7 +121,9 @@ _TS_PAREN = re.compile(r"^(\S+\.(?:tsx?|mts|cts|vue|svelte))\((\d+),(\d+)\): err
 _TS_COLON = re.compile(r"^(\S+\.(?:tsx?|mts|cts|vue|svelte)):(\d+):(\d+) - error (TS\d+): (.+)")
 
 _CC_EXT = r"(?:c|cc|cpp|cxx|c\+\+|h|hh|hpp|hxx|ipp|tpp|inl|m|mm|cu)"
-_CC = re.compile(rf"^(\S+\.{_CC_EXT}|\S+/include/c\+\+/[^\s:]+):(\d+):(\d+): (?:fatal )?error: (.+)")
+_CC = re.compile(
+    rf"^(\S+\.{_CC_EXT}|\S+/include/c\+\+/[^\s:]+):(\d+):(\d+): (?:(?:fatal )?error: |(?:{_LOCAL_ERROR}) ?)(.+)"
+)
 _CC_REQUIRED = re.compile(
     rf"^(\S+\.{_CC_EXT}):(\d+):(\d+):\s+(?:required from here|note: in instantiation of .* requested here)"
 )
@@ -131,7 +138,7 @@ _SANITIZER = re.compile(r"^==\d+==ERROR: (\w+Sanitizer): (\S+)|^WARNING: (Thread
 _SAN_FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ in (.+?) (\S+?):(\d+)(?::(\d+))?$")
 _UBSAN = re.compile(rf"^(\S+\.{_CC_EXT}):(\d+):(\d+): runtime error: (.+)")
 
-_JAVAC = re.compile(r"^(\S+\.(?:java|kt|scala|groovy)):(\d+): error: (.+)")
+_JAVAC = re.compile(rf"^(\S+\.(?:java|kt|scala|groovy)):(\d+): (?:error: |(?:{_LOCAL_ERROR}) ?)(.+)")
 _MAVEN_COMPILE = re.compile(r"^\[ERROR\] (?:\S+: )?(\S+\.(?:java|kt|scala|groovy)):\[(\d+),(\d+)\] (.+)")
 _KOTLIN = re.compile(r"^e: (?:file://)?(\S+\.kts?):(\d+):(\d+) (.+)")
 _SUREFIRE = re.compile(r"^\[ERROR\] (\S+?)(?:\(\S+\))?\s+(?:--\s+)?Time elapsed: .*<<< (ERROR|FAILURE)!$")
@@ -147,7 +154,7 @@ _TAP_NOT_OK = re.compile(r"^\s*not ok \d+ - (.+)")
 _SPEC_FAIL = re.compile(r"^\s*✖ (.+?)(?: \([\d.]+m?s\))?$")
 _JEST = re.compile(r"^\s*● (?!Console\b)(.+)")
 
-_GENERIC = re.compile(r"(^|\s|\[)(error|ERROR|Error|FAILED|FATAL|fatal)(\]|:|\s|$)")
+_GENERIC = re.compile(r"(^|\s|\[)(error|ERROR|Error|FAILED|FATAL|fatal|错误|エラー)(\]|:|：|\s|$)")
 _GENERIC_LOC = re.compile(r"(?<![\w./-])([\w./-]+\.[A-Za-z]{1,6}):(\d+)(?::(\d+))?")
 
 
@@ -157,7 +164,7 @@ _GENERIC_LOC = re.compile(r"(?<![\w./-])([\w./-]+\.[A-Za-z]{1,6}):(\d+)(?::(\d+)
 # Cheap substring tests before the regexes: most lines of a long log are none of these.
 _ERROR_WORDS: tuple[str, ...] = (
     *("error", "panic", "traceback", "fail", "fatal", "exception", "assert", "undefined", "multiple definition"),
-    *("ld:", "sanitizer", "not ok", "✖", "●", ".go:", "<<<", "caused by", "e: ", "data race"),
+    *("ld:", "sanitizer", "not ok", "✖", "●", ".go:", "<<<", "caused by", "e: ", "data race", "错误", "エラー"),
 )
 _FAIL_WORDS = ("fail", "not ok", "✕", "✖", "●", "<<<")
 
@@ -166,12 +173,16 @@ def _may_be_error(line: str, low: str) -> bool:
     return line.startswith("E ") or any(k in low for k in _ERROR_WORDS)
 
 
+def _may_be_warning(line: str, low: str) -> bool:
+    return "warn" in low or "警告" in line or "附注" in line or "備考" in line
+
+
 def scan_log(lines: list[str]) -> LogFindings:
     clean = [_strip(line) for line in lines]
     findings = LogFindings()
     for line in clean:
         low = line.lower()
-        if "warn" in low and _WARNING.search(line) and not _SANITIZER.match(line):
+        if _may_be_warning(line, low) and _WARNING.search(line) and not _SANITIZER.match(line):
             findings.warnings += 1
         elif _may_be_error(line, low) and _ERROR_COUNT.search(line):
             findings.errors += 1
@@ -210,7 +221,9 @@ class _Scanner:
     def at(self, i: int, f: LogFindings) -> bool:
         line = self.lines[i]
         low = line.lower()
-        if not _may_be_error(line, low) or ("warn" in low and _WARNING.search(line) and not _SANITIZER.match(line)):
+        if not _may_be_error(line, low) or (
+            _may_be_warning(line, low) and _WARNING.search(line) and not _SANITIZER.match(line)
+        ):
             return False
         for detect in self.detectors:
             if detect(i, f):
