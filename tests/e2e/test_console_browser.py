@@ -239,6 +239,19 @@ def test_search_says_how_long_the_query_embedding_took_unless_it_was_cached(page
     assert re.search(r"\d ms \(embedding \d+\.\d, bm25 \d+\.\d, vector \d+\.\d\)", page.inner_text("#meta"))
 
 
+def test_a_hit_on_a_note_with_problems_carries_a_badge_that_says_so(page: Any, stack: Stack):
+    code, api = get_json(f"{stack.base}/api/search?q=indexed%20all%20the%20same&mode=bm25")
+    assert code == 200 and api["hits"][0]["path"] == "misc/broken front.md"
+    assert api["hits"][0]["problems"][0].startswith("frontmatter is not valid YAML")
+    assert all(h["problems"] == [] for h in api["hits"][1:])
+    open_page(page, stack, "search?q=indexed%20all%20the%20same&mode=bm25")
+    page.wait_for_selector(".hit")
+    badge = page.locator('.hit[data-path="misc/broken front.md"] .badge.problem')
+    assert badge.inner_text() == "⚠ frontmatter is not valid YAML"
+    assert badge.get_attribute("title").startswith("frontmatter is not valid YAML")
+    assert page.locator(".badge.problem").count() == 1
+
+
 def test_terms_are_highlighted_at_word_starts_and_the_boost_is_rounded(page: Any, stack: Stack):
     open_page(page, stack, "search?q=ghthouse%20keep%20storm&mode=hybrid")
     page.wait_for_selector(".hit .snippet mark")

@@ -212,6 +212,27 @@ def test_a_note_notepad_saved_in_gbk_is_found_and_read(stack):
     assert "鸭嘴兽网关" in note.markdown and list(note.document.problems) == [guess]
 
 
+def test_a_conflicting_copy_a_sync_tool_kept_is_said_on_its_hit(stack):
+    """Two people edited the rota at once and Syncthing kept both: an agent that recalls the copy
+    is told it is one, and which note it conflicts with."""
+    _launcher, client, vault = stack
+    write_notes(
+        vault,
+        {
+            "team/rota.md": "# Rota\n\nThe quokka pilot rota is on the wiki.\n",
+            "team/rota.sync-conflict-20261201-101500-ABCDEF7.md": "# Rota\n\nThe quokka pilot rota moved to the drive.\n",
+        },
+    )
+    wait_for(lambda: len(search(client, "quokka pilot rota", BM25)) == 2, 45, "both notes")
+    result = anyio.run(build_mcp(client).call_tool, "recall_memory", {"query": "quokka pilot rota"})
+    assert not result.is_error and result.structured_content is not None
+    said = {h["path"]: h.get("problems") for h in result.structured_content["hits"]}
+    assert said["team/rota.md"] is None
+    assert said["team/rota.sync-conflict-20261201-101500-ABCDEF7.md"] == [
+        "a conflicting copy of rota.md that Syncthing kept: merge the two and delete this one"
+    ]
+
+
 def test_names_macos_wrote_decomposed_are_found_as_typed(stack):
     """A vault unzipped from a macOS archive: decomposed (NFD) file and folder names, some text
     decomposed too; links, queries, paths and folders come composed (NFC) and in any case."""

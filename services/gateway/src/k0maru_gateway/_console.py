@@ -163,6 +163,7 @@ def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
         "date": h.date or None,  # the note's own date; None when it names none
         "modified": h.modified or None,  # its file's modification day (UTC)
         "committed": h.committed or None,  # a vault in git: the day of the last commit that changed it
+        "problems": list(h.problems),  # what the index found wrong with the note (a conflicting copy, ...)
     }
     if explain:
         e = h.explain

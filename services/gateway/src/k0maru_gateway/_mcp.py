@@ -64,6 +64,9 @@ class Hit(BaseModel):
     date: str | None = None  # the day the note says it was written (frontmatter, journal); None if it names none
     modified: str | None = None  # the day its file was last modified (UTC)
     committed: str | None = None  # a vault in git: the day of the last commit that changed it, if unedited since
+    # what the index found wrong with the note: a sync tool's conflicting copy, git's conflict
+    # markers in it, a guessed encoding (None for most notes)
+    problems: list[str] | None = None
     explain: Explain | None = None
 
 
@@ -305,6 +308,7 @@ def build_mcp(client: StackClient) -> MCPServer:
                     date=h.date or None,
                     modified=h.modified or None,
                     committed=h.committed or None,
+                    problems=list(h.problems) or None,
                     explain=ex,
                 )
             )

@@ -85,6 +85,7 @@ SCHEMAS: dict[str, Any] = {
             "date": _nullable({"type": "string", "format": "date"}),  # the note's own date
             "modified": _nullable({"type": "string", "format": "date"}),  # its file's modification day (UTC)
             "committed": _nullable({"type": "string", "format": "date"}),  # a vault in git: its last commit's day
+            "problems": {"type": "array", "items": _STR},  # what the index found wrong with the note
             "explain": _ref("Explain"),
         },
         required=["path", "title", "snippet", "score", "diary", "tags", "lines"],

@@ -457,6 +457,7 @@ class HybridSearcher:
             date=doc.date,
             modified=utc_day(doc.mtime_ns),
             committed=doc.committed,
+            problems=doc.problems,
         )
         if asked is not None:
             out.explain.CopyFrom(

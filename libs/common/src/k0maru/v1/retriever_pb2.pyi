@@ -100,7 +100,7 @@ class Explanation(_message.Message):
     def __init__(self, bm25: _Optional[_Union[ChannelExplanation, _Mapping]] = ..., vector: _Optional[_Union[ChannelExplanation, _Mapping]] = ..., graph_boost: _Optional[float] = ..., fused_score: _Optional[float] = ..., tagmemo_tags: _Optional[_Iterable[_Union[TagFactor, _Mapping]]] = ..., heading_path: _Optional[_Iterable[str]] = ..., name_match: _Optional[float] = ...) -> None: ...
 
 class SearchHit(_message.Message):
-    __slots__ = ("path", "title", "snippet", "score", "diary", "tags", "chunk_index", "start_line", "end_line", "explain", "date", "modified", "committed")
+    __slots__ = ("path", "title", "snippet", "score", "diary", "tags", "chunk_index", "start_line", "end_line", "explain", "date", "modified", "committed", "problems")
     PATH_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     SNIPPET_FIELD_NUMBER: _ClassVar[int]
@@ -114,6 +114,7 @@ class SearchHit(_message.Message):
     DATE_FIELD_NUMBER: _ClassVar[int]
     MODIFIED_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_FIELD_NUMBER: _ClassVar[int]
+    PROBLEMS_FIELD_NUMBER: _ClassVar[int]
     path: str
     title: str
     snippet: str
@@ -127,7 +128,8 @@ class SearchHit(_message.Message):
     date: str
     modified: str
     committed: str
-    def __init__(self, path: _Optional[str] = ..., title: _Optional[str] = ..., snippet: _Optional[str] = ..., score: _Optional[float] = ..., diary: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., chunk_index: _Optional[int] = ..., start_line: _Optional[int] = ..., end_line: _Optional[int] = ..., explain: _Optional[_Union[Explanation, _Mapping]] = ..., date: _Optional[str] = ..., modified: _Optional[str] = ..., committed: _Optional[str] = ...) -> None: ...
+    problems: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, path: _Optional[str] = ..., title: _Optional[str] = ..., snippet: _Optional[str] = ..., score: _Optional[float] = ..., diary: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., chunk_index: _Optional[int] = ..., start_line: _Optional[int] = ..., end_line: _Optional[int] = ..., explain: _Optional[_Union[Explanation, _Mapping]] = ..., date: _Optional[str] = ..., modified: _Optional[str] = ..., committed: _Optional[str] = ..., problems: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ChannelReport(_message.Message):
     __slots__ = ("channel", "ran", "reason", "weight", "confidence", "took_ms")

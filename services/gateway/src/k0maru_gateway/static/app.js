@@ -215,7 +215,7 @@ async function searchView(_arg, params) {
     const tagmemo = (x.tagmemo_tags || []).length ? `<span class="badge tag" title="TagMemo">TagMemo ${x.tagmemo_tags.map((t) => esc(t.tag) + " " + t.weight.toFixed(2)).join(", ")}</span>` : "";
     const extra = Object.entries(x.extra || {}).map(([k, v]) => `<span class="score">${esc(k)} <b>${esc(typeof v === "number" ? +v.toFixed(4) : JSON.stringify(v))}</b></span>`).join("");
     el.innerHTML = `<div class="head"><a class="title" href="${noteHref(h.path)}">${esc(h.title || h.path)}</a>
-      <span class="path">${esc(h.path)}:${h.lines[0]}–${h.lines[1]}</span>${hitDate(h)}
+      <span class="path">${esc(h.path)}:${h.lines[0]}–${h.lines[1]}</span>${hitDate(h)}${(h.problems || []).length ? `<span class="badge problem" title="${esc(h.problems.join("; "))}">⚠ ${esc(h.problems[0].split(":")[0])}</span>` : ""}
       ${x.graph_boost > 0 ? `<span class="badge graph" title="linked to another hit: +${x.graph_boost.toFixed(4)}">+Graph Boost</span>` : ""}${x.name_match >= 0.5 ? `<span class="badge name" title="the query holds ${Math.round(100 * x.name_match)} % of this note's title or an alias">Name match</span>` : ""}${tagmemo}</div>
       ${heading ? `<div class="crumbs">${esc(heading)}</div>` : ""}
       <div class="snippet"></div>
