@@ -158,6 +158,7 @@ def test_search_and_scan_through_a_running_stacks_console(vault: Path, tmp_path:
             "date",
             "modified",
             "committed",
+            "problems",
         }
         piped = subprocess.Popen([K0MARU, "search", "storm", *where], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert piped.stdout is not None and piped.stderr is not None
@@ -267,7 +268,7 @@ def test_stop_ends_a_stack_started_in_the_background(vault: Path, tmp_path: Path
     """`k0maru up` left running in the background (nohup, a service manager) is stopped by
     `k0maru stop` as Ctrl+C would: every process gone, stack.json removed; again, nothing to stop.
     Its status names the files not indexed, and why (before, only how many, in the console)."""
-    write_notes(vault, {"a.md": "# A\n\nalpha\n", "b.md": "---\ntitle: [oops\n---\n# B\n"})
+    write_notes(vault, {"a.md": "# A\n\nalpha\n", "b.md": "---\ntitle: [oops\n---\n# B\n\nbroken frontmatter\n"})
     (vault / "scan.md").write_bytes(b"%PDF-1.7\x00\x01")
     (vault / "周会.md".encode("gbk").decode("utf-8", "surrogateescape")).write_bytes(b"# x\n")
     where = ("--vault", str(vault), "--data-dir", str(tmp_path / "data"))
@@ -287,6 +288,8 @@ def test_stop_ends_a_stack_started_in_the_background(vault: Path, tmp_path: Path
         said = json.loads(run("status", "--json", *where).stdout)
         assert said["skipped"]["count"] == 2 and "scan.md: binary content (NUL bytes)" in said["skipped"]["files"]
         assert said["notes_with_problems"]["count"] == 1
+        found = run("search", "broken frontmatter", *where, "--mode", "bm25").stdout.splitlines()
+        assert found[0].startswith(" 1. B  [b.md:") and found[2].startswith("    ⚠ frontmatter is not valid YAML")
         state = json.loads((tmp_path / "data" / "stack.json").read_text())
         pids = [state["launcher_pid"], *state["pids"].values()]
         out = run("stop", *where)

@@ -466,6 +466,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         score = f"  score {h['score']:.4f}" if args.query else ""  # a scope's notes, listed: no score
         print(f"{i:>2}. {h['title']}  [{h['path']}:{h['lines'][0]}]{score}  {day}".rstrip())
         print(f"    {h['snippet']}")
+        if h.get("problems"):  # a sync tool's conflicting copy, git's conflict markers, a guessed encoding
+            print(f"    ⚠ {'; '.join(h['problems'])}")
         if args.explain:
             e = h["explain"]
             b = f"bm25 #{e['bm25']['rank']} ({e['bm25']['score']:.2f})" if e["bm25"] else "bm25 -"
