@@ -102,6 +102,23 @@ def test_a_link_by_a_title_or_alias_finds_its_one_note():
     assert g.backlinks("a/x.md") == {"journal.md"}
 
 
+def test_a_link_in_one_chinese_script_finds_the_note_named_in_the_other():
+    """A team in Taiwan and on the mainland: `[[資料庫連線]]` (Taiwan's words, Traditional) is the
+    note `数据库连接.md`, a Simplified link finds a Traditional name, and so do titles; a note that
+    appears later resolves the links waiting for it."""
+    g = LinkGraph()
+    g.set_note("ops/数据库连接.md", [])
+    g.set_note("tw/資料庫連線備忘.md", [], ["資料庫連線備忘"])
+    g.set_note("tw/週報.md", ["資料庫連線", "数据库连接备忘", "學習筆記"])
+    assert g.outgoing("tw/週報.md") == {"ops/数据库连接.md", "tw/資料庫連線備忘.md"}
+    g.set_note("学习笔记.md", [])
+    assert g.outgoing("tw/週報.md") == {"ops/数据库连接.md", "tw/資料庫連線備忘.md", "学习笔记.md"}
+    assert g.backlinks("学习笔记.md") == {"tw/週報.md"}
+    g.set_note("mainland.md", [], ["週会"])  # a title in one script, a link in the other
+    g.set_note("links.md", ["週會"])
+    assert g.outgoing("links.md") == {"mainland.md"}
+
+
 def test_unresolved_link_resolves_when_note_appears_and_backlinks_follow():
     g = LinkGraph()
     g.set_note("a.md", ["Later"])
