@@ -46,7 +46,8 @@ def cuts(texts: list[str], low: int, high: int, rng: random.Random, n: int = 200
 
 def row(label: str, texts: list[str], codec: str) -> None:
     started = time.perf_counter()
-    counts = Counter(what(t.encode(codec, "replace")) for t in texts if not t.encode(codec, "replace").isascii())
+    encoded = [t.encode(codec, "replace") for t in texts]
+    counts = Counter(what(data) for data in encoded if not data.isascii())
     ms = (time.perf_counter() - started) * 1000 / max(1, sum(counts.values()))
     print(f"| {label} | {sum(counts.values())} | {', '.join(f'{k} {v}' for k, v in counts.most_common())} | {ms:.2f} |")
 

@@ -173,8 +173,11 @@ def _may_be_error(line: str, low: str) -> bool:
     return line.startswith("E ") or any(k in low for k in _ERROR_WORDS)
 
 
-def _may_be_warning(line: str, low: str) -> bool:
-    return "warn" in low or "警告" in line or "附注" in line or "備考" in line
+def _is_warning(line: str, low: str) -> bool:
+    """A warning or a note (English, or gcc's and javac's Chinese and Japanese), not a sanitizer's
+    `WARNING: ThreadSanitizer` report; the substrings first, the patterns only then."""
+    may_be = "warn" in low or "警告" in line or "附注" in line or "備考" in line
+    return may_be and bool(_WARNING.search(line)) and not _SANITIZER.match(line)
 
 
 def scan_log(lines: list[str]) -> LogFindings:
@@ -182,7 +185,7 @@ def scan_log(lines: list[str]) -> LogFindings:
     findings = LogFindings()
     for line in clean:
         low = line.lower()
-        if _may_be_warning(line, low) and _WARNING.search(line) and not _SANITIZER.match(line):
+        if _is_warning(line, low):
             findings.warnings += 1
         elif _may_be_error(line, low) and _ERROR_COUNT.search(line):
             findings.errors += 1
@@ -221,9 +224,7 @@ class _Scanner:
     def at(self, i: int, f: LogFindings) -> bool:
         line = self.lines[i]
         low = line.lower()
-        if not _may_be_error(line, low) or (
-            _may_be_warning(line, low) and _WARNING.search(line) and not _SANITIZER.match(line)
-        ):
+        if not _may_be_error(line, low) or _is_warning(line, low):
             return False
         for detect in self.detectors:
             if detect(i, f):
