@@ -28,6 +28,16 @@ KOREAN = (
     "원인은 연결 풀의 상한이 너무 작았기 때문입니다. 상한을 이십에서 오십으로 바꾸었습니다.\n"
 )
 FRENCH = "# Réunion\n\nLe délai de connexion à la base a été dépassé : la réserve était trop petite. Décision : « cinquante ».\n"
+# and on Russian, Central European, Turkish, Baltic and Greek Windows (and Unix, and DOS)
+RUSSIAN = (
+    "# Отчёт о сбое\n\nВ рабочей среде истекло время подключения к базе данных. Причина: "
+    "слишком маленький пул соединений. Решение: поднять предел с двадцати до пятидесяти.\n"
+)
+CZECH = "# Záznam o výpadku\n\nPřipojení k databázi vypršelo, protože fond spojení byl příliš malý. Řešení: zvýšit limit na padesát.\n"
+POLISH = "# Notatka z awarii\n\nPołączenie z bazą danych przekroczyło limit czasu. Przyczyna: pula połączeń była zbyt mała. Zwiększyliśmy limit do pięćdziesięciu.\n"
+TURKISH = "# Arıza kaydı\n\nVeritabanı bağlantısı zaman aşımına uğradı. Sebep: bağlantı havuzunun üst sınırı çok küçüktü. Sınırı elliye çıkardık.\n"
+LATVIAN = "# Kļūmes pieraksts\n\nSavienojums ar datubāzi pārsniedza laika ierobežojumu. Iemesls: savienojumu kopa bija pārāk maza.\n"
+GREEK = "# Αναφορά βλάβης\n\nΗ σύνδεση με τη βάση δεδομένων έληξε. Αιτία: η δεξαμενή συνδέσεων ήταν πολύ μικρή. Αυξήσαμε το όριο στα πενήντα.\n"
 
 
 @pytest.mark.parametrize(
@@ -39,10 +49,34 @@ FRENCH = "# Réunion\n\nLe délai de connexion à la base a été dépassé : la
         (JAPANESE, "euc_jp", "EUC-JP"),
         (KOREAN, "cp949", "EUC-KR"),
         (FRENCH, "cp1252", "Windows-1252"),
+        (RUSSIAN, "cp1251", "Windows-1251"),
+        (RUSSIAN, "koi8_r", "KOI8-R"),
+        (RUSSIAN, "cp866", "CP866"),
+        (CZECH, "cp1250", "Windows-1250"),
+        (POLISH, "iso8859_2", "ISO 8859-2"),
+        (TURKISH, "cp1254", "Windows-1254"),
+        (LATVIAN, "cp1257", "Windows-1257"),
+        (GREEK, "cp1253", "Windows-1253"),
         # a mainland note quoting a Traditional name and a Japanese title, all in GBK
         (SIMPLIFIED + "参考：《資料庫連線》和《データベース》\n", "gb18030", "GBK"),
     ],
-    ids=["simplified", "traditional", "japanese", "japanese-unix", "korean", "french", "mixed-scripts"],
+    ids=[
+        "simplified",
+        "traditional",
+        "japanese",
+        "japanese-unix",
+        "korean",
+        "french",
+        "russian",
+        "russian-unix",
+        "russian-dos",
+        "czech",
+        "polish-unix",
+        "turkish",
+        "latvian",
+        "greek",
+        "mixed-scripts",
+    ],
 )
 def test_a_note_in_a_legacy_encoding_is_read_as_written(text: str, codec: str, name: str):
     data = text.encode(codec)
@@ -62,6 +96,39 @@ def test_korean_is_read_neither_as_gbk_nor_as_japanese():
     data = KOREAN.encode("cp949")
     assert data.decode("gb18030") and data.decode("euc_jp")  # valid as both
     assert guess_legacy(data) == (KOREAN, "EUC-KR")
+
+
+def test_central_european_text_is_not_read_as_western_with_its_letters_wrong():
+    """Czech in Windows-1250 is letters in Windows-1252 too (`ř` → `ø`, `č` → `è`), of no one
+    language; Hungarian's `ő` is Portuguese's `õ`. Before: read as Windows-1252, letters wrong."""
+    hungarian = "# Hibajegy\n\nAz adatbázis-kapcsolat túllépte az időkorlátot, mert a kapcsolatkészlet túl kicsi volt. Megnöveltük ötvenre.\n"
+    for text in (CZECH, hungarian):
+        data = text.encode("cp1250")
+        assert data.decode("cp1252") != text
+        assert guess_legacy(data) == (text, "Windows-1250")
+
+
+def test_latin_text_is_not_read_as_cjk_for_letters_inside_its_words():
+    """`çã` in Portuguese `ação` are one common GBK hanzi (`a玢o`), `ïn` in Dutch `geïnstalleerd`
+    another: CJK text seldom writes a character between two lowercase letters."""
+    for text in ("Configuração da ação\n", "Het pakket is geïnstalleerd\n"):
+        assert guess_legacy(text.encode("cp1252")) == (text, "Windows-1252")
+
+
+def test_a_short_korean_note_is_not_read_as_chinese():
+    """Hangul's bytes are GB2312's common hanzi: a few Korean words read as valid Chinese, too
+    short for the frequent-hanzi test. Korean spaces its words; Chinese has frequent hanzi."""
+    for text in ("회의 기록 정리", "장애보고서", "데이터베이스 연결"):
+        assert guess_legacy(text.encode("cp949")) == (text, "EUC-KR")
+    for text in ("数据库连接", "今天的会议记录"):  # and Chinese stays Chinese
+        assert guess_legacy(text.encode("gbk")) == (text, "GBK")
+
+
+def test_scripts_not_guessed_stay_unreadable():
+    """Hebrew (Windows-1255) is lowercase Cyrillic at Windows-1251's bytes, and lowercase
+    letters at Windows-1252's: rare ones (`й`, `ъ`, `ш`), of no one language. It is not guessed."""
+    hebrew = "# דוח תקלה\n\nהחיבור למסד הנתונים חרג מהזמן המוקצב. הסיבה: מאגר החיבורים היה קטן מדי. הגדלנו את המגבלה לחמישים.\n"
+    assert guess_legacy(hebrew.encode("cp1255")) is None
 
 
 def test_utf8_with_a_few_damaged_bytes_is_read_with_replacement_characters():

@@ -11,7 +11,7 @@ TYPE_CHECKING = (
 if TYPE_CHECKING:
     from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address, open_channel
     from ._client import SEARCH_MODES, StackClient, mode_name
-    from ._encodings import decode_text, guess_legacy, read_text
+    from ._encodings import GUESSED_ENCODINGS, decode_text, guess_legacy, read_text
     from ._errors import (
         CannotWrite,
         DependencyFailed,
@@ -153,6 +153,7 @@ _WHERE = {
     "decode_text": "._encodings",
     "read_text": "._encodings",
     "guess_legacy": "._encodings",
+    "GUESSED_ENCODINGS": "._encodings",
     "generated_folder": "._vault",
     "IGNORED_FOLDERS": "._vault",
     "name_day": "._vault",
@@ -180,6 +181,7 @@ __all__ = [
     "DEAD_STREAM",
     "EMBED_GROUP",
     "GIT_SAFE",
+    "GUESSED_ENCODINGS",
     "HEALTH_NAMES",
     "IGNORED_FOLDERS",
     "JOBS_STREAM",

@@ -2,22 +2,28 @@
 few damaged bytes, or a legacy Windows encoding guessed from the characters it gives.
 
 Notepad on Chinese Windows saved "ANSI" (GBK) until 2019, and old notes carried into a vault
-from such tools, or from Japanese, Korean, Taiwanese or Western Windows, are not UTF-8. They
-were not indexed at all ("invalid UTF-8 at byte 0"). Each candidate encoding is tried strictly,
-and the text it gives is scored by the share of its non-ASCII characters that are the common
-ones of that encoding's language: the 6,763 hanzi of GB2312 for GBK, Big5's 5,401 frequent
-hanzi, kana and JIS level-1 kanji for Shift-JIS and EUC-JP, Hangul for EUC-KR, letters between
-ASCII letters for Windows-1252; past ten characters, Chinese is asked for its most frequent
-hanzi, Japanese for kana and Korean for Hangul. Text read in the wrong one of these gives mostly
-rare characters (a GBK hanzi's bytes read as Big5 land in its rare half, as Shift-JIS in
-half-width katakana), so the right encoding stands out; when none reaches `LEGACY_SCORE` the
-file stays unreadable.
+from such tools, or from Japanese, Korean, Taiwanese, Western, Central European, Russian,
+Turkish, Baltic or Greek Windows, are not UTF-8. They were not indexed at all ("invalid UTF-8
+at byte 0"). Each candidate encoding is tried strictly, and the text it gives is scored by the
+share of its non-ASCII characters that are the common ones of that encoding's language: the
+6,763 hanzi of GB2312 for GBK, Big5's 5,401 frequent hanzi, kana and JIS level-1 kanji for
+Shift-JIS and EUC-JP, Hangul for EUC-KR; for the Latin encodings, the accented letters of their
+languages inside words of ASCII letters; for Cyrillic and Greek, whole words of their letters.
+Past ten characters, Chinese is asked for its most frequent hanzi, Japanese for kana, Korean
+for Hangul, Cyrillic and Greek for their frequent letters in lowercase. Text read in the wrong
+one of these gives mostly rare characters (a GBK hanzi's bytes read as Big5 land in its rare
+half, as Shift-JIS in half-width katakana; Windows-1251 read as KOI8-R is capitals), so the
+right encoding stands out; the Latin encodings, which all read each other's letters as letters,
+are told apart by how well one language's letters cover the reading. When none reaches
+`LEGACY_SCORE` the file stays unreadable: Hebrew, Arabic, Thai among others.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 # Byte order marks that name an encoding other than UTF-8, longest first (UTF-32 LE's begins
 # with UTF-16 LE's).
@@ -48,13 +54,12 @@ _SHARED_CJK = re.compile("[\u2010-\u206f\u25a0-\u25ff\u2605\u2606\u3000-\u303f\u
 # them: counting those read 1 more of 1,960 short GBK snippets as EUC-KR; bench/encoding_guess.py)
 _KANA = re.compile("[\u3041-\u30ff]")
 _HANGUL = re.compile("[\uac00-\ud7a3\u3131-\u318e]")
-_LATIN_LETTERS = re.compile("[\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u00ff\u0152\u0153\u0160\u0161\u0178\u017d\u017e]")
 # punctuation, currency and signs of Western text (`£5`, `§ 3`, `20 °C`, `½`): not those that
 # are letters in the Central European encodings (ISO 8859-2's `ł` is Windows-1252's `³`), which
 # would read Polish or Czech as Western text with its letters wrong
 _LATIN_MARKS = re.compile(
-    "[\u00a0\u00a2-\u00a4\u00a7\u00a9\u00ab\u00ae\u00b0\u00b7\u00bb\u00bd\u00d7\u00f7"
-    "\u2013\u2014\u2018\u2019\u201c\u201d\u2022\u2026\u20ac\u2122]"
+    "[\u00a0\u00a1\u00a2-\u00a4\u00a7\u00a9\u00ab\u00ae\u00b0\u00b7\u00bb\u00bd\u00bf\u00d7\u00f7"
+    "\u2013\u2014\u2018\u2019\u201a\u201c\u201d\u201e\u2022\u2026\u2039\u203a\u20ac\u2122]"
 )
 _NON_ASCII_TEXT = re.compile("[^\x00-\x7f]")
 _NON_ASCII_RUN = re.compile("[^\x00-\x7f]{3,}")
@@ -71,8 +76,7 @@ def read_text(data: bytes, errors: str = "strict") -> tuple[str, str]:
     show on the note):
     - UTF-8, its byte order mark dropped; UTF-16 or UTF-32 when the file begins with that
       encoding's mark (Windows PowerShell 5's `>` and `Out-File`, Notepad's "Unicode");
-    - GBK, Big5, Shift-JIS, EUC-JP, EUC-KR or Windows-1252 when one of them reads the file as the
-      common characters of its language (`guess_legacy`); never a file with NUL bytes;
+    - one of `GUESSED_ENCODINGS` when it reads the file as the common characters of its language (`guess_legacy`); never a file with NUL bytes;
     - else UTF-8 with at least `DAMAGED_GOOD_PER_BAD` valid characters beyond ASCII per byte
       that is not UTF-8, those bytes read as U+FFFD.
     Otherwise UnicodeDecodeError (`errors="strict"`) at the first byte that is not UTF-8."""
@@ -154,36 +158,182 @@ def _common_euc_kr(sample: str) -> int:
     return hangul + hanja + len(_SHARED_CJK.findall(sample))
 
 
-def _common_cp1252(sample: str) -> int:
-    # Accented letters sit inside words of ASCII letters; CJK bytes read as Windows-1252 give
-    # runs of accented letters and symbols (`»áÒé`), which count for nothing.
-    alone = _NON_ASCII_RUN.sub("", sample)
-    return len(_LATIN_LETTERS.findall(alone)) + len(_LATIN_MARKS.findall(alone))
+# The letters beyond ASCII of the languages each Latin encoding was Windows' "ANSI" for. A text
+# read in the wrong one of them still gives letters (Czech's `ř` is Windows-1252's `ř`'s byte as
+# `ø`), so each reading is also asked how well one language's letters cover it (`_Scored.fit`).
+_LATIN_LANGUAGES = {
+    "cp1252": (
+        "àâæçéèêëîïôœùûüÿ",  # French
+        "äöüß",  # German
+        "áéíñóúü",  # Spanish
+        "áâãàçéêíóôõú",  # Portuguese
+        "àèéìíîòóù",  # Italian
+        "àçèéíïòóúü",  # Catalan
+        "áéëïóöüèà",  # Dutch
+        "æøåé",  # Danish, Norwegian
+        "åäöéšž",  # Swedish, Finnish
+        "áðéíóúýþæö",  # Icelandic
+        "çë",  # Albanian
+    ),
+    "cp1250": (
+        "áčďéěíňóřšťúůýž",  # Czech
+        "áäčďéíĺľňóôŕšťúýž",  # Slovak
+        "ąćęłńóśźż",  # Polish
+        "áéíóöőúüű",  # Hungarian
+        "čćđšž",  # Croatian, Bosnian, Serbian in Latin letters, Slovene
+        "ăâîşţ",  # Romanian
+        "äöüß",  # German, which Central European text quotes
+    ),
+    "cp1254": ("çğıöşüâîû",),  # Turkish
+    "cp1257": (
+        "ąčęėįšųūž",  # Lithuanian
+        "āčēģīķļņšūž",  # Latvian
+        "äõöüšž",  # Estonian
+    ),
+}
+_LATIN_LANGUAGES["iso8859_2"] = _LATIN_LANGUAGES["cp1250"]  # Central European as Unix tools saved it
 
 
-# (codec, the name users know it by, how many of a sample's non-ASCII characters are common)
+@functools.cache
+def _alphabets(codec: str) -> tuple[frozenset[str], ...]:
+    def both_cases(letters: str) -> frozenset[str]:
+        upper = {u for u in letters.upper() if not u.isascii()}
+        return frozenset(letters) | upper | ({"İ"} if "ı" in letters else set())
+
+    return tuple(both_cases(letters) for letters in _LATIN_LANGUAGES[codec])
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """Of a sample's non-ASCII characters: how many read as common ones (`common`), and how many
+    of those one language's letters cover (`fit`; the same for the scripts of one language)."""
+
+    common: int
+    fit: int
+
+
+def _latin(codec: str) -> Callable[[str], _Scored]:
+    def common(sample: str) -> _Scored:
+        # Accented letters sit inside words of ASCII letters; CJK or Cyrillic bytes read as a
+        # Latin encoding give runs of accented letters and symbols (`»áÒé`), which count for
+        # nothing, unless the run is a word's letters in one case (Turkish `ışığı`, Czech `říš`).
+        alphabets = _alphabets(codec)
+        known = frozenset().union(*alphabets)
+        alone = _NON_ASCII_RUN.sub(lambda run: run[0] if _lettered(run[0], alphabets) else "", sample)
+        letters = [c for c in _NON_ASCII_TEXT.findall(alone) if c.isalpha()]
+        marks = len(_LATIN_MARKS.findall(alone))
+        fit = max(sum(1 for c in letters if c in alphabet) for alphabet in alphabets)
+        return _Scored(sum(1 for c in letters if c in known) + marks, fit + marks)
+
+    return common
+
+
+LETTER_RUN = 4  # Turkish `ışığı`, Czech `příšerně` hold 3 accented letters in a row at most
+
+
+def _lettered(run: str, alphabets: tuple[frozenset[str], ...]) -> bool:
+    """Whether `run` is letters of one language in one case, and marks (`é »` with a no-break
+    space); Hebrew read as Windows-1252 is lowercase letters of several."""
+    letters = _LATIN_MARKS.sub("", run)
+    if len(letters) > LETTER_RUN:
+        return False
+    return not letters or (
+        (letters.islower() or letters.isupper()) and any(all(c in alphabet for c in letters) for alphabet in alphabets)
+    )
+
+
+# The alphabets of the scripts read from single-byte encodings, whole words of them; a language
+# written in them uses its frequent letters for about 60–90 % of its text and writes in lowercase
+# (gettext's translations on this machine: Russian, Ukrainian, Belarusian, Bulgarian, Serbian and
+# Macedonian 61–77 % and 93–97 %; Greek 88 % and 97 %), while text of another script read in
+# them gives the rare ones or capitals (Hebrew read as Windows-1251: 39 %; Russian read as
+# Windows-1253: 59 %; Windows-1251 read as KOI8-R: capitals).
+_CYRILLIC = "абвгдеёжзийклмнопрстуфхцчшщъыьэюяєіїґўђјљњћџѓќѕ"
+_CYRILLIC_FREQUENT = frozenset("оеаинтсрвлкі")
+CYRILLIC_FREQUENT_SHARE = 0.5
+_GREEK = "αβγδεζηθικλμνξοπρστυφχψωάέήίόύώϊϋΐΰς"
+_GREEK_FREQUENT = frozenset("αοιετσνηυρπκμλάέίόςή")
+GREEK_FREQUENT_SHARE = 0.75
+LOWERCASE_SHARE = 0.5
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _script(alphabet: str, frequent: frozenset[str], share: float) -> Callable[[str], _Scored]:
+    letters = frozenset(alphabet) | frozenset(alphabet.upper())
+
+    def common(sample: str) -> _Scored:
+        good = lower = usual = 0
+        for word in _WORD.findall(sample):
+            if word.isascii() or not all(c in letters for c in word):
+                continue  # a word mixing scripts, or holding a sign, is no word of this one
+            if "ς" in word[:-1]:
+                continue  # Greek writes its final sigma only at a word's end
+            good += len(word)
+            lower += sum(1 for c in word if c.islower())
+            usual += sum(1 for c in word if c.lower() in frequent)
+        if not good or (good >= FREQUENT_AFTER and (lower < LOWERCASE_SHARE * good or usual < share * good)):
+            return _Scored(0, 0)  # signs alone (0xFF is CP866's no-break space) are no text of it
+        found = good + len(_LATIN_MARKS.findall(sample))
+        return _Scored(found, found)
+
+    return common
+
+
+# Two accented letters, or one and the ASCII letter after it, read in a CJK encoding as one
+# character: inside a word (`çã` of Portuguese `ação` as GBK: `a玢o`; `ïn` of Dutch
+# `geïnstalleerd`: `ge颪stalleerd`), where CJK text seldom writes one (`Python和Java`, `C語言`,
+# `BCPL所設計` touch a capital or one side only; zh_cmrc2018 and Python's Japanese samples tell)
+_WITHIN_WORD = re.compile("(?<=[a-z])[^\x00-\x7f](?=[a-z])")
+
+
+def _counted(count: Callable[[str], int]) -> Callable[[str], _Scored]:
+    """`count`, less the characters between two lowercase ASCII letters."""
+
+    def common(sample: str) -> _Scored:
+        found = max(0, count(sample) - len(_WITHIN_WORD.findall(sample)))
+        return _Scored(found, found)
+
+    return common
+
+
+# (codec, the name users know it by, how many of a sample's non-ASCII characters are common), in
+# the order that breaks ties
 _CANDIDATES = (
-    ("gb18030", "GBK", _common_gbk),
-    ("big5", "Big5", _common_big5),
-    ("cp932", "Shift-JIS", _common_japanese),
-    ("euc_jp", "EUC-JP", _common_japanese),  # Japanese as Unix tools saved it
-    ("cp949", "EUC-KR", _common_euc_kr),
-    ("cp1252", "Windows-1252", _common_cp1252),
+    ("gb18030", "GBK", _counted(_common_gbk)),
+    ("big5", "Big5", _counted(_common_big5)),
+    ("cp932", "Shift-JIS", _counted(_common_japanese)),
+    ("euc_jp", "EUC-JP", _counted(_common_japanese)),  # Japanese as Unix tools saved it
+    ("cp949", "EUC-KR", _counted(_common_euc_kr)),
+    ("cp1252", "Windows-1252", _latin("cp1252")),
+    ("cp1250", "Windows-1250", _latin("cp1250")),
+    ("iso8859_2", "ISO 8859-2", _latin("iso8859_2")),
+    ("cp1254", "Windows-1254", _latin("cp1254")),
+    ("cp1257", "Windows-1257", _latin("cp1257")),
+    ("cp1251", "Windows-1251", _script(_CYRILLIC, _CYRILLIC_FREQUENT, CYRILLIC_FREQUENT_SHARE)),
+    ("koi8_r", "KOI8-R", _script(_CYRILLIC, _CYRILLIC_FREQUENT, CYRILLIC_FREQUENT_SHARE)),
+    ("cp866", "CP866", _script(_CYRILLIC, _CYRILLIC_FREQUENT, CYRILLIC_FREQUENT_SHARE)),  # DOS
+    ("cp1253", "Windows-1253", _script(_GREEK, _GREEK_FREQUENT, GREEK_FREQUENT_SHARE)),
+    ("iso8859_7", "ISO 8859-7", _script(_GREEK, _GREEK_FREQUENT, GREEK_FREQUENT_SHARE)),
 )
+_LAST_MULTIBYTE = "EUC-KR"  # the tie-breaks between CJK readings are among those up to here
+_NAMES = [name for _codec, name, _common in _CANDIDATES]
+GUESSED_ENCODINGS = ", ".join(_NAMES[:-1]) + " or " + _NAMES[-1]  # for messages
 
 
 def guess_legacy(data: bytes) -> tuple[str, str] | None:
     """The text and the encoding's name of the candidate that reads the largest share of
     `data`'s non-ASCII characters as common ones, when that share is at least `LEGACY_SCORE`;
-    a tie goes to the earlier candidate, except that Big5 wins a tie with a GBK reading that
-    needs Traditional hanzi (`舊筆記` in Big5 is common hanzi as GBK too: `侣掸癘`), and EUC-JP,
-    when it reads the text at all, wins over a GBK reading of which `KANA_SHARE` or more is kana
-    (GB2312 has them at EUC-JP's bytes). Scored on the first `SAMPLE_CHARS` characters. None
-    when no candidate does, `data` is all ASCII, holds NUL bytes, or reads with more than 1 %
-    control characters."""
+    among those, the one whose common characters one language covers best (Czech read as
+    Windows-1252 is letters too, of no one language); a tie goes to the earlier candidate, except
+    that Big5 wins a tie with a GBK reading that needs Traditional hanzi (`舊筆記` in Big5 is
+    common hanzi as GBK too: `侣掸癘`), EUC-JP, when it reads the text at all, wins over a GBK
+    reading of which `KANA_SHARE` or more is kana (GB2312 has them at EUC-JP's bytes), and EUC-KR
+    over a GBK reading whose hanzi are words between spaces (`_spaced`). Scored on the first
+    `SAMPLE_CHARS` characters. None when no candidate does, `data` is all ASCII, holds NUL bytes,
+    or reads with more than 1 % control characters."""
     if b"\x00" in data or data.isascii():
         return None
-    read: dict[str, tuple[float, str]] = {}  # name → (score, text), in the candidates' order
+    read: dict[str, tuple[float, float, str]] = {}  # name → (fit, score, text), in the candidates' order
     for codec, name, common in _CANDIDATES:
         try:
             text = data.decode(codec)
@@ -193,22 +343,49 @@ def guess_legacy(data: bytes) -> tuple[str, str] | None:
         if len(_CONTROLS.findall(head)) > 0.01 * len(head):
             continue
         non_ascii = len(_NON_ASCII_TEXT.findall(head))
-        # Windows-1252 is scored in context (runs of non-ASCII), the others on their characters
-        score = common(head) / non_ascii if non_ascii else 0.0
-        if score >= LEGACY_SCORE:
-            read[name] = (score, text)
+        if not non_ascii:
+            continue
+        scored = common(head)
+        if scored.common >= LEGACY_SCORE * non_ascii:
+            read[name] = (scored.fit / non_ascii, scored.common / non_ascii, text)
+        if name == _LAST_MULTIBYTE and any(fit == 1.0 for fit, _score, _text in read.values()):
+            break  # none after can beat it (a tie goes to the earlier): a CJK note costs no more
     if not read:
         return None
-    name = max(read, key=lambda n: read[n][0])  # the first of the best
+    name = max(read, key=lambda n: read[n][:2])  # the first of the best
     if name == "GBK":
-        tied = {n for n in read if read[n][0] == read["GBK"][0]}
-        head = read["GBK"][1][:SAMPLE_CHARS]
+        tied = {n for n in read if read[n][:2] == read["GBK"][:2]}
+        head = read["GBK"][2][:SAMPLE_CHARS]
         gb2312 = _gb2312()
         if "Big5" in tied and any(c not in gb2312 for c in _HAN.findall(head)):
             name = "Big5"
         elif "EUC-JP" in read and len(_KANA.findall(head)) >= KANA_SHARE * len(_NON_ASCII_TEXT.findall(head)):
             name = "EUC-JP"  # GB2312 holds the kana at EUC-JP's bytes: text in kana is Japanese
-    return read[name][1], name
+        elif "EUC-KR" in read and _korean_more_likely(head, read["EUC-KR"][2][:SAMPLE_CHARS]):
+            name = "EUC-KR"
+    return read[name][2], name
+
+
+# Hangul's bytes are GB2312's level-1 hanzi, and a Korean note too short for the frequent-hanzi
+# test (`FREQUENT_AFTER`) reads as common hanzi in GBK. Two signs tell it: Korean puts a space
+# between its words (a few syllables each), Chinese none between its hanzi; and a few words of
+# Chinese hold one of its most frequent hanzi (`的`, `是`, `了`: half of its text), while Hangul
+# read as hanzi seldom does.
+_HAN_SPACE_HAN = re.compile("[\u4e00-\u9fff] [\u4e00-\u9fff]")
+_HAN_RUN = re.compile("[\u4e00-\u9fff]+")
+SPACED_SHARE = 0.5
+
+
+def _korean_more_likely(as_gbk: str, as_korean: str) -> bool:
+    """Whether a text that GBK and EUC-KR both read is Korean: at least `SPACED_SHARE` of its
+    GBK reading's runs of hanzi end in a space and another hanzi, or that reading holds two or
+    more hanzi and no frequent one while the EUC-KR reading is `HANGUL_SHARE` Hangul."""
+    runs = len(_HAN_RUN.findall(as_gbk))
+    if runs and len(_HAN_SPACE_HAN.findall(as_gbk)) >= SPACED_SHARE * runs:
+        return True
+    han = _HAN.findall(as_gbk)
+    hangul, hanja = len(_HANGUL.findall(as_korean)), len(_HAN.findall(as_korean))
+    return len(han) >= 2 and not any(c in _FREQUENT_HANZI for c in han) and hangul >= HANGUL_SHARE * (hangul + hanja)
 
 
 def _decoded_pairs(codec: str, leads: range, trails: range) -> frozenset[str]:

@@ -25,6 +25,7 @@ import xxhash
 
 from k0maru.v1 import common_pb2
 from k0maru_common import (
+    GUESSED_ENCODINGS,
     IGNORED_FOLDERS,
     CannotWrite,
     CommitDays,
@@ -153,7 +154,7 @@ def read_note_text(path: Path, max_bytes: int) -> tuple[bytes, str, str]:
             raise ContentError("binary content (NUL bytes)") from exc
         if exc.encoding == "utf-8":
             raise ContentError(
-                f"invalid UTF-8 at byte {exc.start}, and not text in GBK, Big5, Shift-JIS, EUC-JP, EUC-KR or Windows-1252 either"
+                f"invalid UTF-8 at byte {exc.start}, and not text in {GUESSED_ENCODINGS} either"
             ) from exc
         raise ContentError(f"invalid {_ENCODINGS.get(exc.encoding, exc.encoding)} at byte {exc.start}") from exc
     if "\x00" in text:
@@ -190,6 +191,15 @@ _CONVMV = {
     "EUC-JP": "euc-jp",
     "EUC-KR": "cp949",
     "Windows-1252": "cp1252",
+    "Windows-1250": "cp1250",
+    "ISO 8859-2": "iso-8859-2",
+    "Windows-1254": "cp1254",
+    "Windows-1257": "cp1257",
+    "Windows-1251": "cp1251",
+    "KOI8-R": "koi8-r",
+    "CP866": "cp866",
+    "Windows-1253": "cp1253",
+    "ISO 8859-7": "iso-8859-7",
 }
 
 
