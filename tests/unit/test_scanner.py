@@ -388,16 +388,24 @@ def test_notes_in_legacy_encodings_are_indexed_with_a_problem_that_says_so(vault
     gbk = "---\ntags: [运维]\n---\n# 数据库连接池\n\n高峰期连接超时，上限从二十调到五十。见 [[监控告警]]\n"
     (vault / "周会.md").write_bytes(gbk.encode("gbk"))
     (vault / "cafe.md").write_bytes("# Café\n\nLa réserve était trop petite.\n".encode("cp1252"))
+    russian = "# Отчёт о сбое\n\nИстекло время подключения к базе данных, см. [[мониторинг]] #эксплуатация\n"
+    (vault / "сбой.md").write_bytes(russian.encode("cp1251"))
     pasted = "# Quotes\n\n中文 and a pasted ".encode() + b"\x93quote\x94\n"
     (vault / "pasted.md").write_bytes(pasted)
     scanner = make(vault, tmp_path)
-    assert sorted(e.path for e in scanner.scan().entries) == ["cafe.md", "pasted.md", "周会.md"]
+    assert sorted(e.path for e in scanner.scan().entries) == ["cafe.md", "pasted.md", "сбой.md", "周会.md"]
     doc = parse_document(scanner, "周会.md")
     assert doc is not None and doc.title == "数据库连接池" and list(doc.tags) == ["运维"]
     assert [lk.target for lk in doc.links] == ["监控告警"] and "上限从二十调到五十" in doc.chunks[0].text
     assert list(doc.problems) == ["not UTF-8: read as GBK, a guess from its characters (save it as UTF-8 to be sure)"]
     assert doc.hash == xxhash.xxh3_64_hexdigest(gbk.encode("gbk"))
     assert parse_document(scanner, "cafe.md").title == "Café"
+    doc = parse_document(scanner, "сбой.md")
+    assert doc.title == "Отчёт о сбое" and list(doc.tags) == ["эксплуатация"]
+    assert [lk.target for lk in doc.links] == ["мониторинг"]
+    assert list(doc.problems) == [
+        "not UTF-8: read as Windows-1251, a guess from its characters (save it as UTF-8 to be sure)"
+    ]
     quotes = parse_document(scanner, "pasted.md")
     assert "\ufffdquote\ufffd" in quotes.chunks[0].text
     assert list(quotes.problems) == ["2 bytes that are not UTF-8 read as U+FFFD (the first at byte 30)"]
