@@ -328,7 +328,7 @@ def guess_legacy(data: bytes) -> tuple[str, str] | None:
     that Big5 wins a tie with a GBK reading that needs Traditional hanzi (`舊筆記` in Big5 is
     common hanzi as GBK too: `侣掸癘`), EUC-JP, when it reads the text at all, wins over a GBK
     reading of which `KANA_SHARE` or more is kana (GB2312 has them at EUC-JP's bytes), and EUC-KR
-    over a GBK reading whose hanzi are words between spaces (`_spaced`). Scored on the first
+    over a GBK reading that looks like Korean (`_korean_more_likely`). Scored on the first
     `SAMPLE_CHARS` characters. None when no candidate does, `data` is all ASCII, holds NUL bytes,
     or reads with more than 1 % control characters."""
     if b"\x00" in data or data.isascii():
