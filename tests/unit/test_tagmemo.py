@@ -231,6 +231,18 @@ def test_tag_index_normalises_and_forgets_a_tag_with_its_last_note() -> None:
     assert index.vectors == {} and index.space() is None
 
 
+def test_a_tag_in_either_chinese_script_is_one_tag() -> None:
+    """A team in Taiwan tags `#資料庫`, one on the mainland `#数据库`: one tag, one vector, and
+    their notes' co-occurrences counted together (before: two tags, each half as strong, and a
+    query's core tag `資料庫` matched only the Traditional one)."""
+    index = TagIndex(None, "m", D)
+    assert index.set_note("tw.md", ["資料庫", "網路"]) == ["数据库", "网络"]
+    assert index.set_note("cn.md", ["数据库", "网络"]) == ["数据库", "网络"]
+    assert index.note_count == {"数据库": 2, "网络": 2} and index.cooc.weight("数据库", "网络") == 2
+    assert normalise_tag(" 資料庫 ") == normalise_tag("数据库") == "数据库"
+    assert normalise_tag("Café") == "café"  # nothing else changes
+
+
 # -- What is cached per tag space, not per query ---------------------------------------------------
 
 

@@ -15,7 +15,7 @@ Tags compare as Obsidian's tag search does: without `#`, in any case and normal 
 finding the tags nested under it (`project` finds `project/alpha`; Logseq's namespaced tags are
 written the same way). Notes carry the spellings their authors typed (`#Project`, `#project`).
 Chinese tags compare in Simplified characters and mainland words, as BM25 reads Han text
-(`_han.simplified`): a team's `#資料庫` and `#数据库` are one tag.
+(`_tags.normalise_tag`, through `_han.simplified`): a team's `#資料庫` and `#数据库` are one tag.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from dataclasses import replace
 from k0maru_common import name_key
 
 from ._bm25 import Scope, folders_of
-from ._han import simplified
 from ._tags import normalise_tag
 
 
@@ -136,7 +135,7 @@ class VaultNames:
 
 def _tag_key(tag: str) -> str:
     """How two spellings of a tag compare (see the module's docstring)."""
-    return simplified(normalise_tag(tag.lstrip("#")))
+    return normalise_tag(tag.lstrip("#"))
 
 
 def _by_key(names: Mapping[str, object] | set[str]) -> dict[str, list[str]]:

@@ -1,8 +1,10 @@
 """TagIndex: one vector per distinct normalised tag, tag co-occurrence, and the EPA basis.
 
 - Tags come from the scanner's Document.tags (frontmatter, inline #tags, VCP `Tag:` lines),
-  normalised (NFKC, lower case, spaces collapsed) and filtered by the blacklist of
-  rag_params.json. A tag lives as long as one note carries it.
+  normalised (NFKC, lower case, spaces collapsed, Traditional Chinese read as Simplified: a
+  team's `#資料庫` and `#数据库` are one tag, with one vector and one set of co-occurrences, as
+  they are one tag in a search's scope) and filtered by the blacklist of rag_params.json. A tag
+  lives as long as one note carries it.
 - Tag vectors are embedded through the same Redis queue as chunks (job id TAG_PREFIX + name)
   and kept in their own SQLite file, `tags-<model>.sqlite`, and in memory as one matrix:
   1k × 384 brute force costs microseconds, and the pyramid needs the vectors anyway.
@@ -33,6 +35,7 @@ import xxhash
 from k0maru_common import open_sqlite
 
 from ._epa import MIN_TAGS, EpaBasis
+from ._han import simplified
 from ._params import ParamsFile
 from ._tagmemo import TagSpace
 
@@ -47,7 +50,8 @@ FILL_MAX_TAGS = 5000
 
 
 def normalise_tag(tag: str) -> str:
-    return _SPACES.sub(" ", unicodedata.normalize("NFKC", tag)).strip().lower()
+    name = _SPACES.sub(" ", unicodedata.normalize("NFKC", tag)).strip().lower()
+    return name if name.isascii() else simplified(name)
 
 
 def tag_key(name: str, model_id: str) -> str:
