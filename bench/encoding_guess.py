@@ -79,13 +79,16 @@ GETTEXT_CODECS = {
     "el": ("cp1253",),
     **{lang: ("cp1252",) for lang in ("de", "fr", "es", "pt", "it", "nl", "da", "sv", "fi", "is", "ca")},
     **{lang: ("cp1257",) for lang in ("lt", "lv", "et")},
-    "he": ("cp1255",),  # not guessed: expected unreadable
+    "he": ("cp1255",),
+    "ar": ("cp1256",),
+    "fa": ("cp1256",),  # Persian's `ی` as Arabic's `ي`, as Windows-1256 holds it
     "ko": ("cp949",),
     "zh_CN": ("gbk",),
     "ja": ("cp932",),
 }
-# Windows-1250 has Romanian's letters with a cedilla, the older spelling
-_ROMANIAN = str.maketrans("șțȘȚ", "şţŞŢ")
+# Windows-1250 has Romanian's letters with a cedilla, the older spelling; Windows-1256 has no
+# Persian `ی` (Persian Windows wrote `ي`)
+_SPELLINGS = str.maketrans("șțȘȚی", "şţŞŢي")
 
 
 def translations(folder: Path) -> list[str]:
@@ -103,7 +106,7 @@ def translations(folder: Path) -> list[str]:
 def gettext_rows(locales: Path, rng: random.Random) -> None:
     print("\n| language, encoding | notes of 20 messages | cuts of 20–80 characters |\n|---|---|---|")
     for lang, codecs_ in GETTEXT_CODECS.items():
-        messages = [m.translate(_ROMANIAN) for m in translations(locales / lang)]
+        messages = [m.translate(_SPELLINGS) for m in translations(locales / lang)]
         if not messages:
             continue
         notes = ["\n".join(rng.sample(messages, min(20, len(messages)))) for _ in range(300)]

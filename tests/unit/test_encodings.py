@@ -124,11 +124,26 @@ def test_a_short_korean_note_is_not_read_as_chinese():
         assert guess_legacy(text.encode("gbk")) == (text, "GBK")
 
 
-def test_scripts_not_guessed_stay_unreadable():
-    """Hebrew (Windows-1255) is lowercase Cyrillic at Windows-1251's bytes, and lowercase
-    letters at Windows-1252's: rare ones (`й`, `ъ`, `ш`), of no one language. It is not guessed."""
+def test_hebrew_and_arabic_are_read_and_not_taken_for_russian():
+    """Hebrew (Windows-1255) is lowercase Cyrillic at Windows-1251's bytes: a few words of it pass
+    for Russian. Hebrew writes its final forms only at a word's end, and Russian read as Hebrew
+    breaks that (`н` is `ם`), so a tie between the two goes to Hebrew."""
     hebrew = "# דוח תקלה\n\nהחיבור למסד הנתונים חרג מהזמן המוקצב. הסיבה: מאגר החיבורים היה קטן מדי. הגדלנו את המגבלה לחמישים.\n"
-    assert guess_legacy(hebrew.encode("cp1255")) is None
+    arabic = (
+        "# تقرير العطل\n\nانتهت مهلة الاتصال بقاعدة البيانات، لأن مجمع الاتصالات كان صغيرا جدا. رفعنا الحد إلى خمسين.\n"
+    )
+    assert guess_legacy(hebrew.encode("cp1255")) == (hebrew, "Windows-1255")
+    assert guess_legacy(arabic.encode("cp1256")) == (arabic, "Windows-1256")
+    assert guess_legacy("סיכום פגישה".encode("cp1255")) == ("סיכום פגישה", "Windows-1255")  # meeting notes
+    assert guess_legacy("список дел".encode("cp1251")) == ("список дел", "Windows-1251")
+
+
+def test_scripts_not_guessed_stay_unreadable():
+    # Python's Big5-HKSCS sample (Hong Kong's characters beyond Big5): as Windows-1251 it was
+    # `€E€\Љs‹ЪЌШ`, more signs than letters
+    assert guess_legacy(b"\x88E\x88\\\x8as\x8b\xda\x8d\xd8\n\x88f\x88b\x88\xa7 \x88\xa7\x88\xa3\n") is None
+    thai = "# รายงานข้อผิดพลาด\n\nการเชื่อมต่อฐานข้อมูลหมดเวลา เพราะพูลการเชื่อมต่อเล็กเกินไป\n"
+    assert guess_legacy(thai.encode("cp874")) is None
 
 
 def test_utf8_with_a_few_damaged_bytes_is_read_with_replacement_characters():

@@ -15,7 +15,7 @@ one of these gives mostly rare characters (a GBK hanzi's bytes read as Big5 land
 half, as Shift-JIS in half-width katakana; Windows-1251 read as KOI8-R is capitals), so the
 right encoding stands out; the Latin encodings, which all read each other's letters as letters,
 are told apart by how well one language's letters cover the reading. When none reaches
-`LEGACY_SCORE` the file stays unreadable: Hebrew, Arabic, Thai among others.
+`LEGACY_SCORE` the file stays unreadable: Thai, the Mac encodings, ISO 8859-5 among others.
 """
 
 from __future__ import annotations
@@ -243,38 +243,68 @@ def _lettered(run: str, alphabets: tuple[frozenset[str], ...]) -> bool:
 
 
 # The alphabets of the scripts read from single-byte encodings, whole words of them; a language
-# written in them uses its frequent letters for about 60–90 % of its text and writes in lowercase
-# (gettext's translations on this machine: Russian, Ukrainian, Belarusian, Bulgarian, Serbian and
-# Macedonian 61–77 % and 93–97 %; Greek 88 % and 97 %), while text of another script read in
-# them gives the rare ones or capitals (Hebrew read as Windows-1251: 39 %; Russian read as
-# Windows-1253: 59 %; Windows-1251 read as KOI8-R: capitals).
-_CYRILLIC = "абвгдеёжзийклмнопрстуфхцчшщъыьэюяєіїґўђјљњћџѓќѕ"
-_CYRILLIC_FREQUENT = frozenset("оеаинтсрвлкі")
-CYRILLIC_FREQUENT_SHARE = 0.5
-_GREEK = "αβγδεζηθικλμνξοπρστυφχψωάέήίόύώϊϋΐΰς"
-_GREEK_FREQUENT = frozenset("αοιετσνηυρπκμλάέίόςή")
-GREEK_FREQUENT_SHARE = 0.75
+# written in them uses its frequent letters for about 60–90 % of its text and, where the script
+# has cases, writes in lowercase (gettext's translations on this machine: Russian, Ukrainian,
+# Belarusian, Bulgarian, Serbian and Macedonian 61–77 % and 93–97 %; Greek 88 % and 97 %; the 12
+# most frequent letters of Hebrew 76 %, of Arabic 74 %, of Persian 78 %), while text of another
+# script read in them gives the rare ones or capitals (Hebrew read as Windows-1251: 39 %; Russian
+# read as Windows-1253: 59 %; Windows-1251 read as KOI8-R: capitals). Greek and Hebrew write
+# their final forms (`ς`, `ךםןףץ`) only at a word's end, which other bytes read as them do not.
+@dataclass(frozen=True)
+class _Script:
+    letters: str  # lowercase, when the script has cases
+    frequent: str
+    share: float  # of a sample's letters, past `FREQUENT_AFTER`, that must be frequent ones
+    finals: str = ""
+    marks: str = ""  # the script's own punctuation, counted as common
+    cased: bool = True
+
+
+_CYRILLIC = _Script("абвгдеёжзийклмнопрстуфхцчшщъыьэюяєіїґўђјљњћџѓќѕ", "оеаинтсрвлкі", 0.5)
+_GREEK = _Script("αβγδεζηθικλμνξοπρστυφχψωάέήίόύώϊϋΐΰς", "αοιετσνηυρπκμλάέίόςή", 0.75, finals="ς")
+_HEBREW = _Script(
+    "אבגדהוזחטיךכלםמןנסעףפץצקרשת",
+    "יוהתלמראנבשק",
+    0.5,
+    finals="ךםןףץ",
+    marks="\u05be\u05f3\u05f4\u200e\u200f",  # maqaf, geresh, gershayim, the direction marks
+    cased=False,
+)
+_ARABIC = _Script(
+    "ءآأؤإئابةتثجحخدذرزسشصضطظعغـفقكلمنهوىيپچژگکہھےںٹڈڑ",
+    "اليمروتةنفدسکه",
+    0.5,
+    marks="\u060c\u061b\u061f\u200e\u200f",  # Arabic comma, semicolon, question mark, direction marks
+    cased=False,
+)
 LOWERCASE_SHARE = 0.5
 _WORD = re.compile(r"[^\W\d_]+")
 
 
-def _script(alphabet: str, frequent: frozenset[str], share: float) -> Callable[[str], _Scored]:
-    letters = frozenset(alphabet) | frozenset(alphabet.upper())
+def _script(script: _Script) -> Callable[[str], _Scored]:
+    letters = frozenset(script.letters) | frozenset(script.letters.upper())
+    frequent = frozenset(script.frequent)
+    marks = re.compile(f"[{script.marks}]") if script.marks else None
 
     def common(sample: str) -> _Scored:
         good = lower = usual = 0
         for word in _WORD.findall(sample):
             if word.isascii() or not all(c in letters for c in word):
                 continue  # a word mixing scripts, or holding a sign, is no word of this one
-            if "ς" in word[:-1]:
-                continue  # Greek writes its final sigma only at a word's end
+            if script.finals and any(c in script.finals for c in word[:-1]):
+                continue  # a final form inside a word
             good += len(word)
             lower += sum(1 for c in word if c.islower())
             usual += sum(1 for c in word if c.lower() in frequent)
-        if not good or (good >= FREQUENT_AFTER and (lower < LOWERCASE_SHARE * good or usual < share * good)):
-            return _Scored(0, 0)  # signs alone (0xFF is CP866's no-break space) are no text of it
-        found = good + len(_LATIN_MARKS.findall(sample))
-        return _Scored(found, found)
+        signs = len(_LATIN_MARKS.findall(sample)) + (len(marks.findall(sample)) if marks else 0)
+        if good <= signs or (
+            good >= FREQUENT_AFTER
+            and ((script.cased and lower < LOWERCASE_SHARE * good) or usual < script.share * good)
+        ):
+            # mostly signs is no text of it (0xFF is CP866's no-break space; 23 bytes of Big5-HKSCS
+            # read as Windows-1251 are `€E€\Љs‹ЪЌШ`)
+            return _Scored(0, 0)
+        return _Scored(good + signs, good + signs)
 
     return common
 
@@ -309,11 +339,15 @@ _CANDIDATES = (
     ("iso8859_2", "ISO 8859-2", _latin("iso8859_2")),
     ("cp1254", "Windows-1254", _latin("cp1254")),
     ("cp1257", "Windows-1257", _latin("cp1257")),
-    ("cp1251", "Windows-1251", _script(_CYRILLIC, _CYRILLIC_FREQUENT, CYRILLIC_FREQUENT_SHARE)),
-    ("koi8_r", "KOI8-R", _script(_CYRILLIC, _CYRILLIC_FREQUENT, CYRILLIC_FREQUENT_SHARE)),
-    ("cp866", "CP866", _script(_CYRILLIC, _CYRILLIC_FREQUENT, CYRILLIC_FREQUENT_SHARE)),  # DOS
-    ("cp1253", "Windows-1253", _script(_GREEK, _GREEK_FREQUENT, GREEK_FREQUENT_SHARE)),
-    ("iso8859_7", "ISO 8859-7", _script(_GREEK, _GREEK_FREQUENT, GREEK_FREQUENT_SHARE)),
+    # Hebrew and Arabic before Cyrillic: a tie (a few words) goes to them, since Russian read as
+    # Hebrew breaks the final forms' rule (`н` is `ם`) and Hebrew read as Russian breaks none
+    ("cp1255", "Windows-1255", _script(_HEBREW)),
+    ("cp1256", "Windows-1256", _script(_ARABIC)),
+    ("cp1251", "Windows-1251", _script(_CYRILLIC)),
+    ("koi8_r", "KOI8-R", _script(_CYRILLIC)),
+    ("cp866", "CP866", _script(_CYRILLIC)),  # DOS
+    ("cp1253", "Windows-1253", _script(_GREEK)),
+    ("iso8859_7", "ISO 8859-7", _script(_GREEK)),
 )
 _LAST_MULTIBYTE = "EUC-KR"  # the tie-breaks between CJK readings are among those up to here
 _NAMES = [name for _codec, name, _common in _CANDIDATES]
