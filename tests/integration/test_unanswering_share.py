@@ -21,7 +21,7 @@ import anyio
 import pytest
 
 from k0maru.v1 import retriever_pb2
-from k0maru_cli import Launcher
+from k0maru_cli import Launcher, StackState, StartupError
 from k0maru_gateway._mcp import build_mcp
 from k0maru_scanner import _scanner as scanner_module
 from tests.conftest import write_notes
@@ -156,3 +156,37 @@ def test_the_scanner_says_why_no_scan_ends(share: Share, tmp_path: Path, monkeyp
     share.resume()
     scan.join(timeout=30)
     assert not scan.is_alive() and scanner.stuck() == ""
+
+
+def test_up_on_a_share_that_does_not_answer_says_so(share: Share, tmp_path: Path):
+    """`k0maru up` on a share that hangs waited two minutes in silence (the scanner waits in the
+    kernel before it serves), then blamed the scanner, whose log was empty. It says why now, at
+    once, and fails with that reason; once the share answers, the stack starts."""
+    said: list[str] = []
+    share.pause()
+    launcher = Launcher(share.vault, tmp_path / "data", embedders=0, http_port=0, startup_timeout_s=8)
+    launcher.on_progress = said.append
+    started = time.monotonic()
+    with pytest.raises(StartupError, match="did not answer within 8 s"):
+        launcher.start()
+    assert time.monotonic() - started < 60
+    assert said == [
+        f"the vault folder {share.vault} has not answered for 5 s (a network share or a FUSE mount whose "
+        "server stopped answering?); waiting for it"
+    ]
+    assert StackState.load(tmp_path / "data") is None  # nothing left running
+    share.resume()
+    launcher = Launcher(share.vault, tmp_path / "data", embedders=0, http_port=0)
+    launcher.on_progress = said.append
+    state = launcher.start()
+    try:
+        client = state.client()
+        bm25 = retriever_pb2.SearchRequest(query="ferry timetable pier 7", mode=retriever_pb2.SEARCH_MODE_BM25)
+        until(
+            "the notes found",
+            lambda: [h.path for h in client.call(client.retriever.Search, bm25).hits][:1] == ["n7.md"],
+        )
+        client.close()
+        assert len(said) == 1  # the share answered: nothing more said
+    finally:
+        launcher.stop()

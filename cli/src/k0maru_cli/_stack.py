@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +38,9 @@ from ._model_choice import ModelChoice, choose_model
 from ._state import LOCK_FILE, STATE_FILE, StackState, process_start_time
 
 STAGGER_S = 3.0  # the longest the offload service and gateway wait for the scanner's first scan
+# a vault folder that does not list within this long is said to hang (a network share or a FUSE
+# mount whose server stopped answering: every call on it waits in the kernel)
+VAULT_SILENT_S = 5.0
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +182,25 @@ def wait_for_redis(url: str, timeout_s: float, check: Callable[[], None] | None 
             return
         time.sleep(0.02)
     raise StartupError(f"Redis at {url} did not answer PING within {timeout_s:.0f} s")
+
+
+class VaultProbe:
+    """Lists the vault's folder in a daemon thread: `answered` is set when the listing returns
+    (or fails); on a share that hangs it never is, and the thread waits in the kernel with it."""
+
+    def __init__(self, vault: Path) -> None:
+        self.vault = vault
+        self.answered = threading.Event()
+        threading.Thread(target=self._list, name="vault-probe", daemon=True).start()
+
+    def _list(self) -> None:
+        try:
+            with os.scandir(self.vault) as entries:
+                next(entries, None)
+        except OSError:
+            pass  # an answer all the same: the scanner says what is wrong with the folder
+        finally:
+            self.answered.set()
 
 
 class StartupError(RuntimeError):
@@ -413,6 +436,7 @@ class Launcher:
         self._spawn("valkey", valkey_argv(redis_port, valkey_dir, persist=True), dict(os.environ))
         redis_url = f"redis://127.0.0.1:{redis_port}/0"
         self._valkey_up(redis_url)
+        self._await_vault(started)
         addresses = {"redis": redis_url, "scanner": f"127.0.0.1:{free_port()}", "offload": f"127.0.0.1:{free_port()}"}
         for i in range(self.embedders):
             addresses[f"embedder-{i + 1}"] = f"127.0.0.1:{free_port()}"
@@ -591,6 +615,26 @@ class Launcher:
             if time.monotonic() - started > self.startup_timeout_s:
                 raise StartupError(f"{name} did not listen within {self.startup_timeout_s:.0f} s")
             time.sleep(0.05)
+
+    def _await_vault(self, started: float) -> None:
+        """Until the vault's folder lists: the scanner cannot start, nor the embedding model be
+        chosen, before it does. Said (`on_progress`) once it has not answered for
+        `VAULT_SILENT_S`; StartupError once `startup_timeout_s` has passed. Before: `up` waited
+        two minutes in silence, then blamed the scanner, whose log was empty."""
+        probe = VaultProbe(self.vault)
+        if probe.answered.wait(VAULT_SILENT_S):
+            return
+        hangs = f"the vault folder {self.vault} has not answered for {VAULT_SILENT_S:.0f} s (a network share or a FUSE mount whose server stopped answering?)"
+        self.starting = "the vault"
+        if self.on_progress is not None:
+            self.on_progress(f"{hangs}; waiting for it")
+        while not probe.answered.wait(0.5):
+            self._check_alive()
+            if time.monotonic() - started > self.startup_timeout_s:
+                raise StartupError(
+                    f"the vault folder {self.vault} did not answer within {self.startup_timeout_s:.0f} s "
+                    "(a network share or a FUSE mount whose server stopped answering?)"
+                )
 
     def _wait(
         self, name: str, address: str, started: float, build_token: str | None = None, only: str | None = None
