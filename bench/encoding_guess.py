@@ -82,6 +82,7 @@ GETTEXT_CODECS = {
     "he": ("cp1255",),
     "ar": ("cp1256",),
     "fa": ("cp1256",),  # Persian's `ی` as Arabic's `ي`, as Windows-1256 holds it
+    "th": ("cp874",),
     "ko": ("cp949",),
     "zh_CN": ("gbk",),
     "ja": ("cp932",),

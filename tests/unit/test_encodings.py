@@ -142,8 +142,12 @@ def test_scripts_not_guessed_stay_unreadable():
     # Python's Big5-HKSCS sample (Hong Kong's characters beyond Big5): as Windows-1251 it was
     # `€E€\Љs‹ЪЌШ`, more signs than letters
     assert guess_legacy(b"\x88E\x88\\\x8as\x8b\xda\x8d\xd8\n\x88f\x88b\x88\xa7 \x88\xa7\x88\xa3\n") is None
+    assert guess_legacy(RUSSIAN.encode("iso8859_5")) is None  # Cyrillic as old Unix tools wrote it
+
+
+def test_thai_is_read_with_its_vowel_and_tone_marks():
     thai = "# รายงานข้อผิดพลาด\n\nการเชื่อมต่อฐานข้อมูลหมดเวลา เพราะพูลการเชื่อมต่อเล็กเกินไป\n"
-    assert guess_legacy(thai.encode("cp874")) is None
+    assert guess_legacy(thai.encode("cp874")) == (thai, "Windows-874")
 
 
 def test_utf8_with_a_few_damaged_bytes_is_read_with_replacement_characters():

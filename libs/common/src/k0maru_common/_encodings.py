@@ -15,7 +15,7 @@ one of these gives mostly rare characters (a GBK hanzi's bytes read as Big5 land
 half, as Shift-JIS in half-width katakana; Windows-1251 read as KOI8-R is capitals), so the
 right encoding stands out; the Latin encodings, which all read each other's letters as letters,
 are told apart by how well one language's letters cover the reading. When none reaches
-`LEGACY_SCORE` the file stays unreadable: Thai, the Mac encodings, ISO 8859-5 among others.
+`LEGACY_SCORE` the file stays unreadable: Vietnamese, the Mac encodings, ISO 8859-5 among others.
 """
 
 from __future__ import annotations
@@ -277,6 +277,14 @@ _ARABIC = _Script(
     marks="\u060c\u061b\u061f\u200e\u200f",  # Arabic comma, semicolon, question mark, direction marks
     cased=False,
 )
+_THAI = _Script(
+    "กขฃคฅฆงจฉชซฌญฎฏฐฑฒณดตถทธนบปผฝพฟภมยรฤลฦวศษสหฬอฮฯะาำเแโใไๅๆ",
+    "ารอกนมเลงดตสบย",
+    0.5,
+    # its vowel and tone marks (a fifth of Thai text), which split the words `_WORD` finds
+    marks="\u0e31\u0e34-\u0e3a\u0e47-\u0e4e",
+    cased=False,
+)
 LOWERCASE_SHARE = 0.5
 _WORD = re.compile(r"[^\W\d_]+")
 
@@ -348,6 +356,7 @@ _CANDIDATES = (
     ("cp866", "CP866", _script(_CYRILLIC)),  # DOS
     ("cp1253", "Windows-1253", _script(_GREEK)),
     ("iso8859_7", "ISO 8859-7", _script(_GREEK)),
+    ("cp874", "Windows-874", _script(_THAI)),  # Thai (TIS-620 and its Windows form)
 )
 _LAST_MULTIBYTE = "EUC-KR"  # the tie-breaks between CJK readings are among those up to here
 _NAMES = [name for _codec, name, _common in _CANDIDATES]
