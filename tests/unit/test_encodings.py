@@ -110,8 +110,9 @@ def test_central_european_text_is_not_read_as_western_with_its_letters_wrong():
 
 def test_latin_text_is_not_read_as_cjk_for_letters_inside_its_words():
     """`çã` in Portuguese `ação` are one common GBK hanzi (`a玢o`), `ïn` in Dutch `geïnstalleerd`
-    another: CJK text seldom writes a character between two lowercase letters."""
-    for text in ("Configuração da ação\n", "Het pakket is geïnstalleerd\n"):
+    another: CJK text seldom writes a character between two lowercase letters. `éé` in Dutch
+    `één` is a rare hanzi alone (`殚n`), or a hanja without Hangul (`釪n`)."""
+    for text in ("Configuração da ação\n", "Het pakket is geïnstalleerd\n", "Geef één of meer\n"):
         assert guess_legacy(text.encode("cp1252")) == (text, "Windows-1252")
 
 

@@ -129,7 +129,16 @@ def _common_hanzi(sample: str, common: frozenset[str]) -> int:
 
 def _common_gbk(sample: str) -> int:
     # kana too: GB2312 has them, and Chinese text quotes Japanese titles
-    return _common_hanzi(sample, _gbk_common()) + len(_KANA.findall(sample))
+    return _common_hanzi(sample, _gbk_common()) + len(_KANA.findall(sample)) - _rare_alone(sample)
+
+
+def _rare_alone(sample: str) -> int:
+    """The hanzi of runs made only of GB2312's level-2 (rarer) hanzi: Latin text read as GBK gives
+    them (its lowercase accented letters are bytes 0xE0–0xFF, level 2's rows; Dutch `één` is
+    `殚n`), while Chinese writes a rare hanzi beside common ones (`张琪`)."""
+    level1 = _gb2312_level1()
+    big5 = _big5_frequent()
+    return sum(len(run) for run in _HAN_RUN.findall(sample) if not any(c in level1 or c in big5 for c in run))
 
 
 def _common_big5(sample: str) -> int:
@@ -151,9 +160,10 @@ def _common_japanese(sample: str) -> int:
 def _common_euc_kr(sample: str) -> int:
     """Hangul, and the hanja Korean writes a word in now and then (`우아(優雅)한`): none at all
     when a sample of `FREQUENT_AFTER` or more holds less than `HANGUL_SHARE` Hangul (Chinese
-    bytes read as EUC-KR give Hangul and hanja about half and half)."""
+    bytes read as EUC-KR give Hangul and hanja about half and half), nor when it holds hanja
+    and no Hangul (Latin text's accented letters are hanja's bytes: Dutch `één` is `釪n`)."""
     hangul, hanja = len(_HANGUL.findall(sample)), len(_HAN.findall(sample))
-    if hangul + hanja >= FREQUENT_AFTER and hangul < HANGUL_SHARE * (hangul + hanja):
+    if (hangul + hanja >= FREQUENT_AFTER and hangul < HANGUL_SHARE * (hangul + hanja)) or (hanja and not hangul):
         return 0
     return hangul + hanja + len(_SHARED_CJK.findall(sample))
 
@@ -440,6 +450,12 @@ def _decoded_pairs(codec: str, leads: range, trails: range) -> frozenset[str]:
             except UnicodeDecodeError:
                 continue
     return frozenset(c for c in chars if len(c) == 1 and c.isprintable())
+
+
+@functools.cache
+def _gb2312_level1() -> frozenset[str]:
+    """GB2312's 3,755 level-1 hanzi (rows 0xB0–0xD7): 99.7 % of the hanzi of modern text."""
+    return _decoded_pairs("gb2312", range(0xB0, 0xD8), range(0xA1, 0xFF))
 
 
 @functools.cache
