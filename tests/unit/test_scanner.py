@@ -18,7 +18,14 @@ from k0maru.v1 import common_pb2, scanner_pb2
 from k0maru_scanner import _scanner as scanner_module
 from k0maru_scanner import server
 from k0maru_scanner._manifest import Manifest
-from k0maru_scanner._scanner import UNDECODABLE_FOLDER, UNDECODABLE_NAME, IgnoreRules, IncrementalScanner, safe_name
+from k0maru_scanner._scanner import (
+    UNDECODABLE_FOLDER,
+    UNDECODABLE_NAME,
+    IgnoreRules,
+    IncrementalScanner,
+    legacy_name,
+    safe_name,
+)
 from k0maru_scanner.server import parse_document
 from tests.conftest import write_notes
 
@@ -767,6 +774,27 @@ def test_names_a_windows_zip_wrote_in_gbk_say_what_they_read_as(vault: Path, tmp
         ): f"{UNDECODABLE_NAME} (in GBK it reads '周会记录.md': {hint}",
         safe_name(os.fsdecode("会议".encode("gbk"))): f"{UNDECODABLE_FOLDER} (in GBK it reads '会议': {hint}",
     }
+
+
+@pytest.mark.parametrize(
+    ("name", "codec", "encoding", "convmv"),
+    [
+        ("отчёт о сбое.md", "cp1251", "Windows-1251", "cp1251"),
+        ("příliš žluťoučký.md", "cp1250", "Windows-1250", "cp1250"),
+        ("סיכום פגישה.md", "cp1255", "Windows-1255", "cp1255"),
+        ("รายงานข้อผิดพลาด.md", "cp874", "Windows-874", "cp874"),
+    ],
+)
+def test_a_name_in_any_guessed_encoding_says_how_to_rename_it(name: str, codec: str, encoding: str, convmv: str):
+    """Each encoding the guess names has convmv's spelling (the first version of Windows-874 and
+    Windows-1255 had none: test_hostile_vault found a name that raised KeyError)."""
+    assert legacy_name(os.fsdecode(name.encode(codec))) == (
+        f" (in {encoding} it reads {name!r}: a zip made on Windows? "
+        f"`convmv -r -f {convmv} -t utf-8 --notest <vault>` renames such files)"
+    )
+    for last in range(0x80, 0x100):  # whatever a name is guessed as, the hint names convmv's spelling
+        hint = legacy_name(os.fsdecode(b"\xa0\xa1\xb5" + bytes([last])))
+        assert hint == "" or "`convmv -r -f " in hint
 
 
 def test_a_folder_name_that_is_not_utf8_is_one_skipped_entry_and_the_watcher_lives(vault: Path, tmp_path: Path):

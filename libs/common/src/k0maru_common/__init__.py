@@ -11,7 +11,7 @@ TYPE_CHECKING = (
 if TYPE_CHECKING:
     from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address, open_channel
     from ._client import SEARCH_MODES, StackClient, mode_name
-    from ._encodings import GUESSED_ENCODINGS, decode_text, guess_legacy, read_text
+    from ._encodings import GUESSED_CODECS, GUESSED_ENCODINGS, decode_text, guess_legacy, read_text
     from ._errors import (
         CannotWrite,
         DependencyFailed,
@@ -154,6 +154,7 @@ _WHERE = {
     "read_text": "._encodings",
     "guess_legacy": "._encodings",
     "GUESSED_ENCODINGS": "._encodings",
+    "GUESSED_CODECS": "._encodings",
     "generated_folder": "._vault",
     "IGNORED_FOLDERS": "._vault",
     "name_day": "._vault",
@@ -181,6 +182,7 @@ __all__ = [
     "DEAD_STREAM",
     "EMBED_GROUP",
     "GIT_SAFE",
+    "GUESSED_CODECS",
     "GUESSED_ENCODINGS",
     "HEALTH_NAMES",
     "IGNORED_FOLDERS",

@@ -369,7 +369,8 @@ _CANDIDATES = (
     ("cp874", "Windows-874", _script(_THAI)),  # Thai (TIS-620 and its Windows form)
 )
 _LAST_MULTIBYTE = "EUC-KR"  # the tie-breaks between CJK readings are among those up to here
-_NAMES = [name for _codec, name, _common in _CANDIDATES]
+GUESSED_CODECS = {name: codec for codec, name, _common in _CANDIDATES}  # the name a guess gives → its codec
+_NAMES = list(GUESSED_CODECS)
 GUESSED_ENCODINGS = ", ".join(_NAMES[:-1]) + " or " + _NAMES[-1]  # for messages
 
 

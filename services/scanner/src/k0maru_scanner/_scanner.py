@@ -25,6 +25,7 @@ import xxhash
 
 from k0maru.v1 import common_pb2
 from k0maru_common import (
+    GUESSED_CODECS,
     GUESSED_ENCODINGS,
     IGNORED_FOLDERS,
     CannotWrite,
@@ -183,24 +184,9 @@ UNDECODABLE_NAME = "file name is not valid UTF-8 (listed with \\x escapes); rena
 UNDECODABLE_FOLDER = "folder name is not valid UTF-8 (listed with \\x escapes); the notes in it are not read: rename the folder to index them"
 
 
-# the encodings `guess_legacy` names, as convmv (Perl's Encode) spells them
-_CONVMV = {
-    "GBK": "gbk",
-    "Big5": "big5",
-    "Shift-JIS": "cp932",
-    "EUC-JP": "euc-jp",
-    "EUC-KR": "cp949",
-    "Windows-1252": "cp1252",
-    "Windows-1250": "cp1250",
-    "ISO 8859-2": "iso-8859-2",
-    "Windows-1254": "cp1254",
-    "Windows-1257": "cp1257",
-    "Windows-1251": "cp1251",
-    "KOI8-R": "koi8-r",
-    "CP866": "cp866",
-    "Windows-1253": "cp1253",
-    "ISO 8859-7": "iso-8859-7",
-}
+# how convmv (Perl's Encode) spells the codecs `guess_legacy` reads with, where it is not the
+# codec's own name with dashes (Encode's core has no GB18030; GBK is its subset that Windows wrote)
+_CONVMV = {"gb18030": "gbk"}
 
 
 def legacy_name(name: str) -> str:
@@ -213,8 +199,13 @@ def legacy_name(name: str) -> str:
     text, encoding = guessed
     return (
         f" (in {encoding} it reads {text!r}: a zip made on Windows? "
-        f"`convmv -r -f {_CONVMV[encoding]} -t utf-8 --notest <vault>` renames such files)"
+        f"`convmv -r -f {_convmv(encoding)} -t utf-8 --notest <vault>` renames such files)"
     )
+
+
+def _convmv(encoding: str) -> str:
+    codec = GUESSED_CODECS[encoding]
+    return _CONVMV.get(codec, codec.replace("_", "-"))
 
 
 def safe_name(rel: str) -> str:
