@@ -177,6 +177,19 @@ def test_a_chinese_tag_finds_its_spelling_in_the_other_script():
     assert names.scope(Scope(tags=("程序",))).tags == (("程序",),)
 
 
+def test_a_chinese_folder_or_note_is_found_as_typed_in_the_other_script():
+    """The mainland's `数据库/` folder, asked for as Taiwan writes it (`資料庫/`), as a diary, a
+    folder scope or one note; before, only the tag scopes folded the two scripts."""
+    docs = dict.fromkeys(["数据库/连接池.md", "数据库/索引.md", "运维/值班.md"])
+    names = VaultNames(docs)
+    assert names.folders("資料庫") == ["数据库"]
+    folder = names.scope(Scope(path_prefixes=("資料庫/",)))
+    assert [p for p in docs if folder.matches(p, p.split("/")[0], [])] == ["数据库/连接池.md", "数据库/索引.md"]
+    assert names.scope(Scope(diaries=("資料庫",))).diaries == ("資料庫", "数据库")
+    assert names.note("資料庫/連接池.md") == "数据库/连接池.md"
+    assert names.folders("运维") == ["运维"] and names.folders("程序") == []
+
+
 def test_tag_spellings_kept_as_notes_are_retagged_equal_those_built_afresh():
     """The spellings are kept note by note (rebuilding them after each change took 0.23 s at 100k
     notes); random changes, with spellings two notes share, leave them as a fresh build finds them."""

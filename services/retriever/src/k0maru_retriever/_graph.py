@@ -57,7 +57,7 @@ def _sides(target: str) -> list[str]:
     return target.split(LABEL_SIDE) if LABEL_SIDE in target else [target]
 
 
-def _key(name: str) -> str:
+def folded_key(name: str) -> str:
     """A name as names compare in a vault: `name_key` (any case, any Unicode normal form), and in
     Simplified characters (`simplified`): a link a teammate in Taiwan writes `[[資料庫連線]]`
     finds the mainland's `数据库连接.md`, and the other way round."""
@@ -76,7 +76,7 @@ def _simplified_key(key: str) -> str:
 def _name(path_or_target: str) -> str:
     """The file name a path or a link target refers to, as names compare (`_key`: any case,
     any Unicode normal form); the key links resolve by."""
-    return _key(_stem(path_or_target.strip()))
+    return folded_key(_stem(path_or_target.strip()))
 
 
 def _basename(path: str) -> str:
@@ -121,19 +121,19 @@ def _page_path(path: str) -> str:
 
 def _titles(names: Iterable[str]) -> frozenset[str]:
     """A note's title and aliases as names compare."""
-    return frozenset(key for n in names if (key := _key(n.strip())))
+    return frozenset(key for n in names if (key := folded_key(n.strip())))
 
 
 def _note_keys(path: str, titles: frozenset[str], own: str) -> frozenset[str]:
     """What a link may say to mean this note: title, aliases, file stem (`own`: `_name(path)`),
     path (B.5(a))."""
     bare = path.rsplit(".", 1)[0] if "." in _basename(path) else path
-    return titles | {own, _key(path), _key(bare)}
+    return titles | {own, folded_key(path), folded_key(bare)}
 
 
 def _target_keys(target: str) -> tuple[str, ...]:
     """The target without `.md` and its last path component, as names compare (`_key`)."""
-    clean = _key(unquote(target.strip()).lstrip("./"))
+    clean = folded_key(unquote(target.strip()).lstrip("./"))
     full = clean[:-3] if clean.endswith(".md") else clean
     last = _stem(full)
     return (full, last) if last != full else (full,)
@@ -286,7 +286,7 @@ class LinkGraph:
         return sides[0], None
 
     def _titled(self, name: str) -> set[str]:
-        return self._by_title.get(_key(name.strip()), set())
+        return self._by_title.get(folded_key(name.strip()), set())
 
     def titled(self, name: str) -> list[str]:
         """The notes titled or aliased `name` (a link so written resolves only when there is one)."""
@@ -313,8 +313,8 @@ class LinkGraph:
         if not matches:
             return None
         if "/" in clean:  # a partial path: prefer notes whose path ends with it
-            suffix = "/" + _key(clean)
-            keyed = [(p, _key(_page_path(p))) for p in matches]
+            suffix = "/" + folded_key(clean)
+            keyed = [(p, folded_key(_page_path(p))) for p in matches]
             tail = [p for p, key in keyed if key.rsplit(".", 1)[0].endswith(suffix) or key.endswith(suffix)]
             matches = tail or matches
         return min(matches, key=lambda p: (p.count("/"), len(p), p))

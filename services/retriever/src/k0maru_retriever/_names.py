@@ -3,11 +3,13 @@
 A vault unpacked from a macOS zip, copied from HFS+ or synced by some tools spells its file
 names decomposed (NFD), while what arrives from a keyboard, a link or an agent is composed
 (NFC); and people type folder names in another case than the vault's (`projects` for
-`Projects`). Paths stay the file system's spelling everywhere (they name files); this turns a
-name as typed into the spellings the vault has, by `name_key` (any case, any normal form).
+`Projects`); and a team in Taiwan and on the mainland types one folder's name in either Chinese
+script (`資料庫/` for `数据库/`). Paths stay the file system's spelling everywhere (they name
+files); this turns a name as typed into the spellings the vault has, by `_graph.folded_key`
+(`name_key`: any case, any normal form; then Simplified, as wikilinks resolve).
 
 Kept by IndexState beside the documents (`docs`, which it reads, never writes). Cheap to keep:
-each note added or removed counts its folder (0.2 µs); the maps by `name_key` are built when
+each note added or removed counts its folder (0.2 µs); the maps by `folded_key` are built when
 first asked after a change (folders: a few hundred; notes: only when a path was not found as
 given). Keeping both maps up to date at every change took 1.8 s and 34 MB at 100k notes.
 
@@ -25,9 +27,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from k0maru_common import name_key
-
 from ._bm25 import Scope, folders_of
+from ._graph import folded_key
 from ._tags import normalise_tag
 
 
@@ -35,8 +36,8 @@ class VaultNames:
     def __init__(self, docs: Mapping[str, object]) -> None:
         self._docs = docs
         self._parents = Counter(path.rpartition("/")[0] for path in docs)  # folder → notes right in it
-        self._folders: dict[str, list[str]] | None = None  # name_key(folder) → folders; None: to build
-        self._notes: dict[str, list[str]] | None = None  # name_key(path) → paths; None: to build
+        self._folders: dict[str, list[str]] | None = None  # folded_key(folder) → folders; None: to build
+        self._notes: dict[str, list[str]] | None = None  # folded_key(path) → paths; None: to build
         # _tag_key(tag) → each spelling → the notes carrying it; built when first asked, then kept
         # as notes are retagged (a rebuild after each change took 0.23 s at 100k notes of 3 tags)
         self._tags: dict[str, Counter[str]] | None = None
@@ -76,7 +77,7 @@ class VaultNames:
         """The notes spelled as `typed` is, as names compare."""
         if self._notes is None:
             self._notes = _by_key(self._docs)
-        return sorted(self._notes.get(name_key(typed), ()))
+        return sorted(self._notes.get(folded_key(typed), ()))
 
     def note(self, typed: str) -> str | None:
         """The one note `typed` names: of several (a Linux vault may hold `Rust.md` and
@@ -91,7 +92,7 @@ class VaultNames:
         """The folders holding notes (at any depth) spelled as `typed` is, without a trailing `/`."""
         if self._folders is None:
             self._folders = _by_key({f for parent in self._parents if parent for f in folders_of(parent + "/")})
-        return sorted(self._folders.get(name_key(typed.rstrip("/")), ()))
+        return sorted(self._folders.get(folded_key(typed.rstrip("/")), ()))
 
     def tags(self, typed: str) -> tuple[str, ...]:
         """The vault's spellings of the tag `typed` and of the tags nested under it; `typed`
@@ -141,5 +142,5 @@ def _tag_key(tag: str) -> str:
 def _by_key(names: Mapping[str, object] | set[str]) -> dict[str, list[str]]:
     grouped: dict[str, list[str]] = defaultdict(list)
     for name in names:
-        grouped[name_key(name)].append(name)
+        grouped[folded_key(name)].append(name)
     return grouped
