@@ -113,11 +113,14 @@ def test_console_health_search_and_errors(vault: Path, tmp_path: Path):
             assert json.loads(r.read())["index"]["documents"] == 1
         with urllib.request.urlopen(f"{base}/api/events", timeout=30) as stream:  # live changes (SSE)
             assert stream.readline() == b": connected\n"
+            opened = [stream.readline() for _ in range(6)]  # the journal as it stands, then its last change
+            assert opened[1] == b"event: journal\n" and json.loads(opened[2][6:])["last_seq"] == 1
+            assert json.loads(opened[4][6:])["path"] == "a.md"
             time.sleep(0.3)  # let the subscription reach the scanner's publisher
             (vault / "fresh.md").write_text("# Fresh\n")
             lines = [stream.readline() for _ in range(3)]
         event = json.loads(next(ln for ln in lines if ln.startswith(b"data: "))[6:])
-        assert event["path"] == "fresh.md" and event["kind"] == "added" and event["seq"] > 1
+        assert event["path"] == "fresh.md" and event["kind"] == "added" and event["seq"] == 2
     finally:
         launcher.stop()
 

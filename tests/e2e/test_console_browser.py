@@ -25,7 +25,7 @@ import anyio
 import jsonschema
 import pytest
 
-from k0maru.v1 import offload_pb2, retriever_pb2
+from k0maru.v1 import offload_pb2, retriever_pb2, scanner_pb2
 from k0maru_cli import Launcher, free_port
 from k0maru_common import InvalidInput, StackClient
 from k0maru_gateway._mcp import build_mcp
@@ -486,6 +486,29 @@ def test_scoreboard_moves_live_and_survives_a_reload(page: Any, stack: Stack):
     assert page.inner_text("#tokens-saved .big").replace(",", "") == saved  # painted from the session at once
     assert page.input_value("#price") == "1000000"
     page.fill("#price", "3")
+
+
+def test_live_changes_open_on_the_last_ones_recorded_and_follow_new_ones(page: Any, stack: Stack):
+    open_page(page, stack, "status")
+    # an idle vault: the panel lists what changed last, newest first, rather than waiting
+    page.wait_for_function("() => document.querySelectorAll('#changes .change').length > 0")
+    scanner = stack.client.call(stack.client.scanner.Status, scanner_pb2.ScannerStatusRequest())
+    state = page.inner_text("#changes-state")
+    assert state.startswith("live · newest first") and f"{scanner.last_seq:,} change" in state
+    first = page.inner_text("#changes .change >> nth=0")
+    assert f"#{scanner.last_seq} " in first and "waiting" not in page.inner_text("#changes")
+    shown = page.locator("#changes .change").count()
+    assert shown == min(scanner.last_seq, 30)
+    (stack.vault / "live-panel.md").write_text("# Live panel\n\nwritten while the page was open\n")
+    page.wait_for_function("() => document.querySelector('#changes .change').textContent.includes('live-panel.md')")
+    newest = page.locator("#changes .change >> nth=0")
+    assert f"#{scanner.last_seq + 1} added live-panel.md" in newest.inner_text()
+    assert newest.locator("a").get_attribute("href") == "#/note/live-panel.md"
+    assert page.locator("#changes .change").count() == min(shown + 1, 30)
+    assert f"{scanner.last_seq + 1:,} change" in page.inner_text("#changes-state")  # the count follows
+    (stack.vault / "live-panel.md").unlink()
+    page.wait_for_function("() => document.querySelector('#changes .change').textContent.includes('deleted')")
+    assert page.locator("#changes .change >> nth=0").locator("a").count() == 0  # a deleted note: no link
 
 
 @pytest.fixture(scope="module")

@@ -25,8 +25,6 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any
 
-import zmq
-import zmq.asyncio
 from google.protobuf import json_format
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -41,7 +39,6 @@ from k0maru.v1 import common_pb2, offload_pb2, retriever_pb2, scanner_pb2
 from k0maru_common import (
     HEALTH_NAMES,
     SEARCH_MODES,
-    TOPIC,
     InvalidInput,
     K0Error,
     NotFound,
@@ -54,6 +51,7 @@ from k0maru_common import (
 )
 
 from ._answers import partial_channels
+from ._changes import change_events
 from ._mermaid import render_svg
 from ._openapi import openapi_spec
 
@@ -214,43 +212,6 @@ def channels(requested: str, reports: Iterable[retriever_pb2.ChannelReport]) -> 
                 }
             )
     return out
-
-
-KINDS = {
-    common_pb2.CHANGE_KIND_ADDED: "added",
-    common_pb2.CHANGE_KIND_MODIFIED: "modified",
-    common_pb2.CHANGE_KIND_DELETED: "deleted",
-    common_pb2.CHANGE_KIND_RENAMED: "renamed",
-}
-
-
-async def change_events(events_addr: str) -> AsyncIterator[str]:
-    """Server-sent events, one per scanner ChangeEvent (best effort: PUB/SUB may drop; seq shows gaps)."""
-    context = zmq.asyncio.Context()
-    socket = context.socket(zmq.SUB)
-    socket.setsockopt(zmq.LINGER, 0)
-    socket.setsockopt(zmq.SUBSCRIBE, TOPIC)
-    socket.connect(events_addr)
-    try:
-        yield ": connected\n\n"
-        while True:
-            if not await socket.poll(15_000):
-                yield ": keep-alive\n\n"
-                continue
-            _topic, payload = await socket.recv_multipart()
-            event = common_pb2.ChangeEvent()
-            event.ParseFromString(payload)
-            data = {
-                "seq": event.seq,
-                "kind": KINDS.get(event.kind, "unknown"),
-                "path": event.path,
-                "old_path": event.old_path,
-                "at_unix_ms": event.at_unix_ms,
-            }
-            yield f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
-    finally:
-        socket.close()
-        context.term()
 
 
 @dataclass
@@ -760,7 +721,7 @@ def build_console(
         if not events_addr:
             raise NotFound("this gateway has no event source (K0_EVENTS_ADDR)")
         return StreamingResponse(
-            change_events(events_addr), media_type="text/event-stream", headers={"cache-control": "no-cache"}
+            change_events(events_addr, client), media_type="text/event-stream", headers={"cache-control": "no-cache"}
         )
 
     async def openapi(_req: Request) -> Response:

@@ -396,7 +396,12 @@ def openapi_spec() -> dict[str, Any]:
             "/api/live": {
                 "get": {"summary": "status snapshots as they change (SSE, event `status`)", "responses": _SSE}
             },
-            "/api/events": {"get": {"summary": "the scanner's change events (SSE)", "responses": _SSE}},
+            "/api/events": {
+                "get": {
+                    "summary": "the scanner's changes (SSE): event `journal`, the journal's last 30 changes, then each new one; event `skipped` for a gap the journal could not fill",
+                    "responses": _SSE,
+                }
+            },
             "/api/openapi.json": {
                 "get": {"summary": "this description", "security": [], "responses": {"200": {"description": "OK"}}}
             },

@@ -576,7 +576,7 @@ async function statusView() {
     <div class="cards" id="counts"></div><div id="scanner-notes"></div>
     <h2>Services</h2><div class="cards" id="services"></div>
     <h2>Embedder workers</h2><div class="cards" id="workers"></div>
-    <h2>Live changes</h2><div id="changes" class="card changes dim">waiting for the scanner…</div>`;
+    <h2>Live changes</h2><div id="changes-state" class="dim">connecting…</div><div id="changes" class="card changes"></div>`;
   const pr = prices();
   $("#price").value = pr.per_million; $("#currency").value = pr.currency;
   const savePrices = () => { const v = parseFloat($("#price").value); if (v >= 0) localStorage.setItem("k0maru.prices", JSON.stringify({ per_million: v, currency: $("#currency").value || "USD" })); paint(lastStatus); };
@@ -620,14 +620,41 @@ async function statusView() {
   paint(lastStatus);
   statusListeners.add(paint);
   if (!lastStatus) paint(await api("/api/status"));
-  const changes = [];
+  // the journal's last changes first (an idle vault shows what changed last), then each as it
+  // is recorded; the server fills what PUB/SUB dropped and says what it could not
+  const changes = [], MAX_CHANGES = 30;
+  const when = (ms) => { const d = new Date(ms); return d.toDateString() === new Date().toDateString() ? d.toLocaleTimeString() : d.toLocaleString(); };
+  const stateLine = (text, cls) => { const el = $("#changes-state"); if (el) { el.textContent = text; el.className = cls; } };
+  const add = (html) => {
+    changes.unshift(html);
+    changes.length = Math.min(changes.length, MAX_CHANGES);
+    $("#changes").innerHTML = changes.join("");
+  };
   const es = new EventSource(withToken("/api/events"));
+  let journal = null;
+  const recorded = (seq) => { // the count of changes the journal holds goes up with each one listed
+    if (!journal || journal.error) return;
+    journal.last_seq = Math.max(journal.last_seq, seq);
+    stateLine(`live · newest first · ${fmt(journal.last_seq)} change${journal.last_seq === 1 ? "" : "s"} recorded since the index began`, "dim");
+  };
+  es.addEventListener("journal", (m) => { // first on every (re)connection: the list starts again
+    journal = JSON.parse(m.data);
+    changes.length = 0;
+    $("#changes").innerHTML = journal.last_seq || journal.error ? "" : `<div class="dim">no change recorded yet</div>`;
+    if (journal.error) stateLine(`the scanner's journal could not be read (${journal.error}): only changes from now on are listed`, "warn");
+    recorded(journal.last_seq);
+  });
+  es.addEventListener("skipped", (m) => {
+    const g = JSON.parse(m.data);
+    add(`<div class="warn">${fmt(g.count)} change${g.count === 1 ? "" : "s"} not listed (#${g.after_seq + 1}–#${g.before_seq - 1})</div>`);
+  });
   es.onmessage = (m) => {
     const e = JSON.parse(m.data);
-    changes.unshift(`#${e.seq} ${e.kind} ${e.old_path ? e.old_path + " → " : ""}${e.path}`);
-    changes.length = Math.min(changes.length, 30);
-    $("#changes").innerHTML = changes.map(esc).join("<br>");
+    const path = e.kind === "deleted" ? esc(e.path) : `<a href="${noteHref(e.path)}">${esc(e.path)}</a>`;
+    add(`<div class="change"><span class="dim">${esc(when(e.at_unix_ms))} #${e.seq}</span> ${esc(e.kind)} ${e.old_path ? esc(e.old_path) + " → " : ""}${path}</div>`);
+    recorded(e.seq);
   };
+  es.onerror = () => stateLine("the console's connection dropped; reconnecting…", "warn");
   cleanup = () => es.close();
 }
 

@@ -1,0 +1,153 @@
+"""The console's live changes (`/api/events`): the journal's last changes when a page opens, then
+each change once and in order, with what PUB/SUB dropped filled from the journal."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zmq
+
+from k0maru.v1 import common_pb2
+from k0maru_cli import free_port
+from k0maru_common import TOPIC, StackClient
+from k0maru_gateway import _changes
+from k0maru_gateway._changes import GAP_MAX, RECENT, change_events
+
+from .test_events import running_scanner
+
+pytestmark = pytest.mark.integration
+
+
+def parsed(chunk: str) -> tuple[str, Any] | None:
+    """One server-sent event as (name, data); None for a comment."""
+    name, data = "message", None
+    for line in chunk.strip("\n").split("\n"):
+        if line.startswith("event: "):
+            name = line.removeprefix("event: ")
+        elif line.startswith("data: "):
+            data = json.loads(line.removeprefix("data: "))
+    return None if data is None else (name, data)
+
+
+async def take(stream: AsyncIterator[str], count: int, timeout_s: float = 20) -> list[tuple[str, Any]]:
+    events: list[tuple[str, Any]] = []
+    while len(events) < count:
+        event = parsed(await asyncio.wait_for(anext(stream), timeout_s))
+        if event is not None:
+            events.append(event)
+    return events
+
+
+def client_of(scanner_address: str) -> StackClient:
+    return StackClient("", {n: scanner_address for n in ("scanner", "retriever", "offload")}, token="")
+
+
+def test_a_page_opens_on_the_journals_last_changes_then_follows_new_ones(vault: Path, tmp_path: Path):
+    for i in range(40):
+        (vault / f"n{i:02}.md").write_text(f"note {i}")
+    with running_scanner(vault, tmp_path / "scanner", watch=False) as (scanner, events):
+        last = scanner.scanner.manifest.last_seq()
+        client = client_of(scanner.service.address)
+
+        async def scenario() -> None:
+            stream = change_events(events, client)
+            try:
+                (name, journal), *recent = await take(stream, 1 + RECENT)
+                assert name == "journal" and journal == {"last_seq": last, "oldest_seq": 1, "error": ""}
+                assert [e["seq"] for _n, e in recent] == list(range(last - RECENT + 1, last + 1))
+                assert {e["kind"] for _n, e in recent} == {"added"} and recent[-1][1]["at_unix_ms"] > 0
+                await asyncio.sleep(0.3)  # the subscription reaches the publisher
+                (vault / "n05.md").unlink()
+                (vault / "fresh.md").write_text("fresh")
+                await asyncio.to_thread(scanner.scanner.scan)
+                live = await take(stream, 2)
+                assert [(e["seq"], e["kind"], e["path"]) for _n, e in live] == [
+                    (last + 1, "deleted", "n05.md"),
+                    (last + 2, "added", "fresh.md"),
+                ]
+            finally:
+                await stream.aclose()
+
+        try:
+            asyncio.run(scenario())
+        finally:
+            client.close()
+
+
+def test_changes_the_publisher_dropped_come_from_the_journal_once_and_in_order(vault: Path, tmp_path: Path):
+    """A publisher that dropped two of three changes (a real PUB socket, publishing only the last
+    one the scanner recorded): the page still gets all three, in order, none twice."""
+    (vault / "a.md").write_text("a")
+    with running_scanner(vault, tmp_path / "scanner", watch=False) as (scanner, _events):
+        client = client_of(scanner.service.address)
+        context = zmq.Context()
+        publisher = context.socket(zmq.PUB)
+        publisher.setsockopt(zmq.LINGER, 0)
+        dropping = f"tcp://127.0.0.1:{free_port()}"
+        publisher.bind(dropping)
+
+        async def scenario() -> None:
+            stream = change_events(dropping, client)
+            try:
+                (name, journal), opened = await take(stream, 2)
+                assert name == "journal" and journal["last_seq"] == 1 and opened[1]["path"] == "a.md"
+                for name in ("b.md", "c.md", "d.md"):
+                    (vault / name).write_text(name)
+                    await asyncio.to_thread(scanner.scanner.scan)
+                recorded = list(scanner.scanner.manifest.changes(1, 0))
+                assert [e.seq for e in recorded] == [2, 3, 4]
+                last = common_pb2.ChangeEvent(seq=4, kind=common_pb2.CHANGE_KIND_ADDED, path="d.md")
+                followed: list[tuple[str, Any]] = []
+                while not followed:  # until the subscription is in place (PUB drops before it)
+                    publisher.send_multipart([TOPIC, last.SerializeToString()])
+                    try:
+                        followed = await take(stream, 3, timeout_s=0.5)
+                    except TimeoutError:
+                        continue
+                assert [(e["seq"], e["path"]) for _n, e in followed] == [(2, "b.md"), (3, "c.md"), (4, "d.md")]
+                publisher.send_multipart([TOPIC, last.SerializeToString()])  # again: already listed
+                publisher.send_multipart([TOPIC, common_pb2.ChangeEvent(seq=5, path="e.md").SerializeToString()])
+                (_n, after), *_ = await take(stream, 1)
+                assert after["seq"] == 5
+            finally:
+                await stream.aclose()
+
+        try:
+            asyncio.run(scenario())
+        finally:
+            publisher.close()
+            context.term()
+            client.close()
+
+
+def test_a_gap_the_journal_cannot_fill_is_said_not_hidden(vault: Path, tmp_path: Path):
+    (vault / "a.md").write_text("a")
+    with running_scanner(vault, tmp_path / "scanner", watch=False) as (scanner, _events):
+        client = client_of(scanner.service.address)
+
+        async def gaps() -> list[tuple[str, Any]]:
+            journal = _changes._Journal(client)
+            beyond = [parsed(x) async for x in _changes._fill(journal, 1, 1 + GAP_MAX + 2)]  # a bulk import
+            filled = [parsed(x) async for x in _changes._fill(journal, 0, 2)]  # the journal holds seq 1
+            return [e for e in (*beyond, *filled) if e]
+
+        try:
+            beyond, *filled = asyncio.run(gaps())
+        finally:
+            client.close()
+    assert beyond == ("skipped", {"after_seq": 1, "before_seq": GAP_MAX + 3, "count": GAP_MAX + 1})
+    assert [(name, e["seq"], e["path"], e["kind"]) for name, e in filled] == [("message", 1, "a.md", "added")]
+    unreachable = client_of(f"127.0.0.1:{free_port()}")  # the scanner gone: said, and the stream goes on
+
+    async def gone() -> list[str]:
+        return [x async for x in _changes._fill(_changes._Journal(unreachable), 3, 6)]
+
+    try:
+        assert [parsed(x) for x in asyncio.run(gone())] == [("skipped", {"after_seq": 3, "before_seq": 6, "count": 2})]
+    finally:
+        unreachable.close()
