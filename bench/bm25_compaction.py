@@ -70,7 +70,7 @@ def main() -> None:
         index.apply(doc, want_jobs=False)
     index.commit(2)
     chunks = index.bm25.count()
-    print(f"{len(docs)} notes, {chunks} chunks, {index.bm25.deleted()} deleted after {args.edits} edits", flush=True)
+    print(f"{len(docs)} notes, {chunks} chunks, {index.bm25.replaced()} deleted after {args.edits} edits", flush=True)
     # queries: each edited note's title and a few of the vault's other titles
     queries = [" ".join(d.title.split()[:5]) or d.path for d in docs[:: max(1, len(docs) // args.queries)]]
     queries = queries[: args.queries]
@@ -100,7 +100,7 @@ def main() -> None:
     print(f"during the compaction ({len(during)} queries): {summary(during)}")
     print(f"idle after:  {summary(after)}")
     print(
-        f"compaction: {durations[0]:.2f} s ({chunks / durations[0]:,.0f} chunks/s), {index.bm25.deleted()} deleted left;"
+        f"compaction: {durations[0]:.2f} s ({chunks / durations[0]:,.0f} chunks/s), {index.bm25.replaced()} deleted left;"
         f" peak RSS {rss_before:.0f} MB before, {peak_rss_mb():.0f} MB after"
     )
     index.close()

@@ -78,7 +78,7 @@ def main() -> None:
             for share in SHARES:
                 index = build(tmp / f"again-{share}", docs, int(len(docs) * share))
                 same, moved = compare(expected, [index.bm25.search(q, 10, Scope()) for q in queries])
-                deleted, live = index.bm25.deleted(), index.bm25.count()
+                deleted, live = index.bm25.replaced(), index.bm25.count()
                 started = time.perf_counter()
                 assert index.compact_bm25(threading.Event())
                 took = time.perf_counter() - started
@@ -86,7 +86,7 @@ def main() -> None:
                 print(
                     f"{name}: {int(len(docs) * share)} notes applied again ({deleted} deleted of {live} chunks,"
                     f" {deleted / live:.1%}): {same}/{len(queries)} top-10 lists unchanged, scores moved by up to {moved:.2%};"
-                    f" after the compaction ({took:.2f} s, {index.bm25.deleted()} deleted): {same_c}/{len(queries)},"
+                    f" after the compaction ({took:.2f} s, {index.bm25.replaced()} deleted): {same_c}/{len(queries)},"
                     f" scores moved by up to {moved_c:.2%}",
                     flush=True,
                 )

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from k0maru.v1 import common_pb2
 from k0maru_retriever._bm25 import Scope
 from k0maru_retriever._compaction import Bm25Compactor
+from k0maru_retriever._index import NoteIndex
 from tests.unit.test_index_consistency import doc, open_index
 
 
@@ -30,7 +32,7 @@ def edited(tmp_path: Path):  # type: ignore[no-untyped-def]
     index.commit(1)
     index.apply(doc("n0.md", "lighthouse keeper edited"))
     index.commit(2)
-    assert index.bm25.deleted() == 1
+    assert index.bm25.replaced() == 1
     yield index
     index.close()
 
@@ -48,7 +50,7 @@ def test_it_waits_for_the_vault_to_be_indexed_and_for_edits_to_pause(edited):  #
         changed = time.monotonic()
         _until(lambda: compactor.compactions == 1)
         assert time.monotonic() - changed >= 0.3
-        assert edited.bm25.deleted() == 0 and edited.check().problems == []
+        assert edited.bm25.replaced() == 0 and edited.check().problems == []
         assert compactor.health().state == "running" and compactor.health().last_error == ""
     finally:
         compactor.stop()
@@ -72,7 +74,7 @@ def test_a_failed_compaction_leaves_the_live_index_and_is_tried_again(edited):  
         assert edited.bm25 is live and [c for c, _ in live.search("edited", 5, Scope())] == ["n0.md#0"]
         live.empty_beside = empty_beside  # room again
         _until(lambda: compactor.compactions == 1)
-        assert compactor.health().last_error == "" and edited.bm25.deleted() == 0
+        assert compactor.health().last_error == "" and edited.bm25.replaced() == 0
     finally:
         compactor.stop()
 
@@ -92,3 +94,51 @@ def test_a_compaction_that_fails_during_its_swap_makes_the_retriever_give_up(edi
         assert "could not be swapped in" in told[0] and "Input/output error" in told[0]
     finally:
         compactor.stop()
+
+
+def _note(i: int, version: int = 0) -> common_pb2.Document:
+    filler = " ".join(f"filler{j}" for j in range((i * 7) % 90 + 5))  # lengths past the field norms' exact range
+    return doc(f"n{i:03d}.md", f"note {i} version {version} about topic{i % 5} {filler}")
+
+
+def test_an_index_whose_deleted_documents_tantivy_merged_away_is_still_compacted(tmp_path: Path):
+    """tantivy's merges drop deleted documents, but the merged segment's total length is then
+    estimated from 1-byte field norms: no deleted document is left, yet BM25 ranks a little off
+    a fresh build (the stack test's rare failure: scores 0.2–0.5 % low). It still needs a
+    compaction, and gets one."""
+    index = open_index(tmp_path / "edited")
+    for segment in range(24):  # small segments of like size, which tantivy's merge policy merges
+        for i in range(segment * 20, segment * 20 + 20):
+            index.apply(_note(i))
+        if segment == 8:  # edits in every segment so far: deleted documents in each
+            for i in range(0, 160, 3):
+                index.apply(_note(i, 1))
+        index.commit(segment + 1)
+    index.bm25._writer.wait_merging_threads()  # the merges done, as a retriever that ran on finds them
+    index.state.close()
+    index.vectors.close()
+    index = open_index(tmp_path / "edited")  # the restarted retriever
+    fresh = open_index(tmp_path / "fresh")
+    for i in range(480):
+        fresh.apply(_note(i, 1 if i < 160 and i % 3 == 0 else 0))
+    fresh.commit(1)
+    try:
+        held = int(index.bm25._searcher.doc_freq("live", "1")) - index.bm25.count()
+        assert held == 0 and index.bm25.replaced() == 54  # none held, 54 replaced since the build
+
+        def scores(of: NoteIndex) -> list[tuple[str, float]]:
+            return [(c, round(s, 5)) for c, s in of.bm25.search("topic3 note", 5, Scope())]
+
+        assert scores(index) != scores(fresh)  # the estimated length
+        ready = threading.Event()
+        ready.set()
+        compactor = Bm25Compactor(index, ready, quiet_s=0.01, min_gap_s=0.01)
+        compactor.start()
+        try:
+            _until(lambda: compactor.compactions == 1)
+        finally:
+            compactor.stop()
+        assert index.bm25.replaced() == 0 and scores(index) == scores(fresh)
+    finally:
+        index.close()
+        fresh.close()

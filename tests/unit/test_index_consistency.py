@@ -101,10 +101,10 @@ def test_recovered_index_ranks_like_a_fresh_build(tmp_path: Path):
     recovered.commit(3)
     recovered.remove("gone.md")
     recovered.commit(4)
-    assert recovered.bm25.deleted() > 0
+    assert recovered.bm25.replaced() > 0
     assert recovered.repair().problems == []  # deleted documents are no disagreement: a compaction drops them
     assert recovered.compact_bm25(threading.Event())
-    assert recovered.bm25.deleted() == 0
+    assert recovered.bm25.replaced() == 0
 
     fresh = open_index(tmp_path / "fresh")
     for d in sorted(notes, key=lambda d: d.path):  # a fresh build fetches in the manifest's (path) order
@@ -125,7 +125,7 @@ def test_a_compaction_keeps_the_edits_made_while_it_ran_and_survives_a_restart(t
     index.commit(1)
     index.apply(doc("n0.md", "lighthouse keeper zero edited"))  # an edit: the old chunk stays as a deleted document
     index.commit(2)
-    assert index.bm25.deleted() == 1
+    assert index.bm25.replaced() == 1
     live = index.bm25
     empty_beside = live.empty_beside
 
@@ -145,7 +145,7 @@ def test_a_compaction_keeps_the_edits_made_while_it_ran_and_survives_a_restart(t
     live.empty_beside = edits_during_the_build  # type: ignore[method-assign]
     assert index.compact_bm25(threading.Event())
     assert index.bm25 is not live
-    assert index.bm25.deleted() == 2  # the edits made meanwhile leave theirs, for the next compaction
+    assert index.bm25.replaced() == 2  # the edits made meanwhile leave theirs, for the next compaction
     assert index.check().problems == []
     hits = dict(index.bm25.search("rewritten meanwhile zero edited", 10, Scope()))
     assert set(hits) == {"n0.md#0", "n1.md#0", "new.md#0"}
@@ -173,7 +173,7 @@ def test_a_compaction_gives_up_when_stopped_or_when_bm25_was_rebuilt_meanwhile(t
     stopped.set()
     live = index.bm25
     assert not index.compact_bm25(stopped)
-    assert index.bm25 is live and live.deleted() == 1
+    assert index.bm25 is live and live.replaced() == 1
     assert not (tmp_path / "bm25.next").exists()  # the half-built index is gone
 
     empty_beside = live.empty_beside

@@ -1,9 +1,11 @@
 """Bm25Compactor: the background worker that keeps BM25 equal to a fresh build.
 
 An edit replaces a note's chunks; tantivy keeps the old ones as deleted documents, and they
-count in BM25's statistics until a merge drops them (rarely, for a vault's first big segment).
-The edited note's own words then look twice as common, so the note an agent just wrote ranks
-lower than it should. Once the vault is indexed, BM25 holds deleted documents and no note has
+count in BM25's statistics until a merge drops them (rarely, for a vault's first big segment),
+and a merge that drops them leaves an average length estimated from field norms
+(`Bm25Index.replaced`). The edited note's own words then look twice as common, so the note an
+agent just wrote ranks lower than it should. Once the vault is indexed, BM25 has replaced
+documents since it was built and no note has
 changed for `quiet_s`, the compactor rebuilds BM25 beside the live index and swaps it in
 (`NoteIndex.compact_bm25`); searches and edits go on meanwhile. Compactions are at least
 `GAP_FACTOR` times their own duration apart (and `MIN_GAP_S`), so an agent that keeps editing
@@ -69,7 +71,7 @@ class Bm25Compactor:
             self._ready.is_set()
             and now >= self._not_before
             and now - self._index.last_change >= self._quiet_s
-            and self._index.bm25.deleted() > 0
+            and self._index.bm25.replaced() > 0
         )
 
     def health(self) -> WorkerHealth:
@@ -85,7 +87,7 @@ class Bm25Compactor:
         while not stop.wait(min(self._quiet_s, 2.0)):
             if not self.due():
                 continue
-            deleted, started = self._index.bm25.deleted(), time.monotonic()
+            deleted, started = self._index.bm25.replaced(), time.monotonic()
             try:
                 done = self._index.compact_bm25(stop)
             except Bm25SwapFailed as exc:  # the retriever cannot go on with this index: a restart rebuilds it
@@ -107,6 +109,6 @@ class Bm25Compactor:
             if done:
                 failures, self._last_error = 0, ""
                 self.compactions += 1
-                log.info("BM25 compacted in %.1f s: %d deleted documents dropped from its statistics", took, deleted)
+                log.info("BM25 compacted in %.1f s: %d replaced documents dropped from its statistics", took, deleted)
             else:
                 log.info("BM25 compaction given up after %.1f s (stopping, or BM25 rebuilt meanwhile)", took)

@@ -66,7 +66,7 @@ class RetrieverSettings(K0Settings):
     bm25_compact_quiet_s: float = Field(
         30.0,
         ge=0.0,
-        description="once no note has changed for this long and edits left deleted documents in BM25's statistics (which rank edited notes lower), BM25 is rebuilt in the background and swapped in (0 = never; a restart no longer rebuilds it either)",
+        description="once no note has changed for this long and edits left replaced documents in BM25's statistics (which rank edited notes lower), BM25 is rebuilt in the background and swapped in (0 = never; a restart no longer rebuilds it either)",
     )
     build_commit_s: float = Field(
         1.0,

@@ -152,7 +152,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
         return retriever_pb2.IndexStatusResponse(
             notes_with_problems=with_problems,
             problem_notes=problem_notes,
-            bm25_deleted=app.index.bm25.deleted(),
+            bm25_deleted=app.index.bm25.replaced(),
             bm25_compactions=app.compactor.compactions,
             build=None
             if progress is None
