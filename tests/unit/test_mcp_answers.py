@@ -22,6 +22,9 @@ def test_a_vector_channel_over_part_of_the_vault_is_reported_partial():
     (note,) = partial_channels(_reply(0.4187, vector_ran=True))
     assert note.startswith("vector: 41 % of the vault's chunks have vectors") and "BM25 only" in note
     assert partial_channels(_reply(0.999, vector_ran=True))[0].startswith("vector: 99 %")  # never rounded up to all
+    hybrid = _reply(0.5, vector_ran=True)
+    hybrid.mode_used = retriever_pb2.SEARCH_MODE_HYBRID
+    assert partial_channels(hybrid)[0].endswith("BM25 only, and hybrid weighs the vector channel by that share")
 
 
 def test_a_whole_or_absent_vector_channel_is_not_partial():

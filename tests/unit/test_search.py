@@ -210,3 +210,50 @@ def test_a_wide_date_range_the_rankings_miss_is_pushed_whatever_its_size(
     scope = retriever_pb2.Scope(since="2026-11-01")
     request = retriever_pb2.SearchRequest(query="alpha", limit=10, mode=retriever_pb2.SEARCH_MODE_BM25, scope=scope)
     assert sorted(h.path for h in searcher.search(request).hits) == [f"new/{n}.md" for n in range(8)]
+
+
+def test_notes_not_embedded_yet_are_not_buried_by_the_few_that_are(index: NoteIndex):
+    """While a vault is being embedded the vector channel sees only the notes embedded so far (in
+    path order: a folder of changelogs first). The note BM25 ranks first, not embedded yet, stays
+    first; fused as though the channel were whole, the embedded notes took the top."""
+    index.apply(note("guide.md", "rename a note and update its links"))  # the answer: no vector yet
+    for n in range(10):
+        index.apply(note(f"changelog{n}.md", f"release {n}: rename shipped"))
+    index.commit()
+    results = []
+    for path, doc in index.state.docs.items():
+        if path.startswith("changelog"):  # embedded first
+            n = int(path.removeprefix("changelog").removesuffix(".md"))
+            vec = np.array([1.0, 0.1 * n, 0.0, 0.0], dtype=np.float32)
+            results.append((f"{path}#0", vector_key(doc, doc.chunks[0], index.model_id), vec / np.linalg.norm(vec)))
+    assert index.apply_vectors(results) == 10
+    embedder = QueryEmbedder("127.0.0.1:9")  # never called: the query's vector is already known
+    try:
+        query = "rename a note and update links"
+        embedder.remember(query, np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32))
+        searcher = HybridSearcher(index, embedder, FusionParams(), "v")
+        bm25 = searcher.search(retriever_pb2.SearchRequest(query=query, mode=retriever_pb2.SEARCH_MODE_BM25))
+        assert bm25.hits[0].path == "guide.md"
+        for method in ("convex", "rrf"):
+            searcher = HybridSearcher(index, embedder, FusionParams(method=method), "v")
+            reply = searcher.search(retriever_pb2.SearchRequest(query=query, limit=5, explain=True))
+            assert (
+                reply.vector_coverage == pytest.approx(10 / 11) and reply.mode_used == retriever_pb2.SEARCH_MODE_HYBRID
+            )
+            assert reply.hits[0].path == "guide.md", (method, [h.path for h in reply.hits])
+            assert reply.channels[1].ran and any(h.explain.vector.rank for h in reply.hits)  # the channel counts
+        index.apply_vectors(  # the vault embedded: the vector channel counts in full again
+            [
+                (
+                    "guide.md#0",
+                    vector_key(index.state.docs["guide.md"], index.state.docs["guide.md"].chunks[0], index.model_id),
+                    np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32),
+                )
+            ]
+        )
+        whole = HybridSearcher(index, embedder, FusionParams(), "v").search(
+            retriever_pb2.SearchRequest(query=query, explain=True)
+        )
+        assert whole.vector_coverage == 1.0 and whole.hits[0].explain.vector.rank > 0
+    finally:
+        embedder.close()

@@ -20,5 +20,10 @@ def partial_channels(reply: retriever_pb2.SearchResponse) -> list[str]:
         out.append(
             f"vector: {int(reply.vector_coverage * 100)} % of the vault's chunks have vectors so far (embedding is"
             " under way); notes not embedded yet can be found by BM25 only"
+            + (
+                ", and hybrid weighs the vector channel by that share"
+                if reply.mode_used == retriever_pb2.SEARCH_MODE_HYBRID
+                else ""
+            )
         )
     return out

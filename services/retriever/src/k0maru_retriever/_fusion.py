@@ -86,10 +86,13 @@ def rrf_fuse(
     w_vector: float = 0.5,
     boost: float = 0.1,
     connected: Callable[[set[str]], set[str]] | None = None,
+    unseen: frozenset[str] = frozenset(),
 ) -> list[FusedHit]:
     """Fuse two ranked lists of (path, channel score), each already one entry per note.
 
     `connected(candidates)` returns the candidates linked to or from another candidate.
+    `unseen`: notes the vector channel cannot see yet (none of their chunks embedded): in that
+    channel they count as BM25 ranks them (no evidence either way), not as missing.
     """
     if not bm25 and not vector:
         return []
@@ -101,6 +104,8 @@ def rrf_fuse(
             total += wb / (k + boosted_rank(hit.bm25_rank, bonus))
         if hit.vector_rank:
             total += wv / (k + boosted_rank(hit.vector_rank, bonus))
+        elif hit.bm25_rank and vector and hit.path in unseen:
+            total += wv / (k + boosted_rank(hit.bm25_rank, bonus))
         return total
 
     return _score_all(_collect(bm25, vector), score, boost, connected)
@@ -174,11 +179,13 @@ def convex_fuse(
     w_vector: float = 0.5,
     boost: float = 0.1,
     connected: Callable[[set[str]], set[str]] | None = None,
+    unseen: frozenset[str] = frozenset(),
 ) -> list[FusedHit]:
     """score(d) = Σ_m w_m · minmax_m(d), a channel missing d contributing 0 (scores, not ranks).
 
     The graph boost is the same rank-bonus idea on this scale: a connected note closes `boost`
-    of its distance to its channel's best (1) in each channel that found it.
+    of its distance to its channel's best (1) in each channel that found it. `unseen`: as in
+    `rrf_fuse`, a note the vector channel cannot see yet counts there as BM25 scores it.
     """
     if not bm25 and not vector:
         return []
@@ -191,6 +198,8 @@ def convex_fuse(
             total += wb * (nb[hit.path] + bonus * (1.0 - nb[hit.path]))
         if hit.vector_rank:
             total += wv * (nv[hit.path] + bonus * (1.0 - nv[hit.path]))
+        elif hit.bm25_rank and vector and hit.path in unseen:
+            total += wv * (nb[hit.path] + bonus * (1.0 - nb[hit.path]))
         return total
 
     return _score_all(_collect(bm25, vector), score, boost, connected)
