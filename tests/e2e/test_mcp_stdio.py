@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from k0maru.v1 import offload_pb2
 from tests.conftest import MCP_TOOLS, write_notes
 
 pytestmark = pytest.mark.e2e
@@ -218,16 +220,28 @@ def test_mcp_uses_a_running_stack_and_leaves_it_running(vault: Path, tmp_path: P
     state = launcher.start()
     try:
         params = StdioServerParameters(command=K0MARU, args=["mcp", "--vault", str(vault), "--data-dir", str(data_dir)])
+        resume = threading.Timer(1.5, os.kill, (state.pids["offload"], signal.SIGCONT))
 
         async def scenario() -> None:
             with anyio.fail_after(60):
                 async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
                     await session.initialize()
                     assert (await recall(session, "SQLITE_BUSY"))[0] == "db/sqlite busy.md"
+                    await anyio.sleep(0.5)  # that recall in the ledger: the connection to it is up
+                    # the ledger (offload) slow to answer: the recall does not wait for it, the exit does
+                    os.kill(state.pids["offload"], signal.SIGSTOP)
+                    resume.start()
+                    assert (await recall(session, "E0502"))[0] == "rust/borrows.md"
 
         anyio.run(scenario)
+        resume.join()
         assert json.loads((data_dir / "stack.json").read_text())["pids"] == state.pids
         assert all(alive(p) for p in state.pids.values())
+        # the session ended right after its last recall: that recall is in the token ledger all the same
+        # (sent in the background, and waited for before `k0maru mcp` exits)
+        with state.client() as client:
+            stats = client.call(client.offload.TokenStats, offload_pb2.TokenStatsRequest())
+        assert stats.recalls == 2 and stats.recall_note_tokens > 0
     finally:
         launcher.stop()
 

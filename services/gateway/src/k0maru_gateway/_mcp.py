@@ -6,9 +6,11 @@ names the vault it came from. Logs go to stderr: stdout is the wire.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
+import threading
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -169,9 +171,38 @@ class LoadoutAnswer(BaseModel):
     markdown: str
 
 
-def _log_unrecorded(done: Any) -> None:
-    if done.exception() is not None:
-        log.warning("recall not recorded in the token ledger: %s", done.exception())
+LEDGER_TIMEOUT_S = 5.0  # a ledger record gives up after this
+
+
+class RecallLedger:
+    """Recall answers and note reads sent to the offload service's token ledger in the background
+    (the agent does not wait for it), and waited for when the MCP session ends: an agent that
+    closes the session right after its last recall still has it counted."""
+
+    def __init__(self, client: StackClient) -> None:
+        self._client = client
+        self._pending: set[Any] = set()
+        self._lock = threading.Lock()
+
+    def record(self, record: offload_pb2.RecallRecord) -> None:
+        future = self._client.offload.RecordRecall.future(record, timeout=LEDGER_TIMEOUT_S)
+        with self._lock:
+            self._pending.add(future)
+        future.add_done_callback(self._done)
+
+    def _done(self, future: Any) -> None:
+        with self._lock:
+            self._pending.discard(future)
+        if future.exception() is not None:
+            log.warning("recall not recorded in the token ledger: %s", future.exception())
+
+    def drain(self) -> None:
+        """Wait for the records still under way (each gives up after LEDGER_TIMEOUT_S)."""
+        with self._lock:
+            pending = list(self._pending)
+        for future in pending:
+            with contextlib.suppress(Exception):  # its failure is logged by `_done`
+                future.result()
 
 
 def _next_step(node_id: str) -> str:
@@ -202,7 +233,9 @@ def _call(fn: Callable[[Any, float], T], request: Any, timeout: float = 30.0) ->
         raise ToolError(str(exc)) from exc
 
 
-def build_mcp(client: StackClient) -> MCPServer:
+def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPServer:
+    """The MCP tools over `client`'s stack; recalls and reads are counted through `ledger`."""
+    ledger = ledger or RecallLedger(client)
     server = MCPServer("k0maru", instructions=f"Long-term memory over the Markdown vault at {client.vault}.\n{INTENTS}")
     vault = client.vault
 
@@ -347,7 +380,7 @@ def build_mcp(client: StackClient) -> MCPServer:
         if hits:  # the ledger: what handing over the whole notes would have cost (best effort, in the
             # background: the offload service reads those notes, the agent must not wait for it)
             record = offload_pb2.RecallRecord(paths=[h.path for h in hits], answer=_text(answer))
-            client.offload.RecordRecall.future(record, timeout=5.0).add_done_callback(_log_unrecorded)
+            ledger.record(record)
         return answer
 
     @server.tool()
@@ -439,7 +472,7 @@ def build_mcp(client: StackClient) -> MCPServer:
         answer = _answer(note_answer)
         # the ledger: what was read is spent against what recall saved (best effort, in the background)
         record = offload_pb2.RecallRecord(answer=_text(answer), follow_up=True)
-        client.offload.RecordRecall.future(record, timeout=5.0).add_done_callback(_log_unrecorded)
+        ledger.record(record)
         return answer
 
     @server.tool()
@@ -726,4 +759,8 @@ def serve_mcp_stdio(client: StackClient) -> None:
     """Serve MCP over stdin/stdout until the host closes stdin (the caller owns `client`)."""
     import anyio
 
-    anyio.run(_run_stdio, build_mcp(client))
+    ledger = RecallLedger(client)
+    try:
+        anyio.run(_run_stdio, build_mcp(client, ledger))
+    finally:
+        ledger.drain()
