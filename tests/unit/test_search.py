@@ -241,6 +241,7 @@ def test_notes_not_embedded_yet_are_not_buried_by_the_few_that_are(index: NoteIn
                 reply.vector_coverage == pytest.approx(10 / 11) and reply.mode_used == retriever_pb2.SEARCH_MODE_HYBRID
             )
             assert reply.hits[0].path == "guide.md", (method, [h.path for h in reply.hits])
+            assert [h.explain.not_embedded for h in reply.hits] == [True] + [False] * 4  # the debugger says so
             assert reply.channels[1].ran and any(h.explain.vector.rank for h in reply.hits)  # the channel counts
         index.apply_vectors(  # the vault embedded: the vector channel counts in full again
             [

@@ -472,6 +472,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             e = h["explain"]
             b = f"bm25 #{e['bm25']['rank']} ({e['bm25']['score']:.2f})" if e["bm25"] else "bm25 -"
             v = f"vector #{e['vector']['rank']} ({e['vector']['score']:.3f})" if e["vector"] else "vector -"
+            v += " (not embedded yet)" if e.get("not_embedded") else ""
             name = f"  name {e['name_match']:.0%}" if e.get("name_match") else ""
             print(f"    {b}  {v}  graph +{e['graph_boost']:.4f}{name}")
     return 0

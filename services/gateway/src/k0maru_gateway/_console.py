@@ -146,7 +146,16 @@ TOKENS_KNOWN = {
     "recall_answer_tokens",
     "reads",
 }
-EXPLAIN_KNOWN = {"bm25", "vector", "graph_boost", "fused_score", "heading_path", "tagmemo_tags", "name_match"}
+EXPLAIN_KNOWN = {
+    "bm25",
+    "vector",
+    "graph_boost",
+    "fused_score",
+    "heading_path",
+    "tagmemo_tags",
+    "name_match",
+    "not_embedded",
+}
 
 
 def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
@@ -170,6 +179,7 @@ def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
             "vector": {"rank": e.vector.rank, "score": e.vector.score} if e.vector.present else None,
             "graph_boost": e.graph_boost,
             "name_match": e.name_match,  # share of the note's best-matching name the query holds
+            "not_embedded": e.not_embedded,  # no vector yet: hybrid counted it as BM25 scored it
             "fused_score": e.fused_score,
             "heading_path": list(e.heading_path),
             "tagmemo_tags": [{"tag": t.tag, "weight": t.weight} for t in e.tagmemo_tags],

@@ -67,6 +67,7 @@ SCHEMAS: dict[str, Any] = {
             "vector": _ref("ChannelScore"),
             "graph_boost": _NUM,
             "name_match": _NUM,
+            "not_embedded": _BOOL,
             "fused_score": _NUM,
             "heading_path": {"type": "array", "items": _STR},
             "tagmemo_tags": {"type": "array", "items": _obj({"tag": _STR, "weight": _NUM})},

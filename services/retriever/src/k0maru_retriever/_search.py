@@ -349,6 +349,7 @@ class HybridSearcher:
                 retriever_pb2.ChannelReport(channel="vector", ran=not skipped, reason=skipped, took_ms=took)
             )
         best_chunk = {n: c for n, _s, c in reversed(vector)} | {n: c for n, _s, c in reversed(bm25)}
+        unseen: frozenset[str] = frozenset()  # hybrid's notes with no vector yet (`_unseen`)
         if mode == HYBRID:
             if not vector:
                 response.mode_used = BM25
@@ -380,7 +381,7 @@ class HybridSearcher:
         with self._index.lock:  # a note deleted while the channels ran is left out, not an error
             docs = self._index.state.docs
             for hit in [h for h in fused if h.path in docs][:limit]:
-                response.hits.append(self._to_hit(hit, best_chunk[hit.path], query, asked))
+                response.hits.append(self._to_hit(hit, best_chunk[hit.path], query, asked, hit.path in unseen))
         if request.explain and response.tagmemo.matched_tags:
             _explain_hit_tags(response)
         response.took_ms = (time.perf_counter() - started) * 1000
@@ -463,7 +464,9 @@ class HybridSearcher:
         found = list_scope(scope, limit, state.docs, state.days, state.scope_candidates)
         return [self._to_hit(FusedHit(path=path), f"{path}#0", "", None) for path in found]
 
-    def _to_hit(self, hit: FusedHit, cid: str, query: str, asked: set[str] | None) -> retriever_pb2.SearchHit:
+    def _to_hit(
+        self, hit: FusedHit, cid: str, query: str, asked: set[str] | None, not_embedded: bool = False
+    ) -> retriever_pb2.SearchHit:
         """The hit as answered; with its explanation when `asked` (the query's BM25 terms) is given."""
         path, index = split_chunk_id(cid)
         doc = self._index.state.docs[path]
@@ -496,6 +499,7 @@ class HybridSearcher:
                     fused_score=hit.score,
                     heading_path=list(chunk.heading_path) if chunk else [],
                     name_match=self._index.bm25.name_coverage(asked, note_names(doc)) if hit.bm25_rank > 0 else 0.0,
+                    not_embedded=not_embedded,
                 )
             )
         return out
