@@ -4,8 +4,9 @@ each change once and in order, with what PUB/SUB dropped filled from the journal
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +35,28 @@ def parsed(chunk: str) -> tuple[str, Any] | None:
     return None if data is None else (name, data)
 
 
-async def take(stream: AsyncIterator[str], count: int, timeout_s: float = 20) -> list[tuple[str, Any]]:
-    events: list[tuple[str, Any]] = []
-    while len(events) < count:
-        event = parsed(await asyncio.wait_for(anext(stream), timeout_s))
-        if event is not None:
-            events.append(event)
-    return events
+class Feed:
+    """The stream read in the background into a queue: a wait for an event that times out does not
+    cancel the stream itself (cancelling a generator mid-await would end it)."""
+
+    def __init__(self, stream: AsyncGenerator[str, None]) -> None:
+        self._stream = stream
+        self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self._task = asyncio.create_task(self._pump())
+
+    async def _pump(self) -> None:
+        async for chunk in self._stream:
+            if (event := parsed(chunk)) is not None:
+                await self._queue.put(event)
+
+    async def take(self, count: int, timeout_s: float = 20) -> list[tuple[str, Any]]:
+        return [await asyncio.wait_for(self._queue.get(), timeout_s) for _ in range(count)]
+
+    async def close(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        await self._stream.aclose()
 
 
 def client_of(scanner_address: str) -> StackClient:
@@ -55,9 +71,9 @@ def test_a_page_opens_on_the_journals_last_changes_then_follows_new_ones(vault: 
         client = client_of(scanner.service.address)
 
         async def scenario() -> None:
-            stream = change_events(events, client)
+            feed = Feed(change_events(events, client))
             try:
-                (name, journal), *recent = await take(stream, 1 + RECENT)
+                (name, journal), *recent = await feed.take(1 + RECENT)
                 assert name == "journal" and journal == {"last_seq": last, "oldest_seq": 1, "error": ""}
                 assert [e["seq"] for _n, e in recent] == list(range(last - RECENT + 1, last + 1))
                 assert {e["kind"] for _n, e in recent} == {"added"} and recent[-1][1]["at_unix_ms"] > 0
@@ -65,13 +81,13 @@ def test_a_page_opens_on_the_journals_last_changes_then_follows_new_ones(vault: 
                 (vault / "n05.md").unlink()
                 (vault / "fresh.md").write_text("fresh")
                 await asyncio.to_thread(scanner.scanner.scan)
-                live = await take(stream, 2)
+                live = await feed.take(2)
                 assert [(e["seq"], e["kind"], e["path"]) for _n, e in live] == [
                     (last + 1, "deleted", "n05.md"),
                     (last + 2, "added", "fresh.md"),
                 ]
             finally:
-                await stream.aclose()
+                await feed.close()
 
         try:
             asyncio.run(scenario())
@@ -92,9 +108,9 @@ def test_changes_the_publisher_dropped_come_from_the_journal_once_and_in_order(v
         publisher.bind(dropping)
 
         async def scenario() -> None:
-            stream = change_events(dropping, client)
+            feed = Feed(change_events(dropping, client))
             try:
-                (name, journal), opened = await take(stream, 2)
+                (name, journal), opened = await feed.take(2)
                 assert name == "journal" and journal["last_seq"] == 1 and opened[1]["path"] == "a.md"
                 for name in ("b.md", "c.md", "d.md"):
                     (vault / name).write_text(name)
@@ -105,17 +121,16 @@ def test_changes_the_publisher_dropped_come_from_the_journal_once_and_in_order(v
                 followed: list[tuple[str, Any]] = []
                 while not followed:  # until the subscription is in place (PUB drops before it)
                     publisher.send_multipart([TOPIC, last.SerializeToString()])
-                    try:
-                        followed = await take(stream, 3, timeout_s=0.5)
-                    except TimeoutError:
-                        continue
+                    with contextlib.suppress(TimeoutError):
+                        followed = await feed.take(1, timeout_s=0.5)
+                followed += await feed.take(2)
                 assert [(e["seq"], e["path"]) for _n, e in followed] == [(2, "b.md"), (3, "c.md"), (4, "d.md")]
                 publisher.send_multipart([TOPIC, last.SerializeToString()])  # again: already listed
                 publisher.send_multipart([TOPIC, common_pb2.ChangeEvent(seq=5, path="e.md").SerializeToString()])
-                (_n, after), *_ = await take(stream, 1)
+                (_n, after), *_ = await feed.take(1)
                 assert after["seq"] == 5
             finally:
-                await stream.aclose()
+                await feed.close()
 
         try:
             asyncio.run(scenario())

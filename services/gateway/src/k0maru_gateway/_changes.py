@@ -18,7 +18,7 @@ The stream (see /api/openapi.json):
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import zmq
@@ -75,7 +75,7 @@ class _Journal:
         return await run_in_threadpool(self._client.call, read, request, JOURNAL_TIMEOUT_S)
 
 
-async def change_events(events_addr: str, client: StackClient) -> AsyncIterator[str]:
+async def change_events(events_addr: str, client: StackClient) -> AsyncGenerator[str, None]:
     """The stream described above, for one page, until it goes away."""
     journal = _Journal(client)
     context = zmq.asyncio.Context()
@@ -115,7 +115,7 @@ async def change_events(events_addr: str, client: StackClient) -> AsyncIterator[
         context.term()
 
 
-async def _fill(journal: _Journal, seen: int, arrived: int) -> AsyncIterator[str]:
+async def _fill(journal: _Journal, seen: int, arrived: int) -> AsyncGenerator[str, None]:
     """The changes after `seen` and before `arrived` that PUB/SUB dropped, from the journal (the
     record: what it lists between the two is all there was), else one `skipped` event."""
     missing = arrived - seen - 1
