@@ -142,3 +142,24 @@ def test_an_index_whose_deleted_documents_tantivy_merged_away_is_still_compacted
     finally:
         index.close()
         fresh.close()
+
+
+def test_replaced_counts_what_the_searcher_shows(tmp_path: Path):
+    """Documents added and not committed yet are neither alive nor replaced to the searcher: they
+    must not read as replaced (the console's "stale", a compaction due) between an add and its commit."""
+    index = open_index(tmp_path)
+    try:
+        index.apply(doc("a.md", "lighthouse"))
+        assert index.bm25.replaced() == 0
+        index.commit(1)
+        index.apply(doc("a.md", "lighthouse keeper"))
+        assert index.bm25.replaced() == 0
+        index.commit(2)
+        assert index.bm25.replaced() == 1
+    finally:
+        index.close()
+    reopened = open_index(tmp_path)  # the count survives a restart
+    try:
+        assert reopened.bm25.replaced() == 1
+    finally:
+        reopened.close()

@@ -147,6 +147,7 @@ class Bm25Index:
         self._idf_seen: dict[str, float] = {}  # term → idf in "text", until the next commit
         self._added_file = directory / "k0-added"
         self._added = self._read_added()  # documents added since this index was empty (see `replaced`)
+        self._added_committed = self._added  # of them, those the searcher shows (as of the last commit)
 
     def delete_path(self, path: str) -> None:
         self._writer.delete_documents_by_term("path", path)
@@ -194,6 +195,7 @@ class Bm25Index:
             self._names_seen.clear()
             self._idf_seen.clear()
             self._dirty = False
+            self._added_committed = self._added
 
     def clear(self) -> None:
         self._writer.delete_all_documents()
@@ -359,7 +361,7 @@ class Bm25Index:
         the 1-byte field norms of the segments merged rather than counts (scores 0.2–0.5 % off a
         fresh build's on the stack test's vault). So an index that saw edits ranks like a fresh
         build only after a compaction, whatever tantivy merged meanwhile."""
-        return max(0, self._added - self.count())
+        return max(0, self._added_committed - self.count())  # both as of the last commit
 
     def _read_added(self) -> int:
         try:
