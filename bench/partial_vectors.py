@@ -19,58 +19,26 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
-from fusion_methods import POOL, set_model, top
+from fusion_methods import MODEL_SCALE, POOL, set_model, top
 from fusion_sweep import evaluate, load
 
 from k0maru_cli._eval import load_jsonl, note_name
-from k0maru_retriever._fusion import confident_weights, convex_fuse, minmax
+from k0maru_retriever._fusion import confident_weights, convex_fuse
 from k0maru_retriever._search import FusionParams
 
 Ranking = list[tuple[str, float]]
 COVERAGES = (0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 
 
-def whole(b: Ranking, v: Ranking, embedded: set[str]) -> list[str]:
-    """The retriever's fusion before this bench: the partial vector channel as though it were whole."""
+def fused(b: Ranking, v: Ranking, embedded: set[str], weight: float, unseen_as_bm25: bool) -> list[str]:
+    """The retriever's convex fusion over a partial vector channel: its per-query weight times
+    `weight`; `unseen_as_bm25`: a note of BM25's pool with no vector counts in the vector channel
+    as BM25 scores it (`HybridSearcher._unseen`), else as missing from it."""
     p = FusionParams()
     b, v = b[:POOL], v[:POOL]
-    wb, wv = confident_weights(b, v, p.w_bm25, p.w_vector, p.adaptive, GAP["scale"])
-    return top([h.path for h in convex_fuse(b, v, w_bm25=wb, w_vector=wv, boost=0.0)])
-
-
-def scaled(b: Ranking, v: Ranking, embedded: set[str], coverage: float) -> list[str]:
-    """The vector channel's weight times the share of the vault embedded."""
-    p = FusionParams()
-    b, v = b[:POOL], v[:POOL]
-    wb, wv = confident_weights(b, v, p.w_bm25, p.w_vector, p.adaptive, GAP["scale"])
-    return top([h.path for h in convex_fuse(b, v, w_bm25=wb, w_vector=wv * coverage, boost=0.0)])
-
-
-def unknown_as_bm25(  # "now: both" is what the retriever does (HybridSearcher._unseen)
-    b: Ranking, v: Ranking, embedded: set[str], coverage: float = 1.0, only_new: bool = False
-) -> list[str]:
-    """A note the vector channel cannot see yet (no vectors) is given, in that channel, what BM25
-    gives it: no evidence either way, instead of the vector channel's 0. `coverage` < 1: the
-    vector channel's weight times it (`only_new`: for the notes BM25 did not find only)."""
-    p = FusionParams()
-    b, v = b[:POOL], v[:POOL]
-    wb, wv = confident_weights(b, v, p.w_bm25, p.w_vector, p.adaptive, GAP["scale"])
-    if not only_new:
-        wv *= coverage
-    if not v:
-        return top([d for d, _ in b])
-    if not b:
-        return top([d for d, _ in v])
-    nb, nv = minmax(b), minmax(v)
-    scores: dict[str, float] = {}
-    for d in {*nb, *nv}:
-        from_bm25 = nb.get(d, 0.0)
-        from_vector = nv.get(d, 0.0) if d in embedded else from_bm25
-        scores[d] = wb * from_bm25 + wv * from_vector * (coverage if only_new and d not in nb else 1.0)
-    return top(sorted(scores, key=lambda d: (-scores[d], d)))
-
-
-GAP = {"scale": FusionParams().gap_scale}
+    wb, wv = confident_weights(b, v, p.w_bm25, p.w_vector, p.adaptive, MODEL_SCALE["gap"])
+    unseen = frozenset(d for d, _ in b if d not in embedded) if unseen_as_bm25 else frozenset()
+    return top([h.path for h in convex_fuse(b, v, w_bm25=wb, w_vector=wv * weight, boost=0.0, unseen=unseen)])
 
 
 def notes_of(args: argparse.Namespace) -> list[str]:
@@ -90,20 +58,16 @@ def main() -> None:
     args = parser.parse_args()
     rows = load(args.dump)
     set_model(str(rows[0].get("model", "")) if rows else "")
-    from fusion_methods import MODEL_SCALE
-
-    GAP["scale"] = MODEL_SCALE["gap"]
     notes = notes_of(args)
     shuffled = list(notes)
     random.Random(7).shuffle(shuffled)
     methods: dict[str, Callable[[Ranking, Ranking, set[str], float], list[str]]] = {
         "bm25": lambda b, v, e, c: top([d for d, _ in b]),
-        "before: as if whole": lambda b, v, e, c: whole(b, v, e),
-        "weight x coverage": scaled,
-        "unseen as bm25": lambda b, v, e, c: unknown_as_bm25(b, v, e),
-        "now: both": lambda b, v, e, c: unknown_as_bm25(b, v, e, c),
-        "unseen, new x coverage": lambda b, v, e, c: unknown_as_bm25(b, v, e, c, only_new=True),
-        "unseen, weight x coverage^2": lambda b, v, e, c: unknown_as_bm25(b, v, e, c * c),
+        "before: as if whole": lambda b, v, e, c: fused(b, v, e, 1.0, False),
+        "weight x coverage": lambda b, v, e, c: fused(b, v, e, c, False),
+        "unseen as bm25": lambda b, v, e, c: fused(b, v, e, 1.0, True),
+        "now: both": lambda b, v, e, c: fused(b, v, e, c, True),
+        "unseen, weight x coverage^2": lambda b, v, e, c: fused(b, v, e, c * c, True),
     }
     for order_name, order in (("path order", notes), ("random order", shuffled)):
         print(f"{args.dump.stem}, {order_name}: nDCG@10 by the share of notes embedded")
@@ -113,10 +77,10 @@ def main() -> None:
             for coverage in COVERAGES:
                 embedded = set(order[: round(coverage * len(order))])
 
-                def fused(b: Ranking, v: Ranking) -> list[str]:
+                def partial(b: Ranking, v: Ranking) -> list[str]:
                     return method(b, [x for x in v if x[0] in embedded], embedded, coverage)  # noqa: B023
 
-                cells.append(f"{evaluate(rows, fused)[0]:8.4f}")
+                cells.append(f"{evaluate(rows, partial)[0]:8.4f}")
             print(name.ljust(26) + "".join(cells))
         print(json.dumps({"bench": "partial_vectors", "dump": str(args.dump), "order": order_name}))
 
