@@ -6,14 +6,18 @@ Run (dumps from `bench/fusion_sweep.py dump`, full vectors):
 
 During a first build the vector channel searches only the chunks embedded so far. Notes are
 embedded in the order the index took them (path order on a first build), so the embedded part
-is not a fair sample: on the dendron vault the changelogs come first. This simulates a coverage c
+was not a fair sample: on the dendron vault the changelogs came first. This simulates a coverage c
 by keeping, in each query's vector ranking, only the first c of the vault's notes (in path order,
-and in a seeded random order as the unbiased case), and fuses with each candidate rule.
+in a seeded random order as the unbiased case, and for a vault newest first, as the retriever
+queues them now: `NoteIndex.missing_vectors`), and fuses with each candidate rule. For a vault it
+also prints the queries whose note is among its newest quarter (`--newest-share`) on their own:
+what an agent asking about recent work gets.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 from collections.abc import Callable
@@ -23,8 +27,10 @@ from fusion_methods import MODEL_SCALE, POOL, set_model, top
 from fusion_sweep import evaluate, load
 
 from k0maru_cli._eval import load_jsonl, note_name
+from k0maru_common import utc_day
 from k0maru_retriever._fusion import confident_weights, convex_fuse
 from k0maru_retriever._search import FusionParams
+from k0maru_scanner._markdown import parse_note
 
 Ranking = list[tuple[str, float]]
 COVERAGES = (0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
@@ -49,12 +55,24 @@ def notes_of(args: argparse.Namespace) -> list[str]:
     return sorted(p.relative_to(args.vault).as_posix() for p in args.vault.rglob("*.md"))
 
 
+def newest_first(vault: Path, notes: list[str]) -> list[str]:
+    """The vault's notes as the retriever queues them: by the note's own date, else its file's day
+    (`note_day`; this bench reads no git history), then its mtime, newest first."""
+    key: dict[str, tuple[str, int]] = {}
+    for name in notes:
+        path = vault / name
+        mtime = path.stat().st_mtime_ns
+        key[name] = (parse_note(name, path.read_text(errors="replace")).date or utc_day(mtime), mtime)
+    return sorted(notes, key=key.__getitem__, reverse=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("dump", type=Path)
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--beir", type=Path)
     where.add_argument("--vault", type=Path)
+    parser.add_argument("--newest-share", type=float, default=0.25)
     args = parser.parse_args()
     rows = load(args.dump)
     set_model(str(rows[0].get("model", "")) if rows else "")
@@ -69,8 +87,16 @@ def main() -> None:
         "now: both": lambda b, v, e, c: fused(b, v, e, c, True),
         "unseen, weight x coverage^2": lambda b, v, e, c: fused(b, v, e, c * c, True),
     }
-    for order_name, order in (("path order", notes), ("random order", shuffled)):
-        print(f"{args.dump.stem}, {order_name}: nDCG@10 by the share of notes embedded")
+    orders = [("path order", notes), ("random order", shuffled)]
+    slices = [("all queries", rows)]
+    if args.vault:
+        newest = newest_first(args.vault, notes)
+        orders.append(("newest first", newest))
+        recent = set(newest[: round(args.newest_share * len(newest))])
+        about_recent = [r for r in rows if any(d in recent for d, g in r["rel"].items() if g > 0)]
+        slices.append((f"{len(about_recent)} queries about the newest {args.newest_share:.0%}", about_recent))
+    for (order_name, order), (slice_name, sliced) in itertools.product(orders, slices):
+        print(f"{args.dump.stem}, {order_name}, {slice_name}: nDCG@10 by the share of notes embedded")
         print("method".ljust(26) + "".join(f"{c:>8.2f}" for c in COVERAGES))
         for name, method in methods.items():
             cells = []
@@ -80,9 +106,11 @@ def main() -> None:
                 def partial(b: Ranking, v: Ranking) -> list[str]:
                     return method(b, [x for x in v if x[0] in embedded], embedded, coverage)  # noqa: B023
 
-                cells.append(f"{evaluate(rows, partial)[0]:8.4f}")
+                cells.append(f"{evaluate(sliced, partial)[0]:8.4f}")
             print(name.ljust(26) + "".join(cells))
-        print(json.dumps({"bench": "partial_vectors", "dump": str(args.dump), "order": order_name}))
+        print(
+            json.dumps({"bench": "partial_vectors", "dump": str(args.dump), "order": order_name, "slice": slice_name})
+        )
 
 
 if __name__ == "__main__":

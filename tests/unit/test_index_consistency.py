@@ -87,6 +87,31 @@ def test_vector_store_lost_behind_our_back_is_detected_and_re_embedded(tmp_path:
     index.close()
 
 
+def test_the_newest_notes_are_embedded_first(tmp_path: Path):
+    """A first build queues every chunk at once and the embedders take them in that order: the notes
+    written lately first (their own date, else their last commit's day, else their file's), not in
+    path order."""
+    day_ns = 86_400 * 1_000_000_000
+    today = 20_791 * day_ns  # 2026-12-04
+    notes = [
+        common_pb2.Document(path="a-cloned.md", committed="2024-02-01", mtime_ns=today),  # a clone stamps it today
+        common_pb2.Document(path="b-dated.md", date="2026-11-30", mtime_ns=today),
+        common_pb2.Document(path="c-old.md", date="2019-05-01"),
+        common_pb2.Document(path="d-edited.md", mtime_ns=today),
+        common_pb2.Document(path="e-undated.md"),
+    ]
+    index = open_index(tmp_path)
+    for i, note in enumerate(notes):
+        note.title, note.diary, note.hash = note.path, "Root", str(i)
+        note.chunks.extend(common_pb2.Chunk(index=c, text=f"{note.path} part {c}", hash=f"{i}{c}") for c in range(2))
+        index.apply(note)
+    index.commit(1)
+    order = [j.chunk_id.split("#")[0] for j in index.missing_vectors()][::2]
+    assert order == ["d-edited.md", "b-dated.md", "a-cloned.md", "c-old.md", "e-undated.md"]
+    assert [j.chunk_id for j in index.missing_vectors()][:2] == ["d-edited.md#0", "d-edited.md#1"]
+    index.close()
+
+
 def test_recovered_index_ranks_like_a_fresh_build(tmp_path: Path):
     notes = [doc(f"n{i}.md", f"lighthouse keeper {i}", "harbour " * (i % 3 + 1)) for i in range(12)]
     recovered = open_index(tmp_path / "recovered")

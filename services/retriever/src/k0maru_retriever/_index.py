@@ -29,6 +29,7 @@ from k0maru.v1 import common_pb2
 from k0maru_common import name_key, page_name
 
 from ._bm25 import Bm25Index
+from ._days import note_day
 from ._graph import LinkGraph, link_target
 from ._state import IndexState
 from ._tags import TAG_PREFIX, TagIndex, tag_key
@@ -339,9 +340,15 @@ class NoteIndex:
             return len(points) + stored
 
     def missing_vectors(self) -> list[EmbedJob]:
+        """The chunks with no vector from this model, to embed: the newest notes first (their day,
+        `note_day`, then their file's mtime), each note's chunks in order, then the tags. A first
+        build embeds a big vault for minutes to half an hour; what an agent asks about most is what
+        was written lately, and that gets its vectors first (path order put a Dendron vault's old
+        changelogs first)."""
         with self.lock:
             jobs = []
-            for doc in self.state.docs.values():
+            newest_first = sorted(self.state.docs.values(), key=lambda d: (note_day(d), d.mtime_ns), reverse=True)
+            for doc in newest_first:
                 for c in doc.chunks:
                     cid = chunk_id(doc.path, c.index)
                     key = vector_key(doc, c, self.model_id)
