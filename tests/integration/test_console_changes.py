@@ -140,6 +140,44 @@ def test_changes_the_publisher_dropped_come_from_the_journal_once_and_in_order(v
             client.close()
 
 
+def test_a_journal_that_began_again_while_the_page_is_open_is_listed_afresh(vault: Path, tmp_path: Path):
+    """The scanner's data folder wiped while a page is open: its new journal starts again from 1,
+    below what the page listed. The page is told (`journal` again) and lists the new journal's
+    changes instead of dropping each as already seen."""
+    for i in range(10):
+        (vault / f"n{i}.md").write_text(f"note {i}")
+    grpc_addr, events = f"127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
+    client = client_of(grpc_addr)
+
+    async def scenario() -> list[tuple[str, Any]]:
+        with running_scanner(vault, tmp_path / "first", False, grpc_addr, events):
+            feed = Feed(change_events(events, client))
+            (name, journal), *_ = await feed.take(1 + 10)
+            assert name == "journal" and journal["last_seq"] == 10
+        try:
+            for i in range(2, 10):
+                (vault / f"n{i}.md").unlink()
+            with running_scanner(vault, tmp_path / "wiped", False, grpc_addr, events) as (scanner, _events):
+                await asyncio.sleep(0.5)  # the subscription reaches the new publisher
+                (vault / "fresh.md").write_text("fresh")
+                await asyncio.to_thread(scanner.scanner.scan)
+                got: list[tuple[str, Any]] = []
+                while not any(e.get("path") == "fresh.md" for _n, e in got):
+                    got += await feed.take(1)
+                return got
+        finally:
+            await feed.close()
+
+    try:
+        got = asyncio.run(scenario())
+    finally:
+        client.close()
+    restart = max(i for i, (name, _e) in enumerate(got) if name == "journal")
+    assert got[restart][1]["last_seq"] <= 3 and got[restart][1]["oldest_seq"] == 1
+    listed = [(e["seq"], e["path"]) for _n, e in got[restart + 1 :]]
+    assert listed[-1] == (3, "fresh.md") and [seq for seq, _p in listed] == list(range(listed[0][0], 4))
+
+
 def test_a_gap_the_journal_cannot_fill_is_said_not_hidden(vault: Path, tmp_path: Path):
     (vault / "a.md").write_text("a")
     with running_scanner(vault, tmp_path / "scanner", watch=False) as (scanner, _events):

@@ -27,12 +27,14 @@ pytestmark = pytest.mark.integration
 
 
 @contextmanager
-def running_scanner(vault: Path, data: Path, watch: bool) -> Iterator[tuple[ScannerApp, str]]:
-    """A real scanner service (gRPC on a free port, ZeroMQ PUB) and its events address."""
-    events = f"tcp://127.0.0.1:{free_port()}"
+def running_scanner(
+    vault: Path, data: Path, watch: bool, grpc_addr: str = "127.0.0.1:0", events: str = ""
+) -> Iterator[tuple[ScannerApp, str]]:
+    """A real scanner service (gRPC on a free port unless given, ZeroMQ PUB) and its events address."""
+    events = events or f"tcp://127.0.0.1:{free_port()}"
     app = build_server(
         ScannerSettings(
-            vault=vault, data_dir=data, grpc_addr="127.0.0.1:0", events_addr=events, watch=watch, rescan_interval_s=3600
+            vault=vault, data_dir=data, grpc_addr=grpc_addr, events_addr=events, watch=watch, rescan_interval_s=3600
         )
     )
     app.service.start()

@@ -11,6 +11,9 @@ sent as a `skipped` event that says how many changes the page does not list.
 The stream (see /api/openapi.json):
 - `event: journal`, first and after every reconnect: `{"last_seq", "oldest_seq", "error"}`, the
   journal as this stream began (`error`: why it could not be read; changes then arrive live only);
+  sent again, with the new journal's last changes, when the scanner's journal began again while
+  the page was open (its data folder wiped: a change arrives whose seq was already listed, and the
+  journal ends before the last one listed); the page's list starts again on it;
 - unnamed events, one per change, oldest first: `{"seq", "kind", "path", "old_path", "at_unix_ms"}`;
 - `event: skipped`: `{"after_seq", "before_seq", "count"}`, changes between the two not listed.
 """
@@ -85,17 +88,9 @@ async def change_events(events_addr: str, client: StackClient) -> AsyncGenerator
     socket.connect(events_addr)  # before the journal is read: what is published meanwhile is kept
     try:
         yield ": connected\n\n"
-        seen = 0  # the last seq sent; 0 = none yet (the journal could not be read)
-        try:
-            status = await journal.status()
-            recent = await journal.since(max(status.oldest_seq - 1, status.last_seq - RECENT, 0), RECENT)
-        except K0Error as exc:
-            yield _sse({"last_seq": 0, "oldest_seq": 0, "error": str(exc)}, "journal")
-        else:
-            yield _sse({"last_seq": status.last_seq, "oldest_seq": status.oldest_seq, "error": ""}, "journal")
-            for event in recent:
-                yield _sse(change_json(event))
-            seen = max([status.last_seq, *(e.seq for e in recent)])
+        opening, seen = await _opening(journal)  # seen: the last seq sent; 0 = none (the journal unread)
+        for line in opening:
+            yield line
         while True:
             if not await socket.poll(KEEP_ALIVE_MS):
                 yield ": keep-alive\n\n"
@@ -104,7 +99,13 @@ async def change_events(events_addr: str, client: StackClient) -> AsyncGenerator
             event = common_pb2.ChangeEvent()
             event.ParseFromString(payload)
             if seen and event.seq <= seen:
-                continue  # already sent from the journal
+                if not await _began_again(journal, seen):
+                    continue  # already sent from the journal
+                opening, seen = await _opening(journal)  # the page lists the new journal instead
+                for line in opening:
+                    yield line
+                if event.seq <= seen:
+                    continue
             if seen and event.seq > seen + 1:
                 async for line in _fill(journal, seen, event.seq):
                     yield line
@@ -113,6 +114,28 @@ async def change_events(events_addr: str, client: StackClient) -> AsyncGenerator
     finally:
         socket.close()
         context.term()
+
+
+async def _opening(journal: _Journal) -> tuple[list[str], int]:
+    """The `journal` event and the journal's last `RECENT` changes, with the last seq they cover
+    (0 when the journal could not be read)."""
+    try:
+        status = await journal.status()
+        recent = await journal.since(max(status.oldest_seq - 1, status.last_seq - RECENT, 0), RECENT)
+    except K0Error as exc:
+        return [_sse({"last_seq": 0, "oldest_seq": 0, "error": str(exc)}, "journal")], 0
+    head = _sse({"last_seq": status.last_seq, "oldest_seq": status.oldest_seq, "error": ""}, "journal")
+    return [head, *(_sse(change_json(e)) for e in recent)], max([status.last_seq, *(e.seq for e in recent)])
+
+
+async def _began_again(journal: _Journal, seen: int) -> bool:
+    """Whether the scanner's journal now ends before `seen`, the last seq this page listed: it
+    began again from 1 (seqs survive restarts, not a wiped data folder). A change re-published
+    from the same journal is not that; neither is a scanner that cannot be asked."""
+    try:
+        return (await journal.status()).last_seq < seen
+    except K0Error:
+        return False
 
 
 async def _fill(journal: _Journal, seen: int, arrived: int) -> AsyncGenerator[str, None]:
