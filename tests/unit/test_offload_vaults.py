@@ -232,6 +232,45 @@ def test_loadout_for_a_named_project(vault: Path):
     assert "L0 project: billing — Syncs invoices to the ledger nightly." in loadout.markdown
 
 
+def test_loadout_finds_the_summary_of_a_dendron_vault_and_of_a_readme_that_quotes_a_user(tmp_path: Path):
+    """Dendron's front page is the note named after the vault (its root note only links the
+    config), titled in its frontmatter, under badges and a logo; a README's summary is its first
+    paragraph, not a user's words quoted further down (B.10's first blockquote anywhere)."""
+    from k0maru_offload._loadout import build_loadout
+
+    vault = tmp_path / "acme"
+    write_notes(
+        vault,
+        {
+            "root.md": "---\nid: root\ntitle: Root\n---\n[acme.yml](../acme.yml)\n",
+            "acme.md": (
+                "---\nid: 1\ntitle: Acme\nupdated: 1660951930114\n---\n\n"
+                "[![chat](https://img.example/badge?x=1)](https://chat.example)\n"
+                "[![installs](https://img.example/i)](https://market.example)\n\n"
+                "![Acme logo](https://img.example/logo.png)\n\n"
+                "Acme is a **local-first** tool for [[acme.topic.notes|notes]] that\nnever loses what you wrote.\n"
+            ),
+            "acme.topic.notes.md": "---\nid: 2\ntitle: Notes\n---\nNotes.\n",
+        },
+    )
+    loadout = build_loadout(vault)
+    assert (
+        "L0 project: Acme — Acme is a local-first tool for notes that never loses what you wrote." in loadout.markdown
+    )
+    (vault / "acme.md").unlink()  # only the root note, with no summary: the vault's name, said plainly
+    assert "L0 project: acme — no project summary in the vault yet" in build_loadout(vault).markdown
+    write_notes(
+        vault,
+        {
+            "README.md": (
+                "# Orders\n\n<p align=center><img src=x.png></p>\n\n"
+                "Takes orders from the shop.\n\n## Users say\n\n> It never lost an order.\n"
+            )
+        },
+    )
+    assert "L0 project: Orders — Takes orders from the shop." in build_loadout(vault).markdown
+
+
 def test_rule_lines_that_are_not_mappings_or_sections_are_ignored(vault: Path):
     write_notes(
         vault,

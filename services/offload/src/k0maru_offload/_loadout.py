@@ -84,27 +84,50 @@ def _body(text: str) -> str:
     return text
 
 
+_MD_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\([^)\n]*\)")  # [text](url), ![alt](src); a badge nests one in another
+_WIKI_TEXT = re.compile(r"!?\[\[(?:[^\]|\n]*\|)?([^\]\n]*)\]\]")  # [[target|text]] → text
+_NOT_PROSE = ("#", "---", "***", "|", "```", "~~~", "<", "- ", "* ", "+ ", "[!")
+
+
+def _unlinked(text: str, keep_text: bool) -> str:
+    """`text` with its links (wikilinks, Markdown's, images, badges) as their text, or gone."""
+    while (done := _MD_LINK.sub(r"\1" if keep_text else "", text)) != text:
+        text = done
+    return _WIKI_TEXT.sub(r"\1" if keep_text else "", text)
+
+
+def _plain(text: str) -> str:
+    """Markdown inline syntax as the words it shows: links as their text, no emphasis markers."""
+    text = _unlinked(text, keep_text=True)
+    return " ".join(re.sub(r"(\*\*|__|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w))", "", text).split())
+
+
 def project_scope(text: str) -> str:
-    """B.10: the first blockquote (not a `[!callout]`), else the first paragraph that is not a heading."""
-    body = _body(text)
-    quote: list[str] = []
-    for line in body.splitlines():
-        s = line.strip()
-        if s.startswith(">") and not s.lstrip("> ").startswith("[!"):
-            quote.append(s.lstrip("> ").strip())
-        elif quote:
-            break
-    if quote and any(quote):
-        return " ".join(q for q in quote if q)
-    for para in re.split(r"\n\s*\n", body):
-        p = para.strip()
-        if p and not p.startswith(("#", ">", "---", "|", "```", "- [", "![")):
-            return " ".join(p.split())
+    """The project's summary: the first block of text under the title (B.10's blockquote when it
+    comes first, a `[!callout]` not), as plain words. Headings, badges and images (a block that is
+    only links), HTML, tables, code, lists and rules are passed over. B.10 takes the first
+    blockquote anywhere: a README's quote from a user far down was then its summary."""
+    for block in re.split(r"\n\s*\n", _body(text)):
+        lines = [line.strip() for line in block.strip().splitlines()]
+        if not lines or lines[0].startswith(_NOT_PROSE) or re.match(r"\d+[.)] ", lines[0]):
+            continue
+        if lines[0].startswith(">"):
+            quote = [line.lstrip("> ").strip() for line in lines]
+            if quote[0].startswith("[!"):
+                continue  # a callout (a note, a warning) is no summary
+            lines = quote
+        if re.search(r"\w", _unlinked(" ".join(lines), keep_text=False)):  # not only badges or links
+            return _plain(" ".join(lines))
     return ""
 
 
 def _title(text: str, fallback: str) -> str:
+    """The note's `# ` heading, else its frontmatter's `title` (Dendron's notes have only that)."""
     m = re.search(r"^# +(.+?)\s*$", _body(text), flags=re.MULTILINE)
+    if m:
+        return m.group(1).strip()
+    head = text.lstrip()[3:].split("\n---", 1)[0] if text.lstrip().startswith("---") else ""
+    m = re.search(r"^title: *['\"]?(.+?)['\"]? *$", head, flags=re.MULTILINE)
     return m.group(1).strip() if m else fallback
 
 
@@ -124,10 +147,12 @@ def _find_project(vault: Path, notes: list[Path], project: str) -> Path | None:
             hit = next((p for p, s in stems if test(s)), None)
             if hit is not None:
                 return hit
-    for name in _PROJECT_NOTES:
-        if (vault / name).is_file():
-            return vault / name
-    return None
+    # the usual front pages, then a note named after the vault's folder (Dendron's `dendron.md` in
+    # a folder `dendron`), then Dendron's root note; the first with a summary, else the first found
+    named = [p for p in notes if p.parent == vault and p.stem.lower() == vault.name.lower()]
+    found = [p for p in (*(vault / n for n in _PROJECT_NOTES), *named, vault / "root.md") if p.is_file()]
+    fallback = next((p for p in found if p.name != "root.md"), None)  # Dendron's root is titled "Root"
+    return next((p for p in found if project_scope(_read(p))), fallback)
 
 
 def _rule_bullets(text: str) -> list[str]:
