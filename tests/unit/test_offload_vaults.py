@@ -233,12 +233,12 @@ def test_loadout_for_a_named_project(vault: Path):
 
 
 def test_loadout_finds_the_summary_of_a_dendron_vault_and_of_a_readme_that_quotes_a_user(tmp_path: Path):
-    """Dendron's front page is the note named after the vault (its root note only links the
-    config), titled in its frontmatter, under badges and a logo; a README's summary is its first
-    paragraph, not a user's words quoted further down (B.10's first blockquote anywhere)."""
+    """Dendron's front page is the root note of its biggest hierarchy (its root note only links
+    the config), titled in its frontmatter, under badges and a logo; a README's summary is its
+    first paragraph, not a user's words quoted further down (B.10's first blockquote anywhere)."""
     from k0maru_offload._loadout import build_loadout
 
-    vault = tmp_path / "acme"
+    vault = tmp_path / "vault"
     write_notes(
         vault,
         {
@@ -251,14 +251,18 @@ def test_loadout_finds_the_summary_of_a_dendron_vault_and_of_a_readme_that_quote
                 "Acme is a **local-first** tool for [[acme.topic.notes|notes]] that\nnever loses what you wrote.\n"
             ),
             "acme.topic.notes.md": "---\nid: 2\ntitle: Notes\n---\nNotes.\n",
+            "acme.topic.vaults.md": "---\nid: 3\ntitle: Vaults\n---\nVaults.\n",
+            "blog.md": "---\nid: 4\ntitle: Blog\n---\nOur blog.\n",
+            "blog.first.md": "---\nid: 5\ntitle: First\n---\nA post.\n",
         },
     )
     loadout = build_loadout(vault)
     assert (
         "L0 project: Acme — Acme is a local-first tool for notes that never loses what you wrote." in loadout.markdown
     )
-    (vault / "acme.md").unlink()  # only the root note, with no summary: the vault's name, said plainly
-    assert "L0 project: acme — no project summary in the vault yet" in build_loadout(vault).markdown
+    (vault / "acme.md").unlink()  # small hierarchies and the root note, none with a summary: said plainly
+    (vault / "blog.md").unlink()
+    assert "L0 project: vault — no project summary in the vault yet" in build_loadout(vault).markdown
     write_notes(
         vault,
         {

@@ -15,6 +15,7 @@ budget; the default budget is 300 tokens and a caller may raise it.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,7 +136,7 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _find_project(vault: Path, notes: list[Path], project: str) -> Path | None:
+def _find_project(vault: Path, notes: list[Path], project: str, tool: str) -> Path | None:
     if project:
         want = project.strip().lower()
         stems = [(p, p.stem.lower()) for p in notes]
@@ -147,9 +148,14 @@ def _find_project(vault: Path, notes: list[Path], project: str) -> Path | None:
             hit = next((p for p, s in stems if test(s)), None)
             if hit is not None:
                 return hit
-    # the usual front pages, then a note named after the vault's folder (Dendron's `dendron.md` in
-    # a folder `dendron`), then Dendron's root note; the first with a summary, else the first found
-    named = [p for p in notes if p.parent == vault and p.stem.lower() == vault.name.lower()]
+    # the usual front pages, then a note named after the vault's folder, then (Dendron) the root
+    # note of its biggest hierarchy (`dendron.md` over 600 `dendron.*.md`) and Dendron's own root
+    # note; the first with a summary, else the first found
+    top = [p for p in notes if p.parent == vault]
+    named = [p for p in top if p.stem.lower() == vault.name.lower()]
+    if tool == "dendron" and top:
+        sizes = Counter(p.name.split(".", 1)[0].lower() for p in top)
+        named += [p for p in top if p.stem.lower() == max(sizes, key=lambda h: (sizes[h], h))]
     found = [p for p in (*(vault / n for n in _PROJECT_NOTES), *named, vault / "root.md") if p.is_file()]
     fallback = next((p for p in found if p.name != "root.md"), None)  # Dendron's root is titled "Root"
     return next((p for p in found if project_scope(_read(p))), fallback)
@@ -180,7 +186,7 @@ def build_loadout(
     for name in conv.rule_files:
         loadout.rules.append((name, _read(vault / name, 2000)))
     notes = _notes(vault)
-    note = _find_project(vault, notes, project)
+    note = _find_project(vault, notes, project, conv.tool)
     note_text = _read(note) if note else ""
     rules_text = loadout.rules[0][1] if loadout.rules else ""
     loadout.project = project.strip() or (_title(note_text, "") if note else "") or _title(rules_text, vault.name)
