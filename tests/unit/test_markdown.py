@@ -7,7 +7,7 @@ import json
 import random
 
 from k0maru_scanner._chunker import chunk_sections
-from k0maru_scanner._markdown import parse_note
+from k0maru_scanner._markdown import DESCRIPTION_MAX, parse_note
 
 
 def test_frontmatter_title_tags_aliases():
@@ -54,6 +54,35 @@ def test_frontmatter_values_yaml_reads_but_cannot_build_are_problems_not_failure
         assert len(note.problems) == 1 and note.problems[0].startswith(f"frontmatter {says}"), note.problems
         json.loads(note.frontmatter_json)  # always a JSON object
     assert json.loads(parse_note("x.md", "---\na: &x [*x]\nb: 2\n---\n").frontmatter_json) == {"a": "[[...]]", "b": "2"}
+
+
+def test_a_notes_description_is_what_its_frontmatter_says_it_is_about():
+    def description(text: str) -> str:
+        return parse_note("n.md", text).description
+
+    dendron = (
+        "---\nid: 4ush\ntitle: Publish\ndesc: 'Export any subset of your notes as static HTML'\n---\n{{fm.desc}}.\n"
+    )
+    assert description(dendron) == "Export any subset of your notes as static HTML"
+    assert description("---\ndesc: ''\nsummary: The summary.\n---\n") == "The summary."  # the first with text
+    assert description("---\nDescription: >-\n  Folded over\n  two lines.\n---\n") == "Folded over two lines."
+    assert description("---\ndescription: [not, text]\nexcerpt: 3\n---\n") == ""  # text only
+    assert description("description:: a Logseq page's property\n\n- body\n") == "a Logseq page's property"
+    assert description("# No frontmatter\n\ndescription: in the body\n") == ""
+    assert len(description("---\nabstract: " + "word " * 400 + "\n---\n")) == DESCRIPTION_MAX
+
+
+def test_dendrons_frontmatter_variables_read_as_their_values():
+    """Dendron shows `{{fm.desc}}` as the note's `desc` (171 of the dendron vault's notes say what
+    they are about only so): the text searched and shown is the value, on the variable's line."""
+    text = (
+        "---\ntitle: Publish\ndesc: 'Export notes\n\n  as HTML'\ncustom:\n  version: 5\n  on: true\n---\n"
+        "## Summary\n\n{{fm.desc}}. v{{ fm.custom.version }} {{fm.custom.on}} {{fm.missing}}\n\n```\n{{fm.title}}\n```\n"
+    )
+    (section,) = parse_note("publish.md", text).sections
+    summary = "Export notes as HTML. v5 {{fm.custom.on}} {{fm.missing}}"
+    assert section.lines == ["## Summary", "", summary, "", "```", "{{fm.title}}", "```"]  # code as written
+    assert section.start_line == 10  # the heading's line in the file
 
 
 def test_a_notes_own_date_is_its_last_written_day_as_its_text_says():

@@ -57,6 +57,34 @@ def test_bm25_pool_holds_distinct_notes_when_long_notes_match_in_every_chunk(ind
         assert {"long0.md", "long1.md", "long2.md"} <= set(paths)
 
 
+def test_a_note_is_found_by_its_description_and_only_its_first_chunk_is_embedded_with_it(index: NoteIndex):
+    """Dendron's notes often say what they are about only in their frontmatter's `desc` (the body:
+    `{{fm.desc}}`): BM25 searches it with the first chunk, and the model reads it before that chunk."""
+    publish = note("publish.md", "{{fm.desc}}.", "## Child pages\nConcepts, configuration, sidebar")
+    publish.description = "Export any subset of your notes as static HTML via a nextjs template"
+    jobs = index.apply(publish)
+    index.apply(note("other.md", "static typing in python"))
+    index.commit()
+    searcher = HybridSearcher(index, None, FusionParams(), "v")
+    reply = searcher.search(
+        retriever_pb2.SearchRequest(query="export notes as html", mode=retriever_pb2.SEARCH_MODE_BM25)
+    )
+    assert [(h.path, h.chunk_index) for h in reply.hits] == [("publish.md", 0)]
+    assert [j.text for j in jobs] == [
+        "publish\nExport any subset of your notes as static HTML via a nextjs template\n{{fm.desc}}.",
+        "publish\n## Child pages\nConcepts, configuration, sidebar",
+    ]
+    edited = common_pb2.Document()
+    edited.CopyFrom(publish)
+    edited.description = "Something else"
+    first, second = publish.chunks
+    assert vector_key(edited, first, "m") != vector_key(publish, first, "m")  # re-embedded
+    assert vector_key(edited, second, "m") == vector_key(publish, second, "m")  # kept
+    edited.description = ""
+    plain = note("publish.md", "{{fm.desc}}.", "## Child pages\nConcepts, configuration, sidebar")
+    assert vector_key(edited, first, "m") == vector_key(plain, first, "m")  # as before descriptions counted
+
+
 def test_vector_channel_says_why_it_did_not_run(index: NoteIndex):
     index.apply(note("a.md", "alpha"))
     index.commit()

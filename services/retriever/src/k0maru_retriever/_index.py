@@ -38,6 +38,9 @@ from ._vectors import VectorPoint, VectorStore
 log = logging.getLogger(__name__)
 
 
+EMBEDDED_DESCRIPTION = 300  # characters of a note's description the model reads before its first chunk
+
+
 def chunk_id(path: str, index: int) -> str:
     return f"{path}#{index}"
 
@@ -48,8 +51,13 @@ def split_chunk_id(cid: str) -> tuple[str, int]:
 
 
 def vector_key(doc: common_pb2.Document, chunk: common_pb2.Chunk, model_id: str) -> str:
-    """What a stored vector must match: the model, the text embedded and the payload it was filed with."""
-    return xxhash.xxh3_64_hexdigest(f"{model_id}|{chunk.hash}|{doc.title}|{doc.path}|{','.join(doc.tags)}".encode())
+    """What a stored vector must match: the model, the text embedded and the payload it was filed with
+    (the note's description only where it is embedded, and only when there is one: the keys of
+    every other chunk are as before it was searched)."""
+    key = f"{model_id}|{chunk.hash}|{doc.title}|{doc.path}|{','.join(doc.tags)}"
+    if chunk.index == 0 and doc.description:
+        key += f"|{doc.description[:EMBEDDED_DESCRIPTION]}"
+    return xxhash.xxh3_64_hexdigest(key.encode())
 
 
 def note_names(doc: common_pb2.Document) -> str:
@@ -70,7 +78,20 @@ def graph_names(doc: common_pb2.Document) -> list[str]:
 
 
 def embed_text(doc: common_pb2.Document, chunk: common_pb2.Chunk) -> str:
-    return f"{doc.title}\n{chunk.text}" if doc.title and doc.title not in chunk.text[:200] else chunk.text
+    """The chunk as the model reads it: the note's title first unless the chunk starts with it, and
+    before the first chunk the note's description (its start: the model reads a few hundred tokens)."""
+    head = [doc.title] if doc.title and doc.title not in chunk.text[:200] else []
+    if chunk.index == 0 and doc.description and doc.description not in chunk.text:
+        head.append(doc.description[:EMBEDDED_DESCRIPTION])
+    return "\n".join([*head, chunk.text])
+
+
+def bm25_text(doc: common_pb2.Document, chunk: common_pb2.Chunk, prefix: str) -> str:
+    """The chunk as BM25 indexes it: the note's title, tags and aliases (`prefix`), its headings, its
+    text; before the first chunk, the note's description unless the chunk holds it (Dendron's
+    notes often say what they are about only there, or in the body as `{{fm.desc}}`)."""
+    described = f"\n{doc.description}" if chunk.index == 0 and doc.description not in chunk.text else ""
+    return f"{prefix}{described}\n{' '.join(chunk.heading_path)}\n{chunk.text}"
 
 
 class Bm25SwapFailed(RuntimeError):
@@ -164,10 +185,7 @@ class NoteIndex:
             path,
             doc.diary,
             list(doc.tags),
-            [
-                (chunk_id(path, chunk.index), f"{prefix}\n{' '.join(chunk.heading_path)}\n{chunk.text}")
-                for chunk in doc.chunks
-            ],
+            [(chunk_id(path, chunk.index), bm25_text(doc, chunk, prefix)) for chunk in doc.chunks],
             note_names(doc),
         )
 

@@ -47,8 +47,9 @@ DEFAULT_JOURNALS = JournalFormat()  # Logseq's: journals/2026_12_04.md is "Dec 4
 # Obsidian's daily notes' format; .4: a document says the day it was committed, in a vault in git;
 # .5: a heading keeps a `#` that ends a word, `[![x](a.md)` is an image in a bracket; .6: a sync
 # tool's conflicting copy, or git's conflict markers, are a problem of the note: `_conflicts.py`;
-# `[[#Heading]]` and `href="#top"` are no tags)
-PARSER_VERSION = "2026-12-04.6"
+# `[[#Heading]]` and `href="#top"` are no tags; 2026-12-05.1: a note's description from its frontmatter,
+# Dendron's `{{fm.key}}` as the frontmatter's value)
+PARSER_VERSION = "2026-12-05.1"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
 # some invalid-YAML messages are worded differently
@@ -84,6 +85,9 @@ _BLOCK_ID = re.compile(r"^[ \t]*(?:-[ \t]+)?id::[ \t]*([0-9a-fA-F]{8}(?:-[0-9a-f
 # Logseq's block reference: ((64f1c2aa-1111-2222-3333-444455556666)), a link to the note holding it
 _BLOCK_REF = re.compile(r"\(\(([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})\)\)")
 _DATE_KEYS = ("updated", "modified", "last_modified", "lastmod", "date", "created")
+_FM_VARIABLE = re.compile(r"\{\{\s*fm\.([\w.-]+?)\s*\}\}")  # Dendron's variable substitution
+_DESCRIPTION_KEYS = ("description", "desc", "summary", "abstract", "excerpt")
+DESCRIPTION_MAX = 1000  # characters of a frontmatter's description kept (searched with the first chunk)
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}(?:$|[T ])")
 _NOTE_EXTENSION = re.compile(r"\.(md|markdown)$", re.IGNORECASE)
 _TAG_LINE_SPLIT = re.compile(r"[,，、;；|｜]")
@@ -131,6 +135,7 @@ class ParsedNote:
     problems: list[str] = field(default_factory=list)
     block_ids: list[str] = field(default_factory=list)  # Logseq's `id::` of blocks others reference
     date: str = ""  # the note's own date, YYYY-MM-DD (`note_date`); "" when its text names none
+    description: str = ""  # the note's own summary from its frontmatter (`note_description`)
     frontmatter_json: str = "{}"  # the frontmatter as a JSON object (`_frontmatter_json`)
 
 
@@ -259,6 +264,8 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
                 block_ids.append(block_id.group(1).lower())
             current.lines.append("")
             continue
+        if "{{" in raw_line and frontmatter:  # Dendron shows `{{fm.desc}}` as the frontmatter's desc
+            raw_line = _FM_VARIABLE.sub(lambda m: _frontmatter_value(frontmatter, m), raw_line)
         heading = _HEADING.match(raw_line)
         if heading:
             level, heading_text = len(heading.group(1)), _heading_text(heading.group(2))
@@ -313,6 +320,7 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
         problems=problems,
         block_ids=block_ids,
         date=day,
+        description=note_description(frontmatter),
         frontmatter_json=_frontmatter_json(frontmatter, problems),
     )
 
@@ -344,6 +352,32 @@ def note_date(frontmatter: dict[str, Any], journal_day: str = "") -> str:
         if (day := _as_day(keyed.get(key))) is not None:
             return day
     return journal_day
+
+
+def _frontmatter_value(frontmatter: dict[str, Any], variable: re.Match[str]) -> str:
+    """What Dendron's variable `{{fm.key}}` (`{{fm.a.b}}` nested) shows: the frontmatter's value
+    when it is text or a number, on one line; the variable as written otherwise."""
+    value: Any = frontmatter
+    for part in variable.group(1).split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return variable.group(0)
+    return " ".join(str(value).split())
+
+
+def note_description(frontmatter: dict[str, Any]) -> str:
+    """The note's own summary: the first of its `description`, `desc` (Dendron's, on every note,
+    often filled where the body says only `{{fm.desc}}`), `summary`, `abstract`, `excerpt` keys
+    (any case) that holds text, its whitespace collapsed, at most `DESCRIPTION_MAX` characters;
+    "" when none does."""
+    if not frontmatter:
+        return ""
+    keyed = {str(k).lower(): v for k, v in frontmatter.items()}
+    for key in _DESCRIPTION_KEYS:
+        value = keyed.get(key)
+        if isinstance(value, str) and (text := " ".join(value.split())):
+            return text[:DESCRIPTION_MAX]
+    return ""
 
 
 def _as_day(value: Any) -> str | None:

@@ -106,6 +106,7 @@ def parse_document(
         problems=[p for p in (how, conflict_problem(rel, text)) if p] + note.problems,
         block_ids=note.block_ids,
         date=note.date,
+        description=note.description,
         committed=scanner.commit_days.day(rel, data) if scanner.commit_days is not None else "",
     )
     add_link = doc.links.add  # built in place: a list of messages would be copied into the field
