@@ -391,11 +391,11 @@ class HybridSearcher:
         """The notes of BM25's pool that the vector channel cannot see yet: none of their chunks
         embedded (index lock held).
 
-        While a vault is being embedded, the vector channel searches the chunks embedded so far,
-        and in the order the index took the notes (path order on a first build: the dendron
+        While a vault is being embedded, the vector channel searches the chunks embedded so far:
+        the newest notes first (`NoteIndex.missing_vectors`; path order before, the dendron
         vault's changelogs first), not a fair sample. Fused as though it were whole, it gave every
         note without vectors 0 in its channel and its own best the top: hybrid fell far below BM25
-        alone (dendron's known items at a quarter embedded: nDCG@10 0.27 against 0.54). So a note
+        alone (dendron's known items a quarter embedded in path order: nDCG@10 0.27 against 0.54). So a note
         it cannot see counts there as BM25 scores it, no evidence either way, and its weight is
         scaled by the share of chunks embedded (`bench/partial_vectors.py`)."""
         docs, vectors = self._index.state.docs, self._index.state.vectors
