@@ -14,7 +14,7 @@ from k0maru_common import InvalidInput
 from k0maru_retriever._analysis import BM25Analyzer
 from k0maru_retriever._bm25 import Bm25Index
 from k0maru_retriever._index import NoteIndex, split_chunk_id, vector_key
-from k0maru_retriever._search import FusionParams, HybridSearcher, QueryEmbedder, _day
+from k0maru_retriever._search import FusionParams, HybridSearcher, QueryEmbedder, _day, mark_same_passages
 from k0maru_retriever._state import IndexState
 from k0maru_retriever._vectors import EdgeVectorStore
 
@@ -83,6 +83,18 @@ def test_a_note_is_found_by_its_description_and_only_its_first_chunk_is_embedded
     edited.description = ""
     plain = note("publish.md", "{{fm.desc}}.", "## Child pages\nConcepts, configuration, sidebar")
     assert vector_key(edited, first, "m") == vector_key(plain, first, "m")  # as before descriptions counted
+
+
+def test_a_passage_two_notes_share_word_for_word_is_said_once():
+    hits = [
+        retriever_pb2.SearchHit(path="tutorial/main.md", snippet="Taking notes in plain text files lasts for decades."),
+        retriever_pb2.SearchHit(path="other.md", snippet="Something else entirely, long enough to count here."),
+        retriever_pb2.SearchHit(path="tutorial/copy.md", snippet="Taking notes in plain text files lasts for decades."),
+        retriever_pb2.SearchHit(path="a.md", snippet="## Summary"),
+        retriever_pb2.SearchHit(path="b.md", snippet="## Summary"),  # too short to call the same passage
+    ]
+    mark_same_passages(hits)
+    assert [h.same_passage_as for h in hits] == ["", "", "tutorial/main.md", "", ""]
 
 
 def test_vector_channel_says_why_it_did_not_run(index: NoteIndex):

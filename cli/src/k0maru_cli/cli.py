@@ -465,7 +465,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         day = h.get("date") or h.get("committed") or h.get("modified") or ""  # the day a date scope reads
         score = f"  score {h['score']:.4f}" if args.query else ""  # a scope's notes, listed: no score
         print(f"{i:>2}. {h['title']}  [{h['path']}:{h['lines'][0]}]{score}  {day}".rstrip())
-        print(f"    {h['snippet']}")
+        earlier = h.get("same_passage_as")
+        same = next((j for j, o in enumerate(hits[: i - 1], start=1) if o["path"] == earlier), 0) if earlier else 0
+        print(f"    (the same passage as {same}.)" if same else f"    {h['snippet']}")
         if h.get("problems"):  # a sync tool's conflicting copy, git's conflict markers, a guessed encoding
             print(f"    ⚠ {'; '.join(h['problems'])}")
         if args.explain:

@@ -171,6 +171,7 @@ def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
         "modified": h.modified or None,  # its file's modification day (UTC)
         "committed": h.committed or None,  # a vault in git: the day of the last commit that changed it
         "problems": list(h.problems),  # what the index found wrong with the note (a conflicting copy, ...)
+        "same_passage_as": h.same_passage_as or None,  # an earlier hit whose passage is this one's, word for word
     }
     if explain:
         e = h.explain

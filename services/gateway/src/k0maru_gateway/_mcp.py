@@ -69,6 +69,9 @@ class Hit(BaseModel):
     # what the index found wrong with the note: a sync tool's conflicting copy, git's conflict
     # markers in it, a guessed encoding (None for most notes)
     problems: list[str] | None = None
+    # the path of an earlier hit whose passage this one's is, word for word (a copied note, a
+    # section several notes share): its snippet is then "" rather than the same text again
+    same_passage_as: str | None = None
     explain: Explain | None = None
 
 
@@ -334,7 +337,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
                 Hit(
                     path=h.path,
                     title=h.title,
-                    snippet=h.snippet,
+                    snippet="" if h.same_passage_as else h.snippet,
                     score=round(h.score, 6),
                     lines=f"{h.start_line}-{h.end_line}",
                     tags=list(h.tags),
@@ -342,6 +345,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
                     modified=h.modified or None,
                     committed=h.committed or None,
                     problems=list(h.problems) or None,
+                    same_passage_as=h.same_passage_as or None,
                     explain=ex,
                 )
             )

@@ -8,7 +8,7 @@ import threading
 import time
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -268,6 +268,24 @@ def _explain_hit_tags(response: retriever_pb2.SearchResponse) -> None:
                 hit.explain.tagmemo_tags.append(retriever_pb2.TagFactor(tag=tag, weight=weights[tag]))
 
 
+SAME_PASSAGE_MIN = 40  # characters: a shorter passage ("## Summary") says too little to be called the same
+
+
+def mark_same_passages(hits: Iterable[retriever_pb2.SearchHit]) -> None:
+    """Each hit whose passage is, word for word, an earlier hit's says whose (`same_passage_as`):
+    a tenth of the dendron vault's notes share a section with another (tutorials copied into two
+    hierarchies, a job ad's "Apply", a release note's "Office Hours"), and an answer listed it as
+    many times. The notes stay listed, each in its place."""
+    first: dict[str, str] = {}
+    for hit in hits:
+        if len(hit.snippet) < SAME_PASSAGE_MIN:
+            continue
+        if (earlier := first.get(hit.snippet)) is not None:
+            hit.same_passage_as = earlier
+        else:
+            first[hit.snippet] = hit.path
+
+
 class HybridSearcher:
     def __init__(
         self,
@@ -310,6 +328,7 @@ class HybridSearcher:
             if not query and not scope.empty:  # no query, a scope: its notes, newest first
                 with self._index.lock:
                     response.hits.extend(self._listed(scope, limit))
+                mark_same_passages(response.hits)
             response.took_ms = (time.perf_counter() - started) * 1000
             return response
         pool = max(3 * limit, 20)
@@ -382,6 +401,7 @@ class HybridSearcher:
             docs = self._index.state.docs
             for hit in [h for h in fused if h.path in docs][:limit]:
                 response.hits.append(self._to_hit(hit, best_chunk[hit.path], query, asked, hit.path in unseen))
+        mark_same_passages(response.hits)
         if request.explain and response.tagmemo.matched_tags:
             _explain_hit_tags(response)
         response.took_ms = (time.perf_counter() - started) * 1000

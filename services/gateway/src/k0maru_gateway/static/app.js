@@ -228,8 +228,14 @@ async function searchView(_arg, params) {
         ${h.tags.length ? `<span class="tags">${h.tags.map((t) => `<span class="tagchip">#${esc(t)}</span>`).join("")}</span>` : ""}
       </div>`}`;
     const snip = $(".snippet", el);
-    snip.innerHTML = inlineMd(h.snippet.replace(/(^|\s)#{1,6}\s+/g, "$1"), {});
-    markTerms(snip, terms);
+    const same = h.same_passage_as ? d.hits.findIndex((o) => o.path === h.same_passage_as) : -1;
+    if (same >= 0) { // a copied note, a section several notes share: the passage is shown once
+      snip.className = "snippet dim same-passage";
+      snip.innerHTML = `the same passage as <a href="${noteHref(h.same_passage_as)}">${same + 1}. ${esc(h.same_passage_as)}</a>`;
+    } else {
+      snip.innerHTML = inlineMd(h.snippet.replace(/(^|\s)#{1,6}\s+/g, "$1"), {});
+      markTerms(snip, terms);
+    }
     el.addEventListener("click", (e) => { if (!e.target.closest("a")) location.hash = noteHref(h.path); });
     hits.appendChild(el);
   }
