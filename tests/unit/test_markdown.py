@@ -7,7 +7,7 @@ import json
 import random
 
 from k0maru_scanner._chunker import chunk_sections
-from k0maru_scanner._markdown import DESCRIPTION_MAX, parse_note
+from k0maru_scanner._markdown import DESCRIPTION_MAX, FM_VARIABLES_BUDGET, parse_note
 
 
 def test_frontmatter_title_tags_aliases():
@@ -83,6 +83,10 @@ def test_dendrons_frontmatter_variables_read_as_their_values():
     summary = "Export notes as HTML. v5 {{fm.custom.on}} {{fm.missing}}"
     assert section.lines == ["## Summary", "", summary, "", "```", "{{fm.title}}", "```"]  # code as written
     assert section.start_line == 10  # the heading's line in the file
+    big = "x" * 5000
+    hostile = parse_note("h.md", f"---\nbig: {big}\n---\n" + "{{fm.big}}" * 1000 + "\n")
+    (line,) = [line for s in hostile.sections for line in s.lines if line]
+    assert line.count("x") == FM_VARIABLES_BUDGET and line.endswith("{{fm.big}}")  # a budget, not a blowup
 
 
 def test_a_notes_own_date_is_its_last_written_day_as_its_text_says():

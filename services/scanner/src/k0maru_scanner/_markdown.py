@@ -87,6 +87,8 @@ _BLOCK_REF = re.compile(r"\(\(([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{
 _DATE_KEYS = ("updated", "modified", "last_modified", "lastmod", "date", "created")
 _FM_VARIABLE = re.compile(r"\{\{\s*fm\.([\w.-]+?)\s*\}\}")  # Dendron's variable substitution
 _DESCRIPTION_KEYS = ("description", "desc", "summary", "abstract", "excerpt")
+FM_VARIABLE_MAX = 2000  # characters of a frontmatter value one `{{fm.key}}` shows
+FM_VARIABLES_BUDGET = 20_000  # characters a note's `{{fm.key}}` variables add in all
 DESCRIPTION_MAX = 1000  # characters of a frontmatter's description kept (searched with the first chunk)
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}(?:$|[T ])")
 _NOTE_EXTENSION = re.compile(r"\.(md|markdown)$", re.IGNORECASE)
@@ -242,6 +244,7 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
     in_fence: str | None = None
     current = Section(heading_path=[], start_line=fm_lines + 1, lines=[])
     opaque_fence = False
+    variables = _FrontmatterVariables(frontmatter)
     for offset, raw_line in enumerate(body.splitlines()):
         line_no = fm_lines + offset + 1
         if len(raw_line) >= OPAQUE_RUN:
@@ -265,7 +268,7 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
             current.lines.append("")
             continue
         if "{{" in raw_line and frontmatter:  # Dendron shows `{{fm.desc}}` as the frontmatter's desc
-            raw_line = _FM_VARIABLE.sub(lambda m: _frontmatter_value(frontmatter, m), raw_line)
+            raw_line = _FM_VARIABLE.sub(lambda m: variables.value(m), raw_line)
         heading = _HEADING.match(raw_line)
         if heading:
             level, heading_text = len(heading.group(1)), _heading_text(heading.group(2))
@@ -354,15 +357,28 @@ def note_date(frontmatter: dict[str, Any], journal_day: str = "") -> str:
     return journal_day
 
 
-def _frontmatter_value(frontmatter: dict[str, Any], variable: re.Match[str]) -> str:
-    """What Dendron's variable `{{fm.key}}` (`{{fm.a.b}}` nested) shows: the frontmatter's value
-    when it is text or a number, on one line; the variable as written otherwise."""
-    value: Any = frontmatter
-    for part in variable.group(1).split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        return variable.group(0)
-    return " ".join(str(value).split())
+class _FrontmatterVariables:
+    """Dendron's variables `{{fm.key}}` (`{{fm.a.b}}` nested) as it shows them: the frontmatter's
+    value when it is text or a number, on one line, at most `FM_VARIABLE_MAX` characters; the
+    variable as written otherwise. A note's variables add at most `FM_VARIABLES_BUDGET` characters
+    in all, after which they stay as written: a line of a thousand `{{fm.big}}` would otherwise
+    grow a note by a thousand values."""
+
+    def __init__(self, frontmatter: dict[str, Any]) -> None:
+        self._frontmatter = frontmatter
+        self._left = FM_VARIABLES_BUDGET
+
+    def value(self, variable: re.Match[str]) -> str:
+        value: Any = self._frontmatter
+        for part in variable.group(1).split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            return variable.group(0)
+        text = " ".join(str(value).split())[:FM_VARIABLE_MAX]
+        if len(text) > self._left:
+            return variable.group(0)
+        self._left -= len(text)
+        return text
 
 
 def note_description(frontmatter: dict[str, Any]) -> str:
