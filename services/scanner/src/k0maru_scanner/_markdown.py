@@ -268,7 +268,7 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
             current.lines.append("")
             continue
         if "{{" in raw_line and frontmatter:  # Dendron shows `{{fm.desc}}` as the frontmatter's desc
-            raw_line = _FM_VARIABLE.sub(lambda m: variables.value(m), raw_line)
+            raw_line = _FM_VARIABLE.sub(variables.value, raw_line)
         heading = _HEADING.match(raw_line)
         if heading:
             level, heading_text = len(heading.group(1)), _heading_text(heading.group(2))
