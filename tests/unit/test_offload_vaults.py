@@ -195,6 +195,25 @@ def test_a_projects_packages_are_no_hubs_of_its_loadout(vault: Path):
     assert loadout.hubs == ["docs/index.md"]
 
 
+def test_changelogs_and_journals_are_no_evergreen_hubs(vault: Path):
+    """A changelog links every feature it shipped, a session log every note it touched: six of a
+    Dendron vault's eight hubs were changelogs. The notes of the moment are L2's, not L3's."""
+    from k0maru_offload._loadout import build_loadout
+
+    links = " ".join(f"[[page {i}]]" for i in range(30))
+    write_notes(
+        vault,
+        {
+            "concepts/map.md": "# Map\n\n[[concepts/a]] [[concepts/b]] [[concepts/c]]\n",
+            "changelog.past-versions.0-3-x.md": f"# 0.3\n\n{links}\n",
+            "journal/2026-05-20-session.md": f"# Session\n\n{links}\n",
+            "team.meetings.md": f"# Meetings\n\n{links}\n",
+            "Release Notes.md": f"# Release notes\n\n{links}\n",
+        },
+    )
+    assert build_loadout(vault, max_tokens=2000).hubs == ["concepts/map.md"]
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_loadout_names_the_newest_decisions_of_a_cloned_vault_by_their_commits(vault: Path):
     """Decisions named without a day, in a vault kept in git: the newest commits' are kept, whatever

@@ -6,7 +6,8 @@
                 frontmatter), and which rules file governs
   L2 recent     the newest decisions and logs (by the date in their names, else their last
                 commit's in a vault kept in git, else modification time)
-  L3 evergreen  principles from the rules file, skills and hub notes (maps of content)
+  L3 evergreen  principles from the rules file, skills and hub notes (maps of content; not
+                changelogs, journals, logs or notes dated by their names)
 
 Lines are added in that order, item by item, while the token estimate (B.10) stays within the
 budget; the default budget is 300 tokens and a caller may raise it.
@@ -27,6 +28,12 @@ from ._files import read_text_file
 
 _WIKILINK = re.compile(r"\[\[[^\]\n]+\]\]")
 _HUB_NAME = re.compile(r"(^|[-_ ])(index|moc|hub|map|readme|home|overview)([-_ .]|$)", re.IGNORECASE)
+# notes of the moment, however many links they hold: no evergreen hubs (a Dendron vault's changelogs
+# were six of its eight); a note dated by its name is one too
+_LOG_NAME = re.compile(
+    r"(^|[./_ -])(changelog|changes|releases?|release-notes|journals?|daily|logs?|diary|standups?|meetings?)([./_ -]|$)",
+    re.IGNORECASE,
+)
 _PROJECT_NOTES = ("README.md", "readme.md", "index.md", "Index.md", "Home.md", "home.md", "00 Index.md")
 MAX_FILES = 5000
 _MAX_DATED_BYTES = 2 * 1024 * 1024  # a bigger file is not read for its commit's day (the scanner's limit)
@@ -193,8 +200,10 @@ def build_loadout(
     loadout.scope = project_scope(note_text) or project_scope(rules_text) or "no project summary in the vault yet"
     scored = []
     for path in notes:
-        links = len(_WIKILINK.findall(_read(path, 200_000)))
         rel = path.relative_to(vault).as_posix()
+        if name_day(rel) or _LOG_NAME.search(rel):  # a changelog lists many links, and none lasts
+            continue
+        links = len(_WIKILINK.findall(_read(path, 200_000)))
         scored.append((links + (20 if _HUB_NAME.search(path.stem) else 0), rel))
     loadout.hubs = [rel for score, rel in sorted(scored, key=lambda s: (-s[0], s[1]))[:8] if score > 0]
     for category, target in (("decision", loadout.decisions), ("skill", loadout.skills)):
