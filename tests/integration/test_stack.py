@@ -237,25 +237,25 @@ def test_a_dendron_description_is_searched_and_a_copied_passage_is_handed_over_o
     """Dendron's `desc`, shown in the body as `{{fm.desc}}`, finds its note and is its snippet; two
     copies of one tutorial are both listed, the second without the passage again."""
     _launcher, client, vault = stack
-    passage = "Wombat burrows are mapped by the survey team each spring, one transect at a time.\n"
+    passage = "Quenda burrows are mapped by the survey team each spring, one transect at a time.\n"
     write_notes(
         vault,
         {
-            "wombat.topic.census.md": "---\nid: w1\ntitle: Census\ndesc: 'How the yearly wombat headcount "
+            "quenda.topic.census.md": "---\nid: w1\ntitle: Census\ndesc: 'How the yearly quenda headcount "
             "is planned'\n---\n## Summary\n\n{{fm.desc}}.\n",
             "tutorial/main/burrows.md": f"# Burrows\n\n{passage}",
             "tutorial/copy/burrows.md": f"# Burrows\n\n{passage}",
         },
     )
     wait_for(
-        lambda: search(client, "wombat headcount planned", BM25)[:1] == ["wombat.topic.census.md"], 45, "the notes"
+        lambda: search(client, "quenda headcount planned", BM25)[:1] == ["quenda.topic.census.md"], 45, "the notes"
     )
-    wait_for(lambda: len(search(client, "wombat burrows survey transect", BM25)) >= 2, 45, "both copies")
+    wait_for(lambda: len(search(client, "quenda burrows survey transect", BM25)) >= 2, 45, "both copies")
     mcp = build_mcp(client)
-    found = anyio.run(mcp.call_tool, "recall_memory", {"query": "yearly wombat headcount", "mode": "bm25"})
+    found = anyio.run(mcp.call_tool, "recall_memory", {"query": "yearly quenda headcount", "mode": "bm25"})
     assert found.structured_content is not None
-    assert "How the yearly wombat headcount is planned." in found.structured_content["hits"][0]["snippet"]
-    copies = anyio.run(mcp.call_tool, "recall_memory", {"query": "wombat burrows survey transect", "mode": "bm25"})
+    assert "How the yearly quenda headcount is planned." in found.structured_content["hits"][0]["snippet"]
+    copies = anyio.run(mcp.call_tool, "recall_memory", {"query": "quenda burrows survey transect", "mode": "bm25"})
     assert copies.structured_content is not None
     first, second = copies.structured_content["hits"][:2]
     assert {first["path"], second["path"]} == {"tutorial/main/burrows.md", "tutorial/copy/burrows.md"}
