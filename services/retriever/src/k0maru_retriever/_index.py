@@ -364,15 +364,20 @@ class NoteIndex:
         was written lately, and that gets its vectors first (path order put a Dendron vault's old
         changelogs first)."""
         with self.lock:
-            jobs = []
-            newest_first = sorted(self.state.docs.values(), key=lambda d: (note_day(d), d.mtime_ns), reverse=True)
-            for doc in newest_first:
+            missing: list[tuple[common_pb2.Document, list[EmbedJob]]] = []
+            for doc in self.state.docs.values():
+                jobs = []
                 for c in doc.chunks:
                     cid = chunk_id(doc.path, c.index)
                     key = vector_key(doc, c, self.model_id)
                     if self.state.vectors.get(cid) != key:
                         jobs.append(EmbedJob(cid, key, embed_text(doc, c)))
-            return jobs + self._tag_jobs(self.tags.missing())
+                if jobs:
+                    missing.append((doc, jobs))
+            # only the notes that lack a vector are sorted: the sweep asks every 15 s once the queue is
+            # empty, when none do (100,000 notes sorted: 0.16 s under the index's lock)
+            missing.sort(key=lambda m: (note_day(m[0]), m[0].mtime_ns), reverse=True)
+            return [job for _doc, jobs in missing for job in jobs] + self._tag_jobs(self.tags.missing())
 
     def link_pending(self) -> None:
         """File the links of the notes applied with `link_later` into the graph."""
