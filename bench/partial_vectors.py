@@ -26,8 +26,9 @@ from pathlib import Path
 from fusion_methods import MODEL_SCALE, POOL, set_model, top
 from fusion_sweep import evaluate, load
 
+from k0maru.v1 import common_pb2
 from k0maru_cli._eval import load_jsonl, note_name
-from k0maru_common import utc_day
+from k0maru_retriever._days import note_day
 from k0maru_retriever._fusion import confident_weights, convex_fuse
 from k0maru_retriever._search import FusionParams
 from k0maru_scanner._markdown import parse_note
@@ -56,13 +57,14 @@ def notes_of(args: argparse.Namespace) -> list[str]:
 
 
 def newest_first(vault: Path, notes: list[str]) -> list[str]:
-    """The vault's notes as the retriever queues them: by the note's own date, else its file's day
-    (`note_day`; this bench reads no git history), then its mtime, newest first."""
+    """The vault's notes as the retriever queues them: by `note_day` (the note's own date, else its
+    file's day: this bench reads no git history), then the mtime, newest first."""
     key: dict[str, tuple[str, int]] = {}
     for name in notes:
         path = vault / name
-        mtime = path.stat().st_mtime_ns
-        key[name] = (parse_note(name, path.read_text(errors="replace")).date or utc_day(mtime), mtime)
+        date = parse_note(name, path.read_text(errors="replace")).date
+        doc = common_pb2.Document(path=name, date=date, mtime_ns=path.stat().st_mtime_ns)
+        key[name] = (note_day(doc), doc.mtime_ns)
     return sorted(notes, key=key.__getitem__, reverse=True)
 
 

@@ -27,6 +27,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -420,7 +421,8 @@ def _naming(stems: list[str]) -> NameStyle:
     return style
 
 
-def _front_keys(text: str) -> list[str] | None:
+def front_matter(text: str) -> dict[Any, Any] | None:
+    """The note's YAML frontmatter as a mapping; None when it has none or YAML cannot read it."""
     if not text.lstrip().startswith("---"):
         return None
     body = text.lstrip()[3:]
@@ -432,7 +434,12 @@ def _front_keys(text: str) -> list[str] | None:
     # and values its constructors refuse: `date: 2026-02-30`, `!!int x` (the scanner's parse_note)
     except (yaml.YAMLError, ValueError, TypeError, AttributeError, OverflowError, RecursionError):
         return None
-    return [str(k) for k in meta] if isinstance(meta, dict) else None
+    return meta if isinstance(meta, dict) else None
+
+
+def _front_keys(text: str) -> list[str] | None:
+    meta = front_matter(text)
+    return None if meta is None else [str(k) for k in meta]
 
 
 def _learn(directory: Path, folder: str) -> FolderRules | None:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from k0maru_common import CommitDays, estimate_tokens, name_day, utc_day, vault_notes
 
-from ._conventions import Conventions, sniff
+from ._conventions import Conventions, front_matter, sniff
 from ._files import read_text_file
 
 _WIKILINK = re.compile(r"\[\[[^\]\n]+\]\]")
@@ -134,16 +134,16 @@ def _title(text: str, fallback: str) -> str:
     m = re.search(r"^# +(.+?)\s*$", _body(text), flags=re.MULTILINE)
     if m:
         return m.group(1).strip()
-    head = text.lstrip()[3:].split("\n---", 1)[0] if text.lstrip().startswith("---") else ""
-    m = re.search(r"^title: *['\"]?(.+?)['\"]? *$", head, flags=re.MULTILINE)
-    return m.group(1).strip() if m else fallback
+    title = (front_matter(text) or {}).get("title")
+    return title.strip() if isinstance(title, str) and title.strip() else fallback
 
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _find_project(vault: Path, notes: list[Path], project: str, tool: str) -> Path | None:
+def _find_project(vault: Path, notes: list[Path], project: str, tool: str) -> tuple[Path, str] | None:
+    """The project's note and its text."""
     if project:
         want = project.strip().lower()
         stems = [(p, p.stem.lower()) for p in notes]
@@ -154,7 +154,7 @@ def _find_project(vault: Path, notes: list[Path], project: str, tool: str) -> Pa
         ):
             hit = next((p for p, s in stems if test(s)), None)
             if hit is not None:
-                return hit
+                return hit, _read(hit)
     # the usual front pages, then a note named after the vault's folder, then (Dendron) the root
     # note of its biggest hierarchy (`dendron.md` over 600 `dendron.*.md`) and Dendron's own root
     # note; the first with a summary, else the first found
@@ -163,9 +163,9 @@ def _find_project(vault: Path, notes: list[Path], project: str, tool: str) -> Pa
     if tool == "dendron" and top:
         sizes = Counter(p.name.split(".", 1)[0].lower() for p in top)
         named += [p for p in top if p.stem.lower() == max(sizes, key=lambda h: (sizes[h], h))]
-    found = [p for p in (*(vault / n for n in _PROJECT_NOTES), *named, vault / "root.md") if p.is_file()]
-    fallback = next((p for p in found if p.name != "root.md"), None)  # Dendron's root is titled "Root"
-    return next((p for p in found if project_scope(_read(p))), fallback)
+    found = [(p, _read(p)) for p in (*(vault / n for n in _PROJECT_NOTES), *named, vault / "root.md") if p.is_file()]
+    fallback = next((f for f in found if f[0].name != "root.md"), None)  # Dendron's root is titled "Root"
+    return next((f for f in found if project_scope(f[1])), fallback)
 
 
 def _rule_bullets(text: str) -> list[str]:
@@ -193,10 +193,9 @@ def build_loadout(
     for name in conv.rule_files:
         loadout.rules.append((name, _read(vault / name, 2000)))
     notes = _notes(vault)
-    note = _find_project(vault, notes, project, conv.tool)
-    note_text = _read(note) if note else ""
+    _note, note_text = _find_project(vault, notes, project, conv.tool) or (None, "")
     rules_text = loadout.rules[0][1] if loadout.rules else ""
-    loadout.project = project.strip() or (_title(note_text, "") if note else "") or _title(rules_text, vault.name)
+    loadout.project = project.strip() or _title(note_text, "") or _title(rules_text, vault.name)
     loadout.scope = project_scope(note_text) or project_scope(rules_text) or "no project summary in the vault yet"
     scored = []
     for path in notes:

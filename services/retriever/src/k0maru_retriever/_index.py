@@ -50,13 +50,19 @@ def split_chunk_id(cid: str) -> tuple[str, int]:
     return path, int(index)
 
 
+def added_description(doc: common_pb2.Document, chunk: common_pb2.Chunk) -> str:
+    """The note's description as searched with this chunk: with its first one, unless that chunk's
+    text holds it (a Dendron body's `{{fm.desc}}`, written out by the scanner); "" otherwise."""
+    return doc.description if chunk.index == 0 and doc.description not in chunk.text else ""
+
+
 def vector_key(doc: common_pb2.Document, chunk: common_pb2.Chunk, model_id: str) -> str:
     """What a stored vector must match: the model, the text embedded and the payload it was filed with
-    (the note's description only where it is embedded, and only when there is one: the keys of
-    every other chunk are as before it was searched)."""
+    (the note's description only where it is embedded: the keys of every other chunk, and of every
+    note without one, are as before descriptions were searched)."""
     key = f"{model_id}|{chunk.hash}|{doc.title}|{doc.path}|{','.join(doc.tags)}"
-    if chunk.index == 0 and doc.description:
-        key += f"|{doc.description[:EMBEDDED_DESCRIPTION]}"
+    if described := added_description(doc, chunk):
+        key += f"|{described[:EMBEDDED_DESCRIPTION]}"
     return xxhash.xxh3_64_hexdigest(key.encode())
 
 
@@ -81,17 +87,18 @@ def embed_text(doc: common_pb2.Document, chunk: common_pb2.Chunk) -> str:
     """The chunk as the model reads it: the note's title first unless the chunk starts with it, and
     before the first chunk the note's description (its start: the model reads a few hundred tokens)."""
     head = [doc.title] if doc.title and doc.title not in chunk.text[:200] else []
-    if chunk.index == 0 and doc.description and doc.description not in chunk.text:
-        head.append(doc.description[:EMBEDDED_DESCRIPTION])
+    if described := added_description(doc, chunk):
+        head.append(described[:EMBEDDED_DESCRIPTION])
     return "\n".join([*head, chunk.text])
 
 
 def bm25_text(doc: common_pb2.Document, chunk: common_pb2.Chunk, prefix: str) -> str:
-    """The chunk as BM25 indexes it: the note's title, tags and aliases (`prefix`), its headings, its
-    text; before the first chunk, the note's description unless the chunk holds it (Dendron's
-    notes often say what they are about only there, or in the body as `{{fm.desc}}`)."""
-    described = f"\n{doc.description}" if chunk.index == 0 and doc.description not in chunk.text else ""
-    return f"{prefix}{described}\n{' '.join(chunk.heading_path)}\n{chunk.text}"
+    """The chunk as BM25 indexes it: the note's title, tags and aliases (`prefix`), the description
+    it carries (`added_description`: Dendron's notes often say what they are about only there), its
+    headings, its text."""
+    described = added_description(doc, chunk)
+    head = f"{prefix}\n{described}" if described else prefix
+    return f"{head}\n{' '.join(chunk.heading_path)}\n{chunk.text}"
 
 
 class Bm25SwapFailed(RuntimeError):
