@@ -85,6 +85,21 @@ def test_queries_answered_during_build_and_writes_meanwhile_kept(store: EdgeVect
     again.close()
 
 
+def test_a_later_build_waits_for_as_many_new_points_as_the_index_holds(store: EdgeVectorStore):
+    """Doubling: a vault's first embedding builds at 5k, 10k, 20k… points, not every 5k."""
+    store.upsert([point(p, 0) for p in range(3 * MIN_POINTS)])
+    wait_for(lambda: store.hnsw_builds == 1, 120, "the first index swapped in")
+    indexed, total = store.indexed_points()
+    assert indexed == total == 3 * MIN_POINTS
+    store.upsert([point(p, 0) for p in range(3 * MIN_POINTS, 4 * MIN_POINTS)])
+    assert not store.hnsw_building  # MIN_POINTS new points: a build per MIN_POINTS would start here
+    store.upsert([point(p, 0) for p in range(4 * MIN_POINTS, 6 * MIN_POINTS)])
+    assert store.hnsw_building  # as many as the index holds
+    wait_for(lambda: store.hnsw_builds == 2, 120, "the second index swapped in")
+    assert store.indexed_points()[0] > indexed
+    assert_holds(store, dict.fromkeys(range(6 * MIN_POINTS), 0))
+
+
 def test_killed_build_keeps_the_live_shard_and_a_later_build_succeeds(
     store: EdgeVectorStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

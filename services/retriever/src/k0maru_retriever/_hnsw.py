@@ -25,8 +25,11 @@ flushed into it, so no acknowledged write is lost. Tested by killing a writing p
 different moments of builds and swaps (tests/integration/test_hnsw_build.py).
 
 A build starts when at least `min_points` points were written since the last build (at open:
-the shard's points not yet in an HNSW segment), one at a time; a failed build is retried only
-after `RETRY_AFTER_S`. `min_points == 0` turns background builds off.
+the shard's points not yet in an HNSW segment), and at least as many as the index already holds,
+one at a time; a failed build is retried only after `RETRY_AFTER_S`. `min_points == 0` turns
+background builds off. Growing by doubling, a vault's first embedding builds a few times
+(5k, 10k, 20k, 40k… points) rather than once per `min_points`: all its builds together cost
+at most about twice its last, and at most half the points are searched brute force between them.
 
 Room: a build starts only with room for the copy and the new index on the disk (`build_room`),
 and the swap only with room for its replay; otherwise it is put off like a failed build. The
@@ -121,6 +124,7 @@ class HnswBuilder:
         self._load = load
         self._journal: set[int] | None = None  # point ids written since the snapshot (a build is on)
         self._written = 0  # points written since the last build started
+        self._indexed = 0  # points in HNSW segments (at open and after each swap)
         self._retry_at = 0.0
         self._proc: subprocess.Popen[bytes] | None = None
         self._thread: threading.Thread | None = None
@@ -134,7 +138,8 @@ class HnswBuilder:
     def opened(self, shard: Any) -> None:
         """A shard was opened: what is not indexed yet counts as written (lock held)."""
         info = shard.info()
-        self._written = max(0, int(info.points_count) - int(info.indexed_vectors_count))
+        self._indexed = int(info.indexed_vectors_count)
+        self._written = max(0, int(info.points_count) - self._indexed)
 
     def written(self, ids: list[int], upserted: bool) -> None:
         """Points were upserted or deleted in the live shard (lock held); maybe start a build."""
@@ -148,7 +153,7 @@ class HnswBuilder:
         if (
             self._min <= 0
             or self._closing
-            or self._written < self._min
+            or self._written < max(self._min, self._indexed)
             or self.building
             or time.monotonic() < self._retry_at
         ):
@@ -278,6 +283,7 @@ class HnswBuilder:
         self._closing = False
         self._journal = None
         self._written = 0
+        self._indexed = 0
         self._retry_at = 0.0
 
 
