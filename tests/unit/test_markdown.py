@@ -363,3 +363,53 @@ def test_lines_that_made_the_patterns_take_time_squared_parse_right():
     assert [lk.target for lk in opens.links] == ["c"] and opens.tags == ["tag"]
     props = parse_note("x.md", "status:: " + "open" + " " * many + "\n# T\n")
     assert json.loads(props.frontmatter_json)["status"] == "open"
+
+
+def test_code_fenced_in_a_list_item_is_code_and_a_list_items_heading_opens_a_section():
+    """A numbered step's indented fence (24 dendron notes: a `### heading` inside one made a
+    section), Logseq's blocks (`- ## Setup`, a fence in a nested block), ```inline``` code."""
+    text = "\n".join(
+        [
+            "# Deploy",
+            "",
+            "1. Write the config:",
+            "",
+            "    ```yml",
+            "    ### not a heading",
+            "    tags: #nottag [[NotALink]]",
+            "    ```",
+            "",
+            "1. Run it #realtag",
+            "",
+            "- ## Setup",
+            "\t- Install the CLI",
+            "\t- ```bash",
+            "\t  #include <stdio.h> [[AlsoNoLink]]",
+            "\t  ```",
+            "- ```inline``` code, then #after",
+            "\t- ### Rollback",
+            "\t\t- Run it again",
+        ]
+    )
+    note = parse_note("ops/deploy.md", text)
+    assert note.tags == ["realtag", "after"]
+    assert note.links == []
+    assert [(s.heading_path, s.start_line) for s in note.sections] == [
+        (["Deploy"], 1),
+        (["Deploy", "Setup"], 12),
+        (["Deploy", "Setup", "Rollback"], 18),
+    ]
+    chunks = chunk_sections(note.sections)
+    assert [c.heading_path for c in chunks][-1] == ("Deploy", "Setup", "Rollback")
+    assert "Run it again" in chunks[-1].text
+    # a list item's `#` heading is a section, not the note's title
+    assert parse_note("pages/My page.md", "- # Big heading\n- text\n").title == "My page"
+    # a fence its author left open in a numbered step ends with the step (dendron's
+    # lookup.modifiers note: its next sections were read as code), not at the next fence
+    unclosed = parse_note(
+        "m.md", '1. Pass it as an argument:\n\n    ```json\n    {"k": 1}\n\n## splitType\n\nsee #aftertag\n'
+    )
+    assert [s.heading_path for s in unclosed.sections][-1] == ["splitType"]
+    assert unclosed.tags == ["aftertag"]
+    top = parse_note("t.md", "```\nunindented\n## still code\n```\n")  # at the top level, as before
+    assert [s.heading_path for s in top.sections] == [[]]

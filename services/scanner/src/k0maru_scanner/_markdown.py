@@ -34,7 +34,7 @@ import yaml
 
 from k0maru_common import name_day, page_name
 
-from ._chunker import Section, chunk_sections
+from ._chunker import BLOCK_START, Section, chunk_sections
 from ._journals import JournalFormat
 
 DEFAULT_JOURNALS = JournalFormat()  # Logseq's: journals/2026_12_04.md is "Dec 4th, 2026"
@@ -48,8 +48,9 @@ DEFAULT_JOURNALS = JournalFormat()  # Logseq's: journals/2026_12_04.md is "Dec 4
 # .5: a heading keeps a `#` that ends a word, `[![x](a.md)` is an image in a bracket; .6: a sync
 # tool's conflicting copy, or git's conflict markers, are a problem of the note: `_conflicts.py`;
 # `[[#Heading]]` and `href="#top"` are no tags; 2026-12-05.1: a note's description from its frontmatter,
-# Dendron's `{{fm.key}}` as the frontmatter's value)
-PARSER_VERSION = "2026-12-05.1"
+# Dendron's `{{fm.key}}` as the frontmatter's value; .2: code fenced in a list item is code, a
+# list item's heading (`- ## Setup`, as Logseq writes them) opens a section, ```x``` is no fence)
+PARSER_VERSION = "2026-12-05.2"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
 # some invalid-YAML messages are worded differently
@@ -58,13 +59,13 @@ _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # many more: YAML's aliases repeat a value where it is named again, and a few aliases naming
 # aliases make billions of values ("billion laughs") that the parse would write out for ever
 ALIAS_GROWTH, ALIAS_ALLOWANCE = 4, 100_000
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_FENCE = re.compile(rf"^(?:{BLOCK_START}|[ \t]*)(`{{3,}}|~{{3,}})")  # indented: in a list item
 OPAQUE_RUN = 256  # base64 characters in a row: data, not text (no word or identifier is this long)
 _OPAQUE = re.compile(rf"[A-Za-z0-9+/=_-]{{{OPAQUE_RUN},}}")
 _OPAQUE_FENCES = ("compressed-json",)  # info strings of fences that hold only data
 # the text after the marker; its closing `#`s are cut in Python (`_heading_text`): the regex's lazy
 # `(.*?)[ \t#]*$` took time squared in the length of a line of spaces and `#`s
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})[ \t]+(.*)$")
+_HEADING = re.compile(rf"^{BLOCK_START}(#{{1,6}})[ \t]+(.*)$")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
 # a destination ends at `)`, and at a `]` (a bracket in it is rarer than a line of `](` without `)`,
 # where scanning from each `](` to the line's end took time squared in its length)
@@ -242,6 +243,7 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
     heading_stack: list[tuple[int, str]] = []
     first_h1 = ""
     in_fence: str | None = None
+    fence_item = 0  # the open fence's column when it is in a list item (0: at the top level)
     current = Section(heading_path=[], start_line=fm_lines + 1, lines=[])
     opaque_fence = False
     variables = _FrontmatterVariables(frontmatter)
@@ -250,15 +252,23 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
         if len(raw_line) >= OPAQUE_RUN:
             raw_line = without_opaque_data(raw_line)
         fence = _FENCE.match(raw_line)
+        if in_fence is not None and fence_item and raw_line.strip() and _indent(raw_line) < fence_item:
+            in_fence = None  # its list item ended, an unclosed fence with it (as CommonMark renders it)
+            opaque_fence = False
         if in_fence is not None:
             if fence and fence.group(1)[0] == in_fence[0] and len(fence.group(1)) >= len(in_fence):
                 in_fence = None
                 opaque_fence = False
             current.lines.append("" if opaque_fence else raw_line)
             continue
-        if fence:
+        if fence and not (fence.group(1)[0] == "`" and "`" in raw_line[fence.end() :]):  # not ```inline```
             in_fence = fence.group(1)
             opaque_fence = raw_line[fence.end() :].strip().lower().startswith(_OPAQUE_FENCES)
+            # in a list item (after its marker, or indented 4 or more): the item's lines are indented
+            # as far as the fence; a line indented less ends the item, and the code
+            prefix = raw_line[: fence.start(1)]
+            column = len(prefix.expandtabs(4))
+            fence_item = column if prefix.strip() or column >= 4 else 0
             current.lines.append(raw_line)
             continue
         # a property's key opens its line: looked for in 40 characters, not along a long paragraph
@@ -272,7 +282,7 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
         heading = _HEADING.match(raw_line)
         if heading:
             level, heading_text = len(heading.group(1)), _heading_text(heading.group(2))
-            if level == 1 and not first_h1:
+            if level == 1 and not first_h1 and not raw_line[: heading.start(1)].strip():  # a list item's is no title
                 first_h1 = heading_text
             if current.lines:
                 sections.append(current)
@@ -460,6 +470,11 @@ def _at_most(names: list[str], what: str, problems: list[str]) -> list[str]:
 def without_note_extension(target: str) -> str:
     """A link's target without `.md` / `.markdown` (any case), as links name notes."""
     return _NOTE_EXTENSION.sub("", target)
+
+
+def _indent(line: str) -> int:
+    """The columns of a line's leading blanks, a tab to the next multiple of 4."""
+    return len(line[: len(line) - len(line.lstrip(" \t"))].expandtabs(4))
 
 
 def _heading_text(raw: str) -> str:
