@@ -346,6 +346,63 @@ def test_a_logseq_graph_gets_pages_with_properties(vault: Path):
     assert engine.flush(FlushNote("Other", "Text.", "research/papers"), DAY)[0] == "pages/Other.md"
 
 
+def test_a_logseq_page_is_written_as_an_outline_of_blocks(vault: Path):
+    """Logseq keeps a page as blocks: paragraphs, list items, code and headings each a `- ` block,
+    children a tab deeper; written as paragraphs, Logseq showed the whole note as one block."""
+    write_notes(vault, {"logseq/config.edn": "{:meta/version 1}\n", "pages/Export pipeline.md": "- The export.\n"})
+    content = "\n".join(
+        [
+            "We serialise exports",
+            "behind one lock.",
+            "",
+            "## Steps",
+            "",
+            "- take the lock",
+            "  before the export",
+            "    - wait at most 5 s",
+            "1. export",
+            "",
+            "```bash",
+            "flock /tmp/export.lock ./export.sh",
+            "",
+            "# a comment, no heading",
+            "```",
+            "",
+            "### Why",
+            "",
+            "Two exports wrote the same file.",
+        ]
+    )
+    note = FlushNote("Export lock", content, "decision", ("export",), related=("Export pipeline",))
+    path, _ = FlushEngine(vault).flush(note, DAY)
+    text = (vault / path).read_text()
+    assert text.split("\n\n", 1)[1] == "\n".join(
+        [
+            "- We serialise exports",
+            "  behind one lock.",
+            "- ## Steps",
+            "\t- take the lock",
+            "\t  before the export",
+            "\t\t- wait at most 5 s",
+            "\t- 1. export",
+            "\t- ```bash",
+            "\t  flock /tmp/export.lock ./export.sh",
+            "\t  ",
+            "\t  # a comment, no heading",
+            "\t  ```",
+            "\t- ### Why",
+            "\t\t- Two exports wrote the same file.",
+            "- ## Related",
+            "\t- [[Export pipeline]]",
+            "",
+        ]
+    )
+    parsed = parse_note(path, text)  # read back as the scanner reads it: its sections, no title line
+    assert parsed.title == "Export lock"
+    assert [s.heading_path for s in parsed.sections] == [[], ["Steps"], ["Steps", "Why"], ["Related"]]
+    assert [link.target for link in parsed.links] == ["Export pipeline"]
+
+
 def test_a_dendron_vault_gets_hierarchy_names_in_its_root(vault: Path):
     """Dendron keeps every note in the vault's root, its place in the hierarchy in its name."""
     fm = "---\nid: abc123\ntitle: {t}\ndesc: ''\nupdated: 1700000000000\ncreated: 1700000000000\n---\n"

@@ -25,6 +25,7 @@ from k0maru_common import CannotWrite, InvalidInput, OutsideVault, TooLarge, con
 
 from ._conventions import DATE_KEYS, NUMBERED_PREFIX, FolderRules, core_words, sniff
 from ._files import VaultFolder, make_folder, read_text_file
+from ._outline import logseq_outline
 
 MAX_CONTENT_CHARS = 1_000_000
 MAX_VERSIONS = 1000
@@ -164,6 +165,8 @@ def render(note: FlushNote, today: dt.date, rules: FolderRules | None = None, va
         body = f"# {note.title.strip()}\n\n{body}"
     if links:
         body += f"\n\n## Related\n\n{links}"
+    if rules.properties:  # a Logseq page: an outline of blocks, as Logseq writes its pages
+        body = logseq_outline(body, note.title)
     return f"{front}{body}\n"
 
 
