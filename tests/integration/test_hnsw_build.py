@@ -100,6 +100,20 @@ def test_a_later_build_waits_for_as_many_new_points_as_the_index_holds(store: Ed
     assert_holds(store, dict.fromkeys(range(6 * MIN_POINTS), 0))
 
 
+def test_past_its_cap_a_build_starts_every_so_many_new_points(store: EdgeVectorStore, monkeypatch: pytest.MonkeyPatch):
+    """A big vault under edits is rebuilt every REBUILD_AFTER_MAX new points, not only once it has
+    written as many as its whole index: no more than that many are ever searched brute force."""
+    monkeypatch.setattr(_hnsw, "REBUILD_AFTER_MAX", 2 * MIN_POINTS)
+    store.upsert([point(p, 0) for p in range(3 * MIN_POINTS)])
+    wait_for(lambda: store.hnsw_builds == 1, 120, "the first index swapped in")
+    store.upsert([point(p, 1) for p in range(MIN_POINTS)])  # edits: new vectors of indexed points
+    assert not store.hnsw_building
+    store.upsert([point(p, 1) for p in range(MIN_POINTS, 2 * MIN_POINTS)])
+    assert store.hnsw_building  # 2 x MIN_POINTS, fewer than the 3 x MIN_POINTS indexed
+    wait_for(lambda: store.hnsw_builds == 2, 120, "the second index swapped in")
+    assert_holds(store, {p: 1 if p < 2 * MIN_POINTS else 0 for p in range(3 * MIN_POINTS)})
+
+
 def test_killed_build_keeps_the_live_shard_and_a_later_build_succeeds(
     store: EdgeVectorStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

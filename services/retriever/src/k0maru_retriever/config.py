@@ -23,7 +23,7 @@ class RetrieverSettings(K0Settings):
     hnsw_min_points: int = Field(
         5_000,
         ge=0,
-        description="Qdrant Edge: build the HNSW index in a background process once this many points, and as many as it already holds, are written without one (brute force until it is swapped in; 0 = never)",
+        description="Qdrant Edge: build the HNSW index in a background process once this many points, and as many as it already holds (at most 20,000), are written without one (brute force until it is swapped in; 0 = never)",
     )
     vector_dim: int = Field(384, description="vector size when no embedder is configured (BM25 only)")
     embedder_wait_s: float = Field(120.0, description="how long to wait at start for an embedder to report its model")
