@@ -401,6 +401,9 @@ def test_a_logseq_page_is_written_as_an_outline_of_blocks(vault: Path):
     assert parsed.title == "Export lock"
     assert [s.heading_path for s in parsed.sections] == [[], ["Steps"], ["Steps", "Why"], ["Related"]]
     assert [link.target for link in parsed.links] == ["Export pipeline"]
+    crlf = FlushNote("Export lock windows", content.replace("\n", "\r\n"), "decision", ("export",))
+    written = (vault / FlushEngine(vault).flush(crlf, DAY)[0]).read_bytes()
+    assert b"\r" not in written and b"\t  flock /tmp/export.lock ./export.sh\n" in written
 
 
 def test_a_dendron_vault_gets_hierarchy_names_in_its_root(vault: Path):

@@ -38,7 +38,7 @@ def _item_level(indent: str) -> int:
 def logseq_outline(markdown: str, title: str = "") -> str:
     """`markdown` (a note's body) as a Logseq outline; a first `# title` line equal to `title`
     is left out."""
-    lines = markdown.split("\n")
+    lines = markdown.replace("\r\n", "\n").replace("\r", "\n").split("\n")  # Logseq writes LF
     if title and lines and lines[0].strip() == f"# {title.strip()}":
         lines = lines[1:]
     blocks: list[_Block] = []
