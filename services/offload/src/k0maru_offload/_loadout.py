@@ -142,8 +142,8 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _find_project(vault: Path, notes: list[Path], project: str, tool: str) -> tuple[Path, str] | None:
-    """The project's note and its text."""
+def _project_text(vault: Path, notes: list[Path], project: str, tool: str) -> str:
+    """The text of the project's note ("" when the vault has none)."""
     if project:
         want = project.strip().lower()
         stems = [(p, p.stem.lower()) for p in notes]
@@ -154,7 +154,7 @@ def _find_project(vault: Path, notes: list[Path], project: str, tool: str) -> tu
         ):
             hit = next((p for p, s in stems if test(s)), None)
             if hit is not None:
-                return hit, _read(hit)
+                return _read(hit)
     # the usual front pages, then a note named after the vault's folder, then (Dendron) the root
     # note of its biggest hierarchy (`dendron.md` over 600 `dendron.*.md`) and Dendron's own root
     # note; the first with a summary, else the first found
@@ -164,8 +164,8 @@ def _find_project(vault: Path, notes: list[Path], project: str, tool: str) -> tu
         sizes = Counter(p.name.split(".", 1)[0].lower() for p in top)
         named += [p for p in top if p.stem.lower() == max(sizes, key=lambda h: (sizes[h], h))]
     found = [(p, _read(p)) for p in (*(vault / n for n in _PROJECT_NOTES), *named, vault / "root.md") if p.is_file()]
-    fallback = next((f for f in found if f[0].name != "root.md"), None)  # Dendron's root is titled "Root"
-    return next((f for f in found if project_scope(f[1])), fallback)
+    fallback = next((text for p, text in found if p.name != "root.md"), "")  # Dendron's root is titled "Root"
+    return next((text for _p, text in found if project_scope(text)), fallback)
 
 
 def _rule_bullets(text: str) -> list[str]:
@@ -193,7 +193,7 @@ def build_loadout(
     for name in conv.rule_files:
         loadout.rules.append((name, _read(vault / name, 2000)))
     notes = _notes(vault)
-    _note, note_text = _find_project(vault, notes, project, conv.tool) or (None, "")
+    note_text = _project_text(vault, notes, project, conv.tool)
     rules_text = loadout.rules[0][1] if loadout.rules else ""
     loadout.project = project.strip() or _title(note_text, "") or _title(rules_text, vault.name)
     loadout.scope = project_scope(note_text) or project_scope(rules_text) or "no project summary in the vault yet"

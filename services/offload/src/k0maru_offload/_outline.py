@@ -57,23 +57,20 @@ def logseq_outline(markdown: str, title: str = "") -> str:
             if current is not None and current.kind != "item":  # an item takes its indented lines after a blank
                 current = None
             continue
-        opened = _FENCE.match(line)
-        heading = _HEADING.match(line)
-        item = _ITEM.match(line)
-        if opened:
+        if opened := _FENCE.match(line):
             within = current is not None and current.kind == "item" and line[:1] in " \t"
             depth = current.depth + 1 if within and current is not None else len(levels)
             current = _Block(depth, [line.strip()], "code")
             blocks.append(current)
             fence = opened.group(1)
-        elif heading:
+        elif heading := _HEADING.match(line):
             level = len(heading.group(1))
             while levels and levels[-1] >= level:
                 levels.pop()
             blocks.append(_Block(len(levels), [line.strip()], "heading"))
             levels.append(level)
             current = None
-        elif item:
+        elif item := _ITEM.match(line):
             indent, marker, text = item.groups()
             text = text if marker in "-*+" else f"{marker} {text}"
             nested = _item_level(indent)  # one level below the item before at most

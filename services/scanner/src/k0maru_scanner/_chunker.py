@@ -17,10 +17,11 @@ import xxhash
 from k0maru_common import TOKEN_PATTERN, estimate_tokens_of_parts
 
 DEFAULT_BUDGET = 200
-# what may come before a heading's or a code fence's marker: up to 3 spaces, or a list item's
-# marker, at any depth: CommonMark renders `- ## Setup` as a heading and a numbered step's indented
+# what may come before a heading's marker: up to 3 spaces, or a list item's marker at any depth
+# (a fence's may also be indented further: `_markdown._FENCE`): CommonMark renders `- ## Setup` as a heading and a numbered step's indented
 # ```yml as code, and Logseq writes every heading and code block as a block (`\t- ## Setup`)
-BLOCK_START = r"(?:[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+|[ \t]{0,3})"
+LIST_ITEM = r"[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+"
+BLOCK_START = rf"(?:{LIST_ITEM}|[ \t]{{0,3}})"
 _HEADING_LINE = re.compile(rf"^{BLOCK_START}#{{1,6}}\s")
 # a sentence: up to and including its end mark, or the rest of the text (no look-behind: one pass)
 _SENTENCE = re.compile(r"[^。？！.!?\n]*[。？！.!?\n]|[^。？！.!?\n]+")

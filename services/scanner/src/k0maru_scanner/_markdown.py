@@ -34,7 +34,7 @@ import yaml
 
 from k0maru_common import name_day, page_name
 
-from ._chunker import BLOCK_START, Section, chunk_sections
+from ._chunker import BLOCK_START, LIST_ITEM, Section, chunk_sections
 from ._journals import JournalFormat
 
 DEFAULT_JOURNALS = JournalFormat()  # Logseq's: journals/2026_12_04.md is "Dec 4th, 2026"
@@ -59,7 +59,7 @@ _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # many more: YAML's aliases repeat a value where it is named again, and a few aliases naming
 # aliases make billions of values ("billion laughs") that the parse would write out for ever
 ALIAS_GROWTH, ALIAS_ALLOWANCE = 4, 100_000
-_FENCE = re.compile(rf"^(?:{BLOCK_START}|[ \t]*)(`{{3,}}|~{{3,}})")  # indented: in a list item
+_FENCE = re.compile(rf"^(?:{LIST_ITEM}|[ \t]*)(`{{3,}}|~{{3,}})")  # indented 4 or more: in a list item
 OPAQUE_RUN = 256  # base64 characters in a row: data, not text (no word or identifier is this long)
 _OPAQUE = re.compile(rf"[A-Za-z0-9+/=_-]{{{OPAQUE_RUN},}}")
 _OPAQUE_FENCES = ("compressed-json",)  # info strings of fences that hold only data
