@@ -158,3 +158,22 @@ def test_new_parser_version_refetches_every_note(vault: Path, tmp_path: Path, mo
         assert sorted(refreshed) == [f"p{i}.md" for i in range(5)]
         assert index.state.parser_version not in ("", "an older parser")
         index.close()
+
+
+def test_interrupt_ends_a_subscribers_wait_and_every_later_one(tmp_path: Path):
+    """A stopping follower's wait for events ends when asked, not when its poll times out."""
+    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+    sub = ChangeSubscriber(context, f"tcp://127.0.0.1:{free_port()}")  # no publisher: nothing comes
+    try:
+        answers: list[common_pb2.ChangeEvent | None] = []
+        waiting = threading.Thread(target=lambda: answers.append(sub.receive(-1)))  # -1: no timeout
+        waiting.start()
+        time.sleep(0.2)
+        assert waiting.is_alive()
+        sub.interrupt()
+        waiting.join(timeout=30)
+        assert not waiting.is_alive() and answers == [None]
+        assert sub.receive(-1) is None  # later waits end at once too
+    finally:
+        sub.close()
+        context.term()

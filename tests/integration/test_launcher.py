@@ -301,3 +301,36 @@ def test_each_service_stops_gracefully_on_sighup_alone(vault: Path, tmp_path: Pa
         assert _stop_each(services, signal.SIGHUP) == {name: 0 for name, _proc in services}
     finally:
         launcher.stop()
+
+
+def test_a_stop_leaves_every_store_closed_and_a_restart_rebuilds_nothing(vault: Path, tmp_path: Path):
+    """The services leave without the interpreter's teardown once they closed what they own, and
+    Valkey is told SHUTDOWN: what each wrote must still be there, whole, at the next start."""
+    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n", "b.md": "# Beta\n\n[[a]]\n"})
+    data = tmp_path / "data"
+    for start in (1, 2):
+        launcher = Launcher(vault, data, embedders=0, http_port=0)
+        state = launcher.start()
+        procs = list(launcher.procs)
+        client = state.client()
+        try:
+            if start == 1:
+                reply = client.call(client.offload.OffloadLog, offload_pb2.OffloadLogRequest(text=LOG, task_id="t"))
+                assert reply.offloaded
+            else:
+                assert client.call(client.offload.TokenStats, offload_pb2.TokenStatsRequest()).offloads == 1
+                hits = client.call(
+                    client.retriever.Search,
+                    retriever_pb2.SearchRequest(query="lighthouses", mode=retriever_pb2.SEARCH_MODE_BM25),
+                ).hits
+                assert [h.path for h in hits] == ["a.md"]
+        finally:
+            client.close()
+            launcher.stop()
+        assert {name: proc.returncode for name, proc in procs} == {name: 0 for name, _proc in procs}
+        logs = {name: (data / "logs" / f"{name}.log").read_text() for name in state.pids}
+        assert logs["valkey"].count("DB saved on disk") == start
+        for name in ("scanner", "retriever", "offload", "gateway"):
+            assert logs[name].count(" stopped") == start, name
+    # the second start found the index as the first left it: nothing fetched again
+    assert logs["retriever"].count("re-fetching every note") == 1

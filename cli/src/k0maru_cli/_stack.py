@@ -132,6 +132,17 @@ def valkey_argv(port: int, directory: Path, persist: bool = False) -> list[str]:
     return [str(get_binary_path()), "--port", str(port), "--bind", "127.0.0.1", *save, "--dir", str(directory)]
 
 
+def ask_valkey_to_shut_down(redis_url: str) -> None:
+    """Send Valkey `SHUTDOWN` (it saves, as on SIGTERM, and exits): it acts on SIGTERM only at its
+    next timer tick (10 per second), 50 ms of every stop on average. SIGTERM is sent as well, in
+    case this one is not heard; a Valkey already saving just notes it."""
+    where = urlsplit(redis_url)
+    if not where.hostname or not where.port:
+        return
+    with contextlib.suppress(OSError), socket.create_connection((where.hostname, where.port), timeout=0.5) as conn:
+        conn.sendall(b"SHUTDOWN\r\n")
+
+
 # Valkey's own words (aof.c, rdb.c, server.c) when the data it saved cannot be loaded, e.g. an
 # append-only file corrupted by a crash of the machine: it then exits, at every start
 VALKEY_LOAD_FAILURES = (
@@ -668,6 +679,7 @@ class Launcher:
         MCP SDK does, 4 s after closing stdin), and the children die with us anyway
         (PR_SET_PDEATHSIG), so a stopping stack must no longer be findable."""
         self._stopping = True
+        redis_url = self.state.addresses.get("redis", "") if self.state is not None else ""
         if self.state is not None:
             with contextlib.suppress(FileNotFoundError):
                 current = json.loads((self.data_dir / STATE_FILE).read_text())
@@ -680,8 +692,10 @@ class Launcher:
         sources = ("scanner", "valkey")
         callers = [(n, p) for n, p in self.procs if n not in sources]
         for stage in (callers, [(n, p) for n, p in self.procs if n in sources]):
-            for _name, proc in reversed(stage):
+            for name, proc in reversed(stage):
                 if proc.poll() is None:
+                    if name == "valkey":
+                        ask_valkey_to_shut_down(redis_url)
                     with contextlib.suppress(ProcessLookupError):
                         proc.send_signal(signal.SIGTERM)
             for name, proc in stage:

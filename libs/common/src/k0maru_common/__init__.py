@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ._git import GIT_SAFE, CommitDays, git_env
     from ._limits import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES
     from ._logging import configure_logging
-    from ._process import orphan_guard, release_free_heap, stop_signals
+    from ._process import exit_without_teardown, orphan_guard, release_free_heap, stop_signals
     from ._scripts import letters_by_script, unreadable_share
     from ._server import (
         HEALTH_NAMES,
@@ -144,6 +144,7 @@ _WHERE = {
     "health_name": "._server",
     "health_state": "._server",
     "mode_name": "._client",
+    "exit_without_teardown": "._process",
     "orphan_guard": "._process",
     "release_free_heap": "._process",
     "stop_signals": "._process",
@@ -235,6 +236,7 @@ __all__ = [
     "error_from_rpc",
     "estimate_tokens",
     "estimate_tokens_of_parts",
+    "exit_without_teardown",
     "generated_folder",
     "git_env",
     "guess_legacy",

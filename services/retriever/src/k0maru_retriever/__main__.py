@@ -8,7 +8,7 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from k0maru_common import configure_logging
+from k0maru_common import configure_logging, exit_without_teardown
 
 from .config import RetrieverSettings
 from .server import run
@@ -17,7 +17,8 @@ from .server import run
 def main() -> None:
     settings = RetrieverSettings()
     configure_logging("retriever", settings.log_level)
-    run(settings)
+    run(settings)  # returns once everything is closed
+    exit_without_teardown()
 
 
 if __name__ == "__main__":

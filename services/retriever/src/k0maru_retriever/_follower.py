@@ -96,6 +96,8 @@ class EventFollower:
         return self._worker.health()
 
     def stop(self) -> None:
+        self._stop.set()
+        self._subscriber.interrupt()  # the loop's wait for an event ends now
         self._worker.stop(timeout_s=10)
         self._subscriber.close()
         self._context.term()
