@@ -57,7 +57,7 @@ class EventFollower:
         index: NoteIndex,
         scanner_addr: str,
         events_addr: str,
-        enqueue: Callable[[list[EmbedJob]], None],
+        enqueue: Callable[[list[EmbedJob]], None] | None,
         catchup_interval_s: float,
         on_give_up: Callable[[str], None] | None = None,
         token: str = "",
@@ -69,7 +69,7 @@ class EventFollower:
         self._health = health_pb2_grpc.HealthStub(self._channel)
         self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
         self._subscriber = ChangeSubscriber(self._context, events_addr)
-        self._enqueue = enqueue
+        self._enqueue = enqueue  # None: no embedders, so no embedding jobs are worked out at all
         self._interval = catchup_interval_s
         self.ready = threading.Event()  # the index holds the whole vault as the scanner saw it
         self.searchable = threading.Event()  # BM25 holds notes: set before `ready` during a build
@@ -135,7 +135,7 @@ class EventFollower:
                 self._stop.wait(ROOM_RETRY_S)
         self.ready.set()  # BM25 holds every note; the embedding jobs go out after
         self.searchable.set()
-        if not self._stop.is_set():
+        if self._enqueue is not None and not self._stop.is_set():
             self._enqueue(self._index.missing_vectors())
         last_poll = time.monotonic()
         while not self._stop.is_set():
@@ -250,7 +250,7 @@ class EventFollower:
         self._index.repair(on_rebuild=self.searchable.clear)
         if self._index.state.docs:
             self.searchable.set()
-        if enqueue_missing:
+        if enqueue_missing and self._enqueue is not None:
             self._enqueue(self._index.missing_vectors())
         log.info("reconciled: %d fetched, %d removed, %d documents in the index", len(stale), len(extra), len(manifest))
 
@@ -300,6 +300,7 @@ class EventFollower:
         paths = list(refresh)
         batches = [paths[s : s + FETCH_BATCH] for s in range(0, len(paths), FETCH_BATCH)]
         jobs: list[EmbedJob] = []
+        enqueue = enqueue and self._enqueue is not None
         fetched = 0
 
         def fetch(batch: list[str]) -> scanner_pb2.GetDocumentsResponse:
@@ -323,5 +324,5 @@ class EventFollower:
                 fetched += len(batches[i])
                 if checkpoint is not None:
                     checkpoint(fetched)
-        if jobs:  # empty when not `enqueue`
+        if jobs and self._enqueue is not None:  # empty when not `enqueue`
             self._enqueue(jobs)

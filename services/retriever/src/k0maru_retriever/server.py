@@ -380,7 +380,7 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         index,
         settings.scanner_addr,
         settings.events_addr,
-        pipeline.enqueue if pipeline else (lambda _jobs: None),
+        pipeline.enqueue if pipeline else None,
         settings.catchup_interval_s,
         on_give_up=service.fail,
         token=settings.grpc_token,
