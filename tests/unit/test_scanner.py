@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import random
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -1194,3 +1196,29 @@ def test_a_folder_replaced_in_place_is_watched_again(vault: Path, tmp_path: Path
         assert watcher._folders_changed(watching)
     finally:
         events.close()
+
+
+def test_a_file_is_read_whole_up_to_its_bound_whatever_its_size(tmp_path: Path):
+    """`read_at_most` sizes its read by fstat: every size around the bound reads exactly as a
+    read of `limit` bytes did, and a file that grew since the stat is read on (a FIFO's writer
+    adds after the open, as an editor appending while the scanner reads)."""
+    from k0maru_common import read_at_most
+
+    note = tmp_path / "n.md"
+    for size in (0, 1, 4095, 4096, 4097, 70_000):
+        data = os.urandom(size)
+        note.write_bytes(data)
+        for limit in (1, 4096, 4097, 65_536, 1 << 20):
+            assert read_at_most(note, limit) == data[:limit], (size, limit)
+    fifo = tmp_path / "grows"
+    os.mkfifo(fifo)
+    data = os.urandom(200_000)  # fstat says 0: all of it is read after the first read asked for 1 byte
+
+    def write() -> None:
+        with contextlib.suppress(BrokenPipeError), open(fifo, "wb") as out:  # the reader stops at its bound
+            out.write(data)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    assert read_at_most(fifo, 150_000) == data[:150_000]
+    writer.join(timeout=30)

@@ -22,6 +22,7 @@ from k0maru_common import (
     confine,
     decode_text,
     estimate_tokens,
+    read_at_most,
 )
 
 from . import _catalog as catalog
@@ -253,8 +254,9 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
         note_tokens = 0
         for path in dict.fromkeys(request.paths):
             try:
-                with confine(vault, path).open("rb") as f:
-                    note_tokens += estimate_tokens(decode_text(f.read(MAX_NOTE_BYTES), "replace"))
+                note_tokens += estimate_tokens(
+                    decode_text(read_at_most(confine(vault, path), MAX_NOTE_BYTES), "replace")
+                )
             except OSError:
                 continue  # deleted since: it costs nothing now
         self._ledger.record_recall(note_tokens, estimate_tokens(request.answer))

@@ -25,6 +25,7 @@ from k0maru_common import (
     confine,
     decode_text,
     opened_or_set_aside,
+    read_at_most,
     release_free_heap,
     vault_relative,
 )
@@ -229,8 +230,7 @@ MAX_NOTE_BYTES = 2_000_000
 def read_markdown(vault: Path, path: str) -> tuple[str, str]:
     """The note's current text for display (bounded), and why it cannot be read ("" when it can)."""
     try:
-        with confine(vault, path).open("rb") as f:
-            return decode_text(f.read(MAX_NOTE_BYTES), "replace"), ""
+        return decode_text(read_at_most(confine(vault, path), MAX_NOTE_BYTES), "replace"), ""
     except OSError as exc:
         return "", f"its file cannot be read now ({exc.strerror or exc})"
 

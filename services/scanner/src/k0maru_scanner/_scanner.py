@@ -33,6 +33,7 @@ from k0maru_common import (
     DependencyFailed,
     generated_folder,
     guess_legacy,
+    read_at_most,
     read_text,
 )
 
@@ -140,8 +141,7 @@ def read_note_text(path: Path, max_bytes: int) -> tuple[bytes, str, str]:
     `max_bytes` bounds the note's text; opaque data may make the file up to `DATA_ALLOWANCE`
     times larger."""
     try:
-        with path.open("rb") as f:
-            data = f.read(DATA_ALLOWANCE * max_bytes + 1)
+        data = read_at_most(path, DATA_ALLOWANCE * max_bytes + 1)
     except FileNotFoundError as exc:
         raise ContentError("vanished during the scan") from exc
     except OSError as exc:
