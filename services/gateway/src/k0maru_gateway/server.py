@@ -43,7 +43,7 @@ class ConsoleServer(uvicorn.Server):
     scanner and Valkey wait for the gateway to be gone (`Launcher.stop`)."""
 
     _loop: asyncio.AbstractEventLoop | None = None
-    _asked: asyncio.Event | None = None
+    _tick: asyncio.Future[None] | None = None  # the main loop's wait for its next tick
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
@@ -54,19 +54,22 @@ class ConsoleServer(uvicorn.Server):
         self.wake()
 
     def wake(self) -> None:
-        """Wake the main loop (safe in a signal handler: the loop's own self-pipe)."""
-        if self._loop is not None and self._asked is not None:
+        """End the main loop's wait now (safe in a signal handler: the loop's own self-pipe)."""
+        if self._loop is not None and self._tick is not None:
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                self._loop.call_soon_threadsafe(self._asked.set)
+                self._loop.call_soon_threadsafe(_settle, self._tick)
 
     async def main_loop(self) -> None:
-        self._asked = asyncio.Event()
-        self._loop = asyncio.get_running_loop()
+        """uvicorn's loop of ticks (the Date header each second, `should_exit`), each wait as
+        cheap as its `asyncio.sleep(0.1)` but ended by `wake`."""
+        self._loop = loop = asyncio.get_running_loop()
         counter = 0
-        while not await self.on_tick(counter):  # uvicorn's ticks (the Date header each second)
+        while not await self.on_tick(counter):
             counter = (counter + 1) % 864000
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._asked.wait(), 0.1)
+            self._tick = tick = loop.create_future()
+            timer = loop.call_later(0.1, _settle, tick)
+            await tick
+            timer.cancel()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         if self.server_state.connections or self.server_state.tasks:
@@ -80,6 +83,11 @@ class ConsoleServer(uvicorn.Server):
             await server.wait_closed()
         if not self.force_exit:
             await self.lifespan.shutdown()
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 @dataclass
