@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import redis
@@ -334,3 +335,24 @@ def test_a_stop_leaves_every_store_closed_and_a_restart_rebuilds_nothing(vault: 
             assert logs[name].count(" stopped") == start, name
     # the second start found the index as the first left it: nothing fetched again
     assert logs["retriever"].count("re-fetching every note") == 1
+
+
+def test_the_gateway_stops_cleanly_with_a_console_page_open(vault: Path, tmp_path: Path):
+    """A console page holds `/api/events` open (server-sent events): a stop takes uvicorn's own
+    graceful close then (its wait is skipped only when nothing is open), and the gateway exits 0."""
+    write_notes(vault, {"a.md": "# Alpha\n"})
+    data = tmp_path / "data"
+    launcher = Launcher(vault, data, embedders=0, http_port=0)
+    state = launcher.start()
+    procs = dict(launcher.procs)
+    url = urlsplit(state.console_url)
+    page = socket.create_connection((url.hostname, url.port), timeout=30)
+    try:
+        page.sendall(f"GET /api/events HTTP/1.1\r\nHost: {url.netloc}\r\nAccept: text/event-stream\r\n\r\n".encode())
+        assert page.recv(4096).startswith(b"HTTP/1.1 200")  # the stream is open
+        launcher.stop()
+    finally:
+        page.close()
+        launcher.stop()
+    assert procs["gateway"].returncode == 0
+    assert " stopped" in (data / "logs" / "gateway.log").read_text()
