@@ -67,9 +67,9 @@ _MOUNTINFO_ESCAPE = re.compile(r"\\([0-7]{3})")  # a blank in a mount point is w
 
 def read_at_most(path: Path, limit: int) -> bytes:
     """The file's first `limit` bytes, or all of it when it is shorter. Asked for in the size
-    `fstat` gives: a read of `limit` bytes first takes that much memory, and the scanner's bound
-    (32 MB) cost each 1.5 KB SciFact note 11 µs of its 4 µs read, twice per note in a first build
-    (bench/scan_bench.py). OSError as `open` raises it."""
+    `fstat` gives: a read of `limit` bytes first takes that much memory, and with the scanner's
+    bound (32 MB) a 1.5 KB SciFact note's read took 15 µs instead of 4, twice per note in a first
+    build (bench/scan_bench.py). OSError as `open` raises it."""
     with open(path, "rb", buffering=0) as f:
         want = min(os.fstat(f.fileno()).st_size + 1, limit)
         parts: list[bytes] = []
