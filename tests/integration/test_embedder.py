@@ -21,6 +21,7 @@ from k0maru.v1 import embedder_pb2, embedder_pb2_grpc
 from k0maru_cli import free_port
 from k0maru_common import (
     DEAD_STREAM,
+    EMBED_GROUP,
     JOBS_STREAM,
     RESULTS_STREAM,
     orphan_guard,
@@ -357,4 +358,37 @@ def test_a_redis_connection_that_goes_silent_is_not_a_worker_failure(
         worker.stop()
     finally:
         proxy.close()
+        client.close()
+
+
+def test_a_stop_ends_the_wait_for_jobs_at_once(
+    valkey_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+):
+    """An idle worker waits for jobs in a blocking read; its stop ends that read (CLIENT UNBLOCK on
+    the reader's own connection) instead of waiting it out. With a read of 10 minutes, the worker's
+    thread is gone when `stop` returns, it left the consumer group, and the read ended as a read
+    with nothing to read: not by its connection being closed under it (which `stop` does last,
+    after joining the thread for 5 s at most), which the worker would log as Redis unavailable."""
+    from k0maru_embedder import _worker
+    from k0maru_embedder._model import OnnxEmbedder
+    from k0maru_embedder._presets import resolve_preset
+
+    monkeypatch.setattr(_worker, "READ_BLOCK_MS", 600_000)
+    client = redis.Redis.from_url(valkey_url)
+    worker = _worker.StreamWorker(
+        client, OnnxEmbedder(resolve_preset("minilm-l6-int8")), _worker.ThroughputMeter(), 8, 1500, 3
+    )
+    worker.start()
+    try:
+
+        def blocked_reads() -> int:
+            return sum(1 for c in client.client_list() if c["cmd"] == "xreadgroup" and "b" in c["flags"])
+
+        wait_for(lambda: blocked_reads() == 1, 60, "the worker's blocking read")
+        worker.stop()
+        assert not worker.alive and blocked_reads() == 0
+        assert "Redis unavailable" not in caplog.text
+        assert worker.consumer not in {c["name"].decode() for c in client.xinfo_consumers(JOBS_STREAM, EMBED_GROUP)}
+    finally:
+        worker.stop()
         client.close()

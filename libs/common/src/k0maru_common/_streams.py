@@ -12,6 +12,7 @@ Cache:   k0:emb:<model_id>:<xxh3 of the normalised text> → vector bytes (expir
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -38,6 +39,39 @@ def ensure_group(client: Any, stream: str, group: str) -> None:
     except redis.ResponseError as exc:
         if "BUSYGROUP" not in str(exc):
             raise
+
+
+class StreamReader:
+    """XREADGROUP that waits for entries on a connection of its own, so that another thread can
+    end a wait under way at once: `interrupt` sends CLIENT UNBLOCK with that connection's id, and
+    the read answers as if its time ran out. A stopping worker then does not wait out its read
+    (an idle embedder's stop waited 0.25 s on average, the retriever's results loop 0.15 s)."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._reader: Any = None
+        self._reader_id: int | None = None
+
+    def xreadgroup(self, group: str, consumer: str, streams: dict[str, str], count: int, block_ms: int) -> Any:
+        try:
+            if self._reader is None:
+                self._reader = redis.Redis(connection_pool=self._client.connection_pool, single_connection_client=True)
+            if self._reader_id is None:  # a new connection (a reconnect gets a new id)
+                self._reader_id = self._reader.client_id()
+            return self._reader.xreadgroup(group, consumer, streams, count=count, block=block_ms)
+        except (redis.ConnectionError, redis.TimeoutError):
+            self._reader_id = None  # it connects again, with a new id
+            raise
+
+    def interrupt(self) -> None:
+        """End a read waiting now (no effect on one that starts later)."""
+        if (reader_id := self._reader_id) is not None:
+            with contextlib.suppress(redis.RedisError):
+                self._client.client_unblock(reader_id)
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
 
 
 def results_stream(instance: str) -> str:

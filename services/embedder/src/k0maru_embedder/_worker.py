@@ -40,6 +40,7 @@ from k0maru_common import (
     BackgroundWorker,
     DependencyFailed,
     K0Error,
+    StreamReader,
     WorkerHealth,
     cache_key,
     ensure_group,
@@ -52,6 +53,7 @@ from ._model import TextEmbedder, normalise_text
 
 log = logging.getLogger(__name__)
 READ_WINDOW = 4  # batches read together when the backlog holds at least 4 windows
+READ_BLOCK_MS = 500  # how long a read waits for jobs; a stop ends the wait at once (CLIENT UNBLOCK)
 Message = tuple[bytes, dict[bytes, bytes]]
 
 
@@ -116,6 +118,7 @@ class StreamWorker:
         self._max_attempts = max_attempts
         self._nice = nice
         self.consumer = f"embedder-{socket.gethostname()}-{os.getpid()}"
+        self._jobs = StreamReader(client)  # a stop ends its wait for jobs at once
         self._worker = BackgroundWorker("stream worker", self._run, on_give_up)
 
     def ensure_group(self) -> None:
@@ -125,8 +128,11 @@ class StreamWorker:
         self._worker.start()
 
     def stop(self) -> None:
+        self._worker.stop_event.set()
+        self._jobs.interrupt()
         self._worker.stop()
         self.leave()
+        self._jobs.close()
 
     def leave(self) -> None:
         """Leave the consumer group when holding no jobs, so `status` stops listing this worker.
@@ -163,7 +169,7 @@ class StreamWorker:
                     self._reclaim()
                 window = self._batch * READ_WINDOW
                 count = window if self._redis.xlen(JOBS_STREAM) >= window * 4 else self._batch
-                reply = self._redis.xreadgroup(EMBED_GROUP, self.consumer, {JOBS_STREAM: ">"}, count=count, block=500)
+                reply = self._jobs.xreadgroup(EMBED_GROUP, self.consumer, {JOBS_STREAM: ">"}, count, READ_BLOCK_MS)
                 for _stream, messages in reply or []:
                     self.process_window(messages)
                     busy = True

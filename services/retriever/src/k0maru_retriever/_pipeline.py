@@ -43,6 +43,7 @@ from k0maru_common import (
     RESULTS_IDLE_TTL_S,
     BackgroundWorker,
     CannotWrite,
+    StreamReader,
     WorkerHealth,
     ensure_group,
     results_stream,
@@ -81,6 +82,7 @@ class EmbeddingPipeline:
         self._on_give_up = on_give_up
         self._redis: Any = redis.Redis.from_url(redis_url)  # bytes replies; redis-py's unions do not narrow
         self._results = results_stream(instance)
+        self._results_reader = StreamReader(self._redis)  # a stop ends its wait for results at once
         self._gone_ms = int(gone_after_s * 1000)
         self._sweep_s = sweep_interval_s
         self._worker = BackgroundWorker("vectors", self._run, on_give_up)
@@ -173,7 +175,10 @@ class EmbeddingPipeline:
         return self._worker.health()
 
     def stop(self) -> None:
+        self._worker.stop_event.set()
+        self._results_reader.interrupt()
         self._worker.stop()
+        self._results_reader.close()
         self._redis.close()
 
     def _run(self, stop: threading.Event) -> None:
@@ -186,7 +191,7 @@ class EmbeddingPipeline:
                 if time.monotonic() > kept_until:  # ours is read: it must not expire (RESULTS_IDLE_TTL_S)
                     self._redis.expire(self._results, RESULTS_IDLE_TTL_S)
                     kept_until = time.monotonic() + 60
-                reply = self._redis.xreadgroup(RESULTS_GROUP, CONSUMER, {self._results: start_id}, count=256, block=300)
+                reply = self._results_reader.xreadgroup(RESULTS_GROUP, CONSUMER, {self._results: start_id}, 256, 300)
                 messages = reply[0][1] if reply else []
                 if start_id == "0" and not messages:
                     start_id = ">"
