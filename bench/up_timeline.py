@@ -1,6 +1,6 @@
 """When each service of a local stack turns SERVING, and the CPU each process used until then.
 
-    nice -n 10 .venv/bin/python bench/up_timeline.py examples/vault /tmp/k0-up [EMBEDDERS] [--search QUERY]
+    nice -n 10 .venv/bin/python bench/up_timeline.py examples/vault /tmp/k0-up [EMBEDDERS] [--search QUERY] [--stop-after S]
 
 Starts the stack in-process with the launcher (console on a free port), polls every service's
 health every 20 ms meanwhile, prints seconds to SERVING per service, the launcher's wall time to
@@ -8,6 +8,8 @@ all-healthy and each child's CPU seconds (/proc) at that moment, then stops the 
 when each process was gone (SIGTERM in the launcher's order).
 `--search QUERY`: also asks the retriever a BM25 search every 50 ms and prints when the first
 answer came and how far the index build was at each answer (`index_progress`).
+`--stop-after S`: stop S seconds after all healthy (the stop of a stack at rest, its first
+embedding done) rather than at once.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def cpu_s(pid: int) -> float:
 def main() -> None:
     args = sys.argv[1:]
     query = args.pop(args.index("--search") + 1) if "--search" in args else ""
-    args = [a for a in args if a != "--search"]
+    idle_s = float(args.pop(args.index("--stop-after") + 1)) if "--stop-after" in args else 0.0
+    args = [a for a in args if a not in ("--search", "--stop-after")]
     vault, data = Path(args[0]), Path(args[1])
     launcher = Launcher(vault, data, embedders=int(args[2]) if len(args) > 2 else 1, http_port=0)
     serving: dict[str, float] = {}
@@ -82,6 +85,7 @@ def main() -> None:
         first = answers[0][0] if answers else None
         steps = sorted({(a[1], a[2]) for a in building})
         print(f"first search answered at {first} s; answers during the build: {len(building)}; progress seen {steps}")
+    time.sleep(idle_s)
     procs = list(launcher.procs)
     exited: dict[str, float] = {}
     stopping = time.perf_counter()
