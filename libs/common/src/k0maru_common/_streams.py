@@ -51,8 +51,12 @@ class StreamReader:
         self._client = client
         self._reader: Any = None
         self._reader_id: int | None = None
+        self._interrupted = False
 
     def xreadgroup(self, group: str, consumer: str, streams: dict[str, str], count: int, block_ms: int) -> Any:
+        """redis-py's XREADGROUP; None at once after `interrupt`."""
+        if self._interrupted:
+            return None
         try:
             if self._reader is None:
                 self._reader = redis.Redis(connection_pool=self._client.connection_pool, single_connection_client=True)
@@ -64,7 +68,8 @@ class StreamReader:
             raise
 
     def interrupt(self) -> None:
-        """End a read waiting now (no effect on one that starts later)."""
+        """End a read waiting now, and every later one (from any thread)."""
+        self._interrupted = True
         if (reader_id := self._reader_id) is not None:
             with contextlib.suppress(redis.RedisError):
                 self._client.client_unblock(reader_id)
