@@ -9,7 +9,8 @@ import pytest
 import redis
 
 from k0maru_common import JOBS_STREAM, RESULTS_STREAM, vector_to_bytes
-from k0maru_retriever._pipeline import EmbeddingPipeline
+from k0maru_retriever._index import EmbedJob
+from k0maru_retriever._pipeline import ENQUEUE_PAGE, EmbeddingPipeline
 from tests.unit.test_index_consistency import DIM, doc, open_index
 
 pytestmark = pytest.mark.integration
@@ -44,3 +45,24 @@ def test_no_chunk_is_queued_twice(valkey_url: str, tmp_path: Path):
     assert [f[b"id"] for _id, f in client.xrange(JOBS_STREAM)] == [b"a.md#0"]
     restarted.stop()
     index.close()
+
+
+def test_jobs_go_out_in_pages_and_a_stop_ends_the_queueing(valkey_url: str, tmp_path: Path):
+    """A first build's jobs are written a page at a time (`ENQUEUE_PAGE`), in their order; once a
+    stop was asked, what is not written yet is left for the next start's missing vectors."""
+    client = redis.Redis.from_url(valkey_url)
+    index = open_index(tmp_path)
+    pipeline = EmbeddingPipeline(index, valkey_url)
+    jobs = [EmbedJob(f"n{i}.md#0", f"k{i}", f"text {i}") for i in range(2 * ENQUEUE_PAGE + 7)]
+    pipeline.enqueue(jobs)
+    assert [f[b"id"].decode() for _id, f in client.xrange(JOBS_STREAM)] == [j.chunk_id for j in jobs]
+    pipeline.request_stop()
+    pipeline.enqueue([EmbedJob("late.md#0", "k", "late")])
+    assert client.xlen(JOBS_STREAM) == len(jobs)
+    pipeline.stop()
+    restarted = EmbeddingPipeline(index, valkey_url)  # the next start queues it
+    restarted.enqueue([EmbedJob("late.md#0", "k", "late"), *jobs])
+    assert client.xlen(JOBS_STREAM) == len(jobs) + 1
+    restarted.stop()
+    index.close()
+    client.close()

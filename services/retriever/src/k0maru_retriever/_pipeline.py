@@ -55,6 +55,10 @@ from ._index import EmbedJob, NoteIndex
 log = logging.getLogger(__name__)
 CONSUMER = "retriever"
 PAGE = 1000
+# jobs written to Valkey at a time: the embedders start on the first page while the rest are
+# written (a first build's 46k jobs took the retriever about a second to send in one), and a
+# stop waits for one page at most
+ENQUEUE_PAGE = 2000
 ROOM_RETRY_S = 5.0  # vectors that found no room on the disk are tried again this often
 
 
@@ -122,15 +126,18 @@ class EmbeddingPipeline:
                 for job in jobs:
                     if self._in_flight.get(job.chunk_id) != job.key:
                         fresh[job.chunk_id] = job
-                if not fresh:
-                    return
-                pipe = self._redis.pipeline(transaction=False)
-                for job in fresh.values():
-                    pipe.xadd(
-                        JOBS_STREAM, {"id": job.chunk_id, "hash": job.key, "text": job.text, "reply": self._results}
-                    )
-                pipe.execute()
-                self._in_flight.update((cid, job.key) for cid, job in fresh.items())
+                waiting = list(fresh.values())
+                for start in range(0, len(waiting), ENQUEUE_PAGE):
+                    if self._worker.stop_event.is_set():  # the rest are found missing at the next start
+                        return
+                    page = waiting[start : start + ENQUEUE_PAGE]
+                    pipe = self._redis.pipeline(transaction=False)
+                    for job in page:
+                        pipe.xadd(
+                            JOBS_STREAM, {"id": job.chunk_id, "hash": job.key, "text": job.text, "reply": self._results}
+                        )
+                    pipe.execute()
+                    self._in_flight.update((job.chunk_id, job.key) for job in page)
             except redis.RedisError as exc:  # the sweep re-enqueues once Redis is back
                 log.warning("cannot enqueue %d embedding jobs: %s", len(jobs), exc)
 
@@ -174,9 +181,13 @@ class EmbeddingPipeline:
     def health(self) -> WorkerHealth:
         return self._worker.health()
 
-    def stop(self) -> None:
+    def request_stop(self) -> None:
+        """Stop soon: the results loop's wait ends, and an enqueue under way stops after its page."""
         self._worker.stop_event.set()
         self._results_reader.interrupt()
+
+    def stop(self) -> None:
+        self.request_stop()
         self._worker.stop()
         self._results_reader.close()
         self._redis.close()

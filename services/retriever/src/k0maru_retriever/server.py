@@ -273,6 +273,8 @@ class RetrieverApp:
     note_files: NoteFiles
 
     def close(self) -> None:
+        if self.pipeline:  # first: the follower may be queueing a first build's jobs
+            self.pipeline.request_stop()
         self.note_files.close()
         self.compactor.stop()
         self.tag_maintainer.stop()
