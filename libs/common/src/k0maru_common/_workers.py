@@ -48,9 +48,13 @@ class BackgroundWorker:
         first_backoff_s: float = 0.5,
         max_backoff_s: float = 30.0,
         healthy_after_s: float = 60.0,
+        wake: Callable[[], None] | None = None,
     ) -> None:
+        """`wake`: ends a wait of the body's that `stop_event` alone does not (a blocking read on
+        a socket), so that a stop does not wait it out; called from the stopping thread."""
         self.name = name
         self._body = body
+        self._wake = wake
         self._on_give_up = on_give_up
         self._max_failures = max_failures
         self._first_backoff = first_backoff_s
@@ -65,8 +69,14 @@ class BackgroundWorker:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self, timeout_s: float = 5.0) -> None:
+    def request_stop(self) -> None:
+        """Ask the loop to stop (its waits end now), without waiting for it."""
         self.stop_event.set()
+        if self._wake is not None:
+            self._wake()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self.request_stop()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=timeout_s)
 

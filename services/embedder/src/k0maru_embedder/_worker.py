@@ -118,8 +118,9 @@ class StreamWorker:
         self._max_attempts = max_attempts
         self._nice = nice
         self.consumer = f"embedder-{socket.gethostname()}-{os.getpid()}"
-        self._jobs = StreamReader(client)  # a stop ends its wait for jobs at once
-        self._worker = BackgroundWorker("stream worker", self._run, on_give_up)
+        self._jobs = StreamReader(client)
+        # a stop ends the loop's wait for jobs at once
+        self._worker = BackgroundWorker("stream worker", self._run, on_give_up, wake=self._jobs.interrupt)
 
     def ensure_group(self) -> None:
         ensure_group(self._redis, JOBS_STREAM, EMBED_GROUP)
@@ -128,8 +129,6 @@ class StreamWorker:
         self._worker.start()
 
     def stop(self) -> None:
-        self._worker.stop_event.set()
-        self._jobs.interrupt()
         self._worker.stop()
         self.leave()
         self._jobs.close()

@@ -76,7 +76,8 @@ class EventFollower:
         self.problem = ""  # why changes wait (no room on the disk); "" while they are applied
         self._progress: tuple[int, int] | None = None
         self._first_commit_s = first_commit_s
-        self._worker = BackgroundWorker("follower", self._run, on_give_up)
+        # a stop ends the loop's wait for an event at once
+        self._worker = BackgroundWorker("follower", self._run, on_give_up, wake=self._subscriber.interrupt)
         self._stop = self._worker.stop_event
 
     @property
@@ -96,8 +97,6 @@ class EventFollower:
         return self._worker.health()
 
     def stop(self) -> None:
-        self._stop.set()
-        self._subscriber.interrupt()  # the loop's wait for an event ends now
         self._worker.stop(timeout_s=10)
         self._subscriber.close()
         self._context.term()
@@ -300,7 +299,7 @@ class EventFollower:
         paths = list(refresh)
         batches = [paths[s : s + FETCH_BATCH] for s in range(0, len(paths), FETCH_BATCH)]
         jobs: list[EmbedJob] = []
-        enqueue = enqueue and self._enqueue is not None
+        send = self._enqueue if enqueue else None
         fetched = 0
 
         def fetch(batch: list[str]) -> scanner_pb2.GetDocumentsResponse:
@@ -318,11 +317,11 @@ class EventFollower:
                 text = sum(doc.size for doc in reply.documents)
                 check_room(self._index.state.folder, "notes into the index", TEXT_ON_DISK * text)
                 for doc in reply.documents:  # links filed at the commit that follows, all at once
-                    jobs.extend(self._index.apply(doc, want_jobs=enqueue, link_later=True))
+                    jobs.extend(self._index.apply(doc, want_jobs=send is not None, link_later=True))
                 for path in reply.missing:
                     self._index.remove(path)
                 fetched += len(batches[i])
                 if checkpoint is not None:
                     checkpoint(fetched)
-        if jobs and self._enqueue is not None:  # empty when not `enqueue`
-            self._enqueue(jobs)
+        if jobs and send is not None:  # empty when nothing is sent
+            send(jobs)

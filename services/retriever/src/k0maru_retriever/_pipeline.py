@@ -86,10 +86,11 @@ class EmbeddingPipeline:
         self._on_give_up = on_give_up
         self._redis: Any = redis.Redis.from_url(redis_url)  # bytes replies; redis-py's unions do not narrow
         self._results = results_stream(instance)
-        self._results_reader = StreamReader(self._redis)  # a stop ends its wait for results at once
+        self._results_reader = StreamReader(self._redis)
         self._gone_ms = int(gone_after_s * 1000)
         self._sweep_s = sweep_interval_s
-        self._worker = BackgroundWorker("vectors", self._run, on_give_up)
+        # a stop ends the loop's wait for results at once
+        self._worker = BackgroundWorker("vectors", self._run, on_give_up, wake=self._results_reader.interrupt)
         self._in_flight: dict[str, str] = {}  # chunk id → key of its job or result still in a stream
         self._in_flight_loaded = False
         self._in_flight_lock = threading.Lock()
@@ -183,11 +184,9 @@ class EmbeddingPipeline:
 
     def request_stop(self) -> None:
         """Stop soon: the results loop's wait ends, and an enqueue under way stops after its page."""
-        self._worker.stop_event.set()
-        self._results_reader.interrupt()
+        self._worker.request_stop()
 
     def stop(self) -> None:
-        self.request_stop()
         self._worker.stop()
         self._results_reader.close()
         self._redis.close()

@@ -17,9 +17,10 @@ import xxhash
 from k0maru_common import TOKEN_PATTERN, estimate_tokens_of_parts
 
 DEFAULT_BUDGET = 200
-# what may come before a heading's marker: up to 3 spaces, or a list item's marker at any depth
-# (a fence's may also be indented further: `_markdown._FENCE`): CommonMark renders `- ## Setup` as a heading and a numbered step's indented
-# ```yml as code, and Logseq writes every heading and code block as a block (`\t- ## Setup`)
+# what may come before a heading's marker: up to 3 spaces, or a list item's marker at any depth (a
+# fence's may also be indented further: `_markdown._FENCE`). CommonMark renders `- ## Setup` as a
+# heading and a numbered step's indented ```yml as code, and Logseq writes every heading and code
+# block as a block (`\t- ## Setup`)
 LIST_ITEM = r"[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+"
 BLOCK_START = rf"(?:{LIST_ITEM}|[ \t]{{0,3}})"
 _HEADING_LINE = re.compile(rf"^{BLOCK_START}#{{1,6}}\s")
