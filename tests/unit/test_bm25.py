@@ -260,6 +260,47 @@ def test_a_shared_word_or_two_hardly_moves_a_long_title(tmp_path: Path):
     assert 0 < named["paper.md#0"] - plain["paper.md#0"] < 0.05 * best
 
 
+def test_a_short_name_among_rarer_words_does_not_outrank_the_note_that_holds_them(tmp_path: Path):
+    """An agent asks "why serialise exports flock" about the decision it saved; the vault has notes
+    titled "Export". Each such title is all in the query, but it holds only its commonest word:
+    the query names none of them. On the dendron vault the four "Export" notes ranked above the
+    decision in BM25 alone (they were each given the query's best score again). In hybrid search
+    the vector channel weighs the other words: there the name keeps its whole bonus."""
+    idx = Bm25Index(tmp_path / "i", BM25Analyzer())
+    for i in range(4):
+        idx.add_note(
+            f"pod{i}.export.md",
+            "Root",
+            [],
+            [(f"pod{i}.export.md#0", f"Export\nExport notes of pod {i}; an export writes files to the destination.")],
+            "Export",
+        )
+    idx.add_note(
+        "decisions.export-lock.md",
+        "Root",
+        [],
+        [("decisions.export-lock.md#0", "Export lock decision\nSerialise exports with an flock; the second waits.")],
+        "Export lock decision",
+    )
+    for i in range(20):  # a vault around them, so that "export" is common and "flock" rare
+        idx.add_note(
+            f"o{i}.md", "Root", [], [(f"o{i}.md#0", f"Note {i}\nAbout export {i} and writing files")], f"N {i}"
+        )
+    idx.commit()
+    hits = idx.search("why serialise exports flock", 5, Scope(), name_match=1.0, ranks_alone=True)
+    assert hits[0][0] == "decisions.export-lock.md#0"
+    # the name is still counted, a little: an "Export" note keeps a bonus, well below the best score
+    plain = dict(idx.search("why serialise exports flock", 30, Scope()))
+    named = dict(idx.search("why serialise exports flock", 30, Scope(), name_match=1.0, ranks_alone=True))
+    assert 0 < named["pod0.export.md#0"] - plain["pod0.export.md#0"] < 0.6 * max(plain.values())
+    hybrid = dict(idx.search("why serialise exports flock", 30, Scope(), name_match=1.0))
+    assert hybrid["pod0.export.md#0"] - plain["pod0.export.md#0"] == pytest.approx(max(plain.values()))
+    # while a query that is the name alone still names it fully: the best score again
+    plain = dict(idx.search("exports", 30, Scope()))
+    named = dict(idx.search("exports", 30, Scope(), name_match=1.0, ranks_alone=True))
+    assert named["pod0.export.md#0"] - plain["pod0.export.md#0"] == pytest.approx(max(plain.values()))
+
+
 def test_a_note_is_also_named_by_its_file_name():
     """Obsidian and Foam link by file name, so people know a note by it; a number is no name."""
 

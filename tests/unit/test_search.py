@@ -85,6 +85,21 @@ def test_a_note_is_found_by_its_description_and_only_its_first_chunk_is_embedded
     assert vector_key(edited, first, "m") == vector_key(plain, first, "m")  # as before descriptions counted
 
 
+def test_where_bm25_ranks_alone_a_short_title_in_the_query_does_not_outrank_the_note_it_asks_for(index: NoteIndex):
+    """No vector channel (BM25 mode, or no embedder): the decision an agent saved comes before the
+    notes titled "Export" for "why serialise exports flock" (`Bm25Index.search`, `ranks_alone`)."""
+    for i in range(3):
+        index.apply(note(f"pod{i}/Export.md", f"Export notes of pod {i}; an export writes files."))
+    index.apply(note("Export lock decision.md", "Serialise exports with an flock; the second waits."))
+    for i in range(15):
+        index.apply(note(f"n{i}.md", f"About export {i} and writing files"))
+    index.commit()
+    searcher = HybridSearcher(index, None, FusionParams(), "v")
+    for mode in (retriever_pb2.SEARCH_MODE_BM25, retriever_pb2.SEARCH_MODE_HYBRID):
+        reply = searcher.search(retriever_pb2.SearchRequest(query="why serialise exports flock", mode=mode))
+        assert reply.hits[0].path == "Export lock decision.md", mode
+
+
 def test_a_passage_two_notes_share_word_for_word_is_said_once():
     hits = [
         retriever_pb2.SearchHit(path="tutorial/main.md", snippet="Taking notes in plain text files lasts for decades."),

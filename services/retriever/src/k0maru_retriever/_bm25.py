@@ -6,9 +6,10 @@ import math
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import tantivy
 
@@ -57,6 +58,14 @@ def folders_of(path: str) -> list[str]:
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
+class Asked(NamedTuple):
+    """A query's terms as the name match reads them: every term searched for, and the query's
+    own words (a camelCase word whole, not also its parts), over which the query's share is taken."""
+
+    terms: frozenset[str]
+    words: frozenset[str]
+
+
 @dataclass(frozen=True)
 class ChunkRow:
     chunk_id: str
@@ -79,6 +88,13 @@ SCHEMA_VERSION = "9"
 # The name match (see `search`): a note's bonus grows with the cube of the share of its name the
 # query covers, so a query that names a note counts and a shared word or two hardly does.
 NAME_MATCH_POWER = 3
+# Where BM25 ranks alone, also times the share of the query (its words' idf) that the name holds,
+# to this power: a name that is all in the query but holds only its commonest word ("Export" for
+# "why serialise exports flock") does not name the note, and must not outrank the note that holds
+# the rarer words. Not in hybrid search, where the vector channel weighs those words and the bonus
+# also sets how sure BM25 is (`_fusion.confident_weights`): there it cost 0.005-0.022 nDCG@10 on
+# the vaults' query sets, and it gained 0.011-0.042 in BM25 alone (bench/README.md, 29th wave).
+NAME_SHARE_POWER = 0.375
 TIE_DEPTH = 4096  # how deep a search fetches to find every chunk tied at its cut
 NAMES_SEEN_MAX = 50_000  # notes' names, and terms' idf, kept between commits
 V = TypeVar("V")
@@ -207,7 +223,9 @@ class Bm25Index:
         self.generation = uuid.uuid4().hex
         self._generation_file.write_text(self.generation)
 
-    def search(self, query: str, limit: int, scope: Scope, name_match: float = 0.0) -> list[tuple[str, float]]:
+    def search(
+        self, query: str, limit: int, scope: Scope, name_match: float = 0.0, ranks_alone: bool = False
+    ) -> list[tuple[str, float]]:
         """(chunk id, score), best first. Never raises on query syntax: no parser is used.
 
         The score is BM25 over the chunk's text (title, tags, aliases, headings, body), plus, when
@@ -215,7 +233,9 @@ class Bm25Index:
         coverage³, where coverage is the share of one of the note's names (its title or an
         alias; terms weighted by idf) that the query holds, the best of them. A query that
         names a note ("sqlite busy handling") then finds it first even where longer notes use
-        those words more; a claim that shares a word or two with a paper's title hardly moves."""
+        those words more; a claim that shares a word or two with a paper's title hardly moves.
+        `ranks_alone` (no vector channel beside this one): the bonus is also smaller where the
+        name holds little of the query (`NAME_SHARE_POWER`)."""
         terms = self._analyzer.query_terms(query)
         if not terms or limit <= 0:
             return []
@@ -247,28 +267,52 @@ class Bm25Index:
             found[str(doc.get_first("id"))] = (float(score), names)
         if name_match > 0 and found:
             best = max(score for score, _names in found.values())
-            asked = set(terms)
-            scored = []
-            for cid, (score, names) in found.items():
-                covered = self.name_coverage(asked, names)
-                scored.append((cid, score + name_match * best * covered**NAME_MATCH_POWER))
+            asked = self._asked(query, terms)
+            share_power = NAME_SHARE_POWER if ranks_alone else 0.0
+            scored = [
+                (cid, score + name_match * best * self._named(asked, names, share_power))
+                for cid, (score, names) in found.items()
+            ]
         else:
             scored = [(cid, score) for cid, (score, _names) in found.items()]
         # equal scores in chunk-id order, not in the order documents happened to be indexed: a
         # rebuilt or crash-recovered index then ranks exactly like a fresh one (ties at the cut: above)
         return sorted(scored, key=lambda hit: (-hit[1], hit[0]))[:limit]
 
-    def query_terms(self, query: str) -> set[str]:
-        """The terms `search` looks for (what `name_coverage` is given)."""
-        return set(self._analyzer.query_terms(query))
+    def query_terms(self, query: str) -> Asked:
+        """The terms `search` looks for, as `name_coverage` is given them."""
+        return self._asked(query, self._analyzer.query_terms(query))
 
-    def name_coverage(self, asked: set[str], names: str) -> float:
+    def _asked(self, query: str, terms: list[str]) -> Asked:
+        searched = frozenset(terms)
+        return Asked(searched, searched.intersection(self._analyzer.terms(query[:10_000], case_parts=False)))
+
+    def name_coverage(self, asked: Asked, names: str) -> float:
         """The share of the best-matching of `names` (title and aliases, one per line) that the
-        query terms `asked` hold, as the name match of `search` measures it (0–1)."""
-        return max(
-            (sum(w for t, w in name.items() if t in asked) / sum(name.values()) for name in self._names(names)),
-            default=0.0,
-        )
+        query holds (0–1), terms weighted by idf."""
+        return max((held / sum(name.values()) for name, held in self._held(asked, names)), default=0.0)
+
+    def _named(self, asked: Asked, names: str, share_power: float) -> float:
+        """How fully the query names the note (0–1), the factor of `search`'s name match: for the
+        best of its names, the name's share that the query holds, cubed, times the query's share
+        that the name holds (over the query's words) to `share_power`."""
+        best = 0.0
+        words_idf = 0.0
+        for name, held in self._held(asked, names):
+            named = (held / sum(name.values())) ** NAME_MATCH_POWER
+            if share_power:
+                if not words_idf:
+                    words_idf = sum(self._idf(t) for t in asked.words) or 1.0
+                named *= min(1.0, sum(w for t, w in name.items() if t in asked.words) / words_idf) ** share_power
+            best = max(best, named)
+        return best
+
+    def _held(self, asked: Asked, names: str) -> Iterator[tuple[dict[str, float], float]]:
+        """Each of `names` that the query holds any of: (its terms' idf, the idf of those held)."""
+        for name in self._names(names):
+            held = sum(w for t, w in name.items() if t in asked.terms)
+            if held:
+                yield name, held
 
     def _names(self, names: str) -> list[dict[str, float]]:
         """A note's names (title, then each alias: one per line), each as its terms' idf; kept

@@ -26,7 +26,7 @@ from k0maru_common import (
     utc_day,
 )
 
-from ._bm25 import Scope
+from ._bm25 import Asked, Scope
 from ._days import note_day
 from ._fusion import (
     DEFAULT_GAP_SCALE,
@@ -341,7 +341,8 @@ class HybridSearcher:
         p = self._shaper.fusion(self._params) if self._shaper else self._params
         if mode in (BM25, HYBRID):
             began = time.perf_counter()
-            bm25 = self._pool(lambda n, sc: self._index.bm25.search(query, n, sc, p.name_match), pool, scope)
+            alone = embedder is None  # no vector channel will weigh the query's other words
+            bm25 = self._pool(lambda n, sc: self._index.bm25.search(query, n, sc, p.name_match, alone), pool, scope)
             took = (time.perf_counter() - began) * 1000
             response.channels.append(retriever_pb2.ChannelReport(channel="bm25", ran=True, took_ms=took))
         if pending is not None and embedder is not None:
@@ -485,7 +486,7 @@ class HybridSearcher:
         return [self._to_hit(FusedHit(path=path), f"{path}#0", "", None) for path in found]
 
     def _to_hit(
-        self, hit: FusedHit, cid: str, query: str, asked: set[str] | None, not_embedded: bool = False
+        self, hit: FusedHit, cid: str, query: str, asked: Asked | None, not_embedded: bool = False
     ) -> retriever_pb2.SearchHit:
         """The hit as answered; with its explanation when `asked` (the query's BM25 terms) is given."""
         path, index = split_chunk_id(cid)
