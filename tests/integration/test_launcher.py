@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,7 +20,7 @@ import pytest
 import redis
 
 from k0maru.v1 import offload_pb2, retriever_pb2
-from k0maru_cli import Launcher, StackBusy, StackState, StartupError
+from k0maru_cli import DataDirLost, Launcher, StackBusy, StackState, StartupError
 from k0maru_cli._state import process_start_time
 from k0maru_common import K0Error, StackClient
 from tests.conftest import write_notes
@@ -356,3 +357,44 @@ def test_the_gateway_stops_cleanly_with_a_console_page_open(vault: Path, tmp_pat
         launcher.stop()
     assert procs["gateway"].returncode == 0
     assert " stopped" in (data / "logs" / "gateway.log").read_text()
+
+
+def test_a_data_dir_deleted_under_a_running_stack_stops_it_and_valkey_is_not_left_refusing_to_exit(
+    vault: Path, tmp_path: Path
+):
+    """`rm -rf` of the data dir (a user resetting the index) while the stack runs: the services
+    would go on over deleted files, `k0maru stop` could no longer find the stack (stack.json went
+    with the folder) and a second `up` would start a second stack beside it. The supervisor says
+    so and the stack stops; Valkey, which can no longer save, is told SHUTDOWN NOSAVE (it refuses
+    SHUTDOWN and SIGTERM when its save fails, and was SIGKILLed after the stop's grace)."""
+    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
+    data = tmp_path / "data"
+    launcher = Launcher(vault, data, embedders=0, http_port=0)
+    launcher.start()
+    procs = list(launcher.procs)
+    try:
+        assert launcher.supervise() == [] and launcher.data_dir_lost() == ""
+        shutil.rmtree(data)
+        with pytest.raises(DataDirLost, match="was deleted while the stack ran"):
+            launcher.supervise()
+    finally:
+        launcher.stop()
+    codes = {name: proc.returncode for name, proc in procs}
+    assert codes == {name: 0 for name, _proc in procs}, codes  # Valkey too: not SIGKILLed (-9)
+    assert not (data / "stack.json").exists()
+
+
+def test_a_data_dir_replaced_by_another_is_lost_too(vault: Path, tmp_path: Path):
+    """A folder moved aside and a new one put in its place: the lock this launcher holds is not
+    the one at the path any more."""
+    write_notes(vault, {"a.md": "# Alpha\n"})
+    data = tmp_path / "data"
+    launcher = Launcher(vault, data, embedders=0, http_port=0)
+    launcher.start()
+    try:
+        data.rename(tmp_path / "aside")
+        (data / "logs").mkdir(parents=True)
+        (data / "stack.lock").write_text("")
+        assert "was deleted while the stack ran" in launcher.data_dir_lost()
+    finally:
+        launcher.stop()

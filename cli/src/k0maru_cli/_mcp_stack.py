@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from k0maru_common import DependencyFailed, NotReady, StackClient
 
-from ._stack import Launcher, StackBusy, StartupError
+from ._stack import DataDirLost, Launcher, StackBusy, StartupError
 from ._state import StackState
 
 log = logging.getLogger(__name__)
@@ -90,6 +90,13 @@ class StackThread:
                 try:  # a child that cannot come back is logged there, retried later, and named by failing()
                     for name in launcher.supervise():
                         log.warning("%s exited and was restarted", name)
+                except DataDirLost as exc:  # the stack is stopped (below); tools say why from now on
+                    log.error("%s; stopping the stack", exc)
+                    self._error = f"{exc}; restart the MCP server to index the vault again"
+                    client, self._client = self._client, None
+                    if client is not None:
+                        client.close()
+                    return
                 except Exception:  # the supervisor must outlive any one failure
                     log.exception("supervision failed once; continuing")
         finally:
@@ -110,7 +117,7 @@ class StackThread:
         if not self._ready.wait(wait_s):
             raise NotReady(f"the k0maru stack is still starting (waiting for {self.starting()}); try again shortly")
         if self._client is None:
-            raise DependencyFailed(f"the k0maru stack could not start: {self._error}")
+            raise DependencyFailed(f"the k0maru stack is not running: {self._error}")
         return self._client
 
     def stop(self, timeout_s: float = 30.0) -> None:

@@ -133,15 +133,17 @@ def valkey_argv(port: int, directory: Path, persist: bool = False) -> list[str]:
     return [str(get_binary_path()), "--port", str(port), "--bind", "127.0.0.1", *save, "--dir", str(directory)]
 
 
-def ask_valkey_to_shut_down(redis_url: str) -> None:
+def ask_valkey_to_shut_down(redis_url: str, save: bool = True) -> None:
     """Send Valkey `SHUTDOWN` (it saves, as on SIGTERM, and exits): it acts on SIGTERM only at its
     next timer tick (10 per second), 50 ms of every stop on average. SIGTERM is sent as well, in
-    case this one is not heard; a Valkey already saving just notes it."""
+    case this one is not heard; a Valkey already saving just notes it. Without `save` (its folder
+    was deleted): a Valkey that cannot save refuses both SHUTDOWN and SIGTERM, and would hold the
+    stop until SIGKILL."""
     where = urlsplit(redis_url)
     if not where.hostname or not where.port:
         return
     with contextlib.suppress(OSError), socket.create_connection((where.hostname, where.port), timeout=0.5) as conn:
-        conn.sendall(b"SHUTDOWN\r\n")
+        conn.sendall(b"SHUTDOWN\r\n" if save else b"SHUTDOWN NOSAVE\r\n")
 
 
 # Valkey's own words (aof.c, rdb.c, server.c) when the data it saved cannot be loaded, e.g. an
@@ -259,6 +261,11 @@ class BuildWatch:
         self._channel.close()
 
 
+class DataDirLost(RuntimeError):
+    """The stack's data dir was deleted (or replaced) while it ran: its index, queue and logs are
+    gone from under the services, and `k0maru stop` / `status` can no longer find it."""
+
+
 class StackBusy(StartupError):
     """Another launcher holds this data dir's lock: its stack is starting or running."""
 
@@ -343,6 +350,9 @@ class Launcher:
         QUICK_RESTARTS_PER_MINUTE times a minute, then after the same growing waits. Call it from
         one long-lived thread: the children it restarts die with that thread (PR_SET_PDEATHSIG).
         """
+        lost = self.data_dir_lost()
+        if lost:
+            raise DataDirLost(lost)
         restarted: list[str] = []
         for name, proc in list(self.procs):
             if self._stopping:
@@ -546,6 +556,22 @@ class Launcher:
             self._lock.close()
             self._lock = None
 
+    def data_dir_lost(self) -> str:
+        """Why the data dir this stack holds is gone ("" while it is there): the lock file this
+        launcher holds is no longer at its path (the folder was deleted, or replaced by another)."""
+        if self._lock is None:
+            return ""
+        held = os.fstat(self._lock.fileno())
+        try:
+            there = os.stat(self.data_dir / LOCK_FILE)
+        except FileNotFoundError:
+            there = None
+        except OSError:  # the disk is gone or unreadable for a moment: not a deletion
+            return ""
+        if there is not None and (there.st_dev, there.st_ino) == (held.st_dev, held.st_ino):
+            return ""
+        return f"the data dir {self.data_dir} was deleted while the stack ran (its index, queue and logs with it)"
+
     def _valkey_up(self, url: str) -> None:
         """Until the valkey just spawned answers PING. One that exits because the data it saved
         cannot be loaded (an append-only file corrupted by a crash of the machine) would exit at
@@ -681,6 +707,7 @@ class Launcher:
         (PR_SET_PDEATHSIG), so a stopping stack must no longer be findable."""
         self._stopping = True
         redis_url = self.state.addresses.get("redis", "") if self.state is not None else ""
+        can_save = not self.data_dir_lost()
         if self.state is not None:
             with contextlib.suppress(FileNotFoundError):
                 current = json.loads((self.data_dir / STATE_FILE).read_text())
@@ -696,7 +723,7 @@ class Launcher:
             for name, proc in reversed(stage):
                 if proc.poll() is None:
                     if name == "valkey":
-                        ask_valkey_to_shut_down(redis_url)
+                        ask_valkey_to_shut_down(redis_url, save=can_save)
                     with contextlib.suppress(ProcessLookupError):
                         proc.send_signal(signal.SIGTERM)
             for name, proc in stage:

@@ -103,7 +103,7 @@ def _launcher(args: argparse.Namespace, vault: Path, http_port: int) -> Launcher
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    from ._stack import StartupError, console_port
+    from ._stack import DataDirLost, StartupError, console_port
 
     vault = _vault(args)
     try:
@@ -141,6 +141,9 @@ def cmd_up(args: argparse.Namespace) -> int:
             time.sleep(0.5)
     except StartupError as exc:
         print(f"k0maru: start-up failed: {exc}", file=sys.stderr)
+        return 1
+    except DataDirLost as exc:  # it could no longer be found, stopped, or trusted to keep what it writes
+        print(f"k0maru: {exc}; stopping (`k0maru up` indexes the vault again)", file=sys.stderr)
         return 1
     except (KeyboardInterrupt, Terminated):
         print("k0maru: stopping", file=sys.stderr)
