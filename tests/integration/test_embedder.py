@@ -392,3 +392,39 @@ def test_a_stop_ends_the_wait_for_jobs_at_once(
     finally:
         worker.stop()
         client.close()
+
+
+def test_a_stop_ends_a_window_after_its_batch_and_leaves_the_rest_pending(valkey_url: str):
+    """A stop during a backlog waited for the whole window (4 batches: seconds of long chunks).
+    Now the window ends after the batch under way, and the stop interrupts that batch's embedding
+    (`OnnxEmbedder.interrupt`); the jobs not answered stay pending, never dead-lettered, to be
+    reclaimed (XAUTOCLAIM) by another worker or the next start: none is lost or answered twice."""
+    from k0maru_embedder import _worker
+    from k0maru_embedder._model import OnnxEmbedder
+    from k0maru_embedder._presets import resolve_preset
+
+    client = redis.Redis.from_url(valkey_url)
+    worker = _worker.StreamWorker(
+        client, OnnxEmbedder(resolve_preset("minilm-l6-int8")), _worker.ThroughputMeter(), 8, 1500, 3
+    )
+    try:
+        worker.ensure_group()
+        for i in range(32):
+            client.xadd(JOBS_STREAM, {"id": f"n{i}.md#0", "hash": "h", "text": f"note {i} about topic {i % 5}"})
+        [(_stream, messages)] = client.xreadgroup(EMBED_GROUP, worker.consumer, {JOBS_STREAM: ">"}, 32)
+        stop = threading.Event()
+        stop.set()  # as if asked during the first batch
+        worker.process_window(messages, stop)
+        assert len(results(client)) == 8
+        assert client.xpending(JOBS_STREAM, EMBED_GROUP)["pending"] == 24
+        worker.stop()  # its embedding is interrupted from now on: a batch is left pending, not failed
+        worker.process_window(messages[8:])
+        assert len(results(client)) == 8 and client.xlen(DEAD_STREAM) == 0
+        assert client.xpending(JOBS_STREAM, EMBED_GROUP)["pending"] == 24
+        other = _worker.StreamWorker(
+            client, OnnxEmbedder(resolve_preset("minilm-l6-int8")), _worker.ThroughputMeter(), 8, 1500, 3
+        )
+        other.process_window(messages[8:])  # a worker taking them over answers the rest, once
+        assert len(results(client)) == 32 == len({cid for cid, _h, _v in results(client)})
+    finally:
+        client.close()

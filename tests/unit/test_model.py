@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from k0maru_common import InvalidInput, NotReady
+from k0maru_common import DependencyFailed, InvalidInput, NotReady
 from k0maru_embedder._model import OnnxEmbedder
 from k0maru_embedder._presets import ModelPreset, resolve_preset
 from k0maru_embedder._slim import slim_model
@@ -53,6 +54,31 @@ def test_threads_do_not_change_vectors(embedder: OnnxEmbedder):
 def test_empty_text_is_refused(embedder: OnnxEmbedder):
     with pytest.raises(InvalidInput):
         embedder.embed(["ok", "  \n "])
+
+
+def test_interrupt_ends_the_embedding_under_way_and_refuses_later_ones():
+    """A stop must not wait for a batch of long chunks (64 of 256 tokens: seconds on one thread):
+    `interrupt` (from the stopping thread) ends the run under way, and any later one, with
+    DependencyFailed, which the stream worker answers by leaving the jobs pending."""
+    embedder = OnnxEmbedder(resolve_preset("minilm-l6-int8"))
+    outcome: list[BaseException | np.ndarray] = []
+    running = threading.Event()
+
+    def embed_long() -> None:
+        running.set()
+        try:
+            outcome.append(embedder.embed([f"word{i} " * 300 for i in range(64)]))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=embed_long)
+    thread.start()
+    running.wait()
+    embedder.interrupt()
+    thread.join()
+    assert isinstance(outcome[0], DependencyFailed), outcome[0]
+    with pytest.raises(DependencyFailed, match="stopping"):
+        embedder.embed(["one more"])
 
 
 def test_unknown_preset_and_incomplete_custom_are_refused(tmp_path: Path):

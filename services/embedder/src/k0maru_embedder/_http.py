@@ -72,6 +72,9 @@ class HttpEmbedder:
             out[start : start + len(batch)] = self._batch(batch)
         return out
 
+    def interrupt(self) -> None:
+        """Nothing to end here: a request under way ends by its own timeout."""
+
     def embed_each(self, texts: list[str]) -> list[np.ndarray | Exception]:
         """One result per text: a vector, or the error of that text alone."""
         results: list[np.ndarray | Exception] = []

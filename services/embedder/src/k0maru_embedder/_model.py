@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from k0maru_common import InvalidInput, NotReady, release_free_heap
+from k0maru_common import DependencyFailed, InvalidInput, NotReady, release_free_heap
 
 from ._presets import ModelPreset
 from ._slim import slim_model_file
@@ -67,6 +67,9 @@ class TextEmbedder(Protocol):
 
     def embed(self, texts: list[str], is_query: bool = False) -> np.ndarray: ...
 
+    def interrupt(self) -> None:
+        """End the embedding under way, and refuse later ones (DependencyFailed): the service stops."""
+
 
 class OnnxEmbedder:
     def __init__(self, preset: ModelPreset, threads: int = 1, batch_size: int = 32) -> None:
@@ -91,6 +94,9 @@ class OnnxEmbedder:
                 raise NotReady(f"tokenizer {preset.tokenizer_path} cannot be loaded: {exc}") from exc
             self._tokenizer.no_padding()
             self._tokenizer.enable_truncation(preset.max_tokens)
+        # `interrupt` sets its terminate flag: the run under way ends within milliseconds (a batch
+        # of 32 long chunks takes seconds, and a stop waited for it) and any later run at once
+        self._run_options = ort.RunOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         # No memory arena: it keeps the peak of the largest batch for the process's life (+150 MB per
@@ -122,10 +128,23 @@ class OnnxEmbedder:
         out = np.zeros((len(texts), self.preset.dimension), dtype=np.float32)
         for start in range(0, len(texts), self.batch_size):
             batch = np.array([t[: self.preset.max_chars] for t in texts[start : start + self.batch_size]], dtype=object)
-            vectors = self._session.run(None, {name: batch})[0]
+            vectors = self._run({name: batch})
             out[start : start + len(batch)] = vectors / np.maximum(
                 np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12
             )
+        return out
+
+    def interrupt(self) -> None:
+        self._run_options.terminate = True
+
+    def _run(self, feeds: dict[str, np.ndarray]) -> np.ndarray:
+        """The model's first output for `feeds`."""
+        try:
+            out: np.ndarray = self._session.run(None, feeds, self._run_options)[0]
+        except Exception as exc:  # onnxruntime's own Fail type
+            if self._run_options.terminate:
+                raise DependencyFailed("embedding interrupted: the embedder is stopping") from exc
+            raise
         return out
 
     def embed(self, texts: list[str], is_query: bool = False) -> np.ndarray:
@@ -156,7 +175,7 @@ class OnnxEmbedder:
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._input_names:
                 feeds["token_type_ids"] = np.zeros_like(ids)
-            hidden = self._session.run(None, feeds)[0]
+            hidden = self._run(feeds)
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)

@@ -119,8 +119,15 @@ class StreamWorker:
         self._nice = nice
         self.consumer = f"embedder-{socket.gethostname()}-{os.getpid()}"
         self._jobs = StreamReader(client)
-        # a stop ends the loop's wait for jobs at once
-        self._worker = BackgroundWorker("stream worker", self._run, on_give_up, wake=self._jobs.interrupt)
+        # a stop ends the loop's wait for jobs, or the batch it is embedding, at once
+        self._worker = BackgroundWorker("stream worker", self._run, on_give_up, wake=self._wake)
+
+    def _wake(self) -> None:
+        """End what the loop waits on: its read of jobs, or the embedding of a batch (whose jobs
+        stay pending, to be reclaimed: Valkey stops beside the embedders, and the results of a
+        batch finished after it could not be written anyway)."""
+        self._jobs.interrupt()
+        self._embedder.interrupt()
 
     def ensure_group(self) -> None:
         ensure_group(self._redis, JOBS_STREAM, EMBED_GROUP)
@@ -170,7 +177,7 @@ class StreamWorker:
                 count = window if self._redis.xlen(JOBS_STREAM) >= window * 4 else self._batch
                 reply = self._jobs.xreadgroup(EMBED_GROUP, self.consumer, {JOBS_STREAM: ">"}, count, READ_BLOCK_MS)
                 for _stream, messages in reply or []:
-                    self.process_window(messages)
+                    self.process_window(messages, stop)
                     busy = True
                 if not reply and busy:
                     # the queue ran dry: a long batch's activations (hundreds of MB of attention at
@@ -208,10 +215,15 @@ class StreamWorker:
             log.info("reclaimed %d jobs from dead or stuck workers", len(live))
             self.process(live)
 
-    def process_window(self, messages: list[Message]) -> None:
-        """Answer jobs read together: shortest first, `batch_size` at a time."""
+    def process_window(self, messages: list[Message], stop: threading.Event | None = None) -> None:
+        """Answer jobs read together: shortest first, `batch_size` at a time. A `stop` ends it
+        before the next batch: the window's other jobs stay pending, for another worker (or the
+        next start) to reclaim, where a stop waited for the whole window (a second and more of
+        long chunks)."""
         ordered = sorted(messages, key=lambda m: len(m[1].get(b"text", b"")))
         for start in range(0, len(ordered), self._batch):
+            if start and stop is not None and stop.is_set():
+                return
             if start:  # still ours: not idle, so not for XAUTOCLAIM
                 self._redis.xclaim(
                     JOBS_STREAM, EMBED_GROUP, self.consumer, 0, [m for m, _f in ordered[start:]], justid=True
