@@ -68,7 +68,8 @@ class TextEmbedder(Protocol):
     def embed(self, texts: list[str], is_query: bool = False) -> np.ndarray: ...
 
     def interrupt(self) -> None:
-        """End the embedding under way, and refuse later ones (DependencyFailed): the service stops."""
+        """The service stops: end the embedding under way where the backend can, and refuse later
+        ones, with DependencyFailed (the stream worker then leaves the batch's jobs pending)."""
 
 
 class OnnxEmbedder:
