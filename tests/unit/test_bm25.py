@@ -317,3 +317,26 @@ def test_a_note_is_also_named_by_its_file_name():
     # Logseq's namespace page `Project/Beta`: its page name, not the escaped file name
     assert names("pages/Project___Beta.md", "Beta kickoff") == ["Beta kickoff", "Project/Beta"]
     assert names("pages/Project%2FBeta.md", "Project/Beta") == ["Project/Beta"]
+
+
+def test_a_question_in_plain_words_is_searched_by_what_it_asks_about(tmp_path: Path):
+    """ "When did you go to the support group?": the turn that only shares "when did you" with it
+    ranked above the one about the support group (LoCoMo's questions about conversations). The
+    question's own words are left out of the query; a query of nothing else still searches them,
+    and a note's names leave them out too, so a title that asks is still named whole."""
+    idx = Bm25Index(tmp_path / "i", BM25Analyzer())
+    turns = {
+        "t1.md": "Melanie: When did you get back? Did you? How was it?",
+        "t2.md": "Caroline: Yesterday I finally joined the support group downtown after work, and the people "
+        "there shared stories about coming out, family and friends, which moved me more than I expected.",
+        "who.md": "Who are you\nA poem.",
+    }
+    for i in range(20):
+        turns[f"o{i}.md"] = f"Speaker {i}: talk about item {i} and the plans for the summer trip, when we did it {i}"
+    for path, text in turns.items():
+        idx.add_note(path, "Root", [], [(f"{path}#0", text)], text.splitlines()[0])
+    idx.commit()
+    assert [c for c, _ in idx.search("When did you go to the support group?", 3, Scope())] == ["t2.md#0"]
+    assert idx.search("who are you?", 1, Scope())[0][0] == "who.md#0"
+    assert idx.name_coverage(idx.query_terms("why we use sqlite"), "Why we use SQLite") == 1.0
+    assert idx.name_coverage(idx.query_terms("why sqlite"), "Why we use SQLite") < 1.0

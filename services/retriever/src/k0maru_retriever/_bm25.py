@@ -322,7 +322,7 @@ class Bm25Index:
             parsed = [
                 {t: self._idf(t) for t in terms}
                 for line in names.splitlines()
-                if (terms := set(self._analyzer.terms(line, case_parts=False)))
+                if (terms := self._analyzer.name_terms(line))
             ]
             _keep(self._names_seen, names, parsed)
         return parsed
