@@ -712,3 +712,39 @@ def test_a_logseq_graph_that_titles_its_journals_its_own_way(stack):
         config.unlink()
     client.call(client.scanner.Scan, scanner_pb2.ScanRequest())
     wait_for(lambda: title() == "Nov 20th, 2026", 45, "Logseq's default title again")
+
+
+def test_read_note_shows_what_each_embed_in_its_lines_shows(stack):
+    """A note made of embeds (Dendron's `![[note#summary,1:#*]]`, Obsidian's `![[note#Heading]]`
+    and `![[note#^block]]`) says little on its own: read_note gives, for each embed in the lines
+    it returns, the part of the embedded note shown in its place, or why there is none."""
+    _launcher, client, vault = stack
+    write_notes(
+        vault,
+        {
+            "emb/export lock.md": "---\ntitle: Export lock\n---\n# Export lock\n\n## Summary\n\nExports take an flock"
+            " on the export folder.\n\n## Why\n\nTwo exports wrote one file. ^two-writers\n",
+            "emb/hub.md": "# Hub of the wombat team\n\n![[export lock#summary,1:#*]]\n\n![[Export lock#Why]]\n\n"
+            "![[export lock#^two-writers]]\n\n![[export lock#nowhere]]\n\n![[diagram.png]]\n",
+        },
+    )
+    wait_for(lambda: search(client, "hub wombat team", BM25)[:1] == ["emb/hub.md"], 45, "the hub")
+    mcp = build_mcp(client)
+    result = anyio.run(mcp.call_tool, "read_note", {"path": "emb/hub.md"})
+    assert not result.is_error, result.content
+    embeds = result.structured_content["embeds"]
+    assert [(e["line"], e["path"], e["text"]) for e in embeds] == [
+        (
+            3,
+            "emb/export lock.md",
+            "Exports take an flock on the export folder.\n\n## Why\n\nTwo exports wrote one file. ^two-writers",
+        ),
+        (5, "emb/export lock.md", "## Why\n\nTwo exports wrote one file. ^two-writers"),
+        (7, "emb/export lock.md", "Two exports wrote one file."),
+        (9, "emb/export lock.md", None),
+        (11, None, None),
+    ]
+    assert embeds[3]["missing"] == "emb/export lock.md has no heading 'nowhere'"
+    assert "no note of the vault has that name" in embeds[4]["missing"]
+    part = anyio.run(mcp.call_tool, "read_note", {"path": "emb/hub.md", "start_line": 1, "end_line": 4})
+    assert [e["line"] for e in part.structured_content["embeds"]] == [3]  # only those in the lines shown

@@ -23,6 +23,7 @@ from k0maru.v1 import offload_pb2, retriever_pb2
 from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, mode_name, utc_day
 
 from ._answers import partial_channels
+from ._embeds import embedded_part
 
 T = TypeVar("T")
 
@@ -37,6 +38,8 @@ INTENTS = """When to call which tool:
 - "save the lock-renewal plan we just agreed on" / a decision or lesson worth keeping → flush_session
 - "turn this compiler error into a troubleshooting playbook" / a failure just solved → distill_session_skill"""
 MAX_LINE = 2**32 - 1  # line numbers are uint32 on the wire
+MAX_EMBEDS = 8  # read_note: embedded parts shown per answer
+EMBED_CHARS = 2_000  # ... each at most this long
 log = logging.getLogger(__name__)
 
 OUTCOME_NAMES = {
@@ -112,6 +115,15 @@ class NextCall(BaseModel):
     arguments: dict[str, Any]
 
 
+class EmbedAnswer(BaseModel):
+    line: int  # the line of the `![[...]]` in the note
+    target: str  # as written: the note's name, with its #heading or ^block
+    path: str | None = None  # the embedded note (None when no note has that name)
+    text: str | None = None  # the part of it shown in place of the embed (None: see missing)
+    cut: bool | None = None  # text is the first EMBED_CHARS characters of that part
+    missing: str | None = None  # why there is no text
+
+
 class NoteAnswer(BaseModel):
     vault: str
     path: str
@@ -131,6 +143,10 @@ class NoteAnswer(BaseModel):
     backlinks: list[str]  # vault paths of the notes linking to it
     cut: str | None = None  # a line longer than max_chars: which of its characters are in text
     next_call: NextCall | None = None  # the rest, when the answer stopped at max_chars
+    # the `![[note#part]]` embeds in the lines shown, each with the part it shows (the first
+    # MAX_EMBEDS; embeds_not_shown counts the rest)
+    embeds: list[EmbedAnswer] | None = None
+    embeds_not_shown: int | None = None
 
 
 class OffloadAnswer(BaseModel):
@@ -417,7 +433,8 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
     ) -> Annotated[CallToolResult, NoteAnswer]:
         """Call to read a note recall_memory found, when its snippet is not enough ("show me that decision",
         "what else does the runbook say"): the note's text as the vault has it now, whole or a line range
-        (a hit's `lines`), with its title, tags, the notes it links to and those linking to it.
+        (a hit's `lines`), with its title, tags, the notes it links to and those linking to it, and what
+        each `![[note#part]]` in those lines embeds.
 
         Works where the vault is not on this machine (a team deployment). Long notes come in parts:
         next_call reads on."""
@@ -473,11 +490,40 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
             if read_on
             else None,
         )
+        embeds = [
+            (link, resolved.path)
+            for link, resolved in zip(note.document.links, note.links, strict=False)
+            if link.embed and first <= link.line <= shown_last
+        ]
+        if embeds:
+            note_answer.embeds = [_embed(link, found) for link, found in embeds[:MAX_EMBEDS]]
+            note_answer.embeds_not_shown = len(embeds) - MAX_EMBEDS if len(embeds) > MAX_EMBEDS else None
         answer = _answer(note_answer)
         # the ledger: what was read is spent against what recall saved (best effort, in the background)
         record = offload_pb2.RecallRecord(answer=_text(answer), follow_up=True)
         ledger.record(record)
         return answer
+
+    def _embed(link: Any, path: str) -> EmbedAnswer:
+        """What one `![[...]]` of a note shows, read from the embedded note as the vault has it now."""
+        anchor = f"#^{link.block}" if link.block else f"#{link.heading}" if link.heading else ""
+        embed = EmbedAnswer(line=link.line, target=f"{link.target}{anchor}")
+        if not path:
+            embed.missing = "no note of the vault has that name (an attachment, or a note not written yet)"
+            return embed
+        embed.path = path
+        try:
+            embedded = client.call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path=path), 10.0)
+        except K0Error as exc:
+            embed.missing = str(exc)
+            return embed
+        part = embedded_part(embedded.markdown, link.heading, link.block)
+        if part is None:
+            embed.missing = f"{path} has no {'block ^' + link.block if link.block else 'heading ' + repr(link.heading)}"
+            return embed
+        embed.text = part[:EMBED_CHARS]
+        embed.cut = True if len(part) > EMBED_CHARS else None
+        return embed
 
     @server.tool()
     def offload_log(
