@@ -496,7 +496,8 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
             if link.embed and first <= link.line <= shown_last
         ]
         if embeds:
-            note_answer.embeds = [_embed(link, found) for link, found in embeds[:MAX_EMBEDS]]
+            read: dict[str, retriever_pb2.Note | K0Error] = {}  # a note embedded in several places is read once
+            note_answer.embeds = [_embed(link, found, read) for link, found in embeds[:MAX_EMBEDS]]
             note_answer.embeds_not_shown = len(embeds) - MAX_EMBEDS if len(embeds) > MAX_EMBEDS else None
         answer = _answer(note_answer)
         # the ledger: what was read is spent against what recall saved (best effort, in the background)
@@ -504,18 +505,23 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
         ledger.record(record)
         return answer
 
-    def _embed(link: Any, path: str) -> EmbedAnswer:
-        """What one `![[...]]` of a note shows, read from the embedded note as the vault has it now."""
+    def _embed(link: Any, path: str, read: dict[str, retriever_pb2.Note | K0Error]) -> EmbedAnswer:
+        """What one `![[...]]` of a note shows, read from the embedded note as the vault has it now
+        (`read`: the notes this answer read already, or why they could not be)."""
         anchor = f"#^{link.block}" if link.block else f"#{link.heading}" if link.heading else ""
         embed = EmbedAnswer(line=link.line, target=f"{link.target}{anchor}")
         if not path:
             embed.missing = "no note of the vault has that name (an attachment, or a note not written yet)"
             return embed
         embed.path = path
-        try:
-            embedded = client.call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path=path), 10.0)
-        except K0Error as exc:
-            embed.missing = str(exc)
+        if path not in read:
+            try:
+                read[path] = client.call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path=path), 10.0)
+            except K0Error as exc:
+                read[path] = exc
+        embedded = read[path]
+        if isinstance(embedded, K0Error):
+            embed.missing = str(embedded)
             return embed
         part = embedded_part(embedded.markdown, link.heading, link.block)
         if part is None:

@@ -221,11 +221,13 @@ class BM25Analyzer:
 
     def query_terms(self, query: str) -> list[str]:
         """Distinct terms of a query, bounded, in first-seen order."""
-        query = query[:10_000]
-        terms = self.terms(_QUESTION_WORD.sub(" ", query)) or self.terms(query)  # (nothing else: searched)
-        return list(dict.fromkeys(terms))[:MAX_QUERY_TERMS]
+        return list(dict.fromkeys(self._asking_terms(query[:10_000])))[:MAX_QUERY_TERMS]
 
     def name_terms(self, name: str) -> set[str]:
         """The terms of a note's name (its title, an alias) as the name match counts them: its
         camelCase words whole, question words left out as a query leaves them out."""
-        return set(self.terms(_QUESTION_WORD.sub(" ", name), case_parts=False) or self.terms(name, case_parts=False))
+        return set(self._asking_terms(name, case_parts=False))
+
+    def _asking_terms(self, text: str, case_parts: bool = True) -> list[str]:
+        """`terms` of `text` without its `QUESTION_WORDS`; all of them when it holds nothing else."""
+        return self.terms(_QUESTION_WORD.sub(" ", text), case_parts) or self.terms(text, case_parts)
