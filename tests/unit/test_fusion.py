@@ -11,7 +11,6 @@ from k0maru_retriever._fusion import (
     minmax,
     rrf_fuse,
     single_channel,
-    snippet,
 )
 from k0maru_retriever._graph import LinkGraph
 
@@ -188,13 +187,6 @@ def test_boost_outside_its_range_is_refused():
 def test_single_channel_scores():
     hits = single_channel([("a", 3.0), ("b", 2.0)])
     assert [h.score for h in hits] == pytest.approx([1 / 61, 1 / 62])
-
-
-def test_snippet_window_on_characters_not_bytes():
-    body = "前文" * 200 + " the SQLITE_BUSY error " + "后文" * 200
-    text = snippet(body, "sqlite_busy")
-    assert "SQLITE_BUSY" in text and text.startswith("...") and text.endswith("...")
-    assert snippet("short body\nline", "x") == "short body line"
 
 
 def test_each_model_has_its_own_gap_scale_and_others_get_the_default():

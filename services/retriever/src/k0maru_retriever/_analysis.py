@@ -168,6 +168,14 @@ am about from so than too very just also any some each other own only because wh
 _QUESTION_WORD = re.compile(r"(?<![\w'’])(?:" + "|".join(QUESTION_WORDS.split()) + r")(?![\w'’])", re.IGNORECASE)
 
 
+def asking_words(query: str) -> list[str]:
+    """The words of `query` without its `QUESTION_WORDS` (all of them when it holds nothing else)."""
+    return _WORDS.findall(_QUESTION_WORD.sub(" ", query)) or _WORDS.findall(query)
+
+
+_WORDS = re.compile(r"\w+")
+
+
 class BM25Analyzer:
     def __init__(self) -> None:
         self._latin = _latin_analyzer()

@@ -194,6 +194,10 @@ class Bm25Index:
         self._dirty = True
 
     @property
+    def analyzer(self) -> BM25Analyzer:
+        return self._analyzer
+
+    @property
     def dirty(self) -> bool:
         """Changes since the last commit."""
         return self._dirty

@@ -1,4 +1,4 @@
-"""RrfFusion with a bounded graph boost, and snippets (ALGORITHMS.md B.5, minus two of its bugs).
+"""RrfFusion with a bounded graph boost (ALGORITHMS.md B.5, minus two of its bugs).
 
 score(d) = Σ_m w_m / (k + rank_m(d)); a channel missing d contributes 0. Weights are normalised
 when both channels returned something, (1, 0) or (0, 1) when only one did.
@@ -17,12 +17,8 @@ Ties: BM25 rank ascending (present first), vector rank ascending (present first)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-
-_HAN = re.compile(r"[\u3400-\u9fff]")
 
 
 @dataclass
@@ -219,27 +215,3 @@ def single_channel(ranked: list[tuple[str, float]], *, k: int = 60, vector: bool
             hit.bm25_rank, hit.bm25_score = rank, score
         out.append(hit)
     return out
-
-
-@lru_cache(maxsize=64)
-def _needles(query: str) -> tuple[str, ...]:
-    """What a snippet looks for, in order: the whole query, its words, its Han bigrams (found
-    once per query, not once per hit)."""
-    needles = [query.strip().lower(), *[t.lower() for t in query.split() if len(t) > 1]]
-    if _HAN.search(query):
-        needles += [query[i : i + 2] for i in range(len(query) - 1) if _HAN.match(query[i])]
-    return tuple(n for n in needles if n)
-
-
-def snippet(body: str, query: str, width: int = 200) -> str:
-    """A window of `width` characters around the first match of the query or one of its terms."""
-    flat = " ".join(body.split())
-    if len(flat) <= width:
-        return flat
-    lowered = flat.lower()
-    pos = next((p for n in _needles(query) if (p := lowered.find(n)) >= 0), -1)
-    if pos < 0:
-        return flat[:width] + "..."
-    start = max(0, min(pos - width // 2, len(flat) - width))
-    end = start + width
-    return ("..." if start > 0 else "") + flat[start:end] + ("..." if end < len(flat) else "")

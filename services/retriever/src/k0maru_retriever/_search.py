@@ -37,11 +37,11 @@ from ._fusion import (
     convex_fuse,
     rrf_fuse,
     single_channel,
-    snippet,
 )
 from ._index import NoteIndex, chunk_id, note_names, split_chunk_id
 from ._listing import list_scope
 from ._shaping import QueryShaper
+from ._snippets import Snippets
 from ._tags import normalise_tag
 
 log = logging.getLogger(__name__)
@@ -300,6 +300,7 @@ class HybridSearcher:
         self._params = params
         self._vault = vault
         self._shaper = shaper
+        self._snippet = Snippets(index.bm25.analyzer)
 
     def search(self, request: retriever_pb2.SearchRequest) -> retriever_pb2.SearchResponse:
         started = time.perf_counter()
@@ -495,7 +496,7 @@ class HybridSearcher:
         out = retriever_pb2.SearchHit(
             path=path,
             title=doc.title,
-            snippet=snippet(chunk.text if chunk else "", query),
+            snippet=self._snippet(chunk.text if chunk else "", query),
             score=hit.score,
             diary=doc.diary,
             tags=list(doc.tags),

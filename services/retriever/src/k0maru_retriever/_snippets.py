@@ -1,0 +1,111 @@
+"""A hit's snippet: the window of its chunk that holds most of what the query asks for.
+
+The window used to be centred on the first place where the whole query, or else any of its
+words, occurred as a substring. A question's first word then chose it: "why do we serialise
+exports" showed the first "we" (or the "we" in "answer"), not the sentence about exports.
+
+Now each word of the query that the search looks for is a needle: question words and English
+stopwords are left out as the BM25 query leaves them out, a word is matched at a word's start by
+the part it shares with its stem ("exports" finds "export", "serialised"), and a Han run by its
+bigrams. Of the windows that start a little before a match, the one holding the most distinct
+needles wins (the whole query as written counts as all of them), the earliest on a tie.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from ._analysis import BM25Analyzer, asking_words
+
+_HAN_RUN = re.compile(r"[\u3400-\u9fff]+")
+_WORD = re.compile(r"\w+")
+MIN_PREFIX = 3  # a shorter common part with the stem matches the whole word only
+MAX_MATCHES = 400  # of each needle in one chunk: enough to place a window, bounded on a huge one
+LEAD = 5  # a window starts width / LEAD characters before the match that anchors it
+
+
+class Snippets:
+    def __init__(self, analyzer: BM25Analyzer) -> None:
+        self._analyzer = analyzer
+        self._needles = lru_cache(maxsize=64)(self._compile)
+
+    def __call__(self, body: str, query: str, width: int = 200) -> str:
+        """A window of `width` characters of `body` (whitespace runs made one space) holding most
+        of the query's needles; the start of the body when it holds none."""
+        flat = " ".join(body.split())
+        if len(flat) <= width:
+            return flat
+        start = self._best_start(flat, query, width)
+        end = start + width
+        return ("..." if start > 0 else "") + flat[start:end] + ("..." if end < len(flat) else "")
+
+    def _best_start(self, flat: str, query: str, width: int) -> int:
+        phrase, needles = self._needles(query)
+        lowered = flat.lower()
+        found: list[tuple[int, int, int]] = []  # (position, needle, its weight)
+        if phrase and (pos := lowered.find(phrase)) >= 0:
+            found.append((pos, -1, max(len(needles), 1)))
+        for i, (part, starts_word, whole) in enumerate(needles):
+            pos, n = lowered.find(part), 0
+            while pos >= 0 and n < MAX_MATCHES:
+                end = pos + len(part)
+                if (not starts_word or pos == 0 or not lowered[pos - 1].isalnum()) and (
+                    not whole or end == len(lowered) or not lowered[end].isalnum()
+                ):
+                    found.append((pos, i, 1))
+                    n += 1
+                pos = lowered.find(part, end)
+        if not found:
+            return 0
+        found.sort()
+        # windows in order of their start, which never goes back: each match enters and leaves once
+        inside: dict[int, int] = {}  # needle → its matches in the window
+        weight = {i: w for _pos, i, w in found}
+        best, best_start, held, left, right = 0, 0, 0, 0, 0
+        for anchor, _i, _w in found:
+            start = max(0, min(anchor - width // LEAD, len(flat) - width))
+            while right < len(found) and found[right][0] < start + width:
+                i = found[right][1]
+                inside[i] = inside.get(i, 0) + 1
+                held += weight[i] if inside[i] == 1 else 0
+                right += 1
+            while found[left][0] < start:
+                i = found[left][1]
+                inside[i] -= 1
+                held -= weight[i] if inside[i] == 0 else 0
+                left += 1
+            if held > best:
+                best, best_start = held, start
+        return best_start
+
+    def _compile(self, query: str) -> tuple[str, list[tuple[str, bool, bool]]]:
+        """(the whole query lowered, when it has more than one word; the needles, each as (its
+        text, lowered; found at a word's start only; found as a whole word only))."""
+        needles: list[tuple[str, bool, bool]] = []
+        seen: set[str] = set()
+        for word in asking_words(query):
+            for run in _HAN_RUN.findall(word):
+                for gram in [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]:
+                    if gram not in seen:
+                        seen.add(gram)
+                        needles.append((gram, False, False))
+            latin = _HAN_RUN.sub(" ", word).strip()
+            terms = self._analyzer.terms(latin, case_parts=False) if latin else []
+            if not terms:  # a stopword: the search does not look for it
+                continue
+            lowered = latin.lower()
+            part = _shared_start(lowered, terms[0])
+            part = part if len(part) >= MIN_PREFIX else lowered
+            if part not in seen:
+                seen.add(part)
+                needles.append((part, True, len(part) < MIN_PREFIX))
+        phrase = " ".join(query.lower().split())
+        return (phrase if len(_WORD.findall(phrase)) > 1 else ""), needles
+
+
+def _shared_start(a: str, b: str) -> str:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]

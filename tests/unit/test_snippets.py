@@ -1,0 +1,59 @@
+"""The snippet of a hit: the window of its chunk that holds most of what the query asks for."""
+
+from __future__ import annotations
+
+import pytest
+
+from k0maru_retriever._analysis import BM25Analyzer
+from k0maru_retriever._snippets import Snippets
+
+
+@pytest.fixture(scope="module")
+def snippet() -> Snippets:
+    return Snippets(BM25Analyzer())
+
+
+def test_the_window_is_on_characters_not_bytes(snippet: Snippets) -> None:
+    body = "前文" * 200 + " the SQLITE_BUSY error " + "后文" * 200
+    text = snippet(body, "sqlite_busy")
+    assert "SQLITE_BUSY" in text and text.startswith("...") and text.endswith("...")
+    assert snippet("short body\nline", "x") == "short body line"
+
+
+def test_a_question_word_does_not_choose_the_window(snippet: Snippets) -> None:
+    body = (
+        "We met on Monday and we talked about the answer for a while. " * 6
+        + "Exports are serialised with an flock, because two exports wrote the same file. "
+        + "Filler text about other matters goes on here. " * 8
+    )
+    text = snippet(body, "why do we serialise exports")
+    assert "serialised with an flock" in text
+    assert "We met" not in text
+
+
+def test_the_window_with_most_of_the_query_wins_over_the_first_match(snippet: Snippets) -> None:
+    body = (
+        "The cache is mentioned once here. "
+        + "Unrelated words fill this part of the note for a long stretch. " * 5
+        + "To invalidate the cache on deploy, bump the cache key in the deploy script. "
+        + "More unrelated words follow until the end of the chunk. " * 5
+    )
+    text = snippet(body, "invalidate cache deploy")
+    assert "invalidate the cache on deploy" in text
+
+
+def test_a_word_is_found_by_its_stem_at_a_word_start_only(snippet: Snippets) -> None:
+    body = "Padding words before the point. " * 10 + "The studies were exported twice. " + "Tail. " * 40
+    assert "studies were exported" in snippet(body, "study export")
+    # "port" is inside "exported" and "report" but starts no word here: the body's start is shown
+    assert snippet(body, "port").startswith("Padding words")
+
+
+def test_han_queries_are_found_by_their_bigrams(snippet: Snippets) -> None:
+    body = "无关的内容。" * 40 + "向量检索的召回率很高。" + "其他的内容。" * 40
+    assert "向量检索" in snippet(body, "向量检索召回")
+
+
+def test_a_query_of_stopwords_only_shows_the_start(snippet: Snippets) -> None:
+    body = "Lead sentence of the note. " + "Some more text in the middle of it. " * 20 + "and the end"
+    assert snippet(body, "the and").startswith("Lead sentence")
