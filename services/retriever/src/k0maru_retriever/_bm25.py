@@ -88,13 +88,17 @@ SCHEMA_VERSION = "9"
 # The name match (see `search`): a note's bonus grows with the cube of the share of its name the
 # query covers, so a query that names a note counts and a shared word or two hardly does.
 NAME_MATCH_POWER = 3
-# Where BM25 ranks alone, also times the share of the query (its words' idf) that the name holds,
-# to this power: a name that is all in the query but holds only its commonest word ("Export" for
-# "why serialise exports flock") does not name the note, and must not outrank the note that holds
-# the rarer words. Not in hybrid search, where the vector channel weighs those words and the bonus
-# also sets how sure BM25 is (`_fusion.confident_weights`): there it cost 0.005-0.022 nDCG@10 on
-# the vaults' query sets, and it gained 0.011-0.042 in BM25 alone (bench/README.md, 29th wave).
+# Also times the share of the query (its words' idf) that the name holds, to this power: a name
+# that is all in the query but holds only its commonest word ("Export" for "why serialise exports
+# flock") does not name the note, and must not outrank the note that holds the rarer words.
 NAME_SHARE_POWER = 0.375
+# Where BM25 ranks alone the share counts in full (it gained 0.011-0.042 nDCG@10 there). In hybrid
+# search, where the vector channel weighs the query's other words and the bonus also sets how sure
+# BM25 is (`_fusion.confident_weights`), a name that holds this share of the query or more keeps
+# the whole bonus: the share in full cost 0.005-0.022 on the vaults' query sets there, while a
+# sliver of a name (Foam's "What is Foam?" is all of "foam", in nearly every query on that vault)
+# took the top of BM25 from the note the query was about (bench/README.md, 29th and 30th waves).
+NAME_SHARE_FLOOR_HYBRID = 0.15
 TIE_DEPTH = 4096  # how deep a search fetches to find every chunk tied at its cut
 NAMES_SEEN_MAX = 50_000  # notes' names, and terms' idf, kept between commits
 V = TypeVar("V")
@@ -238,8 +242,9 @@ class Bm25Index:
         alias; terms weighted by idf) that the query holds, the best of them. A query that
         names a note ("sqlite busy handling") then finds it first even where longer notes use
         those words more; a claim that shares a word or two with a paper's title hardly moves.
-        `ranks_alone` (no vector channel beside this one): the bonus is also smaller where the
-        name holds little of the query (`NAME_SHARE_POWER`)."""
+        The bonus is also smaller where the name holds little of the query (`NAME_SHARE_POWER`):
+        wherever it holds less than all of it when `ranks_alone` (no vector channel beside this
+        one), below `NAME_SHARE_FLOOR_HYBRID` of it otherwise."""
         terms = self._analyzer.query_terms(query)
         if not terms or limit <= 0:
             return []
@@ -272,9 +277,9 @@ class Bm25Index:
         if name_match > 0 and found:
             best = max(score for score, _names in found.values())
             asked = self._asked(query, terms)
-            share_power = NAME_SHARE_POWER if ranks_alone else 0.0
+            floor = 1.0 if ranks_alone else NAME_SHARE_FLOOR_HYBRID
             scored = [
-                (cid, score + name_match * best * self._named(asked, names, share_power))
+                (cid, score + name_match * best * self._named(asked, names, floor))
                 for cid, (score, names) in found.items()
             ]
         else:
@@ -296,18 +301,18 @@ class Bm25Index:
         query holds (0–1), terms weighted by idf."""
         return max((held / sum(name.values()) for name, held in self._held(asked, names)), default=0.0)
 
-    def _named(self, asked: Asked, names: str, share_power: float) -> float:
+    def _named(self, asked: Asked, names: str, floor: float) -> float:
         """How fully the query names the note (0–1), the factor of `search`'s name match: for the
         best of its names, the name's share that the query holds, cubed, times the query's share
-        that the name holds (over the query's words) to `share_power`."""
+        that the name holds (over the query's words), counted whole from `floor` up, to
+        `NAME_SHARE_POWER`."""
         best = 0.0
         words_idf = 0.0
         for name, held in self._held(asked, names):
-            named = (held / sum(name.values())) ** NAME_MATCH_POWER
-            if share_power:
-                if not words_idf:
-                    words_idf = sum(self._idf(t) for t in asked.words) or 1.0
-                named *= min(1.0, sum(w for t, w in name.items() if t in asked.words) / words_idf) ** share_power
+            if not words_idf:
+                words_idf = sum(self._idf(t) for t in asked.words) or 1.0
+            share = sum(w for t, w in name.items() if t in asked.words) / words_idf
+            named = (held / sum(name.values())) ** NAME_MATCH_POWER * min(1.0, share / floor) ** NAME_SHARE_POWER
             best = max(best, named)
         return best
 
