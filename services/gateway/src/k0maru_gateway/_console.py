@@ -563,6 +563,9 @@ def build_console(
                 "channels": channels(mode, reply.channels),
                 "partial": partial_channels(reply),  # channels that ran over part of the vault
                 "hits": [hit_json(h, explain) for h in reply.hits],
+                "highlights": [  # what the snippets were placed by
+                    {"text": x.text, "word_start": x.word_start, "whole_word": x.whole_word} for x in reply.highlights
+                ],
                 "tagmemo": json_format.MessageToDict(reply.tagmemo, preserving_proto_field_name=True)
                 if reply.HasField("tagmemo")
                 else None,
@@ -578,6 +581,7 @@ def build_console(
                         "channels",
                         "tagmemo",
                         "index_progress",
+                        "highlights",
                     },
                 ),
             }

@@ -47,6 +47,13 @@ SCHEMAS: dict[str, Any] = {
             "confidence": {**_NUM, "minimum": 0, "description": "hybrid: best note against the 10th"},
         }
     ),
+    "Highlight": _obj(
+        {
+            "text": _STR,
+            "word_start": {**_BOOL, "description": "only where no letter or digit comes before it (Latin)"},
+            "whole_word": {**_BOOL, "description": "and none after it either (words under 3 characters)"},
+        }
+    ),
     "ScanRequest": _obj({"full": {**_BOOL, "default": False, "description": "re-read and re-hash every file"}}, []),
     "ScanStats": _obj(
         {
@@ -107,6 +114,11 @@ SCHEMAS: dict[str, Any] = {
                 "description": "channels that ran over part of the vault (BM25 while the index is being built, the vector channel while embedding)",
             },
             "hits": {"type": "array", "items": _ref("Hit")},
+            "highlights": {
+                "type": "array",
+                "items": _ref("Highlight"),
+                "description": "what the snippets were placed by: the words searched for, lowered, as the part of each that is matched",
+            },
             "tagmemo": {"type": ["object", "null"], "description": "how TagMemo reshaped the query (explain on)"},
             "extra": {"type": "object"},
         }

@@ -404,6 +404,11 @@ class HybridSearcher:
             for hit in [h for h in fused if h.path in docs][:limit]:
                 response.hits.append(self._to_hit(hit, best_chunk[hit.path], query, asked, hit.path in unseen))
         mark_same_passages(response.hits)
+        if response.hits:
+            response.highlights.extend(
+                retriever_pb2.Highlight(text=n.text, word_start=n.word_start, whole_word=n.whole_word)
+                for n in self._snippet.needles(query)
+            )
         if request.explain and response.tagmemo.matched_tags:
             _explain_hit_tags(response)
         response.took_ms = (time.perf_counter() - started) * 1000

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import NamedTuple
 
 from ._analysis import BM25Analyzer, asking_words
 
@@ -23,6 +24,14 @@ _WORD = re.compile(r"\w+")
 MIN_PREFIX = 3  # a shorter common part with the stem matches the whole word only
 MAX_MATCHES = 400  # of each needle in one chunk: enough to place a window, bounded on a huge one
 LEAD = 5  # a window starts width / LEAD characters before the match that anchors it
+
+
+class Needle(NamedTuple):
+    """A part of a query word as a snippet matches it, lowered."""
+
+    text: str
+    word_start: bool  # only where no letter or digit comes before it
+    whole_word: bool  # and only where none comes after it either
 
 
 class Snippets:
@@ -39,6 +48,10 @@ class Snippets:
         start = self._best_start(flat, query, width)
         end = start + width
         return ("..." if start > 0 else "") + flat[start:end] + ("..." if end < len(flat) else "")
+
+    def needles(self, query: str) -> list[Needle]:
+        """What snippets for `query` are placed by (and a client highlights in them)."""
+        return self._needles(query)[1]
 
     def _best_start(self, flat: str, query: str, width: int) -> int:
         phrase, needles = self._needles(query)
@@ -79,17 +92,16 @@ class Snippets:
                 best, best_start = held, start
         return best_start
 
-    def _compile(self, query: str) -> tuple[str, list[tuple[str, bool, bool]]]:
-        """(the whole query lowered, when it has more than one word; the needles, each as (its
-        text, lowered; found at a word's start only; found as a whole word only))."""
-        needles: list[tuple[str, bool, bool]] = []
+    def _compile(self, query: str) -> tuple[str, list[Needle]]:
+        """(the whole query lowered, when it has more than one word; the needles)."""
+        needles: list[Needle] = []
         seen: set[str] = set()
         for word in asking_words(query):
             for run in _HAN_RUN.findall(word):
                 for gram in [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]:
                     if gram not in seen:
                         seen.add(gram)
-                        needles.append((gram, False, False))
+                        needles.append(Needle(gram, False, False))
             latin = _HAN_RUN.sub(" ", word).strip()
             terms = self._analyzer.terms(latin, case_parts=False) if latin else []
             if not terms:  # a stopword: the search does not look for it
@@ -99,7 +111,7 @@ class Snippets:
             part = part if len(part) >= MIN_PREFIX else lowered
             if part not in seen:
                 seen.add(part)
-                needles.append((part, True, len(part) < MIN_PREFIX))
+                needles.append(Needle(part, True, len(part) < MIN_PREFIX))
         phrase = " ".join(query.lower().split())
         return (phrase if len(_WORD.findall(phrase)) > 1 else ""), needles
 

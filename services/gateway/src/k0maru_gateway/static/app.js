@@ -135,10 +135,16 @@ function queryTerms(q) {
 }
 
 function markTerms(root, terms) {
+  // terms: the retriever's highlights ({text, word_start, whole_word}: what it placed the snippets
+  // by, question words and stopwords left out), or the query's own words when it sent none
   if (!terms.length) return;
-  // Latin terms match at a word start only ("no" marks "notes" but not "nothing"'s middle, nor "piano");
-  // Han terms anywhere (no spaces between words)
-  const pattern = (t) => (/^[\u3400-\u9fff]/.test(t) ? "" : "(?<![\\p{L}\\p{N}_])") + t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const escaped = (t) => t.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const pattern = (t) => typeof t === "string"
+    // Latin words at a word start only ("no" marks "notes" but not "nothing"'s middle, nor "piano"); Han anywhere
+    ? (/^[\u3400-\u9fff]/.test(t) ? "" : "(?<![\\p{L}\\p{N}_])") + escaped(t)
+        // a stem's part marks its whole word ("handl" marks "handling")
+    : (t.word_start ? "(?<![\\p{L}\\p{N}])" : "") + escaped(t.text)
+      + (t.whole_word ? "(?![\\p{L}\\p{N}])" : t.word_start ? "[\\p{L}\\p{N}]*" : "");
   const re = new RegExp("(" + terms.map(pattern).join("|") + ")", "giu");
   const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
   const nodes = [];
@@ -203,7 +209,9 @@ async function searchView(_arg, params) {
   $("#channels").innerHTML = listing ? "" : d.channels.map((c) => `<span class="chan ${c.ran ? "ran" : "off"}" title="${esc(confidence(c))}">${c.ran ? "✓" : "✗"} ${esc(c.name)}${c.ran ? " ran" + weighed(c) : " left out: " + esc(c.why)}</span>`).join("")
     + (d.tagmemo ? tagmemoChip(d.tagmemo) : "")
     + Object.entries(d.extra || {}).map(([k, v]) => `<span class="chan">${esc(k)}: ${esc(JSON.stringify(v))}</span>`).join("");
-  const terms = queryTerms(q);
+  const terms = d.highlights && d.highlights.length
+    ? [...d.highlights].sort((a, b) => b.text.length - a.text.length)
+    : queryTerms(q);
   const hits = $("#hits");
   hits.innerHTML = d.hits.length ? "" : `<p class="dim">No hits.</p>`;
   for (const h of d.hits) {
@@ -223,7 +231,7 @@ async function searchView(_arg, params) {
         <span class="score">BM25 ${x.bm25 ? `<b>#${x.bm25.rank}</b> · ${x.bm25.score.toFixed(3)}` : "<b>—</b>"}</span>
         <span class="score"${x.not_embedded ? ` title="the vault is still being embedded and this note has no vector yet: hybrid counted it in the vector channel as BM25 scored it"` : ""}>vector ${x.vector ? `<b>#${x.vector.rank}</b> · cos ${x.vector.score.toFixed(3)}` : x.not_embedded ? "<b>not embedded yet</b>" : "<b>—</b>"}</span>
         ${x.graph_boost > 0 ? `<span class="score">graph <b>+${x.graph_boost.toFixed(4)}</b></span>` : ""}
-        ${x.name_match > 0 ? `<span class="score" title="share of the note's title or an alias the query holds; BM25 adds its cube × the best BM25 score (ranking alone: less where the name holds little of the query)">name <b>${Math.round(100 * x.name_match)} %</b></span>` : ""}
+        ${x.name_match > 0 ? `<span class="score" title="share of the note's title or an alias the query holds; BM25 adds its cube × the best BM25 score × less where the name holds little of the query: under 15 % of it in hybrid, less than all of it where BM25 ranks alone">name <b>${Math.round(100 * x.name_match)} %</b></span>` : ""}
         <span class="score">fused <b>${(x.fused_score ?? h.score).toFixed(5)}</b></span>${extra}
         ${h.tags.length ? `<span class="tags">${h.tags.map((t) => `<span class="tagchip">#${esc(t)}</span>`).join("")}</span>` : ""}
       </div>`}`;
