@@ -17,7 +17,7 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
-from ._analysis import BM25Analyzer, asking_words
+from ._analysis import MAX_QUERY_TERMS, BM25Analyzer, asking_words
 
 _HAN_RUN = re.compile(r"[\u3400-\u9fff]+")
 _WORD = re.compile(r"\w+")
@@ -96,7 +96,9 @@ class Snippets:
         """(the whole query lowered, when it has more than one word; the needles)."""
         needles: list[Needle] = []
         seen: set[str] = set()
-        for word in asking_words(query):
+        for word in asking_words(query[:10_000]):
+            if len(needles) >= MAX_QUERY_TERMS:  # as many as the search looks for
+                break
             for run in _HAN_RUN.findall(word):
                 for gram in [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]:
                     if gram not in seen:
@@ -113,7 +115,7 @@ class Snippets:
                 seen.add(part)
                 needles.append(Needle(part, True, len(part) < MIN_PREFIX))
         phrase = " ".join(query.lower().split())
-        return (phrase if len(_WORD.findall(phrase)) > 1 else ""), needles
+        return (phrase if len(_WORD.findall(phrase)) > 1 else ""), needles[:MAX_QUERY_TERMS]
 
 
 def _shared_start(a: str, b: str) -> str:
