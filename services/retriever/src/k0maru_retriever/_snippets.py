@@ -24,6 +24,8 @@ _WORD = re.compile(r"\w+")
 MIN_PREFIX = 3  # a shorter common part with the stem matches the whole word only
 MAX_MATCHES = 400  # of each needle in one chunk: enough to place a window, bounded on a huge one
 LEAD = 5  # a window starts width / LEAD characters before the match that anchors it
+RECENT_QUERIES = 512  # whose needles are kept (as the retriever keeps their vectors)
+WORDS_KEPT = 50_000  # words whose needle is kept
 
 
 class Needle(NamedTuple):
@@ -37,7 +39,8 @@ class Needle(NamedTuple):
 class Snippets:
     def __init__(self, analyzer: BM25Analyzer) -> None:
         self._analyzer = analyzer
-        self._needles = lru_cache(maxsize=64)(self._compile)
+        self._needles = lru_cache(maxsize=RECENT_QUERIES)(self._compile)
+        self._words: dict[str, Needle | None] = {}  # a word, lowered → its needle (None: a stopword)
 
     def __call__(self, body: str, query: str, width: int = 200) -> str:
         """A window of `width` characters of `body` (whitespace runs made one space) holding most
@@ -75,6 +78,7 @@ class Snippets:
         # windows in order of their start, which never goes back: each match enters and leaves once
         inside: dict[int, int] = {}  # needle → its matches in the window
         weight = {i: w for _pos, i, w in found}
+        possible = sum(weight.values())  # a window that holds all of them ends the search
         best, best_start, held, left, right = 0, 0, 0, 0, 0
         for anchor, _i, _w in found:
             start = max(0, min(anchor - width // LEAD, len(flat) - width))
@@ -90,6 +94,8 @@ class Snippets:
                 left += 1
             if held > best:
                 best, best_start = held, start
+                if held == possible:
+                    break
         return best_start
 
     def _compile(self, query: str) -> tuple[str, list[Needle]]:
@@ -104,18 +110,30 @@ class Snippets:
                     if gram not in seen:
                         seen.add(gram)
                         needles.append(Needle(gram, False, False))
-            latin = _HAN_RUN.sub(" ", word).strip()
-            terms = self._analyzer.terms(latin, case_parts=False) if latin else []
-            if not terms:  # a stopword: the search does not look for it
-                continue
-            lowered = latin.lower()
-            part = _shared_start(lowered, terms[0])
-            part = part if len(part) >= MIN_PREFIX else lowered
-            if part not in seen:
-                seen.add(part)
-                needles.append(Needle(part, True, len(part) < MIN_PREFIX))
+            latin = _HAN_RUN.sub(" ", word).strip().lower()
+            needle = self._word_needle(latin) if latin else None
+            if needle is not None and needle.text not in seen:
+                seen.add(needle.text)
+                needles.append(needle)
         phrase = " ".join(query.lower().split())
         return (phrase if len(_WORD.findall(phrase)) > 1 else ""), needles[:MAX_QUERY_TERMS]
+
+    def _word_needle(self, word: str) -> Needle | None:
+        """The needle of a (lowered) Latin word: the part it shares with its stem, or the whole
+        word where that part is short; None for a stopword, which the search does not look for.
+        Kept per word: queries repeat words, and the analyzer is most of a query's cost here."""
+        if word in self._words:
+            return self._words[word]
+        terms = self._analyzer.terms(word, case_parts=False)
+        needle = None
+        if terms:
+            part = _shared_start(word, terms[0])
+            part = part if len(part) >= MIN_PREFIX else word
+            needle = Needle(part, True, len(part) < MIN_PREFIX)
+        if len(self._words) >= WORDS_KEPT:
+            self._words.clear()
+        self._words[word] = needle
+        return needle
 
 
 def _shared_start(a: str, b: str) -> str:
