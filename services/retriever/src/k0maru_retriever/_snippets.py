@@ -80,9 +80,10 @@ class Snippets:
         weight = {i: w for _pos, i, w in found}
         possible = sum(weight.values())  # a window that holds all of them ends the search
         best, best_start, held, left, right = 0, 0, 0, 0, 0
+        lead, last, count = width // LEAD, len(flat) - width, len(found)
         for anchor, _i, _w in found:
-            start = max(0, min(anchor - width // LEAD, len(flat) - width))
-            while right < len(found) and found[right][0] < start + width:
+            start = max(0, min(anchor - lead, last))
+            while right < count and found[right][0] < start + width:
                 i = found[right][1]
                 inside[i] = inside.get(i, 0) + 1
                 held += weight[i] if inside[i] == 1 else 0
