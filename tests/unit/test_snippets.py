@@ -65,3 +65,8 @@ def test_a_query_of_thousands_of_words_is_matched_by_as_many_as_the_search_looks
     assert len(snippet.needles("".join(chr(0x4E00 + i) for i in range(3000)))) == 64
     body = "Lead. " + "filler text " * 100 + "w0003x is here. " + "tail " * 100
     assert "w0003x" in snippet(body, " ".join(words))
+
+
+def test_headings_lose_their_marks_and_tags_keep_theirs(snippet: Snippets) -> None:
+    body = "# SQLite busy handling\n\nSet the timeout.\n\n## Fix #sqlite\n  ### Deep\n#tag at a line start"
+    assert snippet(body, "busy") == "SQLite busy handling Set the timeout. Fix #sqlite Deep #tag at a line start"

@@ -21,6 +21,7 @@ from ._analysis import MAX_QUERY_TERMS, BM25Analyzer, asking_words
 
 _HAN_RUN = re.compile(r"[\u3400-\u9fff]+")
 _WORD = re.compile(r"\w+")
+_HEADING_MARKS = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+", re.MULTILINE)
 MIN_PREFIX = 3  # a shorter common part with the stem matches the whole word only
 MAX_MATCHES = 400  # of each needle in one chunk: enough to place a window, bounded on a huge one
 LEAD = 5  # a window starts width / LEAD characters before the match that anchors it
@@ -43,8 +44,11 @@ class Snippets:
         self._words: dict[str, Needle | None] = {}  # a word, lowered → its needle (None: a stopword)
 
     def __call__(self, body: str, query: str, width: int = 200) -> str:
-        """A window of `width` characters of `body` (whitespace runs made one space) holding most
-        of the query's needles; the start of the body when it holds none."""
+        """A window of `width` characters of `body` (whitespace runs made one space, headings
+        without their `#` marks) holding most of the query's needles; the start of the body when
+        it holds none."""
+        if "#" in body:  # a heading's marks say nothing in one line of text (the heading does)
+            body = _HEADING_MARKS.sub("", body)
         flat = " ".join(body.split())
         if len(flat) <= width:
             return flat
