@@ -285,3 +285,46 @@ def test_staged_bookkeeping_is_durable_only_once_committed(tmp_path: Path):
     state.stage()
     state.close()  # closed with a staged change: rolled back, nothing half-written
     assert sorted(IndexState(tmp_path / "state.sqlite").docs) == ["a.md", "b.md"]
+
+
+class _CountingLock:
+    """The index's lock, counting its holds; `on_hold(n)` runs as the n-th hold begins."""
+
+    def __init__(self, on_hold=lambda n: None) -> None:
+        self._lock = threading.RLock()
+        self.holds = 0
+        self._on_hold = on_hold
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        self.holds += 1
+        self._on_hold(self.holds)
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+def test_missing_vectors_lets_go_of_the_lock_between_slices_and_skips_a_note_removed_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Searches take the index's lock too: on a 46,000-chunk vault one hold of 0.3 s made the
+    first search after the build, and any search during the 15 s sweep, wait for all of it."""
+    from k0maru_retriever import _index
+
+    monkeypatch.setattr(_index, "MISSING_SLICE", 2)
+    index = open_index(tmp_path)
+    for i in range(7):
+        index.apply(doc(f"n{i}.md", f"note {i}"))
+    index.commit(1)
+    index.lock = _CountingLock()
+    assert len(index.missing_vectors()) == 7
+    assert index.lock.holds >= 1 + 4  # the list of notes, then 4 slices of at most 2 notes
+
+    def remove_a_later_note(n: int) -> None:
+        if n == 3:  # as the second slice begins: a note of the third is removed
+            index.state.drop_doc("n4.md")
+
+    index.lock = _CountingLock(remove_a_later_note)
+    jobs = index.missing_vectors()
+    assert sorted(j.chunk_id for j in jobs) == sorted(f"n{i}.md#0" for i in range(7) if i != 4)
+    index.close()
