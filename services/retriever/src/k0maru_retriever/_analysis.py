@@ -168,12 +168,12 @@ am about from so than too very just also any some each other own only because wh
 _QUESTION_WORD = re.compile(r"(?<![\w'’])(?:" + "|".join(QUESTION_WORDS.split()) + r")(?![\w'’])", re.IGNORECASE)
 
 
+_WORDS = re.compile(r"\w+")
+
+
 def asking_words(query: str) -> list[str]:
     """The words of `query` without its `QUESTION_WORDS` (all of them when it holds nothing else)."""
     return _WORDS.findall(_QUESTION_WORD.sub(" ", query)) or _WORDS.findall(query)
-
-
-_WORDS = re.compile(r"\w+")
 
 
 class BM25Analyzer:
