@@ -328,3 +328,20 @@ def test_missing_vectors_lets_go_of_the_lock_between_slices_and_skips_a_note_rem
     jobs = index.missing_vectors()
     assert sorted(j.chunk_id for j in jobs) == sorted(f"n{i}.md#0" for i in range(7) if i != 4)
     index.close()
+
+
+def test_a_notes_vector_keys_made_at_once_are_each_chunks_own():
+    """`missing_vectors` makes a note's keys together; a stored vector is kept only while its key
+    matches, so they must be exactly what `vector_key` gives each chunk."""
+    from k0maru_retriever._index import vector_key, vector_keys
+
+    described = doc("d.md", "first chunk", "second chunk")
+    described.description = "what the note is about"
+    described.tags.extend(["ops", "db"])
+    for d in (doc("a.md", "one", "two", "three"), described, doc("empty.md")):
+        assert vector_keys(d, "m") == [vector_key(d, c, "m") for c in d.chunks]
+    assert vector_keys(described, "m")[0] != vector_keys(doc("d.md", "first chunk", "second chunk"), "m")[0]
+    # and as they were before: vectors stored by an earlier version are kept
+    import xxhash
+
+    assert vector_keys(doc("a.md", "one"), "m") == [xxhash.xxh3_64_hexdigest(b"m|a.md0|a.md|a.md|")]
