@@ -16,6 +16,7 @@ from _common import SHARED, emit
 
 from k0maru_retriever._analysis import BM25Analyzer
 from k0maru_retriever._bm25 import Bm25Index, Scope
+from k0maru_retriever._search import RECENT_QUERIES
 from k0maru_retriever._snippets import Snippets
 
 
@@ -35,7 +36,7 @@ def main() -> None:
         for q in queries
         for cid, _score in index.search(q, 10, Scope())
     ]
-    snippets = Snippets(BM25Analyzer())
+    snippets = Snippets(BM25Analyzer(), RECENT_QUERIES)
     began = time.perf_counter()
     for q in queries:
         snippets.needles(q)

@@ -10,7 +10,7 @@ from k0maru_retriever._snippets import Snippets
 
 @pytest.fixture(scope="module")
 def snippet() -> Snippets:
-    return Snippets(BM25Analyzer())
+    return Snippets(BM25Analyzer(), 512)
 
 
 def test_the_window_is_on_characters_not_bytes(snippet: Snippets) -> None:

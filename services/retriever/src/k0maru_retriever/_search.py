@@ -300,7 +300,7 @@ class HybridSearcher:
         self._params = params
         self._vault = vault
         self._shaper = shaper
-        self._snippet = Snippets(index.bm25.analyzer)
+        self._snippet = Snippets(index.bm25.analyzer, RECENT_QUERIES)  # needles kept as vectors are
 
     def search(self, request: retriever_pb2.SearchRequest) -> retriever_pb2.SearchResponse:
         started = time.perf_counter()

@@ -18,14 +18,13 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from ._analysis import MAX_QUERY_TERMS, BM25Analyzer, asking_words
+from ._han import HAN_CHARS
 
-_HAN_RUN = re.compile(r"[\u3400-\u9fff]+")
-_WORD = re.compile(r"\w+")
+_HAN_RUN = re.compile(f"[{HAN_CHARS}]+")  # as the analyzer reads Han
 _HEADING_MARKS = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+", re.MULTILINE)
 MIN_PREFIX = 3  # a shorter common part with the stem matches the whole word only
 MAX_MATCHES = 400  # of each needle in one chunk: enough to place a window, bounded on a huge one
 LEAD = 5  # a window starts width / LEAD characters before the match that anchors it
-RECENT_QUERIES = 512  # whose needles are kept (as the retriever keeps their vectors)
 WORDS_KEPT = 50_000  # words whose needle is kept
 
 
@@ -38,9 +37,10 @@ class Needle(NamedTuple):
 
 
 class Snippets:
-    def __init__(self, analyzer: BM25Analyzer) -> None:
+    def __init__(self, analyzer: BM25Analyzer, recent_queries: int) -> None:
+        """`recent_queries`: how many queries' needles are kept."""
         self._analyzer = analyzer
-        self._needles = lru_cache(maxsize=RECENT_QUERIES)(self._compile)
+        self._needles = lru_cache(maxsize=recent_queries)(self._compile)
         self._words: dict[str, Needle | None] = {}  # a word, lowered → its needle (None: a stopword)
 
     def __call__(self, body: str, query: str, width: int = 200) -> str:
@@ -63,9 +63,9 @@ class Snippets:
     def _best_start(self, flat: str, query: str, width: int) -> int:
         phrase, needles = self._needles(query)
         lowered = flat.lower()
-        found: list[tuple[int, int, int]] = []  # (position, needle, its weight)
+        found: list[tuple[int, int]] = []  # (position, needle; -1: the query as written)
         if phrase and (pos := lowered.find(phrase)) >= 0:
-            found.append((pos, -1, max(len(needles), 1)))
+            found.append((pos, -1))
         for i, (part, starts_word, whole) in enumerate(needles):
             pos, n = lowered.find(part), 0
             while pos >= 0 and n < MAX_MATCHES:
@@ -73,7 +73,7 @@ class Snippets:
                 if (not starts_word or pos == 0 or not lowered[pos - 1].isalnum()) and (
                     not whole or end == len(lowered) or not lowered[end].isalnum()
                 ):
-                    found.append((pos, i, 1))
+                    found.append((pos, i))
                     n += 1
                 pos = lowered.find(part, end)
         if not found:
@@ -81,11 +81,11 @@ class Snippets:
         found.sort()
         # windows in order of their start, which never goes back: each match enters and leaves once
         inside: dict[int, int] = {}  # needle → its matches in the window
-        weight = {i: w for _pos, i, w in found}
-        possible = sum(weight.values())  # a window that holds all of them ends the search
+        weight = [1] * len(needles) + [max(len(needles), 1)]  # [-1]: the query as written counts as all
+        possible = sum(weight[i] for i in {i for _pos, i in found})  # a window holding all ends the search
         best, best_start, held, left, right = 0, 0, 0, 0, 0
         lead, last, count = width // LEAD, len(flat) - width, len(found)
-        for anchor, _i, _w in found:
+        for anchor, _i in found:
             start = max(0, min(anchor - lead, last))
             while right < count and found[right][0] < start + width:
                 i = found[right][1]
@@ -121,7 +121,7 @@ class Snippets:
                 seen.add(needle.text)
                 needles.append(needle)
         phrase = " ".join(query.lower().split())
-        return (phrase if len(_WORD.findall(phrase)) > 1 else ""), needles[:MAX_QUERY_TERMS]
+        return (phrase if " " in phrase else ""), needles[:MAX_QUERY_TERMS]
 
     def _word_needle(self, word: str) -> Needle | None:
         """The needle of a (lowered) Latin word: the part it shares with its stem, or the whole
