@@ -115,6 +115,27 @@ def test_a_vault_without_frontmatter_gets_none(vault: Path):
     assert path == "logs/third.md" and (vault / path).read_text() == "# Third\n\nbody\n"
 
 
+def test_tags_survive_in_a_folder_without_frontmatter_as_hashtags(vault: Path):
+    """The folder's notes have no frontmatter, so there was nowhere to put the tags asked for and they
+    were dropped; now they are inline hashtags the scanner reads back, each once."""
+    write_notes(vault, {"logs/a.md": "# A\n\ntext\n", "logs/b.md": "# B\n\ntext\n"})
+    note = FlushNote("A/B testing", "We use #metrics.", tags=("ab test", "#metrics", "release/2.0", " "))
+    path, _ = FlushEngine(vault).flush(note, DAY)
+    text = (vault / path).read_text()
+    assert not text.startswith("---") and text.endswith("We use #metrics.\n\n#ab-test #release/2-0\n")
+    assert parse_note(path, text).tags == ["metrics", "ab-test", "release/2-0"]
+
+
+def test_tags_survive_a_template_that_has_no_place_for_them(vault: Path):
+    write_notes(
+        vault,
+        {"templates/decision.md": "---\nstatus: proposed\n---\n# {{title}}\n\n{{content}}\n", "decisions/.keep": ""},
+    )
+    path, _ = FlushEngine(vault).flush(FlushNote("Use WAL", "Readers block writers.", "decision", ("db",)), DAY)
+    text = (vault / path).read_text()
+    assert front(text) == {"status": "proposed"} and parse_note(path, text).tags == ["db"]
+
+
 def test_a_template_is_filled(vault: Path):
     write_notes(
         vault,

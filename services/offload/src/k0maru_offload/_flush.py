@@ -75,11 +75,27 @@ def _validate(note: FlushNote) -> None:
 
 _PLACEHOLDER = "_Not recorded in this session._"
 _TEMPLATE_VAR = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+_NOT_IN_HASHTAG = re.compile(r"[^\w\-/]+")  # what an inline `#tag` cannot hold (the scanner's `_INLINE_TAG`)
+
+
+def _tag_names(note: FlushNote) -> list[str]:
+    return [t.strip().lstrip("#") for t in note.tags if t.strip().lstrip("#")]
+
+
+def _hashtag_line(note: FlushNote, body: str) -> str:
+    """The note's tags as inline hashtags (`ab test` → `#ab-test`), those the body holds already
+    left out: how a folder whose notes have no frontmatter carries tags (Foam, Obsidian)."""
+    out: list[str] = []
+    for tag in _tag_names(note):
+        name = _NOT_IN_HASHTAG.sub("-", tag).strip("-/")
+        if name and not name.isdigit() and not re.search(rf"(?<![\w#])#{re.escape(name)}(?![\w\-/])", body):
+            out.append(f"#{name}")
+    return " ".join(dict.fromkeys(out))
 
 
 def _meta(note: FlushNote, today: dt.date, keys: list[str] | None) -> dict[str, object] | None:
     """The frontmatter in the folder's own keys (None: the folder's notes have none)."""
-    tags = [t.strip().lstrip("#") for t in note.tags if t.strip()]
+    tags = _tag_names(note)
     category = note.category.strip().lower()
     if keys is None:  # nothing to follow: k0maru's default set
         meta: dict[str, object] = {"title": note.title.strip(), "date": today.isoformat()}
@@ -144,7 +160,7 @@ def render(note: FlushNote, today: dt.date, rules: FolderRules | None = None, va
             "content": content,
             "summary": content.split("\n\n", 1)[0],
             "category": note.category.strip().lower(),
-            "tags": ", ".join(t.strip().lstrip("#") for t in note.tags if t.strip()),
+            "tags": ", ".join(_tag_names(note)),
             "related": ", ".join(f"[[{r}]]" for r in dict.fromkeys(related)),
             "relatednotes": ", ".join(f"[[{r}]]" for r in dict.fromkeys(related)),
         }
@@ -157,6 +173,8 @@ def render(note: FlushNote, today: dt.date, rules: FolderRules | None = None, va
             body += f"\n\n## Related\n\n{links}"
         if body.startswith("---"):
             front = ""
+        if "tags" not in used and not front and (hashtags := _hashtag_line(note, body)):
+            body += f"\n\n{hashtags}"  # the template's own frontmatter, or none, has no place for them
         return f"{front}{body}\n"
     body = content
     if rules.sections:
@@ -165,6 +183,8 @@ def render(note: FlushNote, today: dt.date, rules: FolderRules | None = None, va
         body = f"# {note.title.strip()}\n\n{body}"
     if links:
         body += f"\n\n## Related\n\n{links}"
+    if meta is None and (hashtags := _hashtag_line(note, body)):  # the folder's notes have no frontmatter
+        body += f"\n\n{hashtags}"
     if rules.properties:  # a Logseq page: an outline of blocks, as Logseq writes its pages
         body = logseq_outline(body, note.title)
     return f"{front}{body}\n"
