@@ -140,6 +140,7 @@ def test_distill_through_mcp_from_a_plain_trace_and_export(stack: Stack, vault: 
     trace = "$ pytest tests/test_db.py\nsqlite3.OperationalError: database is locked\nFix: use WAL\n$ pytest tests/test_db.py\n"
     answer = structured(stack.tool("distill_session_skill", trace=trace, export_hermes=True))
     assert answer["path"].startswith("skills/") and "database is locked" in answer["skill_markdown"]
+    assert answer["searchable"] is False  # no scanner or retriever here: said so, the card written all the same
     exported = list((vault.parent / "hermes").glob("*.md"))
     assert len(exported) == 1 and answer["exported_path"] == str(exported[0])
     structured(stack.tool("distill_session_skill", trace=trace, export_hermes=True))  # again: nothing overwritten

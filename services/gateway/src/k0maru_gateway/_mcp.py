@@ -11,6 +11,7 @@ import json
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -19,7 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
-from k0maru.v1 import offload_pb2, retriever_pb2
+from k0maru.v1 import offload_pb2, retriever_pb2, scanner_pb2
 from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, mode_name, utc_day
 
 from ._answers import partial_channels
@@ -42,6 +43,8 @@ MAX_EMBEDS = 8  # read_note: embedded parts shown per answer
 EMBED_CHARS = 2_000  # ... each at most this long
 log = logging.getLogger(__name__)
 
+SEARCHABLE_WAIT_S = 10.0  # flush_session, distill_session_skill: how long their note is waited for
+SEARCHABLE_POLL_S = 0.05
 OUTCOME_NAMES = {
     offload_pb2.FLUSH_OUTCOME_CREATED: "created",
     offload_pb2.FLUSH_OUTCOME_UP_TO_DATE: "up_to_date",
@@ -173,6 +176,7 @@ class FlushAnswer(BaseModel):
     vault: str
     path: str
     outcome: str
+    searchable: bool  # recall_memory finds the note now (`until_searchable`)
 
 
 class DistillAnswer(BaseModel):
@@ -180,6 +184,7 @@ class DistillAnswer(BaseModel):
     path: str
     outcome: str
     skill_markdown: str
+    searchable: bool
     exported_path: str = ""
 
 
@@ -250,6 +255,27 @@ def _call(fn: Callable[[Any, float], T], request: Any, timeout: float = 30.0) ->
         return fn(request, timeout)
     except K0Error as exc:
         raise ToolError(str(exc)) from exc
+
+
+def until_searchable(client: StackClient, path: str, wait_s: float = SEARCHABLE_WAIT_S) -> bool:
+    """Whether the note just written at `path` is searchable, waiting at most `wait_s` for it: the
+    scanner scans now (not after its watcher's collection window, a second or more) and the retriever
+    is waited for until it has committed that scan and holds the note. An agent that records a
+    decision and recalls it in its next step found nothing before; a note the vault's ignore rules
+    leave out, or a stack too busy to index it in time, gives False (the note is written either way)."""
+    deadline = time.monotonic() + wait_s
+    try:
+        seq = client.call(client.scanner.Scan, scanner_pb2.ScanRequest(), wait_s).last_seq
+        status = retriever_pb2.IndexStatusRequest()
+        while client.call(client.retriever.IndexStatus, status, wait_s).last_applied_seq < seq:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(SEARCHABLE_POLL_S)
+        client.call(client.retriever.Backlinks, retriever_pb2.BacklinksRequest(path=path), wait_s)  # holds it
+    except K0Error as exc:
+        log.info("%s is written; not confirmed searchable: %s", path, exc)
+        return False
+    return True
 
 
 def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPServer:
@@ -635,7 +661,8 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
         distributed-lock renewal plan we just agreed on", "record this decision", "write up what we did today".
 
         Writes a note where this vault keeps that kind (its folder, naming, sections, frontmatter keys, template).
-        Never overwrites: the same content is 'up_to_date' (on any day); a different note of that name gets -v2."""
+        Never overwrites: the same content is 'up_to_date' (on any day); a different note of that name gets -v2.
+        Answers once recall_memory finds the note (searchable: true), or after 10 s (false)."""
         r = _call(
             lambda q, t: client.call(client.offload.FlushSession, q, t),
             offload_pb2.FlushRequest(
@@ -647,7 +674,10 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
                 source="mcp flush_session",
             ),
         )
-        return _answer(FlushAnswer(vault=vault, path=r.path, outcome=OUTCOME_NAMES.get(r.outcome, "unknown")))
+        outcome = OUTCOME_NAMES.get(r.outcome, "unknown")
+        return _answer(
+            FlushAnswer(vault=vault, path=r.path, outcome=outcome, searchable=until_searchable(client, r.path))
+        )
 
     @server.tool()
     def distill_session_skill(
@@ -674,6 +704,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
                 path=r.path,
                 outcome=OUTCOME_NAMES.get(r.outcome, "unknown"),
                 skill_markdown=r.skill_markdown,
+                searchable=until_searchable(client, r.path),
                 exported_path=r.exported_path,
             )
         )
