@@ -417,6 +417,34 @@ def test_graph_overview_and_neighbourhood(page: Any, stack: Stack):
     assert sorted(n[0] for n in one["nodes"]) == ["ops/lighthouse.md", "ops/storm log.md"]
 
 
+def test_graph_labels_never_cover_each_other_and_hubs_get_theirs_first(page: Any, stack: Stack):
+    """A dense cluster: 60 notes with long titles around one hub, all within 40 px. Their labels were
+    drawn over each other (the foam vault's overview was unreadable); now a label that would cover
+    one already drawn is left out, the best-linked notes' first."""
+    open_page(page, stack, "graph")
+    page.wait_for_selector("#graph-canvas[data-nodes]")
+    labels = page.evaluate(
+        """() => {
+        const canvas = document.createElement("canvas");
+        canvas.style.width = "800px"; canvas.style.height = "600px";
+        document.body.appendChild(canvas);
+        const nodes = [], edges = [], x = new Float32Array(60), y = new Float32Array(60);
+        for (let i = 0; i < 60; i++) {
+          nodes.push([`n${i}.md`, i ? `A rather long note title number ${i}` : "The hub", "", i ? 1 + (i % 5) : 59, 0]);
+          if (i) edges.push(0, i);
+          x[i] = (i % 8) * 5; y[i] = Math.floor(i / 8) * 5;
+        }
+        drawGraph(canvas, { nodes, edges }, { x, y }, { overview: true, hubDegree: 0, onClick() {} });
+        return JSON.parse(canvas.dataset.labels);
+      }"""
+    )
+    assert labels[0][0] == "n0.md" and 1 < len(labels) < 60  # the hub first; not all 60 fit
+    boxes = [label[1:] for label in labels]
+    for i, a in enumerate(boxes):
+        for b in boxes[:i]:
+            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (a, b)
+
+
 def test_offloaded_log_shows_its_diagram_as_svg_and_slices(page: Any, stack: Stack):
     result = stack.offload("browser-log")
     assert result.offloaded

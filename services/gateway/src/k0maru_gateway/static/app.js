@@ -435,11 +435,15 @@ function drawGraph(canvas, data, pos, opts) {
   for (let i = 0; i < n; i++) { minX = Math.min(minX, pos.x[i]); maxX = Math.max(maxX, pos.x[i]); minY = Math.min(minY, pos.y[i]); maxY = Math.max(maxY, pos.y[i]); }
   const ctx = canvas.getContext("2d");
   const state = { scale: 1, ox: 0, oy: 0, hover: -1 };
+  // labels go to the best-linked notes first, and a label that would cover one already drawn is left
+  // out (the hover tip still names every note): a dense cluster's titles were drawn over each other
+  const labelOrder = [...Array(n).keys()].sort((a, b) => nodes[b][3] - nodes[a][3] || a - b);
+  const labelWidth = new Float32Array(n).fill(-1);
   function fit() {
     const w = canvas.clientWidth, h = canvas.clientHeight, dpr = window.devicePixelRatio || 1;
     canvas.width = w * dpr; canvas.height = h * dpr; ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     const spanX = Math.max(1, maxX - minX), spanY = Math.max(1, maxY - minY);
-    state.scale = Math.min((w - 60) / spanX, (h - 60) / spanY, 1.5);
+    state.scale = Math.min((w - 60) / spanX, (h - 60) / spanY, 4);  // a small vault fills the canvas too
     state.ox = w / 2 - ((minX + maxX) / 2) * state.scale; state.oy = h / 2 - ((minY + maxY) / 2) * state.scale;
   }
   function paint() {
@@ -467,13 +471,18 @@ function drawGraph(canvas, data, pos, opts) {
     if (!opts.overview && n) { ctx.strokeStyle = "#F8FAFC"; ctx.lineWidth = 2; ctx.beginPath(); ctx.arc(pos.x[0] * s + state.ox, pos.y[0] * s + state.oy, radius[0] * Math.min(1.5, Math.sqrt(s)) + 3, 0, Math.PI * 2); ctx.stroke(); }
     ctx.fillStyle = "#E2E8F0"; ctx.font = "12px 'JetBrains Mono','Noto Sans SC',monospace";
     const labelAll = !opts.overview || s > 2.5;
-    let labels = 0;
-    for (let i = 0; i < n && labels < 400; i++) {
-      if (!labelAll && nodes[i][3] < opts.hubDegree) continue;
+    const drawn = [], labelled = [];  // [x0, y0, x1, y1] of each label drawn, and its note
+    for (const i of labelOrder) {
+      if (drawn.length >= 400 || (!labelAll && nodes[i][3] < opts.hubDegree)) break;
       const px = pos.x[i] * s + state.ox, py = pos.y[i] * s + state.oy;
       if (px < 0 || py < 0 || px > w || py > h) continue;
-      ctx.fillText(nodes[i][1] || nodes[i][0], px + radius[i] + 3, py + 4); labels++;
+      const text = nodes[i][1] || nodes[i][0];
+      if (labelWidth[i] < 0) labelWidth[i] = ctx.measureText(text).width;
+      const box = [px + radius[i] + 3, py - 9, px + radius[i] + 3 + labelWidth[i], py + 6];
+      if (drawn.some((b) => box[0] < b[2] && b[0] < box[2] && box[1] < b[3] && b[1] < box[3])) continue;
+      ctx.fillText(text, box[0], py + 4); drawn.push(box); labelled.push(nodes[i][0]);
     }
+    canvas.dataset.labels = JSON.stringify(drawn.map((b, k) => [labelled[k], ...b.map(Math.round)]));
     canvas.dataset.paintMs = (performance.now() - started).toFixed(1);
   }
   function nodeAt(mx, my) {
