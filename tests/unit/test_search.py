@@ -313,3 +313,36 @@ def test_notes_not_embedded_yet_are_not_buried_by_the_few_that_are(index: NoteIn
         assert whole.vector_coverage == 1.0 and whole.hits[0].explain.vector.rank > 0
     finally:
         embedder.close()
+
+
+def test_a_query_that_is_a_notes_name_finds_that_note_first(index: NoteIndex):
+    """Typed as a quick switcher is: "rename note" (or "how do I rename a note") is the note named
+    Rename Note, however many changelogs say those words more often and sit nearer the query's
+    vector. With a word more the query is no name, and fusion decides as before."""
+    index.apply(note("Rename Note.md", "The command changes a note's name and every link to it."))
+    for n in range(10):
+        index.apply(note(f"changelog{n}.md", f"release {n}: rename note rename note fixes, rename note faster"))
+    index.commit()
+    results = []
+    for path, doc in index.state.docs.items():
+        n = int(path[9]) if path.startswith("changelog") else 0  # the changelogs spread out from the query
+        vec = np.array([1.0, 0.3 * n, 0.0, 0.0] if path.startswith("changelog") else [0.0, 1.0, 0.0, 0.0])
+        results.append((f"{path}#0", vector_key(doc, doc.chunks[0], index.model_id), vec / np.linalg.norm(vec)))
+    assert index.apply_vectors(results) == 11
+    embedder = QueryEmbedder("127.0.0.1:9")  # never called: the queries' vectors are already known
+    try:
+        searcher = HybridSearcher(index, embedder, FusionParams(), "v")
+        for query in ("rename note", "Rename Note", "how do I rename a note", "rename fixes faster"):
+            embedder.remember(query, np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32))
+        for mode in (retriever_pb2.SEARCH_MODE_HYBRID, retriever_pb2.SEARCH_MODE_BM25):
+            for query in ("rename note", "Rename Note", "how do I rename a note"):
+                reply = searcher.search(retriever_pb2.SearchRequest(query=query, limit=5, mode=mode))
+                assert reply.hits[0].path == "Rename Note.md", (mode, query, [h.path for h in reply.hits])
+        more = searcher.search(retriever_pb2.SearchRequest(query="rename fixes faster", limit=5))
+        assert more.hits[0].path.startswith("changelog")
+        vector = searcher.search(
+            retriever_pb2.SearchRequest(query="rename note", mode=retriever_pb2.SEARCH_MODE_VECTOR)
+        )
+        assert vector.hits[0].path.startswith("changelog")  # the vector channel alone stays itself
+    finally:
+        embedder.close()

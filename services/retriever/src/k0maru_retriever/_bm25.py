@@ -301,6 +301,12 @@ class Bm25Index:
         query holds (0–1), terms weighted by idf."""
         return max((held / sum(name.values()) for name, held in self._held(asked, names)), default=0.0)
 
+    def named_exactly(self, asked: Asked, names: str) -> bool:
+        """Whether the query is one of `names` (title, aliases, one per line): the same words both
+        ways, question words left out (`Lookup` for "lookup" or "what is lookup", `Rename Note` for
+        "rename note"). Under the index's lock, as the cache of names is."""
+        return bool(asked.words) and any(name.keys() == asked.words for name in self._names(names))
+
     def _named(self, asked: Asked, names: str, floor: float) -> float:
         """How fully the query names the note (0–1), the factor of `search`'s name match: for the
         best of its names, the name's share that the query holds, cubed, times the query's share

@@ -392,7 +392,9 @@ class HybridSearcher:
         elif mode == VECTOR:
             fused = single_channel([(a, s) for a, s, _ in vector[:limit]], k=p.k, vector=True)
         else:
-            fused = single_channel([(a, s) for a, s, _ in bm25[:limit]], k=p.k)
+            fused = single_channel([(a, s) for a, s, _ in bm25], k=p.k)  # whole pool: `_named_first` may reach down
+        if mode != VECTOR:
+            fused = self._named_first(fused, query)
         if request.dedup and qv is not None and self._shaper is not None:  # dedup hook (A.11)
             kept = self._shaper.dedup(fused[:limit], best_chunk, qv, limit)  # as VCP: over the results
             if request.explain:
@@ -413,6 +415,24 @@ class HybridSearcher:
             _explain_hit_tags(response)
         response.took_ms = (time.perf_counter() - started) * 1000
         return response
+
+    def _named_first(self, fused: list[FusedHit], query: str) -> list[FusedHit]:
+        """The notes the query names exactly (`Bm25Index.named_exactly`: it is their title or an
+        alias) first, in their order; then the rest. Someone who types a note's name wants that note,
+        as a quick switcher gives it: on the dendron vault's 719 unique titles hybrid ranked the
+        named note at nDCG@10 0.7998 (BM25 alone 0.8849), the vector channel finding other notes for
+        "0.05" or "Rename Note"; with this 0.9067 in both modes (bench/README.md, 31st wave)."""
+        if not fused:
+            return fused
+        bm25 = self._index.bm25
+        asked = bm25.query_terms(query)
+        with self._index.lock:
+            docs = self._index.state.docs
+            named = [h for h in fused if h.path in docs and bm25.named_exactly(asked, note_names(docs[h.path]))]
+        if not named:
+            return fused
+        first = {h.path for h in named}
+        return named + [h for h in fused if h.path not in first]
 
     def _unseen(self, bm25: list[tuple[str, float]]) -> frozenset[str]:
         """The notes of BM25's pool that the vector channel cannot see yet: none of their chunks
