@@ -393,7 +393,7 @@ class HybridSearcher:
             fused = single_channel([(a, s) for a, s, _ in vector[:limit]], k=p.k, vector=True)
         else:
             fused = single_channel([(a, s) for a, s, _ in bm25], k=p.k)  # whole pool: `_named_first` may reach down
-        if mode != VECTOR:
+        if mode != VECTOR and p.name_match > 0:  # the name match on (`nameMatch`): a whole name first
             fused = self._named_first(fused, query)
         if request.dedup and qv is not None and self._shaper is not None:  # dedup hook (A.11)
             kept = self._shaper.dedup(fused[:limit], best_chunk, qv, limit)  # as VCP: over the results
