@@ -98,7 +98,10 @@ NAME_SHARE_POWER = 0.375
 # the whole bonus: the share in full cost 0.005-0.022 on the vaults' query sets there, while a
 # sliver of a name (Foam's "What is Foam?" is all of "foam", in nearly every query on that vault)
 # took the top of BM25 from the note the query was about (bench/README.md, 29th and 30th waves).
-NAME_SHARE_FLOOR_HYBRID = 0.15
+# Half, not 0.15: a query quoting a note's sentence names other notes in passing, and 0.15 gave
+# their names the whole bonus (31st wave: dendron's quoted sentences 0.807 → 0.839 nDCG@10 offline,
+# its link-label queries 0.575 → 0.574).
+NAME_SHARE_FLOOR_HYBRID = 0.5
 TIE_DEPTH = 4096  # how deep a search fetches to find every chunk tied at its cut
 NAMES_SEEN_MAX = 50_000  # notes' names, and terms' idf, kept between commits
 V = TypeVar("V")
