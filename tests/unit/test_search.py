@@ -346,3 +346,36 @@ def test_a_query_that_is_a_notes_name_finds_that_note_first(index: NoteIndex):
         assert vector.hits[0].path.startswith("changelog")  # the vector channel alone stays itself
     finally:
         embedder.close()
+
+
+def test_a_line_pasted_from_a_note_finds_that_note_first(index: NoteIndex):
+    """An agent pastes a line the vault holds: the note it is in comes first, though notes about
+    the same things sit nearer the query's vector and say its words more often. Held word for
+    word by two notes, the line decides nothing."""
+    index.apply(
+        note("runbook.md", "## Deploys\nRestart the worker after the **migration** finishes, then check the queue.")
+    )
+    for n in range(10):
+        index.apply(note(f"worker{n}.md", f"worker restart, worker migration {n}: the worker finishes the migration"))
+    index.commit()
+    results = []
+    for path, doc in index.state.docs.items():
+        n = int(path[6]) if path.startswith("worker") else 0
+        vec = np.array([1.0, 0.3 * n, 0.0, 0.0] if path.startswith("worker") else [0.0, 1.0, 0.0, 0.0])
+        results.append((f"{path}#0", vector_key(doc, doc.chunks[0], index.model_id), vec / np.linalg.norm(vec)))
+    assert index.apply_vectors(results) == 11
+    line = "restart the worker after the migration finishes"
+    embedder = QueryEmbedder("127.0.0.1:9")  # never called: the query's vector is already known
+    try:
+        embedder.remember(line, np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32))
+        searcher = HybridSearcher(index, embedder, FusionParams(), "v")
+        assert searcher.search(retriever_pb2.SearchRequest(query=line, limit=5)).hits[0].path == "runbook.md"
+        copy = note("copy.md", "## Deploys\nRestart the worker after the migration finishes, then check the queue.")
+        index.apply(copy)
+        index.commit()
+        far = np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32)
+        assert index.apply_vectors([("copy.md#0", vector_key(copy, copy.chunks[0], index.model_id), far)]) == 1
+        paths = [h.path for h in searcher.search(retriever_pb2.SearchRequest(query=line, limit=5)).hits]
+        assert paths[0] == "worker0.md", paths  # fusion's order: the nearest note first
+    finally:
+        embedder.close()

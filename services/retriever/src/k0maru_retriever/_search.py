@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime, timedelta
 import grpc
 import numpy as np
 
-from k0maru.v1 import embedder_pb2, embedder_pb2_grpc, retriever_pb2
+from k0maru.v1 import common_pb2, embedder_pb2, embedder_pb2_grpc, retriever_pb2
 from k0maru_common import (
     KEEPALIVE_CLIENT_OPTIONS,
     ROUND_ROBIN_CONFIG,
@@ -237,6 +237,20 @@ def _day(text: str, name: str, today: date | None = None) -> str:
         ) from None
 
 
+QUOTE_MIN_WORDS = 4  # a query this long, found word for word in one note's passage, puts that note first
+_NOT_WORD = re.compile(r"\W+")
+
+
+def _holds(doc: common_pb2.Document, cid: str, quote: str, words: list[str]) -> bool:
+    """Whether chunk `cid` of `doc` holds `quote` (its words, space-separated and padded) word for
+    word, case, punctuation and markup aside; its words are looked for first (C loops, no copy)."""
+    index = split_chunk_id(cid)[1]
+    if index >= len(doc.chunks):
+        return False
+    text = doc.chunks[index].text.lower()
+    return all(w in text for w in words) and quote in f" {' '.join(_NOT_WORD.sub(' ', text).split())} "
+
+
 def _best_per_chunk(rankings: list[list[tuple[str, float]]]) -> list[tuple[str, float]]:
     """One ranking from several (raw and reshaped query): each chunk at its best score."""
     if len(rankings) == 1:
@@ -392,9 +406,9 @@ class HybridSearcher:
         elif mode == VECTOR:
             fused = single_channel([(a, s) for a, s, _ in vector[:limit]], k=p.k, vector=True)
         else:
-            fused = single_channel([(a, s) for a, s, _ in bm25], k=p.k)  # whole pool: `_named_first` may reach down
-        if mode != VECTOR and p.name_match > 0:  # the name match on (`nameMatch`): a whole name first
-            fused = self._named_first(fused, query)
+            fused = single_channel([(a, s) for a, s, _ in bm25], k=p.k)  # whole pool: `_exact_first` may reach down
+        if mode != VECTOR:
+            fused = self._exact_first(fused, query, best_chunk, named=p.name_match > 0)
         if request.dedup and qv is not None and self._shaper is not None:  # dedup hook (A.11)
             kept = self._shaper.dedup(fused[:limit], best_chunk, qv, limit)  # as VCP: over the results
             if request.explain:
@@ -416,23 +430,42 @@ class HybridSearcher:
         response.took_ms = (time.perf_counter() - started) * 1000
         return response
 
-    def _named_first(self, fused: list[FusedHit], query: str) -> list[FusedHit]:
-        """The notes the query names exactly (`Bm25Index.named_exactly`: it is their title or an
-        alias) first, in their order; then the rest. Someone who types a note's name wants that note,
-        as a quick switcher gives it: on the dendron vault's 719 unique titles hybrid ranked the
-        named note at nDCG@10 0.7998 (BM25 alone 0.8849), the vector channel finding other notes for
-        "0.05" or "Rename Note"; with this 0.9067 in both modes (bench/README.md, 31st wave)."""
+    def _exact_first(
+        self, fused: list[FusedHit], query: str, best_chunk: dict[str, str], named: bool
+    ) -> list[FusedHit]:
+        """What the query is exactly, first: the notes it names (`Bm25Index.named_exactly`: it is
+        their title or an alias; with the name match on), then the one note whose passage holds the
+        query word for word (`QUOTE_MIN_WORDS` or more, case, punctuation and markup aside); then the
+        rest, each in fused order. Someone who types a note's name wants that note, as a quick
+        switcher gives it, and someone who pastes a line the vault holds wants the note it is in:
+        the vector channel had put other notes first, those nearer a short name ("0.05", "Rename
+        Note") or the notes a quoted changelog line is about. Dendron vault, hybrid nDCG@10: its 719
+        unique titles 0.79 → 0.90, a sentence quoted from each of 745 notes 0.84 → 0.98 (bench/README.md,
+        31st wave). A passage several notes hold word for word decides nothing."""
         if not fused:
             return fused
         bm25 = self._index.bm25
-        asked = bm25.query_terms(query)
+        asked = bm25.query_terms(query) if named else None
+        words = _NOT_WORD.sub(" ", query.lower()).split()
+        quote = f" {' '.join(words)} " if len(words) >= QUOTE_MIN_WORDS else ""
+        first: list[FusedHit] = []
+        holding: list[FusedHit] = []
         with self._index.lock:
             docs = self._index.state.docs
-            named = [h for h in fused if h.path in docs and bm25.named_exactly(asked, note_names(docs[h.path]))]
-        if not named:
+            for hit in fused:
+                doc = docs.get(hit.path)
+                if doc is None:
+                    continue
+                if asked is not None and bm25.named_exactly(asked, note_names(doc)):
+                    first.append(hit)
+                elif quote and hit.path in best_chunk and _holds(doc, best_chunk[hit.path], quote, words):
+                    holding.append(hit)
+        if len(holding) == 1:
+            first.extend(holding)
+        if not first:
             return fused
-        first = {h.path for h in named}
-        return named + [h for h in fused if h.path not in first]
+        ahead = {h.path for h in first}
+        return first + [h for h in fused if h.path not in ahead]
 
     def _unseen(self, bm25: list[tuple[str, float]]) -> frozenset[str]:
         """The notes of BM25's pool that the vector channel cannot see yet: none of their chunks
