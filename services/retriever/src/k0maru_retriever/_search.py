@@ -237,6 +237,7 @@ def _day(text: str, name: str, today: date | None = None) -> str:
         ) from None
 
 
+EXACT_DEPTH = 10  # BM25's notes looked at for a name or a line the query is exactly
 QUOTE_MIN_WORDS = 4  # a query this long, found word for word in one note's passage, puts that note first
 _NOT_WORD = re.compile(r"\W+")
 
@@ -408,7 +409,8 @@ class HybridSearcher:
         else:
             fused = single_channel([(a, s) for a, s, _ in bm25], k=p.k)  # whole pool: `_exact_first` may reach down
         if mode != VECTOR:
-            fused = self._exact_first(fused, query, best_chunk, named=p.name_match > 0)
+            exact = [path for path, _s, _c in bm25[:EXACT_DEPTH]]  # a name or a line BM25 ranks high
+            fused = self._exact_first(fused, query, exact, best_chunk, named=p.name_match > 0)
         if request.dedup and qv is not None and self._shaper is not None:  # dedup hook (A.11)
             kept = self._shaper.dedup(fused[:limit], best_chunk, qv, limit)  # as VCP: over the results
             if request.explain:
@@ -431,7 +433,7 @@ class HybridSearcher:
         return response
 
     def _exact_first(
-        self, fused: list[FusedHit], query: str, best_chunk: dict[str, str], named: bool
+        self, fused: list[FusedHit], query: str, candidates: list[str], best_chunk: dict[str, str], named: bool
     ) -> list[FusedHit]:
         """What the query is exactly, first: the notes it names (`Bm25Index.named_exactly`: it is
         their title or an alias; with the name match on), then the one note whose passage holds the
@@ -441,27 +443,30 @@ class HybridSearcher:
         the vector channel had put other notes first, those nearer a short name ("0.05", "Rename
         Note") or the notes a quoted changelog line is about. Dendron vault, hybrid nDCG@10: its 719
         unique titles 0.79 → 0.90, a sentence quoted from each of 745 notes 0.84 → 0.98 (bench/README.md,
-        31st wave). A passage several notes hold word for word decides nothing."""
-        if not fused:
+        31st wave). A passage several notes hold word for word decides nothing. Only `candidates`
+        are looked at, BM25's best notes: the title is in each chunk's text and the name match gives
+        a named note the query's best score again, and a line's words are all in its note."""
+        if not fused or not candidates:
             return fused
         bm25 = self._index.bm25
         asked = bm25.query_terms(query) if named else None
         words = _NOT_WORD.sub(" ", query.lower()).split()
         quote = f" {' '.join(words)} " if len(words) >= QUOTE_MIN_WORDS else ""
-        first: list[FusedHit] = []
-        holding: list[FusedHit] = []
+        named_notes: set[str] = set()
+        holding: list[str] = []
         with self._index.lock:
             docs = self._index.state.docs
-            for hit in fused:
-                doc = docs.get(hit.path)
+            for path in candidates:
+                doc = docs.get(path)
                 if doc is None:
                     continue
                 if asked is not None and bm25.named_exactly(asked, note_names(doc)):
-                    first.append(hit)
-                elif quote and hit.path in best_chunk and _holds(doc, best_chunk[hit.path], quote, words):
-                    holding.append(hit)
+                    named_notes.add(path)
+                elif quote and path in best_chunk and _holds(doc, best_chunk[path], quote, words):
+                    holding.append(path)
+        first = [h for h in fused if h.path in named_notes]
         if len(holding) == 1:
-            first.extend(holding)
+            first += [h for h in fused if h.path == holding[0]]
         if not first:
             return fused
         ahead = {h.path for h in first}
