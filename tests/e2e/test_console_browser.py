@@ -277,6 +277,20 @@ def test_the_words_a_question_searches_for_are_highlighted_and_not_its_question_
     assert marked and all(m.startswith(("keep", "storm")) for m in marked), marked
 
 
+def test_a_hit_put_first_for_its_name_says_so(page: Any, stack: Stack):
+    """ "storm log" is a note's name: the retriever puts that note first, before fusion's order,
+    and the debugger says why (the other storm notes are placed by fusion, with no such badge)."""
+    code, api = get_json(f"{stack.base}/api/search?q=storm%20log&mode=hybrid&explain=1")
+    assert code == 200 and api["hits"][0]["path"] == "ops/storm log.md"
+    assert [h["explain"]["exact"] for h in api["hits"][:2]] == ["name", None]
+    open_page(page, stack, "search?q=storm%20log&mode=hybrid")
+    page.wait_for_selector(".hit")
+    first = page.locator(".hit").first
+    assert first.get_attribute("data-path") == "ops/storm log.md"
+    assert first.locator(".badge.exact").inner_text() == "First: its name"
+    assert page.locator(".badge.exact").count() == 1
+
+
 def test_scope_and_mode_controls(page: Any, stack: Stack):
     open_page(page, stack, "search?q=storm&mode=bm25&diary=misc")
     page.wait_for_selector(".hit")

@@ -336,8 +336,9 @@ def test_a_query_that_is_a_notes_name_finds_that_note_first(index: NoteIndex):
             embedder.remember(query, np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32))
         for mode in (retriever_pb2.SEARCH_MODE_HYBRID, retriever_pb2.SEARCH_MODE_BM25):
             for query in ("rename note", "Rename Note", "how do I rename a note"):
-                reply = searcher.search(retriever_pb2.SearchRequest(query=query, limit=5, mode=mode))
+                reply = searcher.search(retriever_pb2.SearchRequest(query=query, limit=5, mode=mode, explain=True))
                 assert reply.hits[0].path == "Rename Note.md", (mode, query, [h.path for h in reply.hits])
+                assert [h.explain.exact for h in reply.hits[:2]] == ["name", ""]  # the debugger says why
         more = searcher.search(retriever_pb2.SearchRequest(query="rename fixes faster", limit=5))
         assert more.hits[0].path.startswith("changelog")
         vector = searcher.search(
@@ -369,7 +370,8 @@ def test_a_line_pasted_from_a_note_finds_that_note_first(index: NoteIndex):
     try:
         embedder.remember(line, np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32))
         searcher = HybridSearcher(index, embedder, FusionParams(), "v")
-        assert searcher.search(retriever_pb2.SearchRequest(query=line, limit=5)).hits[0].path == "runbook.md"
+        first = searcher.search(retriever_pb2.SearchRequest(query=line, limit=5, explain=True)).hits[0]
+        assert (first.path, first.explain.exact) == ("runbook.md", "line")
         copy = note("copy.md", "## Deploys\nRestart the worker after the migration finishes, then check the queue.")
         index.apply(copy)
         index.commit()

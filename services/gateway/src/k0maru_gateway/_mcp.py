@@ -60,6 +60,7 @@ class Explain(BaseModel):
     graph_boost: float
     name_match: float  # share (0–1) of the note's title or an alias that the query holds
     fused_score: float
+    exact: str | None = None  # put first: the query is its name ("name") or a line it holds ("line")
 
 
 class Hit(BaseModel):
@@ -374,6 +375,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
                     graph_boost=e.graph_boost,
                     name_match=round(e.name_match, 4),
                     fused_score=e.fused_score,
+                    exact=e.exact or None,
                 )
             hits.append(
                 Hit(

@@ -469,6 +469,8 @@ class HybridSearcher:
             first += [h for h in fused if h.path == holding[0]]
         if not first:
             return fused
+        for hit in first:
+            hit.exact = "name" if hit.path in named_notes else "line"
         ahead = {h.path for h in first}
         return first + [h for h in fused if h.path not in ahead]
 
@@ -585,6 +587,7 @@ class HybridSearcher:
                     heading_path=list(chunk.heading_path) if chunk else [],
                     name_match=self._index.bm25.name_coverage(asked, note_names(doc)) if hit.bm25_rank > 0 else 0.0,
                     not_embedded=not_embedded,
+                    exact=hit.exact,
                 )
             )
         return out

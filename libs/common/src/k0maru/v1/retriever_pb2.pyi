@@ -82,7 +82,7 @@ class TagFactor(_message.Message):
     def __init__(self, tag: _Optional[str] = ..., weight: _Optional[float] = ...) -> None: ...
 
 class Explanation(_message.Message):
-    __slots__ = ("bm25", "vector", "graph_boost", "fused_score", "tagmemo_tags", "heading_path", "name_match", "not_embedded")
+    __slots__ = ("bm25", "vector", "graph_boost", "fused_score", "tagmemo_tags", "heading_path", "name_match", "not_embedded", "exact")
     BM25_FIELD_NUMBER: _ClassVar[int]
     VECTOR_FIELD_NUMBER: _ClassVar[int]
     GRAPH_BOOST_FIELD_NUMBER: _ClassVar[int]
@@ -91,6 +91,7 @@ class Explanation(_message.Message):
     HEADING_PATH_FIELD_NUMBER: _ClassVar[int]
     NAME_MATCH_FIELD_NUMBER: _ClassVar[int]
     NOT_EMBEDDED_FIELD_NUMBER: _ClassVar[int]
+    EXACT_FIELD_NUMBER: _ClassVar[int]
     bm25: ChannelExplanation
     vector: ChannelExplanation
     graph_boost: float
@@ -99,7 +100,8 @@ class Explanation(_message.Message):
     heading_path: _containers.RepeatedScalarFieldContainer[str]
     name_match: float
     not_embedded: bool
-    def __init__(self, bm25: _Optional[_Union[ChannelExplanation, _Mapping]] = ..., vector: _Optional[_Union[ChannelExplanation, _Mapping]] = ..., graph_boost: _Optional[float] = ..., fused_score: _Optional[float] = ..., tagmemo_tags: _Optional[_Iterable[_Union[TagFactor, _Mapping]]] = ..., heading_path: _Optional[_Iterable[str]] = ..., name_match: _Optional[float] = ..., not_embedded: _Optional[bool] = ...) -> None: ...
+    exact: str
+    def __init__(self, bm25: _Optional[_Union[ChannelExplanation, _Mapping]] = ..., vector: _Optional[_Union[ChannelExplanation, _Mapping]] = ..., graph_boost: _Optional[float] = ..., fused_score: _Optional[float] = ..., tagmemo_tags: _Optional[_Iterable[_Union[TagFactor, _Mapping]]] = ..., heading_path: _Optional[_Iterable[str]] = ..., name_match: _Optional[float] = ..., not_embedded: _Optional[bool] = ..., exact: _Optional[str] = ...) -> None: ...
 
 class SearchHit(_message.Message):
     __slots__ = ("path", "title", "snippet", "score", "diary", "tags", "chunk_index", "start_line", "end_line", "explain", "date", "modified", "committed", "problems", "same_passage_as")

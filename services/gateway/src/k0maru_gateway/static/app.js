@@ -224,7 +224,7 @@ async function searchView(_arg, params) {
     const extra = Object.entries(x.extra || {}).map(([k, v]) => `<span class="score">${esc(k)} <b>${esc(typeof v === "number" ? +v.toFixed(4) : JSON.stringify(v))}</b></span>`).join("");
     el.innerHTML = `<div class="head"><a class="title" href="${noteHref(h.path)}">${esc(h.title || h.path)}</a>
       <span class="path">${esc(h.path)}:${h.lines[0]}–${h.lines[1]}</span>${hitDate(h)}${(h.problems || []).length ? `<span class="badge problem" title="${esc(h.problems.join("; "))}">⚠ ${esc(h.problems[0].split(":")[0])}</span>` : ""}
-      ${x.graph_boost > 0 ? `<span class="badge graph" title="linked to another hit: +${x.graph_boost.toFixed(4)}">+Graph Boost</span>` : ""}${x.name_match >= 0.5 ? `<span class="badge name" title="the query holds ${Math.round(100 * x.name_match)} % of this note's title or an alias">Name match</span>` : ""}${tagmemo}</div>
+      ${x.graph_boost > 0 ? `<span class="badge graph" title="linked to another hit: +${x.graph_boost.toFixed(4)}">+Graph Boost</span>` : ""}${x.name_match >= 0.5 ? `<span class="badge name" title="the query holds ${Math.round(100 * x.name_match)} % of this note's title or an alias">Name match</span>` : ""}${EXACT[x.exact] ? `<span class="badge exact" title="${EXACT[x.exact][1]}">${EXACT[x.exact][0]}</span>` : ""}${tagmemo}</div>
       ${heading ? `<div class="crumbs">${esc(heading)}</div>` : ""}
       <div class="snippet"></div>
       <div class="scores">${listing ? (h.tags.length ? `<span class="tags">${h.tags.map((t) => `<span class="tagchip">#${esc(t)}</span>`).join("")}</span>` : "") + "</div>" : `
@@ -370,6 +370,12 @@ async function noteView(path) {
   $("#note-body").innerHTML = renderMarkdown(n.markdown || "", resolved) || '<p class="dim">(empty note)</p>';
   document.title = (n.title || n.path) + " · k0maru";
 }
+
+// why a hit was put first, before fusion's order (the retriever's `explain.exact`)
+const EXACT = {
+  name: ["First: its name", "the query is this note's title or an alias (the same words both ways): put first"],
+  line: ["First: holds the query", "this passage holds the query word for word, and no other candidate's does: put first"],
+};
 
 // ---------- graph (own canvas renderer) ----------
 const PALETTE = ["#22C55E", "#38BDF8", "#A78BFA", "#F472B6", "#FBBF24", "#F87171", "#2DD4BF", "#FB923C", "#A3E635", "#818CF8", "#E879F9", "#94A3B8"];
