@@ -244,7 +244,8 @@ _NOT_WORD = re.compile(r"\W+")
 
 def _holds(doc: common_pb2.Document, cid: str, quote: str, words: list[str]) -> bool:
     """Whether chunk `cid` of `doc` holds `quote` (its words, space-separated and padded) word for
-    word, case, punctuation and markup aside; its words are looked for first (C loops, no copy)."""
+    word, case, punctuation and markup aside. Its words are looked for first (C loops), so the text
+    is normalised only where all of them are."""
     index = split_chunk_id(cid)[1]
     if index >= len(doc.chunks):
         return False
@@ -442,8 +443,8 @@ class HybridSearcher:
         switcher gives it, and someone who pastes a line the vault holds wants the note it is in:
         the vector channel had put other notes first, those nearer a short name ("0.05", "Rename
         Note") or the notes a quoted changelog line is about. Dendron vault, hybrid nDCG@10: its 719
-        unique titles 0.79 → 0.90, a sentence quoted from each of 745 notes 0.84 → 0.98 (bench/README.md,
-        31st wave). A passage several notes hold word for word decides nothing. Only `candidates`
+        unique titles 0.79 → 0.90, a sentence quoted from each of 745 notes 0.84 → 0.98
+        (bench/README.md, 31st wave). A passage several notes hold word for word decides nothing. Only `candidates`
         are looked at, BM25's best notes: the title is in each chunk's text and the name match gives
         a named note the query's best score again, and a line's words are all in its note."""
         if not fused or not candidates:
