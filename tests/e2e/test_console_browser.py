@@ -291,6 +291,14 @@ def test_a_hit_put_first_for_its_name_says_so(page: Any, stack: Stack):
     assert page.locator(".badge.exact").count() == 1
 
 
+def test_a_scope_no_note_is_in_is_said(page: Any, stack: Stack):
+    code, api = get_json(f"{stack.base}/api/search?q=storm&mode=bm25&prefix=weather/&tag=ops")
+    assert code == 200 and api["hits"] == [] and api["empty_scope"] == ["no note is in the folder weather/"]
+    open_page(page, stack, "search?q=storm&mode=bm25&prefix=weather/")
+    page.wait_for_selector("#hits .empty-scope")
+    assert page.locator("#hits .empty-scope").inner_text().startswith("no note is in the folder weather")
+
+
 def test_scope_and_mode_controls(page: Any, stack: Stack):
     open_page(page, stack, "search?q=storm&mode=bm25&diary=misc")
     page.wait_for_selector(".hit")

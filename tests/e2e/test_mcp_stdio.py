@@ -119,6 +119,8 @@ def test_recall_add_and_clean_exit(vault: Path, tmp_path: Path):
                 assert data["vault"] == str(vault.resolve())
                 assert data["hits"][0]["path"] == "db/sqlite busy.md"
                 assert (await recall(session, "mutable borrow E0502"))[0] == "rust/borrows.md"
+                lost = structured(await session.call_tool("recall_memory", {"query": "SQLITE_BUSY", "folder": "dbs/"}))
+                assert lost["hits"] == [] and lost["empty_scope"] == ["no note is in the folder dbs/"]
                 # TagMemo reshapes the query's vector: wait until the notes have vectors (the first
                 # answers may come from BM25 alone, `left_out` saying why)
                 with anyio.fail_after(120):

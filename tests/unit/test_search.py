@@ -381,3 +381,27 @@ def test_a_line_pasted_from_a_note_finds_that_note_first(index: NoteIndex):
         assert paths[0] == "worker0.md", paths  # fusion's order: the nearest note first
     finally:
         embedder.close()
+
+
+def test_a_scope_no_note_is_in_is_said_when_nothing_is_found(index: NoteIndex):
+    """An agent that scopes a recall to `decision/` where the vault writes `Decisions/`, or to a tag
+    no note carries, found nothing and could not tell why; now the answer names the part of the
+    scope that no note is in (each spelling of it checked), and only when nothing is found."""
+    doc = note("Decisions/use wal.md", "We use WAL for the export database.")
+    doc.tags.append("db")
+    index.apply(doc)
+    index.commit()
+    searcher = HybridSearcher(index, None, FusionParams(), "v")
+    bm25 = retriever_pb2.SEARCH_MODE_BM25
+
+    def ask(query: str, **scope: list[str]) -> retriever_pb2.SearchResponse:
+        return searcher.search(retriever_pb2.SearchRequest(query=query, mode=bm25, scope=retriever_pb2.Scope(**scope)))
+
+    reply = ask("wal", path_prefixes=["decision/"], tags=["ops"])
+    assert not reply.hits
+    assert list(reply.empty_scope) == ["no note is in the folder decision/", "no note carries the tag #ops"]
+    assert [h.path for h in ask("wal", path_prefixes=["decisions/"], tags=["#DB"]).hits] == ["Decisions/use wal.md"]
+    nothing = ask("redis", path_prefixes=["decisions/"])  # the folder holds notes; the query matched none
+    assert not nothing.hits and not nothing.empty_scope
+    listing = ask("", diaries=["Logs"])  # a scope alone lists its notes: none here, and it says why
+    assert not listing.hits and list(listing.empty_scope) == ["no note is in the diary Logs"]

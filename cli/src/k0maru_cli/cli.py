@@ -464,6 +464,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             if args.query
             else f"no notes in {answer['vault']} are in that scope"
         )
+        for said in answer.get("empty_scope", []):  # a folder, diary or tag no note is in
+            print(f"({said})")
     for i, h in enumerate(hits, start=1):
         day = h.get("date") or h.get("committed") or h.get("modified") or ""  # the day a date scope reads
         score = f"  score {h['score']:.4f}" if args.query else ""  # a scope's notes, listed: no score

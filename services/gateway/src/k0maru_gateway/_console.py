@@ -568,6 +568,7 @@ def build_console(
                 "highlights": [  # what the snippets were placed by
                     {"text": x.text, "word_start": x.word_start, "whole_word": x.whole_word} for x in reply.highlights
                 ],
+                "empty_scope": list(reply.empty_scope),  # no hits: the scope's parts no note is in
                 "tagmemo": json_format.MessageToDict(reply.tagmemo, preserving_proto_field_name=True)
                 if reply.HasField("tagmemo")
                 else None,
@@ -584,6 +585,7 @@ def build_console(
                         "tagmemo",
                         "index_progress",
                         "highlights",
+                        "empty_scope",
                     },
                 ),
             }

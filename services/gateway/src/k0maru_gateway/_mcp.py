@@ -111,6 +111,8 @@ class RecallResult(BaseModel):
     # explain, hybrid: each channel's share of the fused score for this query (per-query fusion weights)
     channel_weights: dict[str, float] | None = None
     hits: list[Hit]
+    # no hits: each folder, diary or tag of the scope that no note is in ("no note is in the folder x/")
+    empty_scope: list[str] | None = None
     tagmemo: TagMemoExplain | None = None
 
 
@@ -405,6 +407,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
             if explain
             else None,
             hits=hits,
+            empty_scope=list(reply.empty_scope) or None,
             tagmemo=TagMemoExplain(
                 applied=tm.applied,
                 matched_tags={t.tag: round(t.weight, 4) for t in tm.matched_tags},

@@ -120,6 +120,11 @@ SCHEMAS: dict[str, Any] = {
                 "items": _ref("Highlight"),
                 "description": "what the snippets were placed by: the words searched for, lowered, as the part of each that is matched",
             },
+            "empty_scope": {
+                "type": "array",
+                "items": _STR,
+                "description": "no hits: each folder, diary or tag of the scope that no note is in, as a sentence",
+            },
             "tagmemo": {"type": ["object", "null"], "description": "how TagMemo reshaped the query (explain on)"},
             "extra": {"type": "object"},
         }

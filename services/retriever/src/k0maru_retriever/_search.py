@@ -346,6 +346,8 @@ class HybridSearcher:
                 with self._index.lock:
                     response.hits.extend(self._listed(scope, limit))
                 mark_same_passages(response.hits)
+            if not response.hits:
+                response.empty_scope.extend(self._empty_scope(request.scope))
             response.took_ms = (time.perf_counter() - started) * 1000
             return response
         pool = max(3 * limit, 20)
@@ -430,8 +432,27 @@ class HybridSearcher:
             )
         if request.explain and response.tagmemo.matched_tags:
             _explain_hit_tags(response)
+        if not response.hits:
+            response.empty_scope.extend(self._empty_scope(request.scope))
         response.took_ms = (time.perf_counter() - started) * 1000
         return response
+
+    def _empty_scope(self, typed: retriever_pb2.Scope) -> list[str]:
+        """Each folder, diary and tag of a search's scope that no note is in, whatever its spelling
+        (`VaultNames.scope`), said as a sentence: an agent that asked for `decision/` where the vault
+        writes `decisions/` learns that the folder, not the query, found nothing."""
+        parts = [(f"no note is in the folder {p}", Scope(path_prefixes=(p,))) for p in typed.path_prefixes]
+        parts += [(f"no note is in the diary {d}", Scope(diaries=(d,))) for d in typed.diaries]
+        parts += [(f"no note carries the tag #{t.lstrip('#')}", Scope(tags=(t,))) for t in typed.tags]
+        if not parts:
+            return []
+        with self._index.lock:
+            state = self._index.state
+            return [
+                said
+                for said, part in parts
+                if not list_scope(state.names.scope(part), 1, state.docs, state.days, state.scope_candidates)
+            ]
 
     def _exact_first(
         self, fused: list[FusedHit], query: str, candidates: list[str], best_chunk: dict[str, str], named: bool
