@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
 
@@ -27,6 +27,16 @@ def note(path: str, *chunks: str) -> common_pb2.Document:
         hash=path,
         chunks=[common_pb2.Chunk(index=i, text=t, hash=f"{path}{i}") for i, t in enumerate(chunks)],
     )
+
+
+def embed_first_chunks(index: NoteIndex, vector_of: Callable[[str], list[float] | None]) -> int:
+    """Store a vector for each note's first chunk, `vector_of(path)` normalised (None: no vector yet)."""
+    results = []
+    for path, doc in index.state.docs.items():
+        if (vec := vector_of(path)) is not None:
+            v = np.array(vec, dtype=np.float32)
+            results.append((f"{path}#0", vector_key(doc, doc.chunks[0], index.model_id), v / np.linalg.norm(v)))
+    return index.apply_vectors(results)
 
 
 @pytest.fixture
@@ -275,13 +285,8 @@ def test_notes_not_embedded_yet_are_not_buried_by_the_few_that_are(index: NoteIn
     for n in range(10):
         index.apply(note(f"changelog{n}.md", f"release {n}: rename shipped"))
     index.commit()
-    results = []
-    for path, doc in index.state.docs.items():
-        if path.startswith("changelog"):  # embedded first
-            n = int(path.removeprefix("changelog").removesuffix(".md"))
-            vec = np.array([1.0, 0.1 * n, 0.0, 0.0], dtype=np.float32)
-            results.append((f"{path}#0", vector_key(doc, doc.chunks[0], index.model_id), vec / np.linalg.norm(vec)))
-    assert index.apply_vectors(results) == 10
+    embedded_first = {f"changelog{n}.md": [1.0, 0.1 * n, 0.0, 0.0] for n in range(10)}
+    assert embed_first_chunks(index, embedded_first.get) == 10
     embedder = QueryEmbedder("127.0.0.1:9")  # never called: the query's vector is already known
     try:
         query = "rename a note and update links"
@@ -323,12 +328,8 @@ def test_a_query_that_is_a_notes_name_finds_that_note_first(index: NoteIndex):
     for n in range(10):
         index.apply(note(f"changelog{n}.md", f"release {n}: rename note rename note fixes, rename note faster"))
     index.commit()
-    results = []
-    for path, doc in index.state.docs.items():
-        n = int(path[9]) if path.startswith("changelog") else 0  # the changelogs spread out from the query
-        vec = np.array([1.0, 0.3 * n, 0.0, 0.0] if path.startswith("changelog") else [0.0, 1.0, 0.0, 0.0])
-        results.append((f"{path}#0", vector_key(doc, doc.chunks[0], index.model_id), vec / np.linalg.norm(vec)))
-    assert index.apply_vectors(results) == 11
+    spread = {f"changelog{n}.md": [1.0, 0.3 * n, 0.0, 0.0] for n in range(10)}  # out from the query
+    assert embed_first_chunks(index, lambda path: spread.get(path, [0.0, 1.0, 0.0, 0.0])) == 11
     embedder = QueryEmbedder("127.0.0.1:9")  # never called: the queries' vectors are already known
     try:
         searcher = HybridSearcher(index, embedder, FusionParams(), "v")
@@ -359,12 +360,8 @@ def test_a_line_pasted_from_a_note_finds_that_note_first(index: NoteIndex):
     for n in range(10):
         index.apply(note(f"worker{n}.md", f"worker restart, worker migration {n}: the worker finishes the migration"))
     index.commit()
-    results = []
-    for path, doc in index.state.docs.items():
-        n = int(path[6]) if path.startswith("worker") else 0
-        vec = np.array([1.0, 0.3 * n, 0.0, 0.0] if path.startswith("worker") else [0.0, 1.0, 0.0, 0.0])
-        results.append((f"{path}#0", vector_key(doc, doc.chunks[0], index.model_id), vec / np.linalg.norm(vec)))
-    assert index.apply_vectors(results) == 11
+    spread = {f"worker{n}.md": [1.0, 0.3 * n, 0.0, 0.0] for n in range(10)}  # out from the query
+    assert embed_first_chunks(index, lambda path: spread.get(path, [0.0, 1.0, 0.0, 0.0])) == 11
     line = "restart the worker after the migration finishes"
     embedder = QueryEmbedder("127.0.0.1:9")  # never called: the query's vector is already known
     try:

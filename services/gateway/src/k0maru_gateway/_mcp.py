@@ -267,14 +267,18 @@ def until_searchable(client: StackClient, path: str, wait_s: float = SEARCHABLE_
     decision and recalls it in its next step found nothing before; a note the vault's ignore rules
     leave out, or a stack too busy to index it in time, gives False (the note is written either way)."""
     deadline = time.monotonic() + wait_s
+
+    def left() -> float:  # each call gets what is left of the wait, not the whole of it
+        return max(0.1, deadline - time.monotonic())
+
     try:
-        seq = client.call(client.scanner.Scan, scanner_pb2.ScanRequest(), wait_s).last_seq
+        seq = client.call(client.scanner.Scan, scanner_pb2.ScanRequest(), left()).last_seq
         status = retriever_pb2.IndexStatusRequest()
-        while client.call(client.retriever.IndexStatus, status, wait_s).last_applied_seq < seq:
+        while client.call(client.retriever.IndexStatus, status, left()).last_applied_seq < seq:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(SEARCHABLE_POLL_S)
-        client.call(client.retriever.Backlinks, retriever_pb2.BacklinksRequest(path=path), wait_s)  # holds it
+        client.call(client.retriever.Backlinks, retriever_pb2.BacklinksRequest(path=path), left())  # holds it
     except K0Error as exc:
         log.info("%s is written; not confirmed searchable: %s", path, exc)
         return False

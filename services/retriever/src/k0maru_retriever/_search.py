@@ -411,19 +411,21 @@ class HybridSearcher:
             fused = single_channel([(a, s) for a, s, _ in vector[:limit]], k=p.k, vector=True)
         else:
             fused = single_channel([(a, s) for a, s, _ in bm25], k=p.k)  # whole pool: `_exact_first` may reach down
-        if mode != VECTOR:
+        # the query's terms as the name match reads them: for exact names and each hit's explanation
+        asked = self._index.bm25.query_terms(query) if mode != VECTOR or request.explain else None
+        if mode != VECTOR and asked is not None:
             exact = [path for path, _s, _c in bm25[:EXACT_DEPTH]]  # a name or a line BM25 ranks high
-            fused = self._exact_first(fused, query, exact, best_chunk, named=p.name_match > 0)
+            fused = self._exact_first(fused, query, exact, best_chunk, asked if p.name_match > 0 else None)
         if request.dedup and qv is not None and self._shaper is not None:  # dedup hook (A.11)
             kept = self._shaper.dedup(fused[:limit], best_chunk, qv, limit)  # as VCP: over the results
             if request.explain:
                 response.tagmemo.dedup_dropped = min(len(fused), limit) - len(kept)
             fused = kept
-        asked = self._index.bm25.query_terms(query) if request.explain else None  # for each hit's name match
         with self._index.lock:  # a note deleted while the channels ran is left out, not an error
             docs = self._index.state.docs
             for hit in [h for h in fused if h.path in docs][:limit]:
-                response.hits.append(self._to_hit(hit, best_chunk[hit.path], query, asked, hit.path in unseen))
+                explained = asked if request.explain else None  # each hit's name match, explained
+                response.hits.append(self._to_hit(hit, best_chunk[hit.path], query, explained, hit.path in unseen))
         mark_same_passages(response.hits)
         if response.hits:
             response.highlights.extend(
@@ -455,10 +457,15 @@ class HybridSearcher:
             ]
 
     def _exact_first(
-        self, fused: list[FusedHit], query: str, candidates: list[str], best_chunk: dict[str, str], named: bool
+        self,
+        fused: list[FusedHit],
+        query: str,
+        candidates: list[str],
+        best_chunk: dict[str, str],
+        asked: Asked | None,
     ) -> list[FusedHit]:
         """What the query is exactly, first: the notes it names (`Bm25Index.named_exactly`: it is
-        their title or an alias; with the name match on), then the one note whose passage holds the
+        their title or an alias; `asked`, its terms, given with the name match on), then the one note whose passage holds the
         query word for word (`QUOTE_MIN_WORDS` or more, case, punctuation and markup aside); then the
         rest, each in fused order. Someone who types a note's name wants that note, as a quick
         switcher gives it, and someone who pastes a line the vault holds wants the note it is in:
@@ -471,7 +478,6 @@ class HybridSearcher:
         if not fused or not candidates:
             return fused
         bm25 = self._index.bm25
-        asked = bm25.query_terms(query) if named else None
         words = _NOT_WORD.sub(" ", query.lower()).split()
         quote = f" {' '.join(words)} " if len(words) >= QUOTE_MIN_WORDS else ""
         named_notes: set[str] = set()
