@@ -213,7 +213,8 @@ async function searchView(_arg, params) {
     ? [...d.highlights].sort((a, b) => b.text.length - a.text.length)
     : queryTerms(q);
   const hits = $("#hits");
-  hits.innerHTML = d.hits.length ? "" : `<p class="dim">No hits.${(d.empty_scope || []).map((x) => ` <span class="empty-scope">${esc(x)}.</span>`).join("")}</p>`;
+  const empty = (d.empty_scope || []).map((x) => `<span class="empty-scope">${esc(x)}</span>`);
+  hits.innerHTML = d.hits.length ? "" : `<p class="dim">No hits${empty.length ? `: ${empty.join("; ")}.` : "."}</p>`;
   for (const h of d.hits) {
     const x = h.explain || {};
     const el = document.createElement("div");
