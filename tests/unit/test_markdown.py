@@ -413,3 +413,41 @@ def test_code_fenced_in_a_list_item_is_code_and_a_list_items_heading_opens_a_sec
     assert unclosed.tags == ["aftertag"]
     top = parse_note("t.md", "```\nunindented\n## still code\n```\n")  # at the top level, as before
     assert [s.heading_path for s in top.sections] == [[]]
+
+
+def test_links_in_properties_are_links_that_say_their_property():
+    """Obsidian's properties link notes (`up: "[[Parent]]"`, a list of them, or unquoted, which
+    YAML reads as a nested list), and so do `key:: [[x]]` lines (Logseq, Dataview) and an ADR's
+    status line ("Superseded by [5. Use X](0005-use-x.md)"): each link says the property that
+    holds it, so the retriever can tell a note that replaces another. Prose is no property."""
+    text = (
+        "---\n"
+        "title: Auth v2\n"
+        'supersedes: "[[Auth design]]"\n'
+        "related:\n"
+        '  - "[[Tokens]]"\n'
+        "  - [[Sessions]]\n"
+        "up: [[Parent]]\n"
+        "count: 3\n"
+        "---\n"
+        "# Auth v2\n"
+        "- Replaced-By:: [[Auth v3]]\n"
+        "Superseded by [Use OIDC](0005-use-oidc.md)\n"
+        "**Supersedes** [[0001 Record]]\n"
+        "Replaces [[x]] in prose, as does a later [[y]].\n"
+        "We never said supersedes [[z]] first.\n"
+    )
+    links = {(lk.target, lk.property, lk.line) for lk in parse_note("a.md", text).links}
+    assert links == {
+        ("Auth design", "supersedes", 3),
+        ("Tokens", "related", 4),
+        ("Sessions", "related", 4),
+        ("Parent", "up", 7),
+        ("Auth v3", "replaced-by", 11),
+        ("0005-use-oidc", "superseded_by", 12),
+        ("0001 Record", "supersedes", 13),
+        ("x", "", 14),
+        ("y", "", 14),
+        ("z", "", 15),
+    }
+    assert not parse_note("b.md", "---\nup: Parent\n---\n[[Parent]]\n").links[0].property

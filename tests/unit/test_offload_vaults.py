@@ -470,3 +470,27 @@ def test_a_dendron_note_of_the_same_name_is_compared_whatever_its_encoding(vault
     written = vault / "adr.2026-08-05-export-lock.md"
     written.write_bytes(written.read_text().encode("utf-16"))  # with its byte order mark
     assert engine.flush(note, DAY) == ("adr.2026-08-05-export-lock.md", "up_to_date")
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"decisions/old.md": "---\ntitle: Old\nstatus: accepted\n---\n# Old\n"},  # a folder with frontmatter
+        {"decisions/old.md": "# Old\n\ntext\n"},  # one without: an ADR's status line under the title
+        {"templates/decision.md": "---\nstatus: proposed\n---\n# {{title}}\n\n{{content}}\n", "decisions/.keep": ""},
+        {"logseq/config.edn": "{:meta/version 1}\n", "pages/Old.md": "- Old.\n"},  # Logseq's `supersedes::`
+    ],
+    ids=["frontmatter", "no-frontmatter", "template", "logseq"],
+)
+def test_a_note_that_replaces_others_says_so_where_the_scanner_reads_it(vault: Path, files: dict[str, str]):
+    """An agent that revises a decision names the notes the new one replaces; however the folder
+    writes its notes, the scanner reads each of them back as a `supersedes` link (frontmatter
+    property, Logseq property, or "Supersedes [[x]]." under the title), which the retriever
+    turns into `superseded_by` on the old notes."""
+    write_notes(vault, files)
+    note = FlushNote("Use OIDC", "Sessions move to OIDC.", "decision", supersedes=("[[Old]]", "auth/old plan", " "))
+    path, _ = FlushEngine(vault).flush(note, DAY)
+    text = (vault / path).read_text()
+    held = [(lk.target, lk.property) for lk in parse_note(path, text).links]
+    assert held == [("Old", "supersedes"), ("auth/old plan", "supersedes")], text
+    assert "Sessions move to OIDC." in text

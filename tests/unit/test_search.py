@@ -39,14 +39,18 @@ def embed_first_chunks(index: NoteIndex, vector_of: Callable[[str], list[float] 
     return index.apply_vectors(results)
 
 
-@pytest.fixture
-def index(tmp_path: Path) -> Iterator[NoteIndex]:
-    idx = NoteIndex(
-        Bm25Index(tmp_path / "bm25", BM25Analyzer()),
-        EdgeVectorStore(tmp_path / "vectors", 4),
-        IndexState(tmp_path / "state.sqlite"),
+def open_index(folder: Path) -> NoteIndex:
+    return NoteIndex(
+        Bm25Index(folder / "bm25", BM25Analyzer()),
+        EdgeVectorStore(folder / "vectors", 4),
+        IndexState(folder / "state.sqlite"),
         4,
     )
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[NoteIndex]:
+    idx = open_index(tmp_path)
     yield idx
     idx.close()
 
@@ -402,3 +406,49 @@ def test_a_scope_no_note_is_in_is_said_when_nothing_is_found(index: NoteIndex):
     assert not nothing.hits and not nothing.empty_scope
     listing = ask("", diaries=["Logs"])  # a scope alone lists its notes: none here, and it says why
     assert not listing.hits and list(listing.empty_scope) == ["no note is in the diary Logs"]
+
+
+def test_a_note_a_later_one_replaces_says_so_and_comes_right_after_it(tmp_path: Path):
+    """An agent recalled the first auth design, which BM25 ranks above its revision (it says
+    "auth design tokens" more often), and acted on a decision that no longer held. A note that
+    replaces another says so with a `supersedes` link (frontmatter, `key::` line or an ADR's
+    status line), or the old one says `superseded_by`: the old hit then names its successor and
+    comes right after it; a plain link changes nothing, and a deleted successor nothing either."""
+
+    def linked(doc: common_pb2.Document, target: str, prop: str) -> common_pb2.Document:
+        doc.links.append(common_pb2.Link(target=target, line=1, property=prop))
+        return doc
+
+    index = open_index(tmp_path)
+    index.apply(note("decisions/auth design.md", "Auth design: session tokens. Auth design tokens rotate daily."))
+    index.apply(linked(note("decisions/auth v2.md", "Auth design revised: OIDC tokens."), "auth design", "supersedes"))
+    index.apply(linked(note("notes/reading.md", "Reading about auth design tokens."), "auth design", "related"))
+    index.apply(linked(note("decisions/cache.md", "Cache design: redis cache."), "cache v2", "Superseded-By"))
+    index.apply(note("decisions/cache v2.md", "Cache: none, the database is fast enough."))
+    index.commit()
+    searcher = HybridSearcher(index, None, FusionParams(), "v")
+
+    def ask(query: str, **scope: list[str]) -> list[tuple[str, list[str]]]:
+        reply = searcher.search(
+            retriever_pb2.SearchRequest(
+                query=query, mode=retriever_pb2.SEARCH_MODE_BM25, scope=retriever_pb2.Scope(**scope)
+            )
+        )
+        return [(h.path, list(h.superseded_by)) for h in reply.hits]
+
+    answer = ask("auth design tokens")
+    assert answer[:2] == [("decisions/auth v2.md", []), ("decisions/auth design.md", ["decisions/auth v2.md"])]
+    assert ("notes/reading.md", []) in answer  # linked to it, replacing nothing
+    assert ask("redis") == [("decisions/cache.md", ["decisions/cache v2.md"])]  # the successor did not match
+    listed = dict(ask("", path_prefixes=["decisions/"]))  # a listing marks them too
+    assert listed["decisions/cache.md"] == ["decisions/cache v2.md"] and listed["decisions/auth v2.md"] == []
+    index.remove("decisions/auth v2.md")
+    index.commit()
+    assert ("decisions/auth design.md", []) in ask("auth design tokens")
+    index.close()
+    reopened = open_index(tmp_path)  # read back from the stored documents at a restart
+    try:
+        searcher = HybridSearcher(reopened, None, FusionParams(), "v")
+        assert ask("redis") == [("decisions/cache.md", ["decisions/cache v2.md"])]
+    finally:
+        reopened.close()

@@ -475,6 +475,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"    (the same passage as {same}.)" if same else f"    {h['snippet']}")
         if h.get("problems"):  # a sync tool's conflicting copy, git's conflict markers, a guessed encoding
             print(f"    ⚠ {'; '.join(h['problems'])}")
+        if h.get("superseded_by"):  # a later note says it replaces this one
+            print(f"    superseded by {', '.join(h['superseded_by'])}")
         if args.explain:
             e = h["explain"]
             b = f"bm25 #{e['bm25']['rank']} ({e['bm25']['score']:.2f})" if e["bm25"] else "bm25 -"

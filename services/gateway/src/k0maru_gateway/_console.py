@@ -173,6 +173,7 @@ def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
         "committed": h.committed or None,  # a vault in git: the day of the last commit that changed it
         "problems": list(h.problems),  # what the index found wrong with the note (a conflicting copy, ...)
         "same_passage_as": h.same_passage_as or None,  # an earlier hit whose passage is this one's, word for word
+        "superseded_by": list(h.superseded_by),  # the notes that say they replace this one
     }
     if explain:
         e = h.explain

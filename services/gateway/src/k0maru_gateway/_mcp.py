@@ -79,6 +79,9 @@ class Hit(BaseModel):
     # the path of an earlier hit whose passage this one's is, word for word (a copied note, a
     # section several notes share): its snippet is then "" rather than the same text again
     same_passage_as: str | None = None
+    # the notes that say they replace this one (a later decision, plan or design: read that one
+    # before acting on this); a hit of this answer among them comes before this one
+    superseded_by: list[str] | None = None
     explain: Explain | None = None
 
 
@@ -396,6 +399,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
                     committed=h.committed or None,
                     problems=list(h.problems) or None,
                     same_passage_as=h.same_passage_as or None,
+                    superseded_by=list(h.superseded_by) or None,
                     explain=ex,
                 )
             )
@@ -665,12 +669,20 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
         ] = "",
         tags: Annotated[list[str] | None, Field(description="tags without #")] = None,
         related_notes: Annotated[list[str] | None, Field(description="note names to link as [[wikilinks]]")] = None,
+        supersedes: Annotated[
+            list[str] | None,
+            Field(
+                description="notes this one replaces (an earlier decision or plan it revises), by name or path: "
+                "recall then marks them superseded_by this note and puts this one first"
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, FlushAnswer]:
         """Call when the session reached a decision, design or lesson that should outlive it: "save the
         distributed-lock renewal plan we just agreed on", "record this decision", "write up what we did today".
 
         Writes a note where this vault keeps that kind (its folder, naming, sections, frontmatter keys, template).
         Never overwrites: the same content is 'up_to_date' (on any day); a different note of that name gets -v2.
+        When it revises a note recall found (a changed decision), name that note in supersedes.
         Answers once recall_memory finds the note (searchable: true), or after 10 s (false)."""
         r = _call(
             lambda q, t: client.call(client.offload.FlushSession, q, t),
@@ -680,6 +692,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
                 category=category,
                 tags=tags or [],
                 related_notes=related_notes or [],
+                supersedes=supersedes or [],
                 source="mcp flush_session",
             ),
         )

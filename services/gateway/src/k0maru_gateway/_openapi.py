@@ -96,6 +96,7 @@ SCHEMAS: dict[str, Any] = {
             "committed": _nullable({"type": "string", "format": "date"}),  # a vault in git: its last commit's day
             "problems": {"type": "array", "items": _STR},  # what the index found wrong with the note
             "same_passage_as": _nullable(_STR),  # an earlier hit whose passage is this one's, word for word
+            "superseded_by": {"type": "array", "items": _STR},  # the notes that say they replace this one
             "explain": _ref("Explain"),
         },
         required=["path", "title", "snippet", "score", "diary", "tags", "lines"],

@@ -41,6 +41,7 @@ class FlushNote:
     tags: tuple[str, ...] = ()
     related: tuple[str, ...] = ()
     source: str = "k0maru"
+    supersedes: tuple[str, ...] = ()  # notes this one replaces: its `supersedes` property
     extra_frontmatter: dict[str, object] = field(default_factory=dict)
 
 
@@ -60,6 +61,7 @@ def _validate(note: FlushNote) -> None:
         ("content", note.content),
         *(("tag", t) for t in note.tags),
         *(("related note", r) for r in note.related),
+        *(("superseded note", r) for r in note.supersedes),
     ):
         if "\x00" in value:
             raise InvalidInput(f"{name} contains a NUL character (U+0000); notes are text")
@@ -93,6 +95,18 @@ def _hashtag_line(note: FlushNote, body: str) -> str:
     return " ".join(dict.fromkeys(out))
 
 
+def _note_names(names: tuple[str, ...]) -> list[str]:
+    """Note names as typed (`[[x]]` or `x`), without their brackets, blanks and repeats."""
+    return list(dict.fromkeys(n.strip().removeprefix("[[").removesuffix("]]").strip() for n in names if n.strip()))
+
+
+def _superseded_line(note: FlushNote) -> str:
+    """The line that says which notes this one replaces, as an ADR's status line says it (the
+    scanner reads its links as `supersedes`): where the note has no frontmatter to hold them."""
+    names = _note_names(note.supersedes)
+    return f"Supersedes {', '.join(f'[[{n}]]' for n in names)}." if names else ""
+
+
 def _meta(note: FlushNote, today: dt.date, keys: list[str] | None) -> dict[str, object] | None:
     """The frontmatter in the folder's own keys (None: the folder's notes have none)."""
     tags = _tag_names(note)
@@ -124,6 +138,8 @@ def _meta(note: FlushNote, today: dt.date, keys: list[str] | None) -> dict[str, 
         if tags and not any(k.lower() in ("tags", "tag", "keywords") for k in keys):
             meta["tags"] = tags
     meta.update(note.extra_frontmatter)
+    if superseded := _note_names(note.supersedes):  # a link property, as Obsidian writes one
+        meta["supersedes"] = [f"[[{n}]]" for n in superseded]
     return meta
 
 
@@ -147,8 +163,8 @@ def render(note: FlushNote, today: dt.date, rules: FolderRules | None = None, va
         front = f"---\n{yaml.safe_dump(meta, allow_unicode=True, sort_keys=False).strip()}\n---\n\n"
     else:
         front = ""
-    related = [r.strip().removeprefix("[[").removesuffix("]]") for r in note.related if r.strip()]
-    links = "\n".join(f"- [[{r}]]" for r in dict.fromkeys(related))
+    related = _note_names(note.related)
+    links = "\n".join(f"- [[{r}]]" for r in related)
     content = note.content.strip()
     template = ""
     if rules.template and vault is not None:
@@ -161,8 +177,8 @@ def render(note: FlushNote, today: dt.date, rules: FolderRules | None = None, va
             "summary": content.split("\n\n", 1)[0],
             "category": note.category.strip().lower(),
             "tags": ", ".join(_tag_names(note)),
-            "related": ", ".join(f"[[{r}]]" for r in dict.fromkeys(related)),
-            "relatednotes": ", ".join(f"[[{r}]]" for r in dict.fromkeys(related)),
+            "related": ", ".join(f"[[{r}]]" for r in related),
+            "relatednotes": ", ".join(f"[[{r}]]" for r in related),
         }
         used = {m.lower().replace("_", "") for m in _TEMPLATE_VAR.findall(template)}
         body = _TEMPLATE_VAR.sub(lambda m: values.get(m.group(1).lower().replace("_", ""), m.group(0)), template)
@@ -173,6 +189,8 @@ def render(note: FlushNote, today: dt.date, rules: FolderRules | None = None, va
             body += f"\n\n## Related\n\n{links}"
         if body.startswith("---"):
             front = ""
+        if not front and (superseded := _superseded_line(note)):  # the template's frontmatter has no place
+            body += f"\n\n{superseded}"
         if "tags" not in used and not front and (hashtags := _hashtag_line(note, body)):
             body += f"\n\n{hashtags}"  # the template's own frontmatter, or none, has no place for them
         return f"{front}{body}\n"
@@ -181,6 +199,9 @@ def render(note: FlushNote, today: dt.date, rules: FolderRules | None = None, va
         body = _with_sections(body, rules.sections)
     if not body.startswith("# "):
         body = f"# {note.title.strip()}\n\n{body}"
+    if meta is None and (superseded := _superseded_line(note)):  # under the title, where an ADR says it
+        title, _, rest = body.partition("\n")
+        body = f"{title}\n\n{superseded}\n\n{rest.lstrip(chr(10))}".rstrip("\n")
     if links:
         body += f"\n\n## Related\n\n{links}"
     if meta is None and (hashtags := _hashtag_line(note, body)):  # the folder's notes have no frontmatter

@@ -170,6 +170,7 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
             tuple(request.tags),
             tuple(request.related_notes),
             request.source or "k0maru flush_session",
+            supersedes=tuple(request.supersedes),
         )
         path, outcome = self._flush.flush(note)
         return offload_pb2.FlushResponse(path=path, outcome=OUTCOMES[outcome])

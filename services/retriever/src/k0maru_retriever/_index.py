@@ -32,6 +32,7 @@ from ._bm25 import Bm25Index
 from ._days import note_day
 from ._graph import LinkGraph, link_target
 from ._state import IndexState
+from ._succession import Succession
 from ._tags import TAG_PREFIX, TagIndex, tag_key
 from ._vectors import VectorPoint, VectorStore
 
@@ -164,6 +165,7 @@ class NoteIndex:
         self.vectors = vectors
         self.state = state
         self.graph = LinkGraph()
+        self.succession = Succession(state.docs.values())  # which notes replace which (`_succession`)
         self.dimension = dimension
         self.lock = threading.RLock()
         self._counted: tuple[tuple[int, int], int] = ((-1, -1), 0)
@@ -316,6 +318,7 @@ class NoteIndex:
             else:
                 self._links_pending.pop(doc.path, None)
                 self.graph.set_note(doc.path, *links)
+            self.succession.set_note(doc)
             chunks = {chunk_id(doc.path, c.index): c for c in doc.chunks}
             if old is not None:
                 self._drop_vectors(
@@ -340,6 +343,7 @@ class NoteIndex:
             self.bm25.delete_path(path)
             self._links_pending.pop(path, None)
             self.graph.remove_note(path)
+            self.succession.remove_note(path)
             self.tags.drop_note(path)
             if old is not None:
                 self._drop_vectors([chunk_id(path, c.index) for c in old.chunks])
@@ -452,6 +456,7 @@ class NoteIndex:
             self.tags.clear()
             self.state.generation = self.bm25.generation
             self.graph = LinkGraph()
+            self.succession = Succession()
             self._links_pending.clear()
 
     def close(self) -> None:

@@ -42,6 +42,7 @@ from ._index import NoteIndex, chunk_id, note_names, split_chunk_id
 from ._listing import list_scope
 from ._shaping import QueryShaper
 from ._snippets import Snippets
+from ._succession import after_successors
 from ._tags import normalise_tag
 
 log = logging.getLogger(__name__)
@@ -423,9 +424,12 @@ class HybridSearcher:
             fused = kept
         with self._index.lock:  # a note deleted while the channels ran is left out, not an error
             docs = self._index.state.docs
-            for hit in [h for h in fused if h.path in docs][:limit]:
+            kept = [h for h in fused if h.path in docs][:limit]
+            successors = self._index.succession.successors([h.path for h in kept], docs, self._index.graph)
+            for hit in after_successors(kept, successors) if successors else kept:
                 explained = asked if request.explain else None  # each hit's name match, explained
                 response.hits.append(self._to_hit(hit, best_chunk[hit.path], query, explained, hit.path in unseen))
+                response.hits[-1].superseded_by.extend(successors.get(hit.path, ()))
         mark_same_passages(response.hits)
         if response.hits:
             response.highlights.extend(
@@ -577,7 +581,11 @@ class HybridSearcher:
         chunk, scored 0. Under the index's lock."""
         state = self._index.state
         found = list_scope(scope, limit, state.docs, state.days, state.scope_candidates)
-        return [self._to_hit(FusedHit(path=path), f"{path}#0", "", None) for path in found]
+        successors = self._index.succession.successors(found, state.docs, self._index.graph)
+        hits = [self._to_hit(FusedHit(path=path), f"{path}#0", "", None) for path in found]
+        for hit in hits:
+            hit.superseded_by.extend(successors.get(hit.path, ()))
+        return hits
 
     def _to_hit(
         self, hit: FusedHit, cid: str, query: str, asked: Asked | None, not_embedded: bool = False

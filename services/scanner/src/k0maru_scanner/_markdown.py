@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import PurePosixPath
 from typing import Any
@@ -49,8 +49,9 @@ DEFAULT_JOURNALS = JournalFormat()  # Logseq's: journals/2026_12_04.md is "Dec 4
 # tool's conflicting copy, or git's conflict markers, are a problem of the note: `_conflicts.py`;
 # `[[#Heading]]` and `href="#top"` are no tags; 2026-12-05.1: a note's description from its frontmatter,
 # Dendron's `{{fm.key}}` as the frontmatter's value; .2: code fenced in a list item is code, a
-# list item's heading (`- ## Setup`, as Logseq writes them) opens a section, ```x``` is no fence)
-PARSER_VERSION = "2026-12-05.2"
+# list item's heading (`- ## Setup`, as Logseq writes them) opens a section, ```x``` is no fence;
+# 2026-12-07.1: wikilinks in frontmatter values are links, and a link says the property that holds it)
+PARSER_VERSION = "2026-12-07.1"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
 # some invalid-YAML messages are worded differently
@@ -82,6 +83,10 @@ _PROPERTY = re.compile(r"^[ \t]*([A-Za-z][\w-]*)::(?:[ \t]+(.*))?$")  # the valu
 _HIDDEN_PROPERTY = re.compile(
     r"^[ \t]*(?:-[ \t]+)?(?:id|collapsed|heading|ls-type|hl-type|hl-page|hl-stamp|hl-color)::"
 )
+_LINE_PROPERTY = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?([A-Za-z][\w-]*)::")  # `key:: [[x]]`, `- key:: …`
+# an ADR's status line (adr-tools, MADR, log4brains): "Superseded by [5. Use X](0005-use-x.md)",
+# "**Supersedes** [[0001 Record]]"; not "replaces", which prose opens sentences with
+_SUCCESSION_LINE = re.compile(r"^[ \t]*(?:[-*+>][ \t]+)?(?:\*\*|__)?(superseded[ \t]+by|supersedes)\b", re.IGNORECASE)
 _BLOCK_ID = re.compile(r"^[ \t]*(?:-[ \t]+)?id::[ \t]*([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})[ \t]*$")
 # Logseq's block reference: ((64f1c2aa-1111-2222-3333-444455556666)), a link to the note holding it
 _BLOCK_REF = re.compile(r"\(\(([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})\)\)")
@@ -123,6 +128,10 @@ class ParsedLink:
     embed: bool = False
     markdown: bool = False
     line: int = 0
+    # the property that holds the link: a frontmatter key (`supersedes: "[[Old plan]]"`), a
+    # `key:: [[x]]` line's key (Logseq, Dataview), `superseded_by` / `supersedes` on an ADR's
+    # "Superseded by [[x]]" / "Supersedes [[x]]" line; "" for a link in the text
+    property: str = ""
 
 
 @dataclass
@@ -230,6 +239,8 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
             elif loaded is not None:
                 problems.append("frontmatter is not a mapping")
 
+    # before the page's `key:: value` lines join it: their links are read with the text's
+    property_links = _property_links(frontmatter, fm_text or "") if frontmatter and "[[" in (fm_text or "") else []
     for key, value in _page_properties(body).items():
         frontmatter.setdefault(key, value)  # the YAML frontmatter's own value wins
     tags: list[str] = []
@@ -237,7 +248,7 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
         tags.append(_clean_tag(raw))
     aliases = [a.strip() for a in _as_list_keep_spaces(frontmatter.get("aliases", frontmatter.get("alias")))]
 
-    links: list[ParsedLink] = []
+    links = property_links
     block_ids: list[str] = []
     sections: list[Section] = []
     heading_stack: list[tuple[int, str]] = []
@@ -295,6 +306,8 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
         code_free = _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), raw_line) if "`" in raw_line else raw_line
         found = _links_in(code_free, line_no)
         if found:
+            if held_by := _line_property(code_free):
+                found = [replace(link, property=held_by) for link in found]
             links.extend(found)
             if any(link.target.startswith("((") for link in found):  # a block's uuid is no text to search
                 current.lines[-1] = _BLOCK_REF.sub("", current.lines[-1])
@@ -514,6 +527,44 @@ def _as_list_keep_spaces(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
     return _as_list(value)
+
+
+def _line_property(line: str) -> str:
+    """The property a line's links are held by: `key` on a `key:: [[x]]` line (lower-cased), the
+    ADR's `superseded_by` / `supersedes` on its status line; "" otherwise."""
+    if line.find("::", 0, 64) >= 0 and (match := _LINE_PROPERTY.match(line)):
+        return match.group(1).lower()
+    if "upersede" in line[:48] and (match := _SUCCESSION_LINE.match(line)):
+        return "supersedes" if match.group(1).lower() == "supersedes" else "superseded_by"
+    return ""
+
+
+def _link_texts(value: Any, depth: int = 0) -> list[str]:
+    """The strings of a frontmatter value that hold wikilinks: the value, a list's items, and
+    a link YAML read as a list, `up: [[Parent]]` unquoted being `[["Parent"]]`."""
+    if isinstance(value, str):
+        return [value] if "[[" in value else []
+    if not isinstance(value, list) or depth > 1:
+        return []
+    if len(value) == 1 and isinstance(value[0], list) and len(value[0]) == 1 and isinstance(value[0][0], str):
+        return [f"[[{value[0][0]}]]"]
+    return [text for item in value for text in _link_texts(item, depth + 1)]
+
+
+def _property_links(frontmatter: dict[str, Any], fm_text: str) -> list[ParsedLink]:
+    """The wikilinks in the frontmatter's values (Obsidian's properties: `up: "[[Parent]]"`,
+    `related: ["[[A]]", "[[B]]"]`), each held by its key, at the line that opens the key."""
+    lines = fm_text.splitlines()
+    found: list[ParsedLink] = []
+    for key, value in frontmatter.items():
+        texts = _link_texts(value)
+        if not texts:
+            continue
+        opens = (f"{key}:", f'"{key}":', f"'{key}':")
+        line_no = next((i + 2 for i, line in enumerate(lines) if line.startswith(opens)), 1)  # after the `---` line
+        for text in texts:
+            found.extend(replace(link, property=key) for link in _links_in(text, line_no))
+    return found
 
 
 def _links_in(line: str, line_no: int) -> list[ParsedLink]:

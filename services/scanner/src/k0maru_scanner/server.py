@@ -119,6 +119,7 @@ def parse_document(
             embed=lk.embed,
             markdown=lk.markdown,
             line=lk.line,
+            property=lk.property,
         )
     add_chunk = doc.chunks.add
     for c in chunk_sections(note.sections):

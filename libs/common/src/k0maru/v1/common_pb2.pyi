@@ -23,7 +23,7 @@ CHANGE_KIND_DELETED: ChangeKind
 CHANGE_KIND_RENAMED: ChangeKind
 
 class Link(_message.Message):
-    __slots__ = ("target", "alias", "heading", "block", "embed", "markdown", "line")
+    __slots__ = ("target", "alias", "heading", "block", "embed", "markdown", "line", "property")
     TARGET_FIELD_NUMBER: _ClassVar[int]
     ALIAS_FIELD_NUMBER: _ClassVar[int]
     HEADING_FIELD_NUMBER: _ClassVar[int]
@@ -31,6 +31,7 @@ class Link(_message.Message):
     EMBED_FIELD_NUMBER: _ClassVar[int]
     MARKDOWN_FIELD_NUMBER: _ClassVar[int]
     LINE_FIELD_NUMBER: _ClassVar[int]
+    PROPERTY_FIELD_NUMBER: _ClassVar[int]
     target: str
     alias: str
     heading: str
@@ -38,7 +39,8 @@ class Link(_message.Message):
     embed: bool
     markdown: bool
     line: int
-    def __init__(self, target: _Optional[str] = ..., alias: _Optional[str] = ..., heading: _Optional[str] = ..., block: _Optional[str] = ..., embed: _Optional[bool] = ..., markdown: _Optional[bool] = ..., line: _Optional[int] = ...) -> None: ...
+    property: str
+    def __init__(self, target: _Optional[str] = ..., alias: _Optional[str] = ..., heading: _Optional[str] = ..., block: _Optional[str] = ..., embed: _Optional[bool] = ..., markdown: _Optional[bool] = ..., line: _Optional[int] = ..., property: _Optional[str] = ...) -> None: ...
 
 class Chunk(_message.Message):
     __slots__ = ("index", "text", "heading_path", "start_line", "end_line", "hash")

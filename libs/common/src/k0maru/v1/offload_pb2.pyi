@@ -103,20 +103,22 @@ class InspectResponse(_message.Message):
     def __init__(self, node_id: _Optional[str] = ..., lines: _Optional[_Iterable[_Union[LogLine, _Mapping]]] = ..., total_lines: _Optional[int] = ...) -> None: ...
 
 class FlushRequest(_message.Message):
-    __slots__ = ("title", "content", "category", "tags", "related_notes", "source")
+    __slots__ = ("title", "content", "category", "tags", "related_notes", "source", "supersedes")
     TITLE_FIELD_NUMBER: _ClassVar[int]
     CONTENT_FIELD_NUMBER: _ClassVar[int]
     CATEGORY_FIELD_NUMBER: _ClassVar[int]
     TAGS_FIELD_NUMBER: _ClassVar[int]
     RELATED_NOTES_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDES_FIELD_NUMBER: _ClassVar[int]
     title: str
     content: str
     category: str
     tags: _containers.RepeatedScalarFieldContainer[str]
     related_notes: _containers.RepeatedScalarFieldContainer[str]
     source: str
-    def __init__(self, title: _Optional[str] = ..., content: _Optional[str] = ..., category: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., related_notes: _Optional[_Iterable[str]] = ..., source: _Optional[str] = ...) -> None: ...
+    supersedes: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, title: _Optional[str] = ..., content: _Optional[str] = ..., category: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., related_notes: _Optional[_Iterable[str]] = ..., source: _Optional[str] = ..., supersedes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class FlushResponse(_message.Message):
     __slots__ = ("path", "outcome")

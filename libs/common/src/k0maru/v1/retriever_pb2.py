@@ -27,15 +27,15 @@ _sym_db = _symbol_database.Default()
 from k0maru.v1 import common_pb2 as k0maru_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19k0maru/v1/retriever.proto\x12\tk0maru.v1\x1a\x16k0maru/v1/common.proto\"[\n\x05Scope\x12\x0f\n\x07\x64iaries\x18\x01 \x03(\t\x12\x15\n\rpath_prefixes\x18\x02 \x03(\t\x12\x0c\n\x04tags\x18\x03 \x03(\t\x12\r\n\x05since\x18\x04 \x01(\t\x12\r\n\x05until\x18\x05 \x01(\t\"B\n\x0eTagMemoOptions\x12\x0f\n\x07\x65nabled\x18\x01 \x01(\x08\x12\x11\n\tcore_tags\x18\x02 \x03(\t\x12\x0c\n\x04\x62\x65ta\x18\x03 \x01(\x02\"\xbf\x01\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\r\x12#\n\x04mode\x18\x03 \x01(\x0e\x32\x15.k0maru.v1.SearchMode\x12\x1f\n\x05scope\x18\x04 \x01(\x0b\x32\x10.k0maru.v1.Scope\x12*\n\x07tagmemo\x18\x05 \x01(\x0b\x32\x19.k0maru.v1.TagMemoOptions\x12\x0f\n\x07\x65xplain\x18\x06 \x01(\x08\x12\r\n\x05\x64\x65\x64up\x18\x07 \x01(\x08\"B\n\x12\x43hannelExplanation\x12\x0f\n\x07present\x18\x01 \x01(\x08\x12\x0c\n\x04rank\x18\x02 \x01(\r\x12\r\n\x05score\x18\x03 \x01(\x01\"(\n\tTagFactor\x12\x0b\n\x03tag\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\x01\"\x8e\x02\n\x0b\x45xplanation\x12+\n\x04\x62m25\x18\x01 \x01(\x0b\x32\x1d.k0maru.v1.ChannelExplanation\x12-\n\x06vector\x18\x02 \x01(\x0b\x32\x1d.k0maru.v1.ChannelExplanation\x12\x13\n\x0bgraph_boost\x18\x03 \x01(\x01\x12\x13\n\x0b\x66used_score\x18\x04 \x01(\x01\x12*\n\x0ctagmemo_tags\x18\x05 \x03(\x0b\x32\x14.k0maru.v1.TagFactor\x12\x14\n\x0cheading_path\x18\x06 \x03(\t\x12\x12\n\nname_match\x18\x07 \x01(\x01\x12\x14\n\x0cnot_embedded\x18\x08 \x01(\x08\x12\r\n\x05\x65xact\x18\t \x01(\t\"\xa7\x02\n\tSearchHit\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0f\n\x07snippet\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\x01\x12\r\n\x05\x64iary\x18\x05 \x01(\t\x12\x0c\n\x04tags\x18\x06 \x03(\t\x12\x13\n\x0b\x63hunk_index\x18\x07 \x01(\r\x12\x12\n\nstart_line\x18\x08 \x01(\r\x12\x10\n\x08\x65nd_line\x18\t \x01(\r\x12\'\n\x07\x65xplain\x18\n \x01(\x0b\x32\x16.k0maru.v1.Explanation\x12\x0c\n\x04\x64\x61te\x18\x0b \x01(\t\x12\x10\n\x08modified\x18\x0c \x01(\t\x12\x11\n\tcommitted\x18\r \x01(\t\x12\x10\n\x08problems\x18\x0e \x03(\t\x12\x17\n\x0fsame_passage_as\x18\x0f \x01(\t\"r\n\rChannelReport\x12\x0f\n\x07\x63hannel\x18\x01 \x01(\t\x12\x0b\n\x03ran\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0e\n\x06weight\x18\x04 \x01(\x01\x12\x12\n\nconfidence\x18\x05 \x01(\x01\x12\x0f\n\x07took_ms\x18\x06 \x01(\x01\"\xb7\x02\n\x12TagMemoExplanation\x12\x0f\n\x07\x61pplied\x18\x01 \x01(\x08\x12*\n\x0cmatched_tags\x18\x02 \x03(\x0b\x32\x14.k0maru.v1.TagFactor\x12\x11\n\tcore_tags\x18\x03 \x03(\t\x12\x0c\n\x04\x62\x65ta\x18\x04 \x01(\x01\x12\x11\n\tbase_beta\x18\x05 \x01(\x01\x12\x13\n\x0blogic_depth\x18\x06 \x01(\x01\x12\x0f\n\x07\x65ntropy\x18\x07 \x01(\x01\x12\x11\n\tresonance\x18\x08 \x01(\x01\x12\x10\n\x08\x63overage\x18\t \x01(\x01\x12\x0f\n\x07novelty\x18\n \x01(\x01\x12\x15\n\rdominant_axis\x18\x0b \x01(\t\x12\x16\n\x0epyramid_levels\x18\x0c \x03(\x01\x12\x15\n\rdedup_dropped\x18\r \x01(\r\x12\x0e\n\x06reason\x18\x0e \x01(\t\"\x80\x03\n\x0eSearchResponse\x12\"\n\x04hits\x18\x01 \x03(\x0b\x32\x14.k0maru.v1.SearchHit\x12\r\n\x05vault\x18\x02 \x01(\t\x12(\n\tmode_used\x18\x03 \x01(\x0e\x32\x15.k0maru.v1.SearchMode\x12\x17\n\x0fvector_coverage\x18\x04 \x01(\x01\x12\x0f\n\x07took_ms\x18\x05 \x01(\x01\x12*\n\x08\x63hannels\x18\x06 \x03(\x0b\x32\x18.k0maru.v1.ChannelReport\x12.\n\x07tagmemo\x18\x07 \x01(\x0b\x32\x1d.k0maru.v1.TagMemoExplanation\x12\x30\n\x0eindex_progress\x18\x08 \x01(\x0b\x32\x18.k0maru.v1.IndexProgress\x12\x1a\n\x12query_embedding_ms\x18\t \x01(\x01\x12(\n\nhighlights\x18\n \x03(\x0b\x32\x14.k0maru.v1.Highlight\x12\x13\n\x0b\x65mpty_scope\x18\x0b \x03(\t\"A\n\tHighlight\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x12\n\nword_start\x18\x02 \x01(\x08\x12\x12\n\nwhole_word\x18\x03 \x01(\x08\";\n\rIndexProgress\x12\x15\n\rnotes_indexed\x18\x01 \x01(\x03\x12\x13\n\x0bnotes_total\x18\x02 \x01(\x03\"\x1e\n\x0eGetNoteRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"\xb2\x01\n\x04Note\x12%\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x13.k0maru.v1.Document\x12\x11\n\tbacklinks\x18\x02 \x03(\t\x12\x10\n\x08markdown\x18\x03 \x01(\t\x12\x10\n\x08outgoing\x18\x04 \x03(\t\x12(\n\x05links\x18\x06 \x03(\x0b\x32\x19.k0maru.v1.LinkResolution\x12\x12\n\nunreadable\x18\x07 \x01(\tJ\x04\x08\x05\x10\x06R\x08resolved\".\n\x0eLinkResolution\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\" \n\x10\x42\x61\x63klinksRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"\"\n\x11\x42\x61\x63klinksResponse\x12\r\n\x05paths\x18\x01 \x03(\t\"\x14\n\x12IndexStatusRequest\"\xcb\x05\n\x13IndexStatusResponse\x12\r\n\x05vault\x18\x01 \x01(\t\x12\x18\n\x10last_applied_seq\x18\x02 \x01(\x04\x12\x11\n\tdocuments\x18\x03 \x01(\r\x12\x0e\n\x06\x63hunks\x18\x04 \x01(\r\x12\x1b\n\x13\x63hunks_with_vectors\x18\x05 \x01(\r\x12(\n\x07workers\x18\x06 \x03(\x0b\x32\x17.k0maru.v1.WorkerHealth\x12\x16\n\x0e\x62m25_documents\x18\x07 \x01(\x04\x12\x15\n\rvector_points\x18\x08 \x01(\x04\x12\x12\n\ngeneration\x18\t \x01(\t\x12\x12\n\nconsistent\x18\n \x01(\x08\x12\x0f\n\x07problem\x18\x0b \x01(\t\x12\x1b\n\x13\x65mbed_queue_pending\x18\x0c \x01(\x03\x12\x19\n\x11\x65mbed_dead_letter\x18\r \x01(\x03\x12\x0c\n\x04tags\x18\x0e \x01(\r\x12\x19\n\x11tags_with_vectors\x18\x0f \x01(\r\x12\x10\n\x08\x65pa_axes\x18\x10 \x01(\r\x12\x14\n\x0cparams_error\x18\x11 \x01(\t\x12\x17\n\x0f\x65mbedding_model\x18\x1e \x01(\t\x12.\n\tembedders\x18< \x03(\x0b\x32\x1b.k0maru.v1.EmbedderConsumer\x12\x10\n\x08instance\x18= \x01(\t\x12\x17\n\x0fvectors_indexed\x18> \x01(\x04\x12\x16\n\x0eindex_building\x18? \x01(\x08\x12\'\n\x05\x62uild\x18@ \x01(\x0b\x32\x18.k0maru.v1.IndexProgress\x12\x14\n\x0c\x62m25_deleted\x18\x41 \x01(\x04\x12\x18\n\x10\x62m25_compactions\x18\x42 \x01(\r\x12\x1b\n\x13notes_with_problems\x18\x43 \x01(\r\x12.\n\rproblem_notes\x18\x44 \x03(\x0b\x32\x17.k0maru.v1.NoteProblems\".\n\x0cNoteProblems\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x10\n\x08problems\x18\x02 \x03(\t\"P\n\x10\x45mbedderConsumer\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07pending\x18\x02 \x01(\x03\x12\x0f\n\x07idle_ms\x18\x03 \x01(\x03\x12\x0c\n\x04gone\x18\x04 \x01(\x08\"\x10\n\x0eReindexRequest\"$\n\x0fReindexResponse\x12\x11\n\tdocuments\x18\x01 \x01(\r\"=\n\x0cGraphRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04hops\x18\x02 \x01(\r\x12\x11\n\tmax_nodes\x18\x03 \x01(\r\"T\n\tGraphNode\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\r\n\x05\x64iary\x18\x03 \x01(\t\x12\x0e\n\x06\x64\x65gree\x18\x04 \x01(\r\x12\x0b\n\x03hop\x18\x05 \x01(\r\"k\n\rGraphResponse\x12#\n\x05nodes\x18\x01 \x03(\x0b\x32\x14.k0maru.v1.GraphNode\x12\r\n\x05\x65\x64ges\x18\x02 \x03(\r\x12\x11\n\ttruncated\x18\x03 \x01(\x08\x12\x13\n\x0btotal_notes\x18\x04 \x01(\r*o\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x14\n\x10SEARCH_MODE_BM25\x10\x01\x12\x16\n\x12SEARCH_MODE_VECTOR\x10\x02\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x03\x32\x95\x03\n\tRetriever\x12=\n\x06Search\x12\x18.k0maru.v1.SearchRequest\x1a\x19.k0maru.v1.SearchResponse\x12\x35\n\x07GetNote\x12\x19.k0maru.v1.GetNoteRequest\x1a\x0f.k0maru.v1.Note\x12\x46\n\tBacklinks\x12\x1b.k0maru.v1.BacklinksRequest\x1a\x1c.k0maru.v1.BacklinksResponse\x12L\n\x0bIndexStatus\x12\x1d.k0maru.v1.IndexStatusRequest\x1a\x1e.k0maru.v1.IndexStatusResponse\x12@\n\x07Reindex\x12\x19.k0maru.v1.ReindexRequest\x1a\x1a.k0maru.v1.ReindexResponse\x12:\n\x05Graph\x12\x17.k0maru.v1.GraphRequest\x1a\x18.k0maru.v1.GraphResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19k0maru/v1/retriever.proto\x12\tk0maru.v1\x1a\x16k0maru/v1/common.proto\"[\n\x05Scope\x12\x0f\n\x07\x64iaries\x18\x01 \x03(\t\x12\x15\n\rpath_prefixes\x18\x02 \x03(\t\x12\x0c\n\x04tags\x18\x03 \x03(\t\x12\r\n\x05since\x18\x04 \x01(\t\x12\r\n\x05until\x18\x05 \x01(\t\"B\n\x0eTagMemoOptions\x12\x0f\n\x07\x65nabled\x18\x01 \x01(\x08\x12\x11\n\tcore_tags\x18\x02 \x03(\t\x12\x0c\n\x04\x62\x65ta\x18\x03 \x01(\x02\"\xbf\x01\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\r\x12#\n\x04mode\x18\x03 \x01(\x0e\x32\x15.k0maru.v1.SearchMode\x12\x1f\n\x05scope\x18\x04 \x01(\x0b\x32\x10.k0maru.v1.Scope\x12*\n\x07tagmemo\x18\x05 \x01(\x0b\x32\x19.k0maru.v1.TagMemoOptions\x12\x0f\n\x07\x65xplain\x18\x06 \x01(\x08\x12\r\n\x05\x64\x65\x64up\x18\x07 \x01(\x08\"B\n\x12\x43hannelExplanation\x12\x0f\n\x07present\x18\x01 \x01(\x08\x12\x0c\n\x04rank\x18\x02 \x01(\r\x12\r\n\x05score\x18\x03 \x01(\x01\"(\n\tTagFactor\x12\x0b\n\x03tag\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\x01\"\x8e\x02\n\x0b\x45xplanation\x12+\n\x04\x62m25\x18\x01 \x01(\x0b\x32\x1d.k0maru.v1.ChannelExplanation\x12-\n\x06vector\x18\x02 \x01(\x0b\x32\x1d.k0maru.v1.ChannelExplanation\x12\x13\n\x0bgraph_boost\x18\x03 \x01(\x01\x12\x13\n\x0b\x66used_score\x18\x04 \x01(\x01\x12*\n\x0ctagmemo_tags\x18\x05 \x03(\x0b\x32\x14.k0maru.v1.TagFactor\x12\x14\n\x0cheading_path\x18\x06 \x03(\t\x12\x12\n\nname_match\x18\x07 \x01(\x01\x12\x14\n\x0cnot_embedded\x18\x08 \x01(\x08\x12\r\n\x05\x65xact\x18\t \x01(\t\"\xbe\x02\n\tSearchHit\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0f\n\x07snippet\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\x01\x12\r\n\x05\x64iary\x18\x05 \x01(\t\x12\x0c\n\x04tags\x18\x06 \x03(\t\x12\x13\n\x0b\x63hunk_index\x18\x07 \x01(\r\x12\x12\n\nstart_line\x18\x08 \x01(\r\x12\x10\n\x08\x65nd_line\x18\t \x01(\r\x12\'\n\x07\x65xplain\x18\n \x01(\x0b\x32\x16.k0maru.v1.Explanation\x12\x0c\n\x04\x64\x61te\x18\x0b \x01(\t\x12\x10\n\x08modified\x18\x0c \x01(\t\x12\x11\n\tcommitted\x18\r \x01(\t\x12\x10\n\x08problems\x18\x0e \x03(\t\x12\x17\n\x0fsame_passage_as\x18\x0f \x01(\t\x12\x15\n\rsuperseded_by\x18\x10 \x03(\t\"r\n\rChannelReport\x12\x0f\n\x07\x63hannel\x18\x01 \x01(\t\x12\x0b\n\x03ran\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0e\n\x06weight\x18\x04 \x01(\x01\x12\x12\n\nconfidence\x18\x05 \x01(\x01\x12\x0f\n\x07took_ms\x18\x06 \x01(\x01\"\xb7\x02\n\x12TagMemoExplanation\x12\x0f\n\x07\x61pplied\x18\x01 \x01(\x08\x12*\n\x0cmatched_tags\x18\x02 \x03(\x0b\x32\x14.k0maru.v1.TagFactor\x12\x11\n\tcore_tags\x18\x03 \x03(\t\x12\x0c\n\x04\x62\x65ta\x18\x04 \x01(\x01\x12\x11\n\tbase_beta\x18\x05 \x01(\x01\x12\x13\n\x0blogic_depth\x18\x06 \x01(\x01\x12\x0f\n\x07\x65ntropy\x18\x07 \x01(\x01\x12\x11\n\tresonance\x18\x08 \x01(\x01\x12\x10\n\x08\x63overage\x18\t \x01(\x01\x12\x0f\n\x07novelty\x18\n \x01(\x01\x12\x15\n\rdominant_axis\x18\x0b \x01(\t\x12\x16\n\x0epyramid_levels\x18\x0c \x03(\x01\x12\x15\n\rdedup_dropped\x18\r \x01(\r\x12\x0e\n\x06reason\x18\x0e \x01(\t\"\x80\x03\n\x0eSearchResponse\x12\"\n\x04hits\x18\x01 \x03(\x0b\x32\x14.k0maru.v1.SearchHit\x12\r\n\x05vault\x18\x02 \x01(\t\x12(\n\tmode_used\x18\x03 \x01(\x0e\x32\x15.k0maru.v1.SearchMode\x12\x17\n\x0fvector_coverage\x18\x04 \x01(\x01\x12\x0f\n\x07took_ms\x18\x05 \x01(\x01\x12*\n\x08\x63hannels\x18\x06 \x03(\x0b\x32\x18.k0maru.v1.ChannelReport\x12.\n\x07tagmemo\x18\x07 \x01(\x0b\x32\x1d.k0maru.v1.TagMemoExplanation\x12\x30\n\x0eindex_progress\x18\x08 \x01(\x0b\x32\x18.k0maru.v1.IndexProgress\x12\x1a\n\x12query_embedding_ms\x18\t \x01(\x01\x12(\n\nhighlights\x18\n \x03(\x0b\x32\x14.k0maru.v1.Highlight\x12\x13\n\x0b\x65mpty_scope\x18\x0b \x03(\t\"A\n\tHighlight\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x12\n\nword_start\x18\x02 \x01(\x08\x12\x12\n\nwhole_word\x18\x03 \x01(\x08\";\n\rIndexProgress\x12\x15\n\rnotes_indexed\x18\x01 \x01(\x03\x12\x13\n\x0bnotes_total\x18\x02 \x01(\x03\"\x1e\n\x0eGetNoteRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"\xb2\x01\n\x04Note\x12%\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x13.k0maru.v1.Document\x12\x11\n\tbacklinks\x18\x02 \x03(\t\x12\x10\n\x08markdown\x18\x03 \x01(\t\x12\x10\n\x08outgoing\x18\x04 \x03(\t\x12(\n\x05links\x18\x06 \x03(\x0b\x32\x19.k0maru.v1.LinkResolution\x12\x12\n\nunreadable\x18\x07 \x01(\tJ\x04\x08\x05\x10\x06R\x08resolved\".\n\x0eLinkResolution\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\" \n\x10\x42\x61\x63klinksRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"\"\n\x11\x42\x61\x63klinksResponse\x12\r\n\x05paths\x18\x01 \x03(\t\"\x14\n\x12IndexStatusRequest\"\xcb\x05\n\x13IndexStatusResponse\x12\r\n\x05vault\x18\x01 \x01(\t\x12\x18\n\x10last_applied_seq\x18\x02 \x01(\x04\x12\x11\n\tdocuments\x18\x03 \x01(\r\x12\x0e\n\x06\x63hunks\x18\x04 \x01(\r\x12\x1b\n\x13\x63hunks_with_vectors\x18\x05 \x01(\r\x12(\n\x07workers\x18\x06 \x03(\x0b\x32\x17.k0maru.v1.WorkerHealth\x12\x16\n\x0e\x62m25_documents\x18\x07 \x01(\x04\x12\x15\n\rvector_points\x18\x08 \x01(\x04\x12\x12\n\ngeneration\x18\t \x01(\t\x12\x12\n\nconsistent\x18\n \x01(\x08\x12\x0f\n\x07problem\x18\x0b \x01(\t\x12\x1b\n\x13\x65mbed_queue_pending\x18\x0c \x01(\x03\x12\x19\n\x11\x65mbed_dead_letter\x18\r \x01(\x03\x12\x0c\n\x04tags\x18\x0e \x01(\r\x12\x19\n\x11tags_with_vectors\x18\x0f \x01(\r\x12\x10\n\x08\x65pa_axes\x18\x10 \x01(\r\x12\x14\n\x0cparams_error\x18\x11 \x01(\t\x12\x17\n\x0f\x65mbedding_model\x18\x1e \x01(\t\x12.\n\tembedders\x18< \x03(\x0b\x32\x1b.k0maru.v1.EmbedderConsumer\x12\x10\n\x08instance\x18= \x01(\t\x12\x17\n\x0fvectors_indexed\x18> \x01(\x04\x12\x16\n\x0eindex_building\x18? \x01(\x08\x12\'\n\x05\x62uild\x18@ \x01(\x0b\x32\x18.k0maru.v1.IndexProgress\x12\x14\n\x0c\x62m25_deleted\x18\x41 \x01(\x04\x12\x18\n\x10\x62m25_compactions\x18\x42 \x01(\r\x12\x1b\n\x13notes_with_problems\x18\x43 \x01(\r\x12.\n\rproblem_notes\x18\x44 \x03(\x0b\x32\x17.k0maru.v1.NoteProblems\".\n\x0cNoteProblems\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x10\n\x08problems\x18\x02 \x03(\t\"P\n\x10\x45mbedderConsumer\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07pending\x18\x02 \x01(\x03\x12\x0f\n\x07idle_ms\x18\x03 \x01(\x03\x12\x0c\n\x04gone\x18\x04 \x01(\x08\"\x10\n\x0eReindexRequest\"$\n\x0fReindexResponse\x12\x11\n\tdocuments\x18\x01 \x01(\r\"=\n\x0cGraphRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04hops\x18\x02 \x01(\r\x12\x11\n\tmax_nodes\x18\x03 \x01(\r\"T\n\tGraphNode\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\r\n\x05\x64iary\x18\x03 \x01(\t\x12\x0e\n\x06\x64\x65gree\x18\x04 \x01(\r\x12\x0b\n\x03hop\x18\x05 \x01(\r\"k\n\rGraphResponse\x12#\n\x05nodes\x18\x01 \x03(\x0b\x32\x14.k0maru.v1.GraphNode\x12\r\n\x05\x65\x64ges\x18\x02 \x03(\r\x12\x11\n\ttruncated\x18\x03 \x01(\x08\x12\x13\n\x0btotal_notes\x18\x04 \x01(\r*o\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x14\n\x10SEARCH_MODE_BM25\x10\x01\x12\x16\n\x12SEARCH_MODE_VECTOR\x10\x02\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x03\x32\x95\x03\n\tRetriever\x12=\n\x06Search\x12\x18.k0maru.v1.SearchRequest\x1a\x19.k0maru.v1.SearchResponse\x12\x35\n\x07GetNote\x12\x19.k0maru.v1.GetNoteRequest\x1a\x0f.k0maru.v1.Note\x12\x46\n\tBacklinks\x12\x1b.k0maru.v1.BacklinksRequest\x1a\x1c.k0maru.v1.BacklinksResponse\x12L\n\x0bIndexStatus\x12\x1d.k0maru.v1.IndexStatusRequest\x1a\x1e.k0maru.v1.IndexStatusResponse\x12@\n\x07Reindex\x12\x19.k0maru.v1.ReindexRequest\x1a\x1a.k0maru.v1.ReindexResponse\x12:\n\x05Graph\x12\x17.k0maru.v1.GraphRequest\x1a\x18.k0maru.v1.GraphResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'k0maru.v1.retriever_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SEARCHMODE']._serialized_start=3560
-  _globals['_SEARCHMODE']._serialized_end=3671
+  _globals['_SEARCHMODE']._serialized_start=3583
+  _globals['_SEARCHMODE']._serialized_end=3694
   _globals['_SCOPE']._serialized_start=64
   _globals['_SCOPE']._serialized_end=155
   _globals['_TAGMEMOOPTIONS']._serialized_start=157
@@ -49,45 +49,45 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_EXPLANATION']._serialized_start=530
   _globals['_EXPLANATION']._serialized_end=800
   _globals['_SEARCHHIT']._serialized_start=803
-  _globals['_SEARCHHIT']._serialized_end=1098
-  _globals['_CHANNELREPORT']._serialized_start=1100
-  _globals['_CHANNELREPORT']._serialized_end=1214
-  _globals['_TAGMEMOEXPLANATION']._serialized_start=1217
-  _globals['_TAGMEMOEXPLANATION']._serialized_end=1528
-  _globals['_SEARCHRESPONSE']._serialized_start=1531
-  _globals['_SEARCHRESPONSE']._serialized_end=1915
-  _globals['_HIGHLIGHT']._serialized_start=1917
-  _globals['_HIGHLIGHT']._serialized_end=1982
-  _globals['_INDEXPROGRESS']._serialized_start=1984
-  _globals['_INDEXPROGRESS']._serialized_end=2043
-  _globals['_GETNOTEREQUEST']._serialized_start=2045
-  _globals['_GETNOTEREQUEST']._serialized_end=2075
-  _globals['_NOTE']._serialized_start=2078
-  _globals['_NOTE']._serialized_end=2256
-  _globals['_LINKRESOLUTION']._serialized_start=2258
-  _globals['_LINKRESOLUTION']._serialized_end=2304
-  _globals['_BACKLINKSREQUEST']._serialized_start=2306
-  _globals['_BACKLINKSREQUEST']._serialized_end=2338
-  _globals['_BACKLINKSRESPONSE']._serialized_start=2340
-  _globals['_BACKLINKSRESPONSE']._serialized_end=2374
-  _globals['_INDEXSTATUSREQUEST']._serialized_start=2376
-  _globals['_INDEXSTATUSREQUEST']._serialized_end=2396
-  _globals['_INDEXSTATUSRESPONSE']._serialized_start=2399
-  _globals['_INDEXSTATUSRESPONSE']._serialized_end=3114
-  _globals['_NOTEPROBLEMS']._serialized_start=3116
-  _globals['_NOTEPROBLEMS']._serialized_end=3162
-  _globals['_EMBEDDERCONSUMER']._serialized_start=3164
-  _globals['_EMBEDDERCONSUMER']._serialized_end=3244
-  _globals['_REINDEXREQUEST']._serialized_start=3246
-  _globals['_REINDEXREQUEST']._serialized_end=3262
-  _globals['_REINDEXRESPONSE']._serialized_start=3264
-  _globals['_REINDEXRESPONSE']._serialized_end=3300
-  _globals['_GRAPHREQUEST']._serialized_start=3302
-  _globals['_GRAPHREQUEST']._serialized_end=3363
-  _globals['_GRAPHNODE']._serialized_start=3365
-  _globals['_GRAPHNODE']._serialized_end=3449
-  _globals['_GRAPHRESPONSE']._serialized_start=3451
-  _globals['_GRAPHRESPONSE']._serialized_end=3558
-  _globals['_RETRIEVER']._serialized_start=3674
-  _globals['_RETRIEVER']._serialized_end=4079
+  _globals['_SEARCHHIT']._serialized_end=1121
+  _globals['_CHANNELREPORT']._serialized_start=1123
+  _globals['_CHANNELREPORT']._serialized_end=1237
+  _globals['_TAGMEMOEXPLANATION']._serialized_start=1240
+  _globals['_TAGMEMOEXPLANATION']._serialized_end=1551
+  _globals['_SEARCHRESPONSE']._serialized_start=1554
+  _globals['_SEARCHRESPONSE']._serialized_end=1938
+  _globals['_HIGHLIGHT']._serialized_start=1940
+  _globals['_HIGHLIGHT']._serialized_end=2005
+  _globals['_INDEXPROGRESS']._serialized_start=2007
+  _globals['_INDEXPROGRESS']._serialized_end=2066
+  _globals['_GETNOTEREQUEST']._serialized_start=2068
+  _globals['_GETNOTEREQUEST']._serialized_end=2098
+  _globals['_NOTE']._serialized_start=2101
+  _globals['_NOTE']._serialized_end=2279
+  _globals['_LINKRESOLUTION']._serialized_start=2281
+  _globals['_LINKRESOLUTION']._serialized_end=2327
+  _globals['_BACKLINKSREQUEST']._serialized_start=2329
+  _globals['_BACKLINKSREQUEST']._serialized_end=2361
+  _globals['_BACKLINKSRESPONSE']._serialized_start=2363
+  _globals['_BACKLINKSRESPONSE']._serialized_end=2397
+  _globals['_INDEXSTATUSREQUEST']._serialized_start=2399
+  _globals['_INDEXSTATUSREQUEST']._serialized_end=2419
+  _globals['_INDEXSTATUSRESPONSE']._serialized_start=2422
+  _globals['_INDEXSTATUSRESPONSE']._serialized_end=3137
+  _globals['_NOTEPROBLEMS']._serialized_start=3139
+  _globals['_NOTEPROBLEMS']._serialized_end=3185
+  _globals['_EMBEDDERCONSUMER']._serialized_start=3187
+  _globals['_EMBEDDERCONSUMER']._serialized_end=3267
+  _globals['_REINDEXREQUEST']._serialized_start=3269
+  _globals['_REINDEXREQUEST']._serialized_end=3285
+  _globals['_REINDEXRESPONSE']._serialized_start=3287
+  _globals['_REINDEXRESPONSE']._serialized_end=3323
+  _globals['_GRAPHREQUEST']._serialized_start=3325
+  _globals['_GRAPHREQUEST']._serialized_end=3386
+  _globals['_GRAPHNODE']._serialized_start=3388
+  _globals['_GRAPHNODE']._serialized_end=3472
+  _globals['_GRAPHRESPONSE']._serialized_start=3474
+  _globals['_GRAPHRESPONSE']._serialized_end=3581
+  _globals['_RETRIEVER']._serialized_start=3697
+  _globals['_RETRIEVER']._serialized_end=4102
 # @@protoc_insertion_point(module_scope)

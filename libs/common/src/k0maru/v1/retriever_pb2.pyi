@@ -104,7 +104,7 @@ class Explanation(_message.Message):
     def __init__(self, bm25: _Optional[_Union[ChannelExplanation, _Mapping]] = ..., vector: _Optional[_Union[ChannelExplanation, _Mapping]] = ..., graph_boost: _Optional[float] = ..., fused_score: _Optional[float] = ..., tagmemo_tags: _Optional[_Iterable[_Union[TagFactor, _Mapping]]] = ..., heading_path: _Optional[_Iterable[str]] = ..., name_match: _Optional[float] = ..., not_embedded: _Optional[bool] = ..., exact: _Optional[str] = ...) -> None: ...
 
 class SearchHit(_message.Message):
-    __slots__ = ("path", "title", "snippet", "score", "diary", "tags", "chunk_index", "start_line", "end_line", "explain", "date", "modified", "committed", "problems", "same_passage_as")
+    __slots__ = ("path", "title", "snippet", "score", "diary", "tags", "chunk_index", "start_line", "end_line", "explain", "date", "modified", "committed", "problems", "same_passage_as", "superseded_by")
     PATH_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     SNIPPET_FIELD_NUMBER: _ClassVar[int]
@@ -120,6 +120,7 @@ class SearchHit(_message.Message):
     COMMITTED_FIELD_NUMBER: _ClassVar[int]
     PROBLEMS_FIELD_NUMBER: _ClassVar[int]
     SAME_PASSAGE_AS_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDED_BY_FIELD_NUMBER: _ClassVar[int]
     path: str
     title: str
     snippet: str
@@ -135,7 +136,8 @@ class SearchHit(_message.Message):
     committed: str
     problems: _containers.RepeatedScalarFieldContainer[str]
     same_passage_as: str
-    def __init__(self, path: _Optional[str] = ..., title: _Optional[str] = ..., snippet: _Optional[str] = ..., score: _Optional[float] = ..., diary: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., chunk_index: _Optional[int] = ..., start_line: _Optional[int] = ..., end_line: _Optional[int] = ..., explain: _Optional[_Union[Explanation, _Mapping]] = ..., date: _Optional[str] = ..., modified: _Optional[str] = ..., committed: _Optional[str] = ..., problems: _Optional[_Iterable[str]] = ..., same_passage_as: _Optional[str] = ...) -> None: ...
+    superseded_by: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, path: _Optional[str] = ..., title: _Optional[str] = ..., snippet: _Optional[str] = ..., score: _Optional[float] = ..., diary: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., chunk_index: _Optional[int] = ..., start_line: _Optional[int] = ..., end_line: _Optional[int] = ..., explain: _Optional[_Union[Explanation, _Mapping]] = ..., date: _Optional[str] = ..., modified: _Optional[str] = ..., committed: _Optional[str] = ..., problems: _Optional[_Iterable[str]] = ..., same_passage_as: _Optional[str] = ..., superseded_by: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ChannelReport(_message.Message):
     __slots__ = ("channel", "ran", "reason", "weight", "confidence", "took_ms")

@@ -227,6 +227,7 @@ async function searchView(_arg, params) {
       <span class="path">${esc(h.path)}:${h.lines[0]}–${h.lines[1]}</span>${hitDate(h)}${(h.problems || []).length ? `<span class="badge problem" title="${esc(h.problems.join("; "))}">⚠ ${esc(h.problems[0].split(":")[0])}</span>` : ""}
       ${x.graph_boost > 0 ? `<span class="badge graph" title="linked to another hit: +${x.graph_boost.toFixed(4)}">+Graph Boost</span>` : ""}${x.name_match >= 0.5 ? `<span class="badge name" title="the query holds ${Math.round(100 * x.name_match)} % of this note's title or an alias">Name match</span>` : ""}${EXACT[x.exact] ? `<span class="badge exact" title="${EXACT[x.exact][1]}">${EXACT[x.exact][0]}</span>` : ""}${tagmemo}</div>
       ${heading ? `<div class="crumbs">${esc(heading)}</div>` : ""}
+      ${(h.superseded_by || []).length ? `<div class="superseded" title="a later note says it replaces this one: read it before acting on this">Superseded by ${h.superseded_by.map((p) => `<a href="${noteHref(p)}">${esc(p)}</a>`).join(", ")}</div>` : ""}
       <div class="snippet"></div>
       <div class="scores">${listing ? (h.tags.length ? `<span class="tags">${h.tags.map((t) => `<span class="tagchip">#${esc(t)}</span>`).join("")}</span>` : "") + "</div>" : `
         <span class="score">BM25 ${x.bm25 ? `<b>#${x.bm25.rank}</b> · ${x.bm25.score.toFixed(3)}` : "<b>—</b>"}</span>

@@ -1,0 +1,105 @@
+"""Which notes replace which: an agent must not act on a decision that a later one revised.
+
+A note says it replaces another with a link held by a `supersedes` property (frontmatter
+`supersedes: "[[Auth design]]"`, a `supersedes:: [[Auth design]]` line, an ADR's "Supersedes
+[[0001 Record]]" status line; `replaces` and `obsoletes` too), or that another replaces it with
+`superseded_by` (`superseded-by`, `supersededBy`, `replaced_by`, `obsoleted_by`; an ADR's
+"Superseded by [5. Use X](0005-use-x.md)"). The scanner says which property holds each link
+(`Link.property`); links resolve as the graph resolves them.
+
+A search marks each hit with the notes that replace it (`SearchHit.superseded_by`), and a hit
+whose successor is a hit too comes right after it: the current decision first, the one it
+replaced still there to read. Only the few notes that hold such links are looked at, so a vault
+with none pays one empty-set check per search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from ._graph import LinkGraph, link_target
+
+if TYPE_CHECKING:
+    from k0maru.v1 import common_pb2
+
+SUPERSEDES = frozenset({"supersedes", "replaces", "obsoletes"})
+SUPERSEDED_BY = frozenset({"supersededby", "replacedby", "obsoletedby"})
+
+
+def succession_kind(prop: str) -> str:
+    """ "supersedes", "superseded_by" or "" for a link's property, in any case and spelling of
+    its separators (`superseded_by`, `superseded-by`, `supersededBy`, `Superseded by`)."""
+    if not prop:
+        return ""
+    key = prop.lower().replace("_", "").replace("-", "").replace(" ", "")
+    return "supersedes" if key in SUPERSEDES else "superseded_by" if key in SUPERSEDED_BY else ""
+
+
+def _holds_succession(doc: common_pb2.Document) -> bool:
+    return any(link.property and succession_kind(link.property) for link in doc.links)
+
+
+class Succession:
+    """The notes that hold a `supersedes` or `superseded_by` link (kept with the index's docs,
+    under its lock), and the successors of a note."""
+
+    def __init__(self, docs: Iterable[common_pb2.Document] = ()) -> None:
+        self._holders: set[str] = {doc.path for doc in docs if _holds_succession(doc)}
+
+    def set_note(self, doc: common_pb2.Document) -> None:
+        if _holds_succession(doc):
+            self._holders.add(doc.path)
+        else:
+            self._holders.discard(doc.path)
+
+    def remove_note(self, path: str) -> None:
+        self._holders.discard(path)
+
+    def successors(
+        self, paths: Iterable[str], docs: Mapping[str, common_pb2.Document], graph: LinkGraph
+    ) -> dict[str, list[str]]:
+        """For each of `paths` that another note replaces: those notes, sorted."""
+        if not self._holders:
+            return {}
+        found: dict[str, set[str]] = {}
+        for path in paths:
+            if path in self._holders:  # its own `superseded_by` links
+                for link in docs[path].links:
+                    if succession_kind(link.property) == "superseded_by":
+                        successor = graph.resolve(link_target(link), path)
+                        if successor is not None and successor in docs:
+                            found.setdefault(path, set()).add(successor)
+            back = graph.backlinks(path)
+            for source in self._holders & back if len(back) > len(self._holders) else back & self._holders:
+                if any(
+                    succession_kind(link.property) == "supersedes" and graph.resolve(link_target(link), source) == path
+                    for link in docs[source].links
+                ):
+                    found.setdefault(path, set()).add(source)
+        return {path: sorted(successors) for path, successors in found.items()}
+
+
+class _Ranked(Protocol):
+    path: str
+
+
+R = TypeVar("R", bound=_Ranked)
+
+
+def after_successors(ranked: Sequence[R], successors: Mapping[str, list[str]]) -> list[R]:
+    """`ranked` with each note that a later-ranked note replaces moved to right after it (after
+    the lowest of them, if several; a chain A → B → C reads C, B, A); the rest keep their order.
+    A cycle (two notes each saying it replaces the other) ends in a definite order, not a loop."""
+    rank = {hit.path: i for i, hit in enumerate(ranked)}
+
+    def place(path: str, seen: frozenset[str]) -> tuple[int, int]:
+        """(the rank it goes after, how far below that rank's note): its own (rank, 0) unless a
+        successor is placed lower."""
+        later = [place(s, seen | {path}) for s in successors.get(path, ()) if s in rank and s not in seen]
+        lowest = max(later, default=(-1, 0))
+        return (lowest[0], lowest[1] + 1) if lowest[0] > rank[path] else (rank[path], 0)
+
+    if not any(s in rank for path in rank for s in successors.get(path, ())):
+        return list(ranked)
+    return sorted(ranked, key=lambda hit: (*place(hit.path, frozenset()), rank[hit.path]))
