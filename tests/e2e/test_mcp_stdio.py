@@ -90,6 +90,14 @@ async def offload_tools(session: ClientSession, vault: Path) -> None:
     assert structured(await session.call_tool("flush_session", args))["outcome"] == "up_to_date"
     args["content"] = "A different decision body."
     assert structured(await session.call_tool("flush_session", args))["outcome"] == "versioned"
+    # a revised decision names the one it replaces: a recall that finds the old one says so, new one first
+    revision = {"title": "Decided: retry flaky suites", "content": "We retry flaky suites twice, no nightly job."}
+    revised = structured(await session.call_tool("flush_session", revision | {"supersedes": [first["path"]]}))
+    assert revised["searchable"]
+    found = structured(await session.call_tool("recall_memory", {"query": "quarantine flaky suites nightly"}))
+    paths = [h["path"] for h in found["hits"]]
+    assert found["hits"][paths.index(first["path"])]["superseded_by"] == [revised["path"]]
+    assert paths.index(revised["path"]) < paths.index(first["path"])
     escape = await session.call_tool("flush_session", {"title": "../../../etc/x", "content": "no"})
     assert escape.is_error
     loadout = structured(await session.call_tool("get_project_loadout", {}))

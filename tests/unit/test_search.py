@@ -413,7 +413,8 @@ def test_a_note_a_later_one_replaces_says_so_and_comes_right_after_it(tmp_path: 
     "auth design tokens" more often), and acted on a decision that no longer held. A note that
     replaces another says so with a `supersedes` link (frontmatter, `key::` line or an ADR's
     status line), or the old one says `superseded_by`: the old hit then names its successor and
-    comes right after it; a plain link changes nothing, and a deleted successor nothing either."""
+    comes right after it, brought into the answer if the search did not find it (the current
+    decision first); a plain link changes nothing, and a deleted successor nothing either."""
 
     def linked(doc: common_pb2.Document, target: str, prop: str) -> common_pb2.Document:
         doc.links.append(common_pb2.Link(target=target, line=1, property=prop))
@@ -428,10 +429,10 @@ def test_a_note_a_later_one_replaces_says_so_and_comes_right_after_it(tmp_path: 
     index.commit()
     searcher = HybridSearcher(index, None, FusionParams(), "v")
 
-    def ask(query: str, **scope: list[str]) -> list[tuple[str, list[str]]]:
+    def ask(query: str, limit: int = 10, **scope: list[str]) -> list[tuple[str, list[str]]]:
         reply = searcher.search(
             retriever_pb2.SearchRequest(
-                query=query, mode=retriever_pb2.SEARCH_MODE_BM25, scope=retriever_pb2.Scope(**scope)
+                query=query, limit=limit, mode=retriever_pb2.SEARCH_MODE_BM25, scope=retriever_pb2.Scope(**scope)
             )
         )
         return [(h.path, list(h.superseded_by)) for h in reply.hits]
@@ -439,7 +440,9 @@ def test_a_note_a_later_one_replaces_says_so_and_comes_right_after_it(tmp_path: 
     answer = ask("auth design tokens")
     assert answer[:2] == [("decisions/auth v2.md", []), ("decisions/auth design.md", ["decisions/auth v2.md"])]
     assert ("notes/reading.md", []) in answer  # linked to it, replacing nothing
-    assert ask("redis") == [("decisions/cache.md", ["decisions/cache v2.md"])]  # the successor did not match
+    cache = [("decisions/cache v2.md", []), ("decisions/cache.md", ["decisions/cache v2.md"])]
+    assert ask("redis") == cache  # the successor, which the query does not match, brought in before it
+    assert ask("redis", limit=1) == cache[:1]
     listed = dict(ask("", path_prefixes=["decisions/"]))  # a listing marks them too
     assert listed["decisions/cache.md"] == ["decisions/cache v2.md"] and listed["decisions/auth v2.md"] == []
     index.remove("decisions/auth v2.md")
@@ -449,6 +452,6 @@ def test_a_note_a_later_one_replaces_says_so_and_comes_right_after_it(tmp_path: 
     reopened = open_index(tmp_path)  # read back from the stored documents at a restart
     try:
         searcher = HybridSearcher(reopened, None, FusionParams(), "v")
-        assert ask("redis") == [("decisions/cache.md", ["decisions/cache v2.md"])]
+        assert ask("redis") == cache
     finally:
         reopened.close()

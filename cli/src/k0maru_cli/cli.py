@@ -483,7 +483,11 @@ def cmd_search(args: argparse.Namespace) -> int:
             v = f"vector #{e['vector']['rank']} ({e['vector']['score']:.3f})" if e["vector"] else "vector -"
             v += " (not embedded yet)" if e.get("not_embedded") else ""
             name = f"  name {e['name_match']:.0%}" if e.get("name_match") else ""
-            first = {"name": "  first: the query is its name", "line": "  first: it holds the query word for word"}
+            first = {
+                "name": "  first: the query is its name",
+                "line": "  first: it holds the query word for word",
+                "replaces": "  first: it replaces a note found",
+            }
             print(f"    {b}  {v}  graph +{e['graph_boost']:.4f}{name}{first.get(e.get('exact') or '', '')}")
     return 0
 

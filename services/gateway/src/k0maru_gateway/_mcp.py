@@ -80,7 +80,7 @@ class Hit(BaseModel):
     # section several notes share): its snippet is then "" rather than the same text again
     same_passage_as: str | None = None
     # the notes that say they replace this one (a later decision, plan or design: read that one
-    # before acting on this); a hit of this answer among them comes before this one
+    # before acting on this); they come before this hit in the answer, found or brought in
     superseded_by: list[str] | None = None
     explain: Explain | None = None
 

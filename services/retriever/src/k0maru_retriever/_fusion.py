@@ -30,7 +30,9 @@ class FusedHit:
     vector_rank: int = 0
     vector_score: float = 0.0
     boost: float = 0.0  # what the graph boost added to the score
-    exact: str = ""  # why it was put first, before fusion's order ("name", "line": `HybridSearcher._exact_first`)
+    # why it was put first, before fusion's order ("name", "line": `HybridSearcher._exact_first`;
+    # "replaces": `_succession.with_successors`)
+    exact: str = ""
 
 
 def channel_weights(w_bm25: float, w_vector: float, has_bm25: bool, has_vector: bool) -> tuple[float, float]:

@@ -42,7 +42,7 @@ from ._index import NoteIndex, chunk_id, note_names, split_chunk_id
 from ._listing import list_scope
 from ._shaping import QueryShaper
 from ._snippets import Snippets
-from ._succession import after_successors
+from ._succession import with_successors
 from ._tags import normalise_tag
 
 log = logging.getLogger(__name__)
@@ -425,10 +425,11 @@ class HybridSearcher:
         with self._index.lock:  # a note deleted while the channels ran is left out, not an error
             docs = self._index.state.docs
             kept = [h for h in fused if h.path in docs][:limit]
-            successors = self._index.succession.successors([h.path for h in kept], docs, self._index.graph)
-            for hit in after_successors(kept, successors) if successors else kept:
+            kept, successors = with_successors(kept, self._index.succession, docs, self._index.graph)
+            for hit in kept[:limit]:
                 explained = asked if request.explain else None  # each hit's name match, explained
-                response.hits.append(self._to_hit(hit, best_chunk[hit.path], query, explained, hit.path in unseen))
+                cid = best_chunk.get(hit.path, f"{hit.path}#0")  # a successor brought in: its first chunk
+                response.hits.append(self._to_hit(hit, cid, query, explained, hit.path in unseen))
                 response.hits[-1].superseded_by.extend(successors.get(hit.path, ()))
         mark_same_passages(response.hits)
         if response.hits:

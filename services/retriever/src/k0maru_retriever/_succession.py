@@ -7,9 +7,9 @@ A note says it replaces another with a link held by a `supersedes` property (fro
 "Superseded by [5. Use X](0005-use-x.md)"). The scanner says which property holds each link
 (`Link.property`); links resolve as the graph resolves them.
 
-A search marks each hit with the notes that replace it (`SearchHit.superseded_by`), and a hit
-whose successor is a hit too comes right after it: the current decision first, the one it
-replaced still there to read. Only the few notes that hold such links are looked at, so a vault
+A search marks each hit with the notes that replace it (`SearchHit.superseded_by`) and puts
+them before it, brought in if the search did not find them: the current decision first, the
+one it replaced still there to read. Only the few notes that hold such links are looked at, so a vault
 with none pays one empty-set check per search.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from ._fusion import FusedHit
 from ._graph import LinkGraph, link_target
 
 if TYPE_CHECKING:
@@ -103,3 +104,33 @@ def after_successors(ranked: Sequence[R], successors: Mapping[str, list[str]]) -
     if not any(s in rank for path in rank for s in successors.get(path, ())):
         return list(ranked)
     return sorted(ranked, key=lambda hit: (*place(hit.path, frozenset()), rank[hit.path]))
+
+
+SUCCESSION_DEPTH = 4  # a chain of revisions followed this far from a hit (A → B → C → D → E)
+
+
+def with_successors(
+    hits: list[FusedHit], succession: Succession, docs: Mapping[str, common_pb2.Document], graph: LinkGraph
+) -> tuple[list[FusedHit], dict[str, list[str]]]:
+    """`hits` with the notes that replace them: a successor the search did not find comes right
+    before the note it replaces (`exact` "replaces", that note's score), one it found is moved
+    above it (`after_successors`); and each note's successors. The caller cuts to its limit."""
+    successors = succession.successors([h.path for h in hits], docs, graph)
+    if not successors:
+        return hits, successors
+    present = {h.path for h in hits}
+    for _ in range(SUCCESSION_DEPTH):  # successors brought in may have been replaced in turn
+        brought: list[FusedHit] = []
+        out: list[FusedHit] = []
+        for hit in hits:
+            for path in successors.get(hit.path, ()):
+                if path not in present:
+                    present.add(path)
+                    brought.append(FusedHit(path=path, score=hit.score, exact="replaces"))
+                    out.append(brought[-1])
+            out.append(hit)
+        hits = out
+        if not brought:
+            break
+        successors |= succession.successors([h.path for h in brought], docs, graph)
+    return after_successors(hits, successors), successors

@@ -377,6 +377,7 @@ async function noteView(path) {
 const EXACT = {
   name: ["First: its name", "the query is this note's title or an alias (the same words both ways): put first"],
   line: ["First: holds the query", "this passage holds the query word for word, and no other candidate's does: put first"],
+  replaces: ["Replaces a hit", "the search found a note that this one says it replaces: this one comes before it"],
 };
 
 // ---------- graph (own canvas renderer) ----------
