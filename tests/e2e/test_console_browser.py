@@ -62,6 +62,9 @@ NOTES = {
     + "\n---\n# Long front\n\nA note whose frontmatter is long.\n",
     # a Logseq journal: titled by its date, a tag of two words written `#[[…]]`
     "journals/2026_12_04.md": "- Packed the kayak for the quay #[[release train]] #quay\n",
+    # a plan, and the one that replaces it (a link property, as Obsidian writes one)
+    "plans/ferry timetable.md": "# Ferry timetable\n\nThe ferry leaves the harbour at dawn.\n",
+    "plans/boat schedule.md": '---\nsupersedes: "[[ferry timetable]]"\n---\n# Boat schedule\n\nFrom May on, every half hour.\n',
     # indexed with a problem: its frontmatter is no YAML
     "misc/broken front.md": "---\ntitle: [oops\n---\n# Broken front\n\nIndexed all the same.\n",
 }
@@ -291,6 +294,21 @@ def test_a_hit_put_first_for_its_name_says_so(page: Any, stack: Stack):
     assert page.locator(".badge.exact").count() == 1
 
 
+def test_a_note_another_replaces_says_which_and_comes_after_it(page: Any, stack: Stack):
+    """The query finds only the old ferry timetable; the boat schedule says it replaces it: the
+    answer brings the schedule in first, and the timetable's hit names it."""
+    code, api = get_json(f"{stack.base}/api/search?q=ferry%20harbour%20dawn&mode=bm25&explain=1")
+    assert code == 200 and [h["path"] for h in api["hits"]] == ["plans/boat schedule.md", "plans/ferry timetable.md"]
+    assert api["hits"][1]["superseded_by"] == ["plans/boat schedule.md"] and api["hits"][0]["superseded_by"] == []
+    open_page(page, stack, "search?q=ferry%20harbour%20dawn&mode=bm25")
+    page.wait_for_selector(".hit .superseded")
+    first, second = page.locator(".hit").nth(0), page.locator(".hit").nth(1)
+    assert first.locator(".badge.exact").inner_text() == "Replaces a hit"
+    assert second.locator(".superseded").inner_text() == "Superseded by plans/boat schedule.md"
+    second.locator(".superseded a").click()  # to the note that replaces it
+    page.wait_for_function("() => decodeURIComponent(location.hash) === '#/note/plans/boat schedule.md'")
+
+
 def test_a_scope_no_note_is_in_is_said(page: Any, stack: Stack):
     code, api = get_json(f"{stack.base}/api/search?q=storm&mode=bm25&prefix=weather/&tag=ops")
     assert code == 200 and api["hits"] == [] and api["empty_scope"] == ["no note is in the folder weather/"]
@@ -429,8 +447,9 @@ def test_graph_overview_and_neighbourhood(page: Any, stack: Stack):
     page.wait_for_selector("#graph-canvas[data-nodes]")
     canvas = page.locator("#graph-canvas")
     assert int(canvas.get_attribute("data-nodes") or 0) == len(NOTES)
-    # lighthouse→storm log, 借用→lighthouse, from dendron→storm drain (three links, one edge) and →借用
-    assert int(canvas.get_attribute("data-edges") or 0) == 4
+    # lighthouse→storm log, 借用→lighthouse, from dendron→storm drain (three links, one edge) and →借用,
+    # boat schedule→ferry timetable (a link in its frontmatter)
+    assert int(canvas.get_attribute("data-edges") or 0) == 5
     open_page(page, stack, "graph/" + urllib.request.quote("ops/storm log.md", safe="") + "?hops=2")
     page.wait_for_function("() => document.querySelector('#graph-title').textContent.includes('storm log')")
     page.wait_for_selector("#graph-canvas[data-nodes]")

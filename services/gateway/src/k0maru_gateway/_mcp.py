@@ -60,7 +60,9 @@ class Explain(BaseModel):
     graph_boost: float
     name_match: float  # share (0–1) of the note's title or an alias that the query holds
     fused_score: float
-    exact: str | None = None  # put first: the query is its name ("name") or a line it holds ("line")
+    exact: str | None = (
+        None  # put first: the query is its name ("name"), a line it holds ("line"), it replaces a hit ("replaces")
+    )
 
 
 class Hit(BaseModel):
