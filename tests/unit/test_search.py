@@ -413,8 +413,9 @@ def test_a_note_a_later_one_replaces_says_so_and_comes_right_after_it(tmp_path: 
     "auth design tokens" more often), and acted on a decision that no longer held. A note that
     replaces another says so with a `supersedes` link (frontmatter, `key::` line or an ADR's
     status line), or the old one says `superseded_by`: the old hit then names its successor and
-    comes right after it, brought into the answer if the search did not find it (the current
-    decision first); a plain link changes nothing, and a deleted successor nothing either."""
+    comes right after it, brought into the answer if the search did not find it and it is in the
+    scope searched (the current decision first); a plain link changes nothing, and a deleted
+    successor nothing either."""
 
     def linked(doc: common_pb2.Document, target: str, prop: str) -> common_pb2.Document:
         doc.links.append(common_pb2.Link(target=target, line=1, property=prop))
@@ -443,6 +444,14 @@ def test_a_note_a_later_one_replaces_says_so_and_comes_right_after_it(tmp_path: 
     cache = [("decisions/cache v2.md", []), ("decisions/cache.md", ["decisions/cache v2.md"])]
     assert ask("redis") == cache  # the successor, which the query does not match, brought in before it
     assert ask("redis", limit=1) == cache[:1]
+    index.apply(linked(note("archive/cache v3.md", "Cache: a CDN after all."), "cache v2", "supersedes"))
+    index.commit()  # a successor outside the folder searched is named, not brought in
+    assert ask("redis", path_prefixes=["decisions/"]) == [
+        ("decisions/cache v2.md", ["archive/cache v3.md"]),
+        ("decisions/cache.md", ["decisions/cache v2.md"]),
+    ]
+    assert [p for p, _ in ask("redis")] == ["archive/cache v3.md", "decisions/cache v2.md", "decisions/cache.md"]
+    index.remove("archive/cache v3.md")
     listed = dict(ask("", path_prefixes=["decisions/"]))  # a listing marks them too
     assert listed["decisions/cache.md"] == ["decisions/cache v2.md"] and listed["decisions/auth v2.md"] == []
     index.remove("decisions/auth v2.md")

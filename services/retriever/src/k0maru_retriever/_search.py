@@ -425,7 +425,9 @@ class HybridSearcher:
         with self._index.lock:  # a note deleted while the channels ran is left out, not an error
             docs = self._index.state.docs
             kept = [h for h in fused if h.path in docs][:limit]
-            kept, successors = with_successors(kept, self._index.succession, docs, self._index.graph)
+            kept, successors = with_successors(
+                kept, self._index.succession, docs, self._index.graph, lambda path: self._in_scope(path, scope)
+            )
             for hit in kept[:limit]:
                 explained = asked if request.explain else None  # each hit's name match, explained
                 cid = best_chunk.get(hit.path, f"{hit.path}#0")  # a successor brought in: its first chunk
@@ -576,6 +578,12 @@ class HybridSearcher:
             if len(seen) >= pool:
                 break
         return [(path, score, cid) for path, (score, cid) in seen.items()]
+
+    def _in_scope(self, path: str, scope: Scope) -> bool:
+        """Whether an indexed note is within the folders, tags and days searched. Under the lock."""
+        doc = self._index.state.docs[path]
+        day = note_day(doc) if scope.since or scope.until else ""
+        return scope.empty or scope.matches(path, doc.diary, list(doc.tags), day)
 
     def _listed(self, scope: Scope, limit: int) -> list[retriever_pb2.SearchHit]:
         """The notes within `scope`, newest first (`list_scope`), each as a hit on its first

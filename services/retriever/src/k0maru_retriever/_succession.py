@@ -15,7 +15,7 @@ with none pays one empty-set check per search.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from ._fusion import FusedHit
@@ -110,11 +110,16 @@ SUCCESSION_DEPTH = 4  # a chain of revisions followed this far from a hit (A →
 
 
 def with_successors(
-    hits: list[FusedHit], succession: Succession, docs: Mapping[str, common_pb2.Document], graph: LinkGraph
+    hits: list[FusedHit],
+    succession: Succession,
+    docs: Mapping[str, common_pb2.Document],
+    graph: LinkGraph,
+    in_scope: Callable[[str], bool] = lambda _path: True,
 ) -> tuple[list[FusedHit], dict[str, list[str]]]:
     """`hits` with the notes that replace them: a successor the search did not find comes right
-    before the note it replaces (`exact` "replaces", that note's score), one it found is moved
-    above it (`after_successors`); and each note's successors. The caller cuts to its limit."""
+    before the note it replaces (`exact` "replaces", that note's score) if it is `in_scope` (the
+    folders, tags and days searched), one it found is moved above it (`after_successors`); and
+    each note's successors, in scope or not. The caller cuts to its limit."""
     successors = succession.successors([h.path for h in hits], docs, graph)
     if not successors:
         return hits, successors
@@ -124,7 +129,7 @@ def with_successors(
         out: list[FusedHit] = []
         for hit in hits:
             for path in successors.get(hit.path, ()):
-                if path not in present:
+                if path not in present and in_scope(path):
                     present.add(path)
                     brought.append(FusedHit(path=path, score=hit.score, exact="replaces"))
                     out.append(brought[-1])
