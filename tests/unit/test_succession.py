@@ -43,10 +43,13 @@ def test_property_spellings():
 
 def test_a_chain_of_revisions_reads_newest_first_from_whichever_note_was_found():
     """A → B → C (each replaced by the next, said from either end): a search that finds only the
-    oldest answers the newest, then the one between, then it; notes not in the chain keep their
-    places, and a note replaced by itself or in a cycle does not loop."""
+    oldest answers the newest, then the one between, then it, where it was; notes not in the
+    chain keep their places, and a note replaced by itself or in a cycle does not loop."""
     notes = [doc("a.md", superseded_by="b"), doc("b.md"), doc("c.md", supersedes="b"), doc("x.md")]
     assert ranked(notes, ["x.md", "a.md"]) == [("x.md", ""), ("c.md", "replaces"), ("b.md", "replaces"), ("a.md", "")]
-    assert ranked(notes, ["a.md", "c.md", "b.md"]) == [("c.md", ""), ("b.md", ""), ("a.md", "")]
+    assert ranked(notes, ["a.md", "c.md", "b.md"]) == [("c.md", "replaces"), ("b.md", "replaces"), ("a.md", "")]
+    # the note replaced is the query's best match: its successor moves up, it is not pushed down
+    assert ranked(notes, ["b.md", "x.md", "c.md"]) == [("c.md", "replaces"), ("b.md", ""), ("x.md", "")]
+    assert ranked(notes, ["c.md", "x.md", "b.md"]) == [("c.md", ""), ("x.md", ""), ("b.md", "")]  # already above
     cycle = [doc("p.md", supersedes="q"), doc("q.md", supersedes="p"), doc("s.md", supersedes="s")]
-    assert ranked(cycle, ["p.md", "s.md"]) == [("p.md", ""), ("q.md", "replaces"), ("s.md", "")]  # an order, no loop
+    assert ranked(cycle, ["p.md", "s.md"]) == [("p.md", "replaces"), ("q.md", "replaces"), ("s.md", "")]  # no loop

@@ -88,21 +88,27 @@ class _Ranked(Protocol):
 R = TypeVar("R", bound=_Ranked)
 
 
-def after_successors(ranked: Sequence[R], successors: Mapping[str, list[str]]) -> list[R]:
-    """`ranked` with each note that a later-ranked note replaces moved to right after it (after
-    the lowest of them, if several; a chain A → B → C reads C, B, A); the rest keep their order.
+def before_what_they_replace(ranked: Sequence[R], successors: Mapping[str, list[str]]) -> list[R]:
+    """`ranked` with each note that replaces a higher-ranked one moved up to right before it (a
+    chain A → B → C found as A reads C, B, A where A was); the note replaced keeps its place
+    among the others, so a query's best match is never pushed below notes it matched better.
     A cycle (two notes each saying it replaces the other) ends in a definite order, not a loop."""
     rank = {hit.path: i for i, hit in enumerate(ranked)}
+    replaced: dict[str, list[str]] = {}  # a note → the ranked notes it replaces
+    for path in rank:
+        for successor in successors.get(path, ()):
+            if successor in rank:
+                replaced.setdefault(successor, []).append(path)
+    if not replaced:
+        return list(ranked)
 
     def place(path: str, seen: frozenset[str]) -> tuple[int, int]:
-        """(the rank it goes after, how far below that rank's note): its own (rank, 0) unless a
-        successor is placed lower."""
-        later = [place(s, seen | {path}) for s in successors.get(path, ()) if s in rank and s not in seen]
-        lowest = max(later, default=(-1, 0))
-        return (lowest[0], lowest[1] + 1) if lowest[0] > rank[path] else (rank[path], 0)
+        """(the rank it goes to, how far before that rank's note): its own (rank, 0), or that of
+        the highest note it replaces, one step before it."""
+        own = (rank[path], 0)
+        earlier = [place(p, seen | {path}) for p in replaced.get(path, ()) if p not in seen]
+        return min([own, *((r, depth - 1) for r, depth in earlier)])
 
-    if not any(s in rank for path in rank for s in successors.get(path, ())):
-        return list(ranked)
     return sorted(ranked, key=lambda hit: (*place(hit.path, frozenset()), rank[hit.path]))
 
 
@@ -118,7 +124,8 @@ def with_successors(
 ) -> tuple[list[FusedHit], dict[str, list[str]]]:
     """`hits` with the notes that replace them: a successor the search did not find comes right
     before the note it replaces (`exact` "replaces", that note's score) if it is `in_scope` (the
-    folders, tags and days searched), one it found is moved above it (`after_successors`); and
+    folders, tags and days searched), one it found is moved up to there (`before_what_they_replace`;
+    `exact` "replaces" too); and
     each note's successors, in scope or not. The caller cuts to its limit."""
     successors = succession.successors([h.path for h in hits], docs, graph)
     if not successors:
@@ -138,4 +145,8 @@ def with_successors(
         if not brought:
             break
         successors |= succession.successors([h.path for h in brought], docs, graph)
-    return after_successors(hits, successors), successors
+    ordered = before_what_they_replace(hits, successors)
+    for i, (was, hit) in enumerate(zip(hits, ordered, strict=True)):
+        if hit is not was and not hit.exact and i < next(j for j, h in enumerate(hits) if h is hit):
+            hit.exact = "replaces"  # moved up, before what it replaces: it says why (the debugger's badge)
+    return ordered, successors
