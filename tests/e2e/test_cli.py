@@ -163,6 +163,7 @@ def test_search_and_scan_through_a_running_stacks_console(vault: Path, tmp_path:
             "committed",
             "problems",
             "same_passage_as",
+            "superseded_by",
         }
         piped = subprocess.Popen([K0MARU, "search", "storm", *where], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert piped.stdout is not None and piped.stderr is not None

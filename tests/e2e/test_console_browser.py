@@ -307,6 +307,12 @@ def test_a_note_another_replaces_says_which_and_comes_after_it(page: Any, stack:
     assert second.locator(".superseded").inner_text() == "Superseded by plans/boat schedule.md"
     second.locator(".superseded a").click()  # to the note that replaces it
     page.wait_for_function("() => decodeURIComponent(location.hash) === '#/note/plans/boat schedule.md'")
+    old = "plans/ferry timetable.md"
+    assert get_json(f"{stack.base}/api/note?path=" + urllib.request.quote(old))[1]["superseded_by"] == [
+        "plans/boat schedule.md"
+    ]
+    open_page(page, stack, "note/" + urllib.request.quote(old, safe=""))  # the old note's page says it too
+    assert page.locator("#superseded").inner_text().startswith("Superseded by plans/boat schedule.md")
 
 
 def test_a_scope_no_note_is_in_is_said(page: Any, stack: Stack):

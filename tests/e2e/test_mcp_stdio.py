@@ -98,6 +98,8 @@ async def offload_tools(session: ClientSession, vault: Path) -> None:
     paths = [h["path"] for h in found["hits"]]
     assert found["hits"][paths.index(first["path"])]["superseded_by"] == [revised["path"]]
     assert paths.index(revised["path"]) < paths.index(first["path"])
+    read = structured(await session.call_tool("read_note", {"path": first["path"]}))
+    assert read["superseded_by"] == [revised["path"]]  # reading the old decision says it too
     escape = await session.call_tool("flush_session", {"title": "../../../etc/x", "content": "no"})
     assert escape.is_error
     loadout = structured(await session.call_tool("get_project_loadout", {}))

@@ -630,6 +630,7 @@ def build_console(
                 "links": note_links(doc, reply.links),
                 "outgoing": list(reply.outgoing),
                 "backlinks": list(reply.backlinks),
+                "superseded_by": list(reply.superseded_by),  # the notes that say they replace this one
                 "markdown": canvas_markdown(reply.markdown) if doc.path.lower().endswith(".canvas") else reply.markdown,
                 "chunks": [
                     {"index": c.index, "heading_path": list(c.heading_path), "lines": [c.start_line, c.end_line]}

@@ -152,6 +152,7 @@ class NoteAnswer(BaseModel):
     problems: list[str] | None = None
     links: list[str]  # vault paths of the notes it links to
     backlinks: list[str]  # vault paths of the notes linking to it
+    superseded_by: list[str] | None = None  # the notes that say they replace this one: read them before acting on it
     cut: str | None = None  # a line longer than max_chars: which of its characters are in text
     next_call: NextCall | None = None  # the rest, when the answer stopped at max_chars
     # the `![[note#part]]` embeds in the lines shown, each with the part it shows (the first
@@ -520,6 +521,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
             problems=list(note.document.problems) or None,
             links=list(note.outgoing),
             backlinks=list(note.backlinks),
+            superseded_by=list(note.superseded_by) or None,
             cut=f"line {first} has {len(head):,} characters: {start_char + 1:,}-{start_char + max_chars:,} are shown, "
             "next_call reads on"
             if rest > 0

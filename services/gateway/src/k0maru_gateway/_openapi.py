@@ -151,6 +151,7 @@ SCHEMAS: dict[str, Any] = {
             "links": {"type": "array", "items": _ref("Link")},
             "outgoing": {"type": "array", "items": _STR},
             "backlinks": {"type": "array", "items": _STR},
+            "superseded_by": {"type": "array", "items": _STR},  # the notes that say they replace this one
             "markdown": _STR,
             "chunks": {
                 "type": "array",

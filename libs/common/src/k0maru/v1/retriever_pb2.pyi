@@ -238,20 +238,22 @@ class GetNoteRequest(_message.Message):
     def __init__(self, path: _Optional[str] = ...) -> None: ...
 
 class Note(_message.Message):
-    __slots__ = ("document", "backlinks", "markdown", "outgoing", "links", "unreadable")
+    __slots__ = ("document", "backlinks", "markdown", "outgoing", "links", "unreadable", "superseded_by")
     DOCUMENT_FIELD_NUMBER: _ClassVar[int]
     BACKLINKS_FIELD_NUMBER: _ClassVar[int]
     MARKDOWN_FIELD_NUMBER: _ClassVar[int]
     OUTGOING_FIELD_NUMBER: _ClassVar[int]
     LINKS_FIELD_NUMBER: _ClassVar[int]
     UNREADABLE_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDED_BY_FIELD_NUMBER: _ClassVar[int]
     document: _common_pb2.Document
     backlinks: _containers.RepeatedScalarFieldContainer[str]
     markdown: str
     outgoing: _containers.RepeatedScalarFieldContainer[str]
     links: _containers.RepeatedCompositeFieldContainer[LinkResolution]
     unreadable: str
-    def __init__(self, document: _Optional[_Union[_common_pb2.Document, _Mapping]] = ..., backlinks: _Optional[_Iterable[str]] = ..., markdown: _Optional[str] = ..., outgoing: _Optional[_Iterable[str]] = ..., links: _Optional[_Iterable[_Union[LinkResolution, _Mapping]]] = ..., unreadable: _Optional[str] = ...) -> None: ...
+    superseded_by: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, document: _Optional[_Union[_common_pb2.Document, _Mapping]] = ..., backlinks: _Optional[_Iterable[str]] = ..., markdown: _Optional[str] = ..., outgoing: _Optional[_Iterable[str]] = ..., links: _Optional[_Iterable[_Union[LinkResolution, _Mapping]]] = ..., unreadable: _Optional[str] = ..., superseded_by: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class LinkResolution(_message.Message):
     __slots__ = ("target", "path")

@@ -359,6 +359,7 @@ async function noteView(path) {
   const linkItems = n.links.map((l) => l.path ? `<li><a href="${esc(noteHref(l.path))}">${esc(l.alias || l.target)}</a> <span class="dim">L${l.line}</span></li>` : `<li><span class="unresolved">${esc(l.target)}</span> <span class="dim">unresolved</span></li>`).join("");
   view().innerHTML = `<div class="row"><a href="#/search" id="back" class="dim">← back</a>${n.title ? `<strong class="note-title">${esc(n.title)}</strong>` : ""}<span class="path">${esc(n.path)}</span>${n.date ? `<span class="dim" title="the note's date">${esc(n.date)}</span>` : n.committed ? `<span class="dim" title="the day of the last commit that changed it">${esc(n.committed)}</span>` : ""}
     <a href="#/graph/${encodeURIComponent(n.path)}">graph around this note</a></div>
+  ${(n.superseded_by || []).length ? `<div class="card superseded" id="superseded">Superseded by ${n.superseded_by.map((p) => `<a href="${noteHref(p)}">${esc(p)}</a>`).join(", ")}: a later note says it replaces this one</div>` : ""}
   ${n.unreadable ? `<div class="card warn" id="unreadable">${esc(n.unreadable)}: shown as it was indexed</div>` : ""}
   <div class="note"><article class="md" id="note-body"></article>
   <aside class="side">
