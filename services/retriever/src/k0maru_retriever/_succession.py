@@ -71,8 +71,7 @@ class Succession:
                         successor = graph.resolve(link_target(link), path)
                         if successor is not None and successor in docs:
                             found.setdefault(path, set()).add(successor)
-            back = graph.backlinks(path)
-            for source in self._holders & back if len(back) > len(self._holders) else back & self._holders:
+            for source in graph.backlinks(path) & self._holders:  # the notes linking to it that may say so
                 if any(
                     succession_kind(link.property) == "supersedes" and graph.resolve(link_target(link), source) == path
                     for link in docs[source].links
@@ -146,7 +145,8 @@ def with_successors(
             break
         successors |= succession.successors([h.path for h in brought], docs, graph)
     ordered = before_what_they_replace(hits, successors)
-    for i, (was, hit) in enumerate(zip(hits, ordered, strict=True)):
-        if hit is not was and not hit.exact and i < next(j for j, h in enumerate(hits) if h is hit):
+    was = {hit.path: i for i, hit in enumerate(hits)}
+    for i, hit in enumerate(ordered):
+        if i < was[hit.path] and not hit.exact:
             hit.exact = "replaces"  # moved up, before what it replaces: it says why (the debugger's badge)
     return ordered, successors
