@@ -451,3 +451,16 @@ def test_links_in_properties_are_links_that_say_their_property():
         ("z", "", 15),
     }
     assert not parse_note("b.md", "---\nup: Parent\n---\n[[Parent]]\n").links[0].property
+    adr = (  # MADR's frontmatter status, log4brains' and Nygard's status lines
+        '---\nstatus: "superseded by [ADR-0005](0005-example.md)"\n---\n# 3. Use X\n\n'
+        "- Status: superseded by [ADR-0007](0007-y.md)\n**Status:** Superseded by [[0008 z]]\n"
+        "Status: Supersedes [ADR-0002](0002-a.md)\nThe status is superseded by [[nothing]] here.\n"
+    )
+    assert [(lk.target, lk.property) for lk in parse_note("docs/adr/0003-x.md", adr).links] == [
+        ("0005-example", "superseded_by"),
+        ("0007-y", "superseded_by"),
+        ("0008 z", "superseded_by"),
+        ("0002-a", "supersedes"),
+        ("nothing", ""),
+    ]
+    assert not parse_note("c.md", "---\nstatus: superseded\n---\n# C\n").links  # it names no successor

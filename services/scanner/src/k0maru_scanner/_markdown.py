@@ -50,7 +50,8 @@ DEFAULT_JOURNALS = JournalFormat()  # Logseq's: journals/2026_12_04.md is "Dec 4
 # `[[#Heading]]` and `href="#top"` are no tags; 2026-12-05.1: a note's description from its frontmatter,
 # Dendron's `{{fm.key}}` as the frontmatter's value; .2: code fenced in a list item is code, a
 # list item's heading (`- ## Setup`, as Logseq writes them) opens a section, ```x``` is no fence;
-# 2026-12-07.1: wikilinks in frontmatter values are links, and a link says the property that holds it)
+# 2026-12-07.1: wikilinks in frontmatter values are links, and a link says the property that holds it,
+# an ADR's status (its line, MADR's frontmatter) `supersedes` or `superseded_by`)
 PARSER_VERSION = "2026-12-07.1"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
@@ -84,9 +85,16 @@ _HIDDEN_PROPERTY = re.compile(
     r"^[ \t]*(?:-[ \t]+)?(?:id|collapsed|heading|ls-type|hl-type|hl-page|hl-stamp|hl-color)::"
 )
 _LINE_PROPERTY = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?([A-Za-z][\w-]*)::")  # `key:: [[x]]`, `- key:: …`
-# an ADR's status line (adr-tools, MADR, log4brains): "Superseded by [5. Use X](0005-use-x.md)",
-# "**Supersedes** [[0001 Record]]"; not "replaces", which prose opens sentences with
-_SUCCESSION_LINE = re.compile(r"^[ \t]*(?:[-*+>][ \t]+)?(?:\*\*|__)?(superseded[ \t]+by|supersedes)\b", re.IGNORECASE)
+# an ADR's status line (adr-tools, MADR, log4brains, Nygard's): "Superseded by [5. Use X](0005-use-x.md)",
+# "**Supersedes** [[0001 Record]]", "- Status: superseded by [ADR-0005](0005-x.md)", "**Status:** Superseded
+# by …"; not "replaces", which prose opens sentences with
+_SUCCESSION_LINE = re.compile(
+    r"^[ \t]*(?:[-*+>][ \t]+)?(?:\*\*|__)?(?:status[ \t]*(?:\*\*|__)?[ \t]*:[ \t]*(?:\*\*|__)?[ \t]*)?"
+    r"(superseded[ \t]+by|supersedes)\b",
+    re.IGNORECASE,
+)
+# MADR's frontmatter: `status: "superseded by [ADR-0005](0005-example.md)"`
+_SUPERSEDED_STATUS = re.compile(r"^[ \t]*superseded[ \t]+by\b", re.IGNORECASE)
 _BLOCK_ID = re.compile(r"^[ \t]*(?:-[ \t]+)?id::[ \t]*([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})[ \t]*$")
 # Logseq's block reference: ((64f1c2aa-1111-2222-3333-444455556666)), a link to the note holding it
 _BLOCK_REF = re.compile(r"\(\(([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})\)\)")
@@ -240,7 +248,11 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
                 problems.append("frontmatter is not a mapping")
 
     # before the page's `key:: value` lines join it: their links are read with the text's
-    property_links = _property_links(frontmatter, fm_text or "") if frontmatter and "[[" in (fm_text or "") else []
+    property_links = (
+        _property_links(frontmatter, fm_text or "")
+        if frontmatter and ("[[" in (fm_text or "") or "upersede" in (fm_text or ""))
+        else []
+    )
     for key, value in _page_properties(body).items():
         frontmatter.setdefault(key, value)  # the YAML frontmatter's own value wins
     tags: list[str] = []
@@ -553,17 +565,20 @@ def _link_texts(value: Any, depth: int = 0) -> list[str]:
 
 def _property_links(frontmatter: dict[str, Any], fm_text: str) -> list[ParsedLink]:
     """The wikilinks in the frontmatter's values (Obsidian's properties: `up: "[[Parent]]"`,
-    `related: ["[[A]]", "[[B]]"]`), each held by its key, at the line that opens the key."""
+    `related: ["[[A]]", "[[B]]"]`), each held by its key, at the line that opens the key; and
+    the links of a MADR `status: "superseded by [ADR-0005](0005-example.md)"`, as `superseded_by`."""
     lines = fm_text.splitlines()
     found: list[ParsedLink] = []
     for key, value in frontmatter.items():
-        texts = _link_texts(value)
+        status = key.lower() == "status" and isinstance(value, str) and _SUPERSEDED_STATUS.match(value)
+        texts = [value] if status else _link_texts(value)
         if not texts:
             continue
         opens = (f"{key}:", f'"{key}":', f"'{key}':")
         line_no = next((i + 2 for i, line in enumerate(lines) if line.startswith(opens)), 1)  # after the `---` line
+        held_by = "superseded_by" if status else key
         for text in texts:
-            found.extend(replace(link, property=key) for link in _links_in(text, line_no))
+            found.extend(replace(link, property=held_by) for link in _links_in(text, line_no))
     return found
 
 
