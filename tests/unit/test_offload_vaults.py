@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from k0maru_common import InvalidInput
 from k0maru_offload._conventions import sniff
 from k0maru_offload._flush import FlushEngine, FlushNote
 from k0maru_scanner._markdown import parse_note
@@ -494,3 +495,19 @@ def test_a_note_that_replaces_others_says_so_where_the_scanner_reads_it(vault: P
     held = [(lk.target, lk.property) for lk in parse_note(path, text).links]
     assert held == [("Old", "supersedes"), ("auth/old plan", "supersedes")], text
     assert "Sessions move to OIDC." in text
+
+
+@pytest.mark.parametrize(
+    "field,names",
+    [
+        ("supersedes", ("old\nplan",)),  # a link cannot span lines: half of it would be text
+        ("supersedes", ("a]] and [[b",)),
+        ("related", ("x]]y",)),
+        ("related", ("n" * 1001,)),
+    ],
+)
+def test_a_note_name_that_no_link_can_hold_is_refused_and_nothing_is_written(vault: Path, field: str, names: tuple):
+    write_notes(vault, {"decisions/old.md": "# Old\n"})
+    with pytest.raises(InvalidInput, match="is no note name"):
+        FlushEngine(vault).flush(FlushNote("Use OIDC", "Sessions move to OIDC.", "decision", **{field: names}), DAY)
+    assert sorted(p.name for p in (vault / "decisions").iterdir()) == ["old.md"]

@@ -31,6 +31,7 @@ MAX_CONTENT_CHARS = 1_000_000
 MAX_VERSIONS = 1000
 MAX_CATEGORY_DEPTH = 8
 MAX_CATEGORY_CHARS = 200
+MAX_NOTE_NAME = 1000  # characters of a related or superseded note's name or path
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,13 @@ def _validate(note: FlushNote) -> None:
     ):
         if "\x00" in value:
             raise InvalidInput(f"{name} contains a NUL character (U+0000); notes are text")
+    for name, names in (("related note", note.related), ("superseded note", note.supersedes)):
+        for typed in _note_names(names):  # written as `[[typed]]`: a link must hold it whole, on one line
+            if "\n" in typed or "\r" in typed or "[[" in typed or "]]" in typed or len(typed) > MAX_NOTE_NAME:
+                raise InvalidInput(
+                    f"{name} {typed[:80]!r} is no note name: one line of at most {MAX_NOTE_NAME} characters, "
+                    "without [[ or ]]"
+                )
     parts = [p for p in note.category.replace("\\", "/").split("/") if p.strip()]
     if len(note.category) > MAX_CATEGORY_CHARS or len(parts) > MAX_CATEGORY_DEPTH:
         raise InvalidInput(
