@@ -48,7 +48,7 @@ def cost(docs: dict[str, common_pb2.Document], hits: int, rng: random.Random, ca
     for _ in range(calls):
         found = [FusedHit(p, 1.0) for p in rng.sample(paths, hits)]
         t0 = time.perf_counter()
-        _ranked, successors = with_successors(found, succession, docs, graph)
+        _ranked, successors = with_successors(found, lambda paths: succession.successors(paths, docs, graph))
         times.append((time.perf_counter() - t0) * 1e6)
         marked += len(successors)
     return statistics.median(times), marked

@@ -19,8 +19,10 @@ def ranked(docs: list[common_pb2.Document], found: list[str]) -> list[tuple[str,
     graph = LinkGraph()
     graph.load({d.path: [link_target(lk) for lk in d.links] for d in docs}, {d.path: [] for d in docs})
     by_path = {d.path: d for d in docs}
+    succession = Succession(docs)
     hits, _ = with_successors(
-        [FusedHit(p, 1.0 / (i + 1)) for i, p in enumerate(found)], Succession(docs), by_path, graph
+        [FusedHit(p, 1.0 / (i + 1)) for i, p in enumerate(found)],
+        lambda paths: succession.successors(paths, by_path, graph),
     )
     return [(h.path, h.exact) for h in hits]
 

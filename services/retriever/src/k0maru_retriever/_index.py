@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -466,6 +466,11 @@ class NoteIndex:
             self.vectors.close()
             self.state.close()
             self.tags.close()
+
+    def successors(self, paths: Iterable[str]) -> dict[str, list[str]]:
+        """For each of `paths` that another note says it replaces: those notes (`_succession`)."""
+        with self.lock:
+            return self.succession.successors(paths, self.state.docs, self.graph)
 
     def counts(self) -> tuple[int, int, int]:
         """(documents, chunks, chunks with vectors), recounted only after a change."""

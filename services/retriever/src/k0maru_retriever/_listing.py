@@ -98,6 +98,14 @@ class ScopeCandidates:
         return out
 
 
+def note_in_scope(scope: Scope, doc: common_pb2.Document) -> bool:
+    """Whether a note is within the folders, diaries, tags and days of `scope` (its day worked
+    out only when the scope has a date range)."""
+    return scope.empty or scope.matches(
+        doc.path, doc.diary, list(doc.tags), note_day(doc) if scope.since or scope.until else ""
+    )
+
+
 def list_scope(
     scope: Scope,
     limit: int,
@@ -110,7 +118,7 @@ def list_scope(
 
     def within(path: str) -> bool:
         doc = docs.get(path)
-        return doc is not None and scope.matches(path, doc.diary, list(doc.tags), note_day(doc))
+        return doc is not None and note_in_scope(scope, doc)
 
     # walking reads about limit / (the scope's share of the notes) notes; sorting reads the named
     # ones, each costing about 6 times as much (`bench/listing_cost.py`: 100,000 notes)

@@ -27,7 +27,6 @@ from k0maru_common import (
 )
 
 from ._bm25 import Asked, Scope
-from ._days import note_day
 from ._fusion import (
     DEFAULT_GAP_SCALE,
     FusedHit,
@@ -39,7 +38,7 @@ from ._fusion import (
     single_channel,
 )
 from ._index import NoteIndex, chunk_id, note_names, split_chunk_id
-from ._listing import list_scope
+from ._listing import list_scope, note_in_scope
 from ._shaping import QueryShaper
 from ._snippets import Snippets
 from ._succession import with_successors
@@ -424,11 +423,12 @@ class HybridSearcher:
             fused = kept
         with self._index.lock:  # a note deleted while the channels ran is left out, not an error
             docs = self._index.state.docs
-            kept = [h for h in fused if h.path in docs][:limit]
-            kept, successors = with_successors(
-                kept, self._index.succession, docs, self._index.graph, lambda path: self._in_scope(path, scope)
+            shown, successors = with_successors(
+                [h for h in fused if h.path in docs][:limit],
+                self._index.successors,
+                lambda path: note_in_scope(scope, docs[path]),
             )
-            for hit in kept[:limit]:
+            for hit in shown[:limit]:
                 explained = asked if request.explain else None  # each hit's name match, explained
                 cid = best_chunk.get(hit.path, f"{hit.path}#0")  # a successor brought in: its first chunk
                 response.hits.append(self._to_hit(hit, cid, query, explained, hit.path in unseen))
@@ -565,32 +565,23 @@ class HybridSearcher:
         """Chunk hits → the first (best) chunk of each note, scope-filtered, at most `pool` notes."""
         seen: dict[str, tuple[float, str]] = {}
         docs = self._index.state.docs
-        dated = bool(scope.since or scope.until)
         for cid, score in ranked:
             path, _ = split_chunk_id(cid)
             if path in seen or path not in docs:
                 continue
-            doc = docs[path]
-            day = note_day(doc) if dated else ""  # the stores were told; a note redated since is checked here
-            if not scope.empty and not scope.matches(path, doc.diary, list(doc.tags), day):
+            if not note_in_scope(scope, docs[path]):  # the stores were told the dates; a note redated since
                 continue
             seen[path] = (score, cid)
             if len(seen) >= pool:
                 break
         return [(path, score, cid) for path, (score, cid) in seen.items()]
 
-    def _in_scope(self, path: str, scope: Scope) -> bool:
-        """Whether an indexed note is within the folders, tags and days searched. Under the lock."""
-        doc = self._index.state.docs[path]
-        day = note_day(doc) if scope.since or scope.until else ""
-        return scope.empty or scope.matches(path, doc.diary, list(doc.tags), day)
-
     def _listed(self, scope: Scope, limit: int) -> list[retriever_pb2.SearchHit]:
         """The notes within `scope`, newest first (`list_scope`), each as a hit on its first
         chunk, scored 0. Under the index's lock."""
         state = self._index.state
         found = list_scope(scope, limit, state.docs, state.days, state.scope_candidates)
-        successors = self._index.succession.successors(found, state.docs, self._index.graph)
+        successors = self._index.successors(found)
         hits = [self._to_hit(FusedHit(path=path), f"{path}#0", "", None) for path in found]
         for hit in hits:
             hit.superseded_by.extend(successors.get(hit.path, ()))

@@ -116,9 +116,7 @@ SUCCESSION_DEPTH = 4  # a chain of revisions followed this far from a hit (A →
 
 def with_successors(
     hits: list[FusedHit],
-    succession: Succession,
-    docs: Mapping[str, common_pb2.Document],
-    graph: LinkGraph,
+    successors_of: Callable[[list[str]], dict[str, list[str]]],
     in_scope: Callable[[str], bool] = lambda _path: True,
 ) -> tuple[list[FusedHit], dict[str, list[str]]]:
     """`hits` with the notes that replace them: a successor the search did not find comes right
@@ -126,7 +124,7 @@ def with_successors(
     folders, tags and days searched), one it found is moved up to there (`before_what_they_replace`;
     `exact` "replaces" too); and
     each note's successors, in scope or not. The caller cuts to its limit."""
-    successors = succession.successors([h.path for h in hits], docs, graph)
+    successors = successors_of([h.path for h in hits])
     if not successors:
         return hits, successors
     present = {h.path for h in hits}
@@ -143,7 +141,7 @@ def with_successors(
         hits = out
         if not brought:
             break
-        successors |= succession.successors([h.path for h in brought], docs, graph)
+        successors |= successors_of([h.path for h in brought])
     ordered = before_what_they_replace(hits, successors)
     was = {hit.path: i for i, hit in enumerate(hits)}
     for i, hit in enumerate(ordered):

@@ -110,9 +110,7 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
                 backlinks=sorted(graph.backlinks(doc.path)),
                 outgoing=sorted(graph.outgoing(doc.path)),
                 links=links,
-                superseded_by=app.index.succession.successors([doc.path], app.index.state.docs, graph).get(
-                    doc.path, []
-                ),
+                superseded_by=app.index.successors([doc.path]).get(doc.path, []),
             )
         note.markdown, note.unreadable = app.note_files.read(doc.path)  # not under the lock: it may wait
         if note.unreadable:  # out of sight (an unmounted drive, a share that does not answer): as indexed
