@@ -105,6 +105,9 @@ async def offload_tools(session: ClientSession, vault: Path) -> None:
     loadout = structured(await session.call_tool("get_project_loadout", {}))
     assert loadout["vault"] == str(vault.resolve()) and "L0 project" in loadout["markdown"]
     assert loadout["tokens"] <= 300
+    whole = structured(await session.call_tool("get_project_loadout", {"max_tokens": 2000}))["markdown"]
+    assert f"[[{revised['path'].removesuffix('.md')}]]" in whole  # the current decision, not the one it revised
+    assert f"[[{first['path'].removesuffix('.md')}]]" not in whole
 
 
 def test_recall_add_and_clean_exit(vault: Path, tmp_path: Path):

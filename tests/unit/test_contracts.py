@@ -39,7 +39,15 @@ def test_every_rpc_of_the_design_exists():
         "Status",
     }
     assert methods(embedder_pb2, "Embedder") == {"Embed", "Info"}
-    assert methods(retriever_pb2, "Retriever") == {"Search", "GetNote", "Backlinks", "IndexStatus", "Reindex", "Graph"}
+    assert methods(retriever_pb2, "Retriever") == {
+        "Search",
+        "GetNote",
+        "Backlinks",
+        "IndexStatus",
+        "Reindex",
+        "Graph",
+        "Superseded",  # the notes later ones replace, for the loadout (the rules stay in the retriever)
+    }
     assert methods(offload_pb2, "Offload") == {
         "OffloadLog",
         "InspectLogNode",

@@ -236,6 +236,46 @@ def test_changelogs_and_journals_are_no_evergreen_hubs(vault: Path):
     assert build_loadout(vault, max_tokens=2000).hubs == ["concepts/map.md"]
 
 
+def test_a_loadout_names_the_decision_that_replaced_an_older_one_not_the_older_one(vault: Path):
+    """The brief an agent reads first listed a revised decision beside its revision, and the old
+    one first by its name: the agent built on sessions after the team moved to OIDC. Given the
+    retriever's superseded notes, a listed note gives way to the notes that replace it, along a
+    chain to the newest, each once; one outside the folder takes its place too, and a successor
+    that is no file (deleted since the index saw it) changes nothing."""
+    from k0maru_offload._loadout import build_loadout
+
+    write_notes(
+        vault,
+        {
+            "decisions/2026-08-01-auth-sessions.md": "# Auth: sessions\n",
+            "decisions/2026-08-09-auth-oidc.md": "# Auth: OIDC\n",
+            "decisions/2026-08-05-cache-redis.md": "# Cache: redis\n",
+            "decisions/2026-08-07-cache-none.md": "# Cache: none\n",
+            "archive/cache-cdn.md": "# Cache: a CDN\n",
+            "decisions/2026-08-03-queue-sqs.md": "# Queue: SQS\n",
+        },
+    )
+    superseded = {
+        "decisions/2026-08-01-auth-sessions.md": ["decisions/2026-08-09-auth-oidc.md"],
+        "decisions/2026-08-05-cache-redis.md": ["decisions/2026-08-07-cache-none.md"],
+        "decisions/2026-08-07-cache-none.md": ["archive/cache-cdn.md"],
+        "decisions/2026-08-03-queue-sqs.md": ["decisions/queue-kafka-deleted.md"],
+    }
+    loadout = build_loadout(vault, max_tokens=2000, superseded=superseded)
+    assert loadout.decisions == [
+        "decisions/2026-08-09-auth-oidc.md",
+        "archive/cache-cdn.md",
+        "decisions/2026-08-03-queue-sqs.md",
+    ]
+    text = loadout.markdown
+    assert "[[decisions/2026-08-09-auth-oidc]]" in text and "auth-sessions" not in text
+    assert text.count("[[archive/cache-cdn]]") == 1 and "cache-redis" not in text and "cache-none" not in text
+    cycle = {"decisions/2026-08-01-auth-sessions.md": ["decisions/2026-08-09-auth-oidc.md"]}
+    cycle["decisions/2026-08-09-auth-oidc.md"] = ["decisions/2026-08-01-auth-sessions.md"]
+    assert len(build_loadout(vault, max_tokens=2000, superseded=cycle).decisions) == 5  # ends, each once
+    assert len(build_loadout(vault, max_tokens=2000).decisions) == 5  # no retriever to ask: as found
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_loadout_names_the_newest_decisions_of_a_cloned_vault_by_their_commits(vault: Path):
     """Decisions named without a day, in a vault kept in git: the newest commits' are kept, whatever

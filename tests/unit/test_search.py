@@ -429,6 +429,10 @@ def test_a_note_a_later_one_replaces_says_so_and_comes_right_after_it(tmp_path: 
     index.apply(note("decisions/cache v2.md", "Cache: none, the database is fast enough."))
     index.commit()
     searcher = HybridSearcher(index, None, FusionParams(), "v")
+    assert index.replaced() == {  # the whole vault's, for the loadout (the `Superseded` RPC)
+        "decisions/auth design.md": ["decisions/auth v2.md"],
+        "decisions/cache.md": ["decisions/cache v2.md"],
+    }
 
     def ask(query: str, limit: int = 10, **scope: list[str]) -> list[tuple[str, list[str]]]:
         reply = searcher.search(
@@ -451,6 +455,7 @@ def test_a_note_a_later_one_replaces_says_so_and_comes_right_after_it(tmp_path: 
         ("decisions/cache.md", ["decisions/cache v2.md"]),
     ]
     assert [p for p, _ in ask("redis")] == ["archive/cache v3.md", "decisions/cache v2.md", "decisions/cache.md"]
+    assert index.replaced()["decisions/cache v2.md"] == ["archive/cache v3.md"]
     index.remove("archive/cache v3.md")
     listed = dict(ask("", path_prefixes=["decisions/"]))  # a listing marks them too
     assert listed["decisions/cache.md"] == ["decisions/cache v2.md"] and listed["decisions/auth v2.md"] == []
@@ -462,5 +467,6 @@ def test_a_note_a_later_one_replaces_says_so_and_comes_right_after_it(tmp_path: 
     try:
         searcher = HybridSearcher(reopened, None, FusionParams(), "v")
         assert ask("redis") == cache
+        assert reopened.replaced() == {"decisions/cache.md": ["decisions/cache v2.md"]}
     finally:
         reopened.close()

@@ -20,7 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
-from k0maru.v1 import offload_pb2, retriever_pb2, scanner_pb2
+from k0maru.v1 import common_pb2, offload_pb2, retriever_pb2, scanner_pb2
 from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, mode_name, utc_day
 
 from ._answers import partial_channels
@@ -264,6 +264,17 @@ def _call(fn: Callable[[Any, float], T], request: Any, timeout: float = 30.0) ->
         return fn(request, timeout)
     except K0Error as exc:
         raise ToolError(str(exc)) from exc
+
+
+def superseded(client: StackClient) -> list[common_pb2.Supersession]:
+    """The notes later ones replace, from the retriever, for the loadout to name the current ones;
+    none while the retriever cannot answer (still building its first index): the loadout then lists
+    notes as it finds them."""
+    try:
+        return list(client.call(client.retriever.Superseded, retriever_pb2.SupersededRequest(), 5.0).notes)
+    except K0Error as exc:
+        log.info("loadout without the retriever's superseded notes: %s", exc)
+        return []
 
 
 def until_searchable(client: StackClient, path: str, wait_s: float = SEARCHABLE_WAIT_S) -> bool:
@@ -751,7 +762,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
         they are written, L2 the newest decisions and logs, L3 standing rules, skills and hub notes."""
         r = _call(
             lambda q, t: client.call(client.offload.GetProjectLoadout, q, t),
-            offload_pb2.LoadoutRequest(max_tokens=max_tokens, project=project_name),
+            offload_pb2.LoadoutRequest(max_tokens=max_tokens, project=project_name, superseded=superseded(client)),
         )
         return _answer(LoadoutAnswer(vault=vault, project=r.project, tokens=r.tokens, markdown=r.markdown))
 

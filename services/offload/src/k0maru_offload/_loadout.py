@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -179,14 +179,42 @@ def _rule_bullets(text: str) -> list[str]:
     return out
 
 
+SUCCESSION_DEPTH = 4  # a chain of revisions followed this far (the retriever's search follows as far)
+
+
+def _current(
+    superseded: Mapping[str, Sequence[str]], exists: Callable[[str], bool]
+) -> Callable[[list[str]], list[str]]:
+    """A list of notes with each note a later one replaces given way to the notes that replace it
+    (followed along a chain to the newest, `SUCCESSION_DEPTH` steps at most), each note once.
+    An agent reading the brief first would otherwise build on a decision that was revised."""
+
+    def newest(rel: str, depth: int, seen: frozenset[str]) -> list[str]:
+        successors = [s for s in superseded.get(rel, ()) if s not in seen and exists(s)]
+        if not successors or depth == 0:
+            return [rel]
+        return [n for s in successors for n in newest(s, depth - 1, seen | {rel})]
+
+    def apply(rels: list[str]) -> list[str]:
+        if not superseded:
+            return rels
+        return list(dict.fromkeys(n for rel in rels for n in newest(rel, SUCCESSION_DEPTH, frozenset())))
+
+    return apply
+
+
 def build_loadout(
     vault: Path,
     max_tokens: int = DEFAULT_TOKENS,
     project: str = "",
     max_chars: int = 0,
     commit_days: CommitDays | None = None,
+    superseded: Mapping[str, Sequence[str]] | None = None,
 ) -> Loadout:
+    """The loadout of `vault`. `superseded`: note → the notes that replace it (the retriever's
+    `Superseded`); a listed note that is one gives way to them (`_current`)."""
     vault = vault.resolve()
+    current = _current(superseded or {}, lambda rel: (vault / rel).is_file())
     recency = _recency(vault, commit_days)
     conv = sniff(vault)
     loadout = Loadout(conventions=conv)
@@ -204,17 +232,17 @@ def build_loadout(
             continue
         links = len(_WIKILINK.findall(_read(path, 200_000)))
         scored.append((links + (20 if _HUB_NAME.search(path.stem) else 0), rel))
-    loadout.hubs = [rel for score, rel in sorted(scored, key=lambda s: (-s[0], s[1]))[:8] if score > 0]
+    loadout.hubs = current([rel for score, rel in sorted(scored, key=lambda s: (-s[0], s[1])) if score > 0])[:8]
     for category, target in (("decision", loadout.decisions), ("skill", loadout.skills)):
         folder = conv.folders.get(category)
         if folder and (vault / folder).is_dir():
             found = sorted(_notes(vault / folder), key=recency, reverse=True)
-            target.extend(p.relative_to(vault).as_posix() for p in found[:30])
+            target.extend(current([p.relative_to(vault).as_posix() for p in found])[:30])
     logs: list[str] = []
     log_folder = conv.folders.get("log")
     if log_folder and (vault / log_folder).is_dir():
         found = sorted(_notes(vault / log_folder), key=recency, reverse=True)
-        logs = [p.relative_to(vault).as_posix() for p in found[:30]]
+        logs = current([p.relative_to(vault).as_posix() for p in found])[:30]
 
     def link(rel: str) -> str:
         return f"[[{rel.removesuffix('.md')}]]"
@@ -226,7 +254,7 @@ def build_loadout(
     l1 = [_clip(d, 140) for d in conv.describe()] + (
         [f"rules: {', '.join(conv.rule_files)}"] if conv.rule_files else []
     )
-    recent = sorted({*loadout.decisions, *logs}, key=lambda r: r.rsplit("/", 1)[-1], reverse=True)
+    recent = current(sorted({*loadout.decisions, *logs}, key=lambda r: r.rsplit("/", 1)[-1], reverse=True))
     l2 = [link(r) for r in recent]
     l3 = _rule_bullets(rules_text)[:10] + [link(s) for s in loadout.skills] + [link(h) for h in loadout.hubs]
     levels = [("L1 conventions", l1), ("L2 recent", l2), ("L3 evergreen", l3)]

@@ -205,6 +205,7 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
             request.project[:200],
             request.max_chars,
             self._commit_days,
+            {note.path: list(note.superseded_by) for note in request.superseded},
         )
         return offload_pb2.Loadout(
             vault=str(self._settings.vault),

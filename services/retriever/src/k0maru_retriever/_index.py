@@ -472,6 +472,11 @@ class NoteIndex:
         with self.lock:
             return self.succession.successors(paths, self.state.docs, self.graph)
 
+    def replaced(self) -> dict[str, list[str]]:
+        """Every note another says it replaces, with those notes (`_succession`)."""
+        with self.lock:
+            return self.succession.replaced(self.state.docs, self.graph)
+
     def counts(self) -> tuple[int, int, int]:
         """(documents, chunks, chunks with vectors), recounted only after a change."""
         with self.lock:

@@ -79,6 +79,19 @@ class Succession:
                     found.setdefault(path, set()).add(source)
         return {path: sorted(successors) for path, successors in found.items()}
 
+    def replaced(self, docs: Mapping[str, common_pb2.Document], graph: LinkGraph) -> dict[str, list[str]]:
+        """Every note another replaces, with those notes (`successors` of each note a holder names,
+        or that holds a `superseded_by` link itself)."""
+        candidates: set[str] = set()
+        for holder in self._holders:
+            for link in docs[holder].links:
+                kind = succession_kind(link.property)
+                if kind == "superseded_by":
+                    candidates.add(holder)
+                elif kind == "supersedes" and (old := graph.resolve(link_target(link), holder)) is not None:
+                    candidates.add(old)
+        return self.successors(candidates, docs, graph)
+
 
 class _Ranked(Protocol):
     path: str

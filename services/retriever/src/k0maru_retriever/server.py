@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import grpc
 
-from k0maru.v1 import retriever_pb2, retriever_pb2_grpc
+from k0maru.v1 import common_pb2, retriever_pb2, retriever_pb2_grpc
 from k0maru_common import (
     HEALTH_NAMES,
     CannotWrite,
@@ -205,6 +205,14 @@ class RetrieverServicer(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[m
                 request.CopyFrom(asked)
                 request.path = indexed_path(app, asked.path)
             return graph_view(app.index, request)
+
+    def Superseded(
+        self, request: retriever_pb2.SupersededRequest, context: grpc.ServicerContext
+    ) -> retriever_pb2.SupersededResponse:
+        replaced = self._ready().index.replaced()
+        return retriever_pb2.SupersededResponse(
+            notes=[common_pb2.Supersession(path=path, superseded_by=replaced[path]) for path in sorted(replaced)]
+        )
 
 
 def indexed_path(app: RetrieverApp, typed: str) -> str:

@@ -42,6 +42,14 @@ class Link(_message.Message):
     property: str
     def __init__(self, target: _Optional[str] = ..., alias: _Optional[str] = ..., heading: _Optional[str] = ..., block: _Optional[str] = ..., embed: _Optional[bool] = ..., markdown: _Optional[bool] = ..., line: _Optional[int] = ..., property: _Optional[str] = ...) -> None: ...
 
+class Supersession(_message.Message):
+    __slots__ = ("path", "superseded_by")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDED_BY_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    superseded_by: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, path: _Optional[str] = ..., superseded_by: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class Chunk(_message.Message):
     __slots__ = ("index", "text", "heading_path", "start_line", "end_line", "hash")
     INDEX_FIELD_NUMBER: _ClassVar[int]

@@ -24,57 +24,58 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from k0maru.v1 import common_pb2 as k0maru_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17k0maru/v1/offload.proto\x12\tk0maru.v1\"\x94\x01\n\x11OffloadLogRequest\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\x11\n\tthreshold\x18\x03 \x01(\r\x12\x0f\n\x07\x63ommand\x18\x04 \x01(\t\x12\x16\n\texit_code\x18\x05 \x01(\x05H\x00\x88\x01\x01\x12\x16\n\x0estreamed_lines\x18\x06 \x01(\rB\x0c\n\n_exit_code\"\xa2\x02\n\rOffloadResult\x12\x11\n\toffloaded\x18\x01 \x01(\x08\x12\x0f\n\x07node_id\x18\x02 \x01(\t\x12\x0f\n\x07summary\x18\x03 \x01(\t\x12\x0f\n\x07mermaid\x18\x04 \x01(\t\x12\x17\n\x0foriginal_tokens\x18\x05 \x01(\r\x12\x16\n\x0esummary_tokens\x18\x06 \x01(\r\x12\x10\n\x08ref_path\x18\x07 \x01(\t\x12\x12\n\nline_count\x18\x08 \x01(\r\x12\x13\n\x0b\x66irst_error\x18\t \x01(\t\x12\x16\n\x0e\x66irst_location\x18\n \x01(\t\x12\x0e\n\x06\x65rrors\x18\x0b \x01(\r\x12\x10\n\x08warnings\x18\x0c \x01(\r\x12\x14\n\x0c\x66\x61iled_tests\x18\r \x01(\r\x12\x0f\n\x07\x63ounted\x18\x0e \x01(\x08\"\x82\x01\n\x0eInspectRequest\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x12\n\nstart_line\x18\x02 \x01(\r\x12\x10\n\x08\x65nd_line\x18\x03 \x01(\r\x12\x0c\n\x04grep\x18\x04 \x01(\t\x12\x0f\n\x07\x63ontext\x18\x05 \x01(\r\x12\x1a\n\x12\x61round_first_error\x18\x06 \x01(\x08\"\'\n\x07LogLine\x12\x0e\n\x06number\x18\x01 \x01(\r\x12\x0c\n\x04text\x18\x02 \x01(\t\"Z\n\x0fInspectResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12!\n\x05lines\x18\x02 \x03(\x0b\x32\x12.k0maru.v1.LogLine\x12\x13\n\x0btotal_lines\x18\x03 \x01(\r\"\x89\x01\n\x0c\x46lushRequest\x12\r\n\x05title\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x10\n\x08\x63\x61tegory\x18\x03 \x01(\t\x12\x0c\n\x04tags\x18\x04 \x03(\t\x12\x15\n\rrelated_notes\x18\x05 \x03(\t\x12\x0e\n\x06source\x18\x06 \x01(\t\x12\x12\n\nsupersedes\x18\x07 \x03(\t\"G\n\rFlushResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12(\n\x07outcome\x18\x02 \x01(\x0e\x32\x17.k0maru.v1.FlushOutcome\"O\n\x0e\x44istillRequest\x12\r\n\x05trace\x18\x01 \x01(\t\x12\x0f\n\x07node_id\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\x12\x0e\n\x06\x65xport\x18\x04 \x01(\x08\"x\n\x0f\x44istillResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12(\n\x07outcome\x18\x02 \x01(\x0e\x32\x17.k0maru.v1.FlushOutcome\x12\x16\n\x0eskill_markdown\x18\x03 \x01(\t\x12\x15\n\rexported_path\x18\x04 \x01(\t\"H\n\x0eLoadoutRequest\x12\x11\n\tmax_chars\x18\x01 \x01(\r\x12\x12\n\nmax_tokens\x18\x02 \x01(\r\x12\x0f\n\x07project\x18\x03 \x01(\t\"&\n\x08RuleFile\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\"\x14\n\x12\x43onventionsRequest\"\xc2\x01\n\x10\x43onventionReport\x12\x15\n\rfolder_scheme\x18\x01 \x01(\t\x12\x14\n\x0cnaming_style\x18\x02 \x01(\t\x12\x14\n\x0cnotes_folder\x18\x03 \x01(\t\x12\x18\n\x10\x64\x65\x63isions_folder\x18\x04 \x01(\t\x12\x15\n\rskills_folder\x18\x05 \x01(\t\x12\x10\n\x08\x65vidence\x18\x06 \x03(\t\x12\x12\n\nrule_files\x18\x07 \x03(\t\x12\x14\n\x0c\x66older_rules\x18\x08 \x03(\t\"\xde\x01\n\x07Loadout\x12\r\n\x05vault\x18\x01 \x01(\t\x12\"\n\x05rules\x18\x02 \x03(\x0b\x32\x13.k0maru.v1.RuleFile\x12\x30\n\x0b\x63onventions\x18\x03 \x01(\x0b\x32\x1b.k0maru.v1.ConventionReport\x12\x11\n\thub_notes\x18\x04 \x03(\t\x12\x18\n\x10recent_decisions\x18\x05 \x03(\t\x12\x0e\n\x06skills\x18\x06 \x03(\t\x12\x10\n\x08markdown\x18\x07 \x01(\t\x12\x0f\n\x07project\x18\x08 \x01(\t\x12\x0e\n\x06tokens\x18\t \x01(\r\"\x13\n\x11TokenStatsRequest\"\xf0\x01\n\x12TokenStatsResponse\x12\x10\n\x08offloads\x18\x01 \x01(\x04\x12\x17\n\x0foriginal_tokens\x18\x02 \x01(\x04\x12\x16\n\x0esummary_tokens\x18\x03 \x01(\x04\x12\x13\n\x0bsaved_ratio\x18\x04 \x01(\x01\x12\x17\n\x0fstreamed_tokens\x18\x05 \x01(\x04\x12\x0f\n\x07repeats\x18\x06 \x01(\x04\x12\x0f\n\x07recalls\x18\x07 \x01(\x04\x12\x1a\n\x12recall_note_tokens\x18\x08 \x01(\x04\x12\x1c\n\x14recall_answer_tokens\x18\t \x01(\x04\x12\r\n\x05reads\x18\n \x01(\x04\"@\n\x0cRecallRecord\x12\r\n\x05paths\x18\x01 \x03(\t\x12\x0e\n\x06\x61nswer\x18\x02 \x01(\t\x12\x11\n\tfollow_up\x18\x03 \x01(\x08\" \n\x0fListLogsRequest\x12\r\n\x05limit\x18\x01 \x01(\r\"\xc4\x02\n\x08LogEntry\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\x0f\n\x07\x63ommand\x18\x03 \x01(\t\x12\x16\n\texit_code\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0b\x66irst_error\x18\x05 \x01(\t\x12\x16\n\x0e\x66irst_location\x18\x06 \x01(\t\x12\x17\n\x0foriginal_tokens\x18\x07 \x01(\r\x12\x16\n\x0esummary_tokens\x18\x08 \x01(\r\x12\x12\n\nline_count\x18\t \x01(\r\x12\x10\n\x08ref_path\x18\n \x01(\t\x12\x0f\n\x07mermaid\x18\x0b \x01(\t\x12\x12\n\nat_unix_ms\x18\x0c \x01(\x03\x12\x0e\n\x06\x65rrors\x18\r \x01(\r\x12\x10\n\x08warnings\x18\x0e \x01(\r\x12\x14\n\x0c\x66\x61iled_tests\x18\x0f \x01(\rB\x0c\n\n_exit_code\"D\n\x10ListLogsResponse\x12!\n\x04logs\x18\x01 \x03(\x0b\x32\x13.k0maru.v1.LogEntry\x12\r\n\x05total\x18\x02 \x01(\r*\x83\x01\n\x0c\x46lushOutcome\x12\x1d\n\x19\x46LUSH_OUTCOME_UNSPECIFIED\x10\x00\x12\x19\n\x15\x46LUSH_OUTCOME_CREATED\x10\x01\x12\x1c\n\x18\x46LUSH_OUTCOME_UP_TO_DATE\x10\x02\x12\x1b\n\x17\x46LUSH_OUTCOME_VERSIONED\x10\x03\x32\x89\x05\n\x07Offload\x12\x44\n\nOffloadLog\x12\x1c.k0maru.v1.OffloadLogRequest\x1a\x18.k0maru.v1.OffloadResult\x12G\n\x0eInspectLogNode\x12\x19.k0maru.v1.InspectRequest\x1a\x1a.k0maru.v1.InspectResponse\x12\x41\n\x0c\x46lushSession\x12\x17.k0maru.v1.FlushRequest\x1a\x18.k0maru.v1.FlushResponse\x12\x45\n\x0c\x44istillSkill\x12\x19.k0maru.v1.DistillRequest\x1a\x1a.k0maru.v1.DistillResponse\x12\x42\n\x11GetProjectLoadout\x12\x19.k0maru.v1.LoadoutRequest\x1a\x12.k0maru.v1.Loadout\x12I\n\x0b\x43onventions\x12\x1d.k0maru.v1.ConventionsRequest\x1a\x1b.k0maru.v1.ConventionReport\x12I\n\nTokenStats\x12\x1c.k0maru.v1.TokenStatsRequest\x1a\x1d.k0maru.v1.TokenStatsResponse\x12\x43\n\x08ListLogs\x12\x1a.k0maru.v1.ListLogsRequest\x1a\x1b.k0maru.v1.ListLogsResponse\x12\x46\n\x0cRecordRecall\x12\x17.k0maru.v1.RecallRecord\x1a\x1d.k0maru.v1.TokenStatsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17k0maru/v1/offload.proto\x12\tk0maru.v1\x1a\x16k0maru/v1/common.proto\"\x94\x01\n\x11OffloadLogRequest\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\x11\n\tthreshold\x18\x03 \x01(\r\x12\x0f\n\x07\x63ommand\x18\x04 \x01(\t\x12\x16\n\texit_code\x18\x05 \x01(\x05H\x00\x88\x01\x01\x12\x16\n\x0estreamed_lines\x18\x06 \x01(\rB\x0c\n\n_exit_code\"\xa2\x02\n\rOffloadResult\x12\x11\n\toffloaded\x18\x01 \x01(\x08\x12\x0f\n\x07node_id\x18\x02 \x01(\t\x12\x0f\n\x07summary\x18\x03 \x01(\t\x12\x0f\n\x07mermaid\x18\x04 \x01(\t\x12\x17\n\x0foriginal_tokens\x18\x05 \x01(\r\x12\x16\n\x0esummary_tokens\x18\x06 \x01(\r\x12\x10\n\x08ref_path\x18\x07 \x01(\t\x12\x12\n\nline_count\x18\x08 \x01(\r\x12\x13\n\x0b\x66irst_error\x18\t \x01(\t\x12\x16\n\x0e\x66irst_location\x18\n \x01(\t\x12\x0e\n\x06\x65rrors\x18\x0b \x01(\r\x12\x10\n\x08warnings\x18\x0c \x01(\r\x12\x14\n\x0c\x66\x61iled_tests\x18\r \x01(\r\x12\x0f\n\x07\x63ounted\x18\x0e \x01(\x08\"\x82\x01\n\x0eInspectRequest\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x12\n\nstart_line\x18\x02 \x01(\r\x12\x10\n\x08\x65nd_line\x18\x03 \x01(\r\x12\x0c\n\x04grep\x18\x04 \x01(\t\x12\x0f\n\x07\x63ontext\x18\x05 \x01(\r\x12\x1a\n\x12\x61round_first_error\x18\x06 \x01(\x08\"\'\n\x07LogLine\x12\x0e\n\x06number\x18\x01 \x01(\r\x12\x0c\n\x04text\x18\x02 \x01(\t\"Z\n\x0fInspectResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12!\n\x05lines\x18\x02 \x03(\x0b\x32\x12.k0maru.v1.LogLine\x12\x13\n\x0btotal_lines\x18\x03 \x01(\r\"\x89\x01\n\x0c\x46lushRequest\x12\r\n\x05title\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\x12\x10\n\x08\x63\x61tegory\x18\x03 \x01(\t\x12\x0c\n\x04tags\x18\x04 \x03(\t\x12\x15\n\rrelated_notes\x18\x05 \x03(\t\x12\x0e\n\x06source\x18\x06 \x01(\t\x12\x12\n\nsupersedes\x18\x07 \x03(\t\"G\n\rFlushResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12(\n\x07outcome\x18\x02 \x01(\x0e\x32\x17.k0maru.v1.FlushOutcome\"O\n\x0e\x44istillRequest\x12\r\n\x05trace\x18\x01 \x01(\t\x12\x0f\n\x07node_id\x18\x02 \x01(\t\x12\r\n\x05title\x18\x03 \x01(\t\x12\x0e\n\x06\x65xport\x18\x04 \x01(\x08\"x\n\x0f\x44istillResponse\x12\x0c\n\x04path\x18\x01 \x01(\t\x12(\n\x07outcome\x18\x02 \x01(\x0e\x32\x17.k0maru.v1.FlushOutcome\x12\x16\n\x0eskill_markdown\x18\x03 \x01(\t\x12\x15\n\rexported_path\x18\x04 \x01(\t\"u\n\x0eLoadoutRequest\x12\x11\n\tmax_chars\x18\x01 \x01(\r\x12\x12\n\nmax_tokens\x18\x02 \x01(\r\x12\x0f\n\x07project\x18\x03 \x01(\t\x12+\n\nsuperseded\x18\x04 \x03(\x0b\x32\x17.k0maru.v1.Supersession\"&\n\x08RuleFile\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\"\x14\n\x12\x43onventionsRequest\"\xc2\x01\n\x10\x43onventionReport\x12\x15\n\rfolder_scheme\x18\x01 \x01(\t\x12\x14\n\x0cnaming_style\x18\x02 \x01(\t\x12\x14\n\x0cnotes_folder\x18\x03 \x01(\t\x12\x18\n\x10\x64\x65\x63isions_folder\x18\x04 \x01(\t\x12\x15\n\rskills_folder\x18\x05 \x01(\t\x12\x10\n\x08\x65vidence\x18\x06 \x03(\t\x12\x12\n\nrule_files\x18\x07 \x03(\t\x12\x14\n\x0c\x66older_rules\x18\x08 \x03(\t\"\xde\x01\n\x07Loadout\x12\r\n\x05vault\x18\x01 \x01(\t\x12\"\n\x05rules\x18\x02 \x03(\x0b\x32\x13.k0maru.v1.RuleFile\x12\x30\n\x0b\x63onventions\x18\x03 \x01(\x0b\x32\x1b.k0maru.v1.ConventionReport\x12\x11\n\thub_notes\x18\x04 \x03(\t\x12\x18\n\x10recent_decisions\x18\x05 \x03(\t\x12\x0e\n\x06skills\x18\x06 \x03(\t\x12\x10\n\x08markdown\x18\x07 \x01(\t\x12\x0f\n\x07project\x18\x08 \x01(\t\x12\x0e\n\x06tokens\x18\t \x01(\r\"\x13\n\x11TokenStatsRequest\"\xf0\x01\n\x12TokenStatsResponse\x12\x10\n\x08offloads\x18\x01 \x01(\x04\x12\x17\n\x0foriginal_tokens\x18\x02 \x01(\x04\x12\x16\n\x0esummary_tokens\x18\x03 \x01(\x04\x12\x13\n\x0bsaved_ratio\x18\x04 \x01(\x01\x12\x17\n\x0fstreamed_tokens\x18\x05 \x01(\x04\x12\x0f\n\x07repeats\x18\x06 \x01(\x04\x12\x0f\n\x07recalls\x18\x07 \x01(\x04\x12\x1a\n\x12recall_note_tokens\x18\x08 \x01(\x04\x12\x1c\n\x14recall_answer_tokens\x18\t \x01(\x04\x12\r\n\x05reads\x18\n \x01(\x04\"@\n\x0cRecallRecord\x12\r\n\x05paths\x18\x01 \x03(\t\x12\x0e\n\x06\x61nswer\x18\x02 \x01(\t\x12\x11\n\tfollow_up\x18\x03 \x01(\x08\" \n\x0fListLogsRequest\x12\r\n\x05limit\x18\x01 \x01(\r\"\xc4\x02\n\x08LogEntry\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x0f\n\x07task_id\x18\x02 \x01(\t\x12\x0f\n\x07\x63ommand\x18\x03 \x01(\t\x12\x16\n\texit_code\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0b\x66irst_error\x18\x05 \x01(\t\x12\x16\n\x0e\x66irst_location\x18\x06 \x01(\t\x12\x17\n\x0foriginal_tokens\x18\x07 \x01(\r\x12\x16\n\x0esummary_tokens\x18\x08 \x01(\r\x12\x12\n\nline_count\x18\t \x01(\r\x12\x10\n\x08ref_path\x18\n \x01(\t\x12\x0f\n\x07mermaid\x18\x0b \x01(\t\x12\x12\n\nat_unix_ms\x18\x0c \x01(\x03\x12\x0e\n\x06\x65rrors\x18\r \x01(\r\x12\x10\n\x08warnings\x18\x0e \x01(\r\x12\x14\n\x0c\x66\x61iled_tests\x18\x0f \x01(\rB\x0c\n\n_exit_code\"D\n\x10ListLogsResponse\x12!\n\x04logs\x18\x01 \x03(\x0b\x32\x13.k0maru.v1.LogEntry\x12\r\n\x05total\x18\x02 \x01(\r*\x83\x01\n\x0c\x46lushOutcome\x12\x1d\n\x19\x46LUSH_OUTCOME_UNSPECIFIED\x10\x00\x12\x19\n\x15\x46LUSH_OUTCOME_CREATED\x10\x01\x12\x1c\n\x18\x46LUSH_OUTCOME_UP_TO_DATE\x10\x02\x12\x1b\n\x17\x46LUSH_OUTCOME_VERSIONED\x10\x03\x32\x89\x05\n\x07Offload\x12\x44\n\nOffloadLog\x12\x1c.k0maru.v1.OffloadLogRequest\x1a\x18.k0maru.v1.OffloadResult\x12G\n\x0eInspectLogNode\x12\x19.k0maru.v1.InspectRequest\x1a\x1a.k0maru.v1.InspectResponse\x12\x41\n\x0c\x46lushSession\x12\x17.k0maru.v1.FlushRequest\x1a\x18.k0maru.v1.FlushResponse\x12\x45\n\x0c\x44istillSkill\x12\x19.k0maru.v1.DistillRequest\x1a\x1a.k0maru.v1.DistillResponse\x12\x42\n\x11GetProjectLoadout\x12\x19.k0maru.v1.LoadoutRequest\x1a\x12.k0maru.v1.Loadout\x12I\n\x0b\x43onventions\x12\x1d.k0maru.v1.ConventionsRequest\x1a\x1b.k0maru.v1.ConventionReport\x12I\n\nTokenStats\x12\x1c.k0maru.v1.TokenStatsRequest\x1a\x1d.k0maru.v1.TokenStatsResponse\x12\x43\n\x08ListLogs\x12\x1a.k0maru.v1.ListLogsRequest\x1a\x1b.k0maru.v1.ListLogsResponse\x12\x46\n\x0cRecordRecall\x12\x17.k0maru.v1.RecallRecord\x1a\x1d.k0maru.v1.TokenStatsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'k0maru.v1.offload_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_FLUSHOUTCOME']._serialized_start=2484
-  _globals['_FLUSHOUTCOME']._serialized_end=2615
-  _globals['_OFFLOADLOGREQUEST']._serialized_start=39
-  _globals['_OFFLOADLOGREQUEST']._serialized_end=187
-  _globals['_OFFLOADRESULT']._serialized_start=190
-  _globals['_OFFLOADRESULT']._serialized_end=480
-  _globals['_INSPECTREQUEST']._serialized_start=483
-  _globals['_INSPECTREQUEST']._serialized_end=613
-  _globals['_LOGLINE']._serialized_start=615
-  _globals['_LOGLINE']._serialized_end=654
-  _globals['_INSPECTRESPONSE']._serialized_start=656
-  _globals['_INSPECTRESPONSE']._serialized_end=746
-  _globals['_FLUSHREQUEST']._serialized_start=749
-  _globals['_FLUSHREQUEST']._serialized_end=886
-  _globals['_FLUSHRESPONSE']._serialized_start=888
-  _globals['_FLUSHRESPONSE']._serialized_end=959
-  _globals['_DISTILLREQUEST']._serialized_start=961
-  _globals['_DISTILLREQUEST']._serialized_end=1040
-  _globals['_DISTILLRESPONSE']._serialized_start=1042
-  _globals['_DISTILLRESPONSE']._serialized_end=1162
-  _globals['_LOADOUTREQUEST']._serialized_start=1164
-  _globals['_LOADOUTREQUEST']._serialized_end=1236
-  _globals['_RULEFILE']._serialized_start=1238
-  _globals['_RULEFILE']._serialized_end=1276
-  _globals['_CONVENTIONSREQUEST']._serialized_start=1278
-  _globals['_CONVENTIONSREQUEST']._serialized_end=1298
-  _globals['_CONVENTIONREPORT']._serialized_start=1301
-  _globals['_CONVENTIONREPORT']._serialized_end=1495
-  _globals['_LOADOUT']._serialized_start=1498
-  _globals['_LOADOUT']._serialized_end=1720
-  _globals['_TOKENSTATSREQUEST']._serialized_start=1722
-  _globals['_TOKENSTATSREQUEST']._serialized_end=1741
-  _globals['_TOKENSTATSRESPONSE']._serialized_start=1744
-  _globals['_TOKENSTATSRESPONSE']._serialized_end=1984
-  _globals['_RECALLRECORD']._serialized_start=1986
-  _globals['_RECALLRECORD']._serialized_end=2050
-  _globals['_LISTLOGSREQUEST']._serialized_start=2052
-  _globals['_LISTLOGSREQUEST']._serialized_end=2084
-  _globals['_LOGENTRY']._serialized_start=2087
-  _globals['_LOGENTRY']._serialized_end=2411
-  _globals['_LISTLOGSRESPONSE']._serialized_start=2413
-  _globals['_LISTLOGSRESPONSE']._serialized_end=2481
-  _globals['_OFFLOAD']._serialized_start=2618
-  _globals['_OFFLOAD']._serialized_end=3267
+  _globals['_FLUSHOUTCOME']._serialized_start=2553
+  _globals['_FLUSHOUTCOME']._serialized_end=2684
+  _globals['_OFFLOADLOGREQUEST']._serialized_start=63
+  _globals['_OFFLOADLOGREQUEST']._serialized_end=211
+  _globals['_OFFLOADRESULT']._serialized_start=214
+  _globals['_OFFLOADRESULT']._serialized_end=504
+  _globals['_INSPECTREQUEST']._serialized_start=507
+  _globals['_INSPECTREQUEST']._serialized_end=637
+  _globals['_LOGLINE']._serialized_start=639
+  _globals['_LOGLINE']._serialized_end=678
+  _globals['_INSPECTRESPONSE']._serialized_start=680
+  _globals['_INSPECTRESPONSE']._serialized_end=770
+  _globals['_FLUSHREQUEST']._serialized_start=773
+  _globals['_FLUSHREQUEST']._serialized_end=910
+  _globals['_FLUSHRESPONSE']._serialized_start=912
+  _globals['_FLUSHRESPONSE']._serialized_end=983
+  _globals['_DISTILLREQUEST']._serialized_start=985
+  _globals['_DISTILLREQUEST']._serialized_end=1064
+  _globals['_DISTILLRESPONSE']._serialized_start=1066
+  _globals['_DISTILLRESPONSE']._serialized_end=1186
+  _globals['_LOADOUTREQUEST']._serialized_start=1188
+  _globals['_LOADOUTREQUEST']._serialized_end=1305
+  _globals['_RULEFILE']._serialized_start=1307
+  _globals['_RULEFILE']._serialized_end=1345
+  _globals['_CONVENTIONSREQUEST']._serialized_start=1347
+  _globals['_CONVENTIONSREQUEST']._serialized_end=1367
+  _globals['_CONVENTIONREPORT']._serialized_start=1370
+  _globals['_CONVENTIONREPORT']._serialized_end=1564
+  _globals['_LOADOUT']._serialized_start=1567
+  _globals['_LOADOUT']._serialized_end=1789
+  _globals['_TOKENSTATSREQUEST']._serialized_start=1791
+  _globals['_TOKENSTATSREQUEST']._serialized_end=1810
+  _globals['_TOKENSTATSRESPONSE']._serialized_start=1813
+  _globals['_TOKENSTATSRESPONSE']._serialized_end=2053
+  _globals['_RECALLRECORD']._serialized_start=2055
+  _globals['_RECALLRECORD']._serialized_end=2119
+  _globals['_LISTLOGSREQUEST']._serialized_start=2121
+  _globals['_LISTLOGSREQUEST']._serialized_end=2153
+  _globals['_LOGENTRY']._serialized_start=2156
+  _globals['_LOGENTRY']._serialized_end=2480
+  _globals['_LISTLOGSRESPONSE']._serialized_start=2482
+  _globals['_LISTLOGSRESPONSE']._serialized_end=2550
+  _globals['_OFFLOAD']._serialized_start=2687
+  _globals['_OFFLOAD']._serialized_end=3336
 # @@protoc_insertion_point(module_scope)

@@ -1,5 +1,6 @@
 # Generated from protos/k0maru/v1 by scripts/gen_protos.py; do not edit. Regenerate with:
 #   .venv/bin/python scripts/gen_protos.py
+from k0maru.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -153,14 +154,16 @@ class DistillResponse(_message.Message):
     def __init__(self, path: _Optional[str] = ..., outcome: _Optional[_Union[FlushOutcome, str]] = ..., skill_markdown: _Optional[str] = ..., exported_path: _Optional[str] = ...) -> None: ...
 
 class LoadoutRequest(_message.Message):
-    __slots__ = ("max_chars", "max_tokens", "project")
+    __slots__ = ("max_chars", "max_tokens", "project", "superseded")
     MAX_CHARS_FIELD_NUMBER: _ClassVar[int]
     MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
     PROJECT_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDED_FIELD_NUMBER: _ClassVar[int]
     max_chars: int
     max_tokens: int
     project: str
-    def __init__(self, max_chars: _Optional[int] = ..., max_tokens: _Optional[int] = ..., project: _Optional[str] = ...) -> None: ...
+    superseded: _containers.RepeatedCompositeFieldContainer[_common_pb2.Supersession]
+    def __init__(self, max_chars: _Optional[int] = ..., max_tokens: _Optional[int] = ..., project: _Optional[str] = ..., superseded: _Optional[_Iterable[_Union[_common_pb2.Supersession, _Mapping]]] = ...) -> None: ...
 
 class RuleFile(_message.Message):
     __slots__ = ("path", "text")

@@ -255,6 +255,16 @@ class Note(_message.Message):
     superseded_by: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, document: _Optional[_Union[_common_pb2.Document, _Mapping]] = ..., backlinks: _Optional[_Iterable[str]] = ..., markdown: _Optional[str] = ..., outgoing: _Optional[_Iterable[str]] = ..., links: _Optional[_Iterable[_Union[LinkResolution, _Mapping]]] = ..., unreadable: _Optional[str] = ..., superseded_by: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class SupersededRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SupersededResponse(_message.Message):
+    __slots__ = ("notes",)
+    NOTES_FIELD_NUMBER: _ClassVar[int]
+    notes: _containers.RepeatedCompositeFieldContainer[_common_pb2.Supersession]
+    def __init__(self, notes: _Optional[_Iterable[_Union[_common_pb2.Supersession, _Mapping]]] = ...) -> None: ...
+
 class LinkResolution(_message.Message):
     __slots__ = ("target", "path")
     TARGET_FIELD_NUMBER: _ClassVar[int]

@@ -66,6 +66,11 @@ class RetrieverStub:
                 request_serializer=k0maru_dot_v1_dot_retriever__pb2.GraphRequest.SerializeToString,
                 response_deserializer=k0maru_dot_v1_dot_retriever__pb2.GraphResponse.FromString,
                 _registered_method=True)
+        self.Superseded = channel.unary_unary(
+                '/k0maru.v1.Retriever/Superseded',
+                request_serializer=k0maru_dot_v1_dot_retriever__pb2.SupersededRequest.SerializeToString,
+                response_deserializer=k0maru_dot_v1_dot_retriever__pb2.SupersededResponse.FromString,
+                _registered_method=True)
 
 
 class RetrieverServicer:
@@ -108,6 +113,13 @@ class RetrieverServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Superseded(self, request, context):
+        """Every note of the vault that a later one says it replaces (see SearchHit.superseded_by).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RetrieverServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -140,6 +152,11 @@ def add_RetrieverServicer_to_server(servicer, server):
                     servicer.Graph,
                     request_deserializer=k0maru_dot_v1_dot_retriever__pb2.GraphRequest.FromString,
                     response_serializer=k0maru_dot_v1_dot_retriever__pb2.GraphResponse.SerializeToString,
+            ),
+            'Superseded': grpc.unary_unary_rpc_method_handler(
+                    servicer.Superseded,
+                    request_deserializer=k0maru_dot_v1_dot_retriever__pb2.SupersededRequest.FromString,
+                    response_serializer=k0maru_dot_v1_dot_retriever__pb2.SupersededResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -304,6 +321,33 @@ class Retriever:
             '/k0maru.v1.Retriever/Graph',
             k0maru_dot_v1_dot_retriever__pb2.GraphRequest.SerializeToString,
             k0maru_dot_v1_dot_retriever__pb2.GraphResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Superseded(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/k0maru.v1.Retriever/Superseded',
+            k0maru_dot_v1_dot_retriever__pb2.SupersededRequest.SerializeToString,
+            k0maru_dot_v1_dot_retriever__pb2.SupersededResponse.FromString,
             options,
             channel_credentials,
             insecure,
