@@ -236,6 +236,28 @@ def test_changelogs_and_journals_are_no_evergreen_hubs(vault: Path):
     assert build_loadout(vault, max_tokens=2000).hubs == ["concepts/map.md"]
 
 
+def test_loadout_l2_goes_newest_first_whether_names_carry_a_day_or_not(vault: Path):
+    """L2 merged decisions and logs by their file names, so an undated `pick-postgres.md` from
+    January came before every dated note (`p` > `2`), whatever their days."""
+    import os
+
+    from k0maru_offload._loadout import build_loadout
+
+    write_notes(
+        vault,
+        {
+            "decisions/pick-postgres.md": "# Pick Postgres\n",
+            "decisions/2026-08-01-use-wal.md": "# Use WAL\n",
+            "decisions/2026-03-01-drop-mongo.md": "# Drop Mongo\n",
+        },
+    )
+    january = dt.datetime(2026, 1, 10, tzinfo=dt.UTC).timestamp()
+    os.utime(vault / "decisions" / "pick-postgres.md", (january, january))
+    text = build_loadout(vault, max_tokens=2000).markdown
+    names = ["[[decisions/2026-08-01-use-wal]]", "[[decisions/2026-03-01-drop-mongo]]", "[[decisions/pick-postgres]]"]
+    assert [text.index(n) for n in names] == sorted(text.index(n) for n in names)
+
+
 def test_a_loadout_names_the_decision_that_replaced_an_older_one_not_the_older_one(vault: Path):
     """The brief an agent reads first listed a revised decision beside its revision, and the old
     one first by its name: the agent built on sessions after the team moved to OIDC. Given the

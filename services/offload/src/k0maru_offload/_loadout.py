@@ -58,17 +58,24 @@ def _recency(vault: Path, commit_days: CommitDays | None) -> Callable[[Path], tu
     `adr.2026-11-30-x.md`, `20261130 x.md`), else, in a vault kept in git, the day of the last
     commit that changed it (while unedited since), else its file's modification day; then the
     mtime. A git clone or a sync stamps every file alike, so by mtime alone the newest decisions
-    of a cloned vault could miss the 30 kept."""
+    of a cloned vault could miss the 30 kept. Each note's is worked out once (a folder's order,
+    then L2's); a note gone since it was listed is the oldest."""
+    known: dict[Path, tuple[str, int, str]] = {}
 
     def key(path: Path) -> tuple[str, int, str]:
-        st = path.stat()
+        if path in known:
+            return known[path]
+        try:
+            st = path.stat()
+        except OSError:
+            return known.setdefault(path, ("", 0, path.name))
         day = name_day(path.as_posix())
         if not day and commit_days is not None and st.st_size <= _MAX_DATED_BYTES:
             try:
                 day = commit_days.day(path.relative_to(vault).as_posix(), path.read_bytes())
             except OSError:  # gone or unreadable since it was listed: its mtime says
                 day = ""
-        return day or utc_day(st.st_mtime_ns), st.st_mtime_ns, path.name
+        return known.setdefault(path, (day or utc_day(st.st_mtime_ns), st.st_mtime_ns, path.name))
 
     return key
 
@@ -254,7 +261,9 @@ def build_loadout(
     l1 = [_clip(d, 140) for d in conv.describe()] + (
         [f"rules: {', '.join(conv.rule_files)}"] if conv.rule_files else []
     )
-    recent = current(sorted({*loadout.decisions, *logs}, key=lambda r: r.rsplit("/", 1)[-1], reverse=True))
+    # newest first by the same day as each folder's own order: by the names alone, an undated
+    # `auth-oidc.md` came before every dated note (`a` > `2`) and a dated log after any decision
+    recent = current(sorted({*loadout.decisions, *logs}, key=lambda r: recency(vault / r), reverse=True))
     l2 = [link(r) for r in recent]
     l3 = _rule_bullets(rules_text)[:10] + [link(s) for s in loadout.skills] + [link(h) for h in loadout.hubs]
     levels = [("L1 conventions", l1), ("L2 recent", l2), ("L3 evergreen", l3)]
