@@ -238,7 +238,8 @@ def test_changelogs_and_journals_are_no_evergreen_hubs(vault: Path):
 
 def test_loadout_l2_goes_newest_first_whether_names_carry_a_day_or_not(vault: Path):
     """L2 merged decisions and logs by their file names, so an undated `pick-postgres.md` from
-    January came before every dated note (`p` > `2`), whatever their days."""
+    January came before every dated note (`p` > `2`), whatever their days. A note's frontmatter
+    date counts as the scanner counts it: a synced copy's files all carry the day of the copy."""
     import os
 
     from k0maru_offload._loadout import build_loadout
@@ -249,12 +250,19 @@ def test_loadout_l2_goes_newest_first_whether_names_carry_a_day_or_not(vault: Pa
             "decisions/pick-postgres.md": "# Pick Postgres\n",
             "decisions/2026-08-01-use-wal.md": "# Use WAL\n",
             "decisions/2026-03-01-drop-mongo.md": "# Drop Mongo\n",
+            "decisions/choose-grpc.md": "---\ntitle: Choose gRPC\ndate: 2026-09-01\n---\n# Choose gRPC\n",
         },
     )
     january = dt.datetime(2026, 1, 10, tzinfo=dt.UTC).timestamp()
-    os.utime(vault / "decisions" / "pick-postgres.md", (january, january))
+    for name in ("pick-postgres.md", "choose-grpc.md"):
+        os.utime(vault / "decisions" / name, (january, january))
     text = build_loadout(vault, max_tokens=2000).markdown
-    names = ["[[decisions/2026-08-01-use-wal]]", "[[decisions/2026-03-01-drop-mongo]]", "[[decisions/pick-postgres]]"]
+    names = [
+        "[[decisions/choose-grpc]]",
+        "[[decisions/2026-08-01-use-wal]]",
+        "[[decisions/2026-03-01-drop-mongo]]",
+        "[[decisions/pick-postgres]]",
+    ]
     assert [text.index(n) for n in names] == sorted(text.index(n) for n in names)
 
 

@@ -8,8 +8,9 @@ import re
 import stat
 import time
 import unicodedata
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path, PurePosixPath
+from typing import Any
 from urllib.parse import unquote
 
 import xxhash
@@ -177,6 +178,42 @@ def name_day(path: str) -> str:
         except ValueError:
             return ""
     return ""
+
+
+_DATE_KEYS = ("updated", "modified", "last_modified", "lastmod", "date", "created")
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}(?:$|[T ])")
+
+
+def note_date(frontmatter: dict[str, Any], journal_day: str = "") -> str:
+    """The day a note says it was last written: the first of its `updated`, `modified`,
+    `last_modified`, `lastmod`, `date`, `created` keys (any case) that holds a date (YAML's, an ISO
+    string, or a Unix time: Dendron writes milliseconds), else the day its name gives (a Logseq
+    journal's, `name_day`); "" when it names none. The file's mtime is no substitute: a git clone
+    or a sync stamps every file alike, and appending to last month's daily note makes it today's."""
+    if not frontmatter:
+        return journal_day
+    keyed = {k.lower(): v for k, v in frontmatter.items()}
+    for key in _DATE_KEYS:
+        if (day := _as_day(keyed.get(key))) is not None:
+            return day
+    return journal_day
+
+
+def _as_day(value: Any) -> str | None:
+    if isinstance(value, date):  # a datetime too
+        return value.isoformat()[:10]
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        seconds = value / 1000 if value > 1e11 else value  # Dendron: ms since 1970
+        try:
+            return datetime.fromtimestamp(seconds, tz=UTC).isoformat()[:10]
+        except (OverflowError, OSError, ValueError):
+            return None
+    if isinstance(value, str) and _ISO_DAY.match(value.strip()):
+        try:
+            return date.fromisoformat(value.strip()[:10]).isoformat()
+        except ValueError:
+            return None
+    return None
 
 
 def utc_day(mtime_ns: int) -> str:

@@ -421,6 +421,9 @@ def _naming(stems: list[str]) -> NameStyle:
     return style
 
 
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, as the scanner's: 5x faster
+
+
 def front_matter(text: str) -> dict[Any, Any] | None:
     """The note's YAML frontmatter as a mapping; None when it has none or YAML cannot read it."""
     if not text.lstrip().startswith("---"):
@@ -430,7 +433,7 @@ def front_matter(text: str) -> dict[Any, Any] | None:
     if end < 0:
         return None
     try:
-        meta = yaml.safe_load(body[:end])
+        meta = yaml.load(body[:end], Loader=_YAML_LOADER)  # a safe loader
     # and values its constructors refuse: `date: 2026-02-30`, `!!int x` (the scanner's parse_note)
     except (yaml.YAMLError, ValueError, TypeError, AttributeError, OverflowError, RecursionError):
         return None

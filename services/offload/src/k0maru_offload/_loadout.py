@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from k0maru_common import CommitDays, estimate_tokens, name_day, utc_day, vault_notes
+from k0maru_common import CommitDays, estimate_tokens, name_day, note_date, utc_day, vault_notes
 
 from ._conventions import Conventions, front_matter, sniff
 from ._files import read_text_file
@@ -36,6 +36,7 @@ _LOG_NAME = re.compile(
 )
 _PROJECT_NOTES = ("README.md", "readme.md", "index.md", "Index.md", "Home.md", "home.md", "00 Index.md")
 MAX_FILES = 5000
+_MAX_FRONTMATTER = 20_000  # characters read for a note's frontmatter date
 _MAX_DATED_BYTES = 2 * 1024 * 1024  # a bigger file is not read for its commit's day (the scanner's limit)
 DEFAULT_TOKENS = 300
 
@@ -54,9 +55,10 @@ class Loadout:
 
 
 def _recency(vault: Path, commit_days: CommitDays | None) -> Callable[[Path], tuple[str, int, str]]:
-    """How recent a note is: the day its name carries (`name_day`: `2026-11-30-x.md`, Dendron's
-    `adr.2026-11-30-x.md`, `20261130 x.md`), else, in a vault kept in git, the day of the last
-    commit that changed it (while unedited since), else its file's modification day; then the
+    """How recent a note is: the day it says it was written, as the scanner dates it (`note_date`:
+    its frontmatter's `updated`, `date`, `created`…, else the day its name carries: `2026-11-30-x.md`,
+    Dendron's `adr.2026-11-30-x.md`, `20261130 x.md`), else, in a vault kept in git, the day of the
+    last commit that changed it (while unedited since), else its file's modification day; then the
     mtime. A git clone or a sync stamps every file alike, so by mtime alone the newest decisions
     of a cloned vault could miss the 30 kept. Each note's is worked out once (a folder's order,
     then L2's); a note gone since it was listed is the oldest."""
@@ -69,7 +71,7 @@ def _recency(vault: Path, commit_days: CommitDays | None) -> Callable[[Path], tu
             st = path.stat()
         except OSError:
             return known.setdefault(path, ("", 0, path.name))
-        day = name_day(path.as_posix())
+        day = note_date(front_matter(_read(path, _MAX_FRONTMATTER)) or {}, name_day(path.as_posix()))
         if not day and commit_days is not None and st.st_size <= _MAX_DATED_BYTES:
             try:
                 day = commit_days.day(path.relative_to(vault).as_posix(), path.read_bytes())

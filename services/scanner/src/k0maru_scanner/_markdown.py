@@ -25,14 +25,14 @@ import json
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import unquote
 
 import yaml
 
-from k0maru_common import name_day, page_name
+from k0maru_common import name_day, note_date, page_name
 
 from ._chunker import BLOCK_START, LIST_ITEM, Section, chunk_sections
 from ._journals import JournalFormat
@@ -98,13 +98,11 @@ _SUPERSEDED_STATUS = re.compile(r"^[ \t]*superseded[ \t]+by\b", re.IGNORECASE)
 _BLOCK_ID = re.compile(r"^[ \t]*(?:-[ \t]+)?id::[ \t]*([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})[ \t]*$")
 # Logseq's block reference: ((64f1c2aa-1111-2222-3333-444455556666)), a link to the note holding it
 _BLOCK_REF = re.compile(r"\(\(([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})\)\)")
-_DATE_KEYS = ("updated", "modified", "last_modified", "lastmod", "date", "created")
 _FM_VARIABLE = re.compile(r"\{\{\s*fm\.([\w.-]+?)\s*\}\}")  # Dendron's variable substitution
 _DESCRIPTION_KEYS = ("description", "desc", "summary", "abstract", "excerpt")
 FM_VARIABLE_MAX = 2000  # characters of a frontmatter value one `{{fm.key}}` shows
 FM_VARIABLES_BUDGET = 20_000  # characters a note's `{{fm.key}}` variables add in all
 DESCRIPTION_MAX = 1000  # characters of a frontmatter's description kept (searched with the first chunk)
-_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}(?:$|[T ])")
 _NOTE_EXTENSION = re.compile(r"\.(md|markdown)$", re.IGNORECASE)
 _TAG_LINE_SPLIT = re.compile(r"[,，、;；|｜]")
 # an embed's `!` is read before the match: a pattern that starts with a literal is found by a
@@ -377,21 +375,6 @@ def _frontmatter_json(frontmatter: dict[str, Any], problems: list[str]) -> str:
         return "{}"
 
 
-def note_date(frontmatter: dict[str, Any], journal_day: str = "") -> str:
-    """The day a note says it was last written: the first of its `updated`, `modified`,
-    `last_modified`, `lastmod`, `date`, `created` keys (any case) that holds a date (YAML's, an ISO
-    string, or a Unix time: Dendron writes milliseconds), else the day its name gives (a Logseq
-    journal's, `name_day`); "" when it names none. The file's mtime is no substitute: a git clone
-    or a sync stamps every file alike, and appending to last month's daily note makes it today's."""
-    if not frontmatter:
-        return journal_day
-    keyed = {k.lower(): v for k, v in frontmatter.items()}
-    for key in _DATE_KEYS:
-        if (day := _as_day(keyed.get(key))) is not None:
-            return day
-    return journal_day
-
-
 class _FrontmatterVariables:
     """Dendron's variables `{{fm.key}}` (`{{fm.a.b}}` nested) as it shows them: the frontmatter's
     value when it is text or a number, on one line, at most `FM_VARIABLE_MAX` characters; the
@@ -429,23 +412,6 @@ def note_description(frontmatter: dict[str, Any]) -> str:
         if isinstance(value, str) and (text := " ".join(value.split())):
             return text[:DESCRIPTION_MAX]
     return ""
-
-
-def _as_day(value: Any) -> str | None:
-    if isinstance(value, date):  # a datetime too
-        return value.isoformat()[:10]
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        seconds = value / 1000 if value > 1e11 else value  # Dendron: ms since 1970
-        try:
-            return datetime.fromtimestamp(seconds, tz=UTC).isoformat()[:10]
-        except (OverflowError, OSError, ValueError):
-            return None
-    if isinstance(value, str) and _ISO_DAY.match(value.strip()):
-        try:
-            return date.fromisoformat(value.strip()[:10]).isoformat()
-        except ValueError:
-            return None
-    return None
 
 
 def without_opaque_data(line: str) -> str:
