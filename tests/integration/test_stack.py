@@ -408,6 +408,25 @@ def test_read_note_reads_what_recall_found_in_parts_and_the_ledger_counts_it(sta
         ToolError, match=re.escape("no indexed note at 'Ops FAQ'; it could be any of 'ops/faq a.md', 'ops/faq b.md'")
     ):
         anyio.run(mcp.call_tool, "read_note", {"path": "Ops FAQ"})  # a title two notes share
+    # a file name two folders share, a note moved since its path was handed out: the first by
+    # depth was read, silently, in their place; the forms the tools hand out are read
+    write_notes(
+        vault,
+        {"projects/alpha/Meeting.md": "# Meeting\nPostgreSQL\n", "projects/beta/Meeting.md": "# Meeting\nSQLite\n"},
+    )
+    wait_for(lambda: len(search(client, "postgresql sqlite", BM25, path_prefixes=["projects/"])) == 2, 45, "meetings")
+    with pytest.raises(ToolError, match=re.escape("'Meeting' names 2 notes, in different folders: give one's path")):
+        anyio.run(mcp.call_tool, "read_note", {"path": "Meeting"})
+    assert tool("read_note", path="beta/Meeting")["path"] == "projects/beta/Meeting.md"
+    (vault / "projects/beta").rename(vault / "projects/gamma")
+    wait_for(lambda: "projects/gamma/Meeting.md" in search(client, "sqlite", BM25), 45, "the moved meeting")
+    with pytest.raises(
+        ToolError, match=re.escape("no indexed note at 'projects/beta/Meeting.md'; a note of that name")
+    ):
+        anyio.run(mcp.call_tool, "read_note", {"path": "projects/beta/Meeting.md"})
+    assert tool("read_note", path="[[eng/sqlite]]")["path"] == "eng/sqlite.md"  # as the loadout lists notes
+    assert tool("read_note", path="[[sqlite|the database]]")["path"] == "eng/sqlite.md"
+    assert tool("read_note", path=str(vault.resolve() / "ops/runbook.md"))["path"] == "ops/runbook.md"
     assert part["cut"] is None
     long_line = tool("read_note", path="ops/runbook.md", start_line=4, max_chars=200)  # "# Runbook" is short
     assert long_line["cut"] is None

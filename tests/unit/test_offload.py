@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import threading
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from k0maru_offload._distill import distill
 from k0maru_offload._engine import OffloadEngine
 from k0maru_offload._flush import FlushEngine, FlushNote
 from k0maru_offload._logscan import scan_log
+from tests.conftest import write_notes
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 
@@ -56,6 +58,28 @@ def test_long_logs_shrink_by_97_percent(name: str, vault: Path):
     assert result.mermaid.startswith("flowchart LR") and len(result.mermaid.splitlines()) <= 3
     if result.line_count >= 500:
         assert result.summary_tokens <= 0.03 * result.original_tokens
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_offloaded_logs_stay_out_of_a_vault_kept_in_git(vault: Path):
+    """Raw build logs (tokens, hosts) were one `git add -A` from a commit in a vault kept in git;
+    the team's `.k0maru/rules.md` beside them still is the team's, and a `.gitignore` the user
+    wrote is theirs."""
+    import subprocess
+
+    def untracked() -> str:
+        return subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"], cwd=vault, capture_output=True, text=True
+        ).stdout
+
+    subprocess.run(["git", "init", "-q"], cwd=vault, check=True)
+    write_notes(vault, {".k0maru/rules.md": "# Rules\n"})
+    text = (LOGS / "rust_panic.log").read_text()
+    assert OffloadEngine(vault, 50, 10**8).offload(text, task_id="t1").offloaded
+    assert untracked() == "?? .k0maru/rules.md\n"
+    (vault / ".k0maru/refs/.gitignore").write_text("*.json\n")  # the user's own, kept
+    assert OffloadEngine(vault, 50, 10**8).offload(text + "one more line\n", task_id="t2").offloaded
+    assert (vault / ".k0maru/refs/.gitignore").read_text() == "*.json\n"
 
 
 def test_under_threshold_passes_through(vault: Path):

@@ -266,6 +266,14 @@ def _call(fn: Callable[[Any, float], T], request: Any, timeout: float = 30.0) ->
         raise ToolError(str(exc)) from exc
 
 
+def in_vault(path: str, vault: str) -> str:
+    """A note's path as the retriever takes it: vault-relative. An absolute path inside the vault
+    (every answer names the vault by its absolute path, so an agent joins them) loses the vault's
+    part; any other path is passed on as it is (an absolute one outside is refused there)."""
+    root = vault.rstrip("/")
+    return path[len(root) + 1 :] if root and path.startswith(root + "/") else path
+
+
 def superseded(client: StackClient) -> list[common_pb2.Supersession]:
     """The notes later ones replace, from the retriever, for the loadout to name the current ones;
     none while the retriever cannot answer (still building its first index): the loadout then lists
@@ -461,8 +469,9 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
         path: Annotated[
             str,
             Field(
-                description="the note's vault-relative path, as recall_memory returns it, or its name as a "
-                "wikilink writes it (`storm log`, a title, an alias)"
+                description="the note's vault-relative path, as recall_memory returns it (or absolute, inside "
+                "the vault), or its name as a wikilink writes it (`storm log`, a title, an alias, `[[decisions/x]]` "
+                "as the loadout lists notes); a name several notes share is refused with their paths"
             ),
         ],
         start_line: Annotated[
@@ -491,7 +500,10 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
 
         Works where the vault is not on this machine (a team deployment). Long notes come in parts:
         next_call reads on."""
-        note = _call(lambda q, t: client.call(client.retriever.GetNote, q, t), retriever_pb2.GetNoteRequest(path=path))
+        note = _call(
+            lambda q, t: client.call(client.retriever.GetNote, q, t),
+            retriever_pb2.GetNoteRequest(path=in_vault(path, vault)),
+        )
         lines = note.markdown.splitlines()
         first = max(start_line, 1)
         last = min(end_line or len(lines), len(lines))

@@ -91,6 +91,10 @@ def summarize(lines: int, rel_path: str, exit_code: int | None, f: LogFindings) 
     return "\n".join(body)
 
 
+# the raw logs stay out of a vault kept in git (`.k0maru/rules.md`, beside them, is the team's)
+REFS_GITIGNORE = "# k0maru's offloaded raw logs, which may hold secrets: not for commits\n*\n"
+
+
 class OffloadEngine:
     def __init__(
         self,
@@ -123,6 +127,8 @@ class OffloadEngine:
             what = f"the log {path.relative_to(self.vault).as_posix()}"
             self.folder.check(what, self.refs)
             replace_atomically(path, raw, what)
+            if not (self.refs / ".gitignore").exists():  # raw logs (tokens, hosts) one `git add -A` from a commit
+                replace_atomically(self.refs / ".gitignore", REFS_GITIGNORE, "the refs folder's .gitignore")
         f = scan_log(lines)
         rel = path.relative_to(self.vault).as_posix()
         summary = summarize(len(lines), rel, exit_code, f)

@@ -283,6 +283,18 @@ class LinkGraph:
         """The notes titled or aliased `name` (a link so written resolves only when there is one)."""
         return sorted(self._titled(name))
 
+    def named(self, target: str) -> list[str]:
+        """The notes whose file name `target` (a name or a path) names, as links compare."""
+        return sorted(self._by_name.get(_name(target), ()))
+
+    @staticmethod
+    def ends_with(path: str, target: str) -> bool:
+        """Whether the note at `path` is the one a partial path `target` spells (`alpha/Meeting`
+        for `projects/alpha/Meeting.md`), as names compare, with or without its extension."""
+        suffix = "/" + folded_key(target.strip().lstrip("/"))
+        key = "/" + folded_key(_page_path(path))
+        return key.endswith(suffix) or key.rsplit(".", 1)[0].endswith(suffix)
+
     def _resolve_one(self, target: str, source: str) -> str | None:
         clean = target.strip().lstrip("/")
         if not clean:
@@ -304,10 +316,7 @@ class LinkGraph:
         if not matches:
             return None
         if "/" in clean:  # a partial path: prefer notes whose path ends with it
-            suffix = "/" + folded_key(clean)
-            keyed = [(p, folded_key(_page_path(p))) for p in matches]
-            tail = [p for p, key in keyed if key.rsplit(".", 1)[0].endswith(suffix) or key.endswith(suffix)]
-            matches = tail or matches
+            matches = [p for p in matches if self.ends_with(p, clean)] or matches
         return min(matches, key=lambda p: (p.count("/"), len(p), p))
 
     def outgoing(self, path: str) -> set[str]:

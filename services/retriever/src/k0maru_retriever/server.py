@@ -219,18 +219,49 @@ def indexed_path(app: RetrieverApp, typed: str) -> str:
     """The indexed note a request names: its path as given, else the one note spelled so as names
     compare (any case, any Unicode normal form: `Café.md` typed finds the `Café.md` macOS wrote
     decomposed), else the note a wikilink so written leads to (`storm log`, a title, an alias,
-    `Project/Beta`). NotFound otherwise, naming the candidates when the name fits several (a title
-    several notes share)."""
-    names = app.index.state.names
+    `Project/Beta`), the wikilink itself too (`[[decisions/auth-v2]]`, `[[Auth design|the design]]`:
+    the loadout lists notes so). NotFound otherwise, naming the candidates when the name fits several
+    (a title several notes share, a file name in several folders: the first by path depth was read,
+    silently) or when a path's folders hold no such note and another folder does (a note moved
+    since: the other note of its name was read, silently)."""
+    names, graph = app.index.state.names, app.index.graph
     if typed in app.index.state.docs:
         return typed
-    found = names.note(typed) or app.index.graph.resolve(typed)
-    if found is not None:
+    elsewhere: list[str] = []
+    for side in _link_sides(typed):
+        found = names.note(side) or graph.resolve(side)
+        if found is None:
+            continue
+        if found.removesuffix(".md").removesuffix(".markdown") in (side, side.removesuffix(".md")):
+            return found  # its path, as written or spelled so
+        tails = [p for p in graph.named(side) if graph.ends_with(p, side)]  # the notes its name or path fits
+        if len(tails) > 1:
+            raise NotFound(
+                f"{side!r} names {len(tails)} notes, in different folders: give one's path "
+                f"({', '.join(map(repr, tails[:5]))})"
+            )
+        if found not in tails and "/" in side.strip("/"):  # a path no note has: another folder's of its name
+            elsewhere.extend(graph.named(side))
+            continue
         return found
-    candidates = names.notes(typed) or app.index.graph.titled(typed)
+    if elsewhere:
+        raise NotFound(f"no indexed note at {typed!r}; a note of that name: {', '.join(map(repr, elsewhere[:5]))}")
+    candidates = names.notes(typed) or graph.titled(typed)
     if candidates:
         raise NotFound(f"no indexed note at {typed!r}; it could be any of {', '.join(map(repr, candidates[:5]))}")
     raise NotFound(f"no indexed note at {typed!r}")
+
+
+_WIKILINK = re.compile(r"!?\[\[([^\[\]]+)\]\]")
+
+
+def _link_sides(typed: str) -> list[str]:
+    """`typed`, or for a whole wikilink (`[[a|b]]`, `![[a#Part]]`) its target and its label (Obsidian
+    writes the target first, Dendron and GitHub's wikis the label), without the heading or block."""
+    link = _WIKILINK.fullmatch(typed.strip())
+    if link is None:
+        return [typed]
+    return [side.split("#", 1)[0].strip() for side in link.group(1).split("|") if side.split("#", 1)[0].strip()]
 
 
 MAX_NOTE_BYTES = 2_000_000
