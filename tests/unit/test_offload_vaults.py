@@ -42,8 +42,10 @@ def test_dated_decisions_with_sections_from_agents_md(vault: Path):
     text = (vault / path).read_text()
     assert list(front(text)) == ["title", "date", "tags"]
     body = text.split("---\n", 2)[2]
-    assert (
-        body.index("## Context\n\nWe serialise exports") < body.index("## Decision\n") < body.index("## Consequences")
+    assert (  # a decision's content is its Decision (it was under the first section, Context)
+        body.index("## Context\n\n_Not recorded")
+        < body.index("## Decision\n\nWe serialise exports")
+        < body.index("## Consequences")
     )
     # the same content on another day is the same note, not a new one
     assert engine.flush(note, DAY + dt.timedelta(days=1)) == (path, "up_to_date")

@@ -76,6 +76,7 @@ _TEMPLATE_NAMES = {
 _DATE_PREFIX = re.compile(r"^(\d{4}-\d{2}-\d{2})([-_ ]|$)")
 _STAMP_PREFIX = re.compile(r"^(\d{14}|\d{12}|\d{8})([-_ ])")
 _JD_PREFIX = re.compile(r"^(\d{2})\.(\d{2,3})([-_ ])")
+_NUMBER_PREFIX = re.compile(r"^(\d{3,5})([-_ ])")  # decision records: `0001-use-markdown.md`, `001_x.md`
 NUMBERED_PREFIX = re.compile(r"^\d{1,3}(?:-\d{1,3})?[_ .-]+")
 DATE_KEYS = {"date", "created", "updated", "modified", "created_at", "updated_at"}
 SAMPLE = 50
@@ -85,10 +86,11 @@ SAMPLE = 50
 class NameStyle:
     """How a folder names its notes: `2026-08-01-export-lock.md`, `Export lock.md`, `11.03 Export lock.md`…"""
 
-    prefix: str = "date"  # "" | date | timestamp | jd
+    prefix: str = "date"  # "" | date | timestamp | jd | number
     separator: str = "-"  # between words: "-", "_" or " "
     case: str = "lower"  # lower | title | sentence
     jd_area: str = ""  # the Johnny-Decimal category (`11`) when prefix == "jd"
+    digits: int = 4  # the sequence number's width when prefix == "number" (`0001`)
 
     def words(self, title: str) -> str:
         parts = re.findall(r"[^\W_]+", title.strip(), flags=re.UNICODE)
@@ -108,10 +110,15 @@ class NameStyle:
             return f"{day.strftime('%Y%m%d')}0000{'-' if self.separator == ' ' else self.separator}{base}"
         if self.prefix == "jd" and self.jd_area:
             return f"{self.jd_area}.{_next_jd(directory, self.jd_area):02d} {base}"
+        if self.prefix == "number":  # the next decision record's number, as adr-tools and MADR count
+            return f"{_next_number(directory):0{self.digits}d}{'-' if self.separator == ' ' else self.separator}{base}"
         return base
 
     def describe(self) -> str:
-        return self.stem("Example note", dt.date(2026, 8, 1)).replace(f"{self.jd_area}.00", f"{self.jd_area}.NN")
+        example = self.stem("Example note", dt.date(2026, 8, 1))
+        if self.prefix == "number":  # the next number, whatever it is
+            return "N" * self.digits + example[self.digits :]
+        return example.replace(f"{self.jd_area}.00", f"{self.jd_area}.NN")
 
 
 def _next_jd(directory: Path | None, area: str) -> int:
@@ -124,10 +131,19 @@ def _next_jd(directory: Path | None, area: str) -> int:
     return max(used) + 1
 
 
+def _next_number(directory: Path | None) -> int:
+    used = [0]
+    if directory is not None and directory.is_dir():
+        for entry in os.scandir(directory):
+            if (m := _NUMBER_PREFIX.match(entry.name)) and not _DATE_PREFIX.match(entry.name):
+                used.append(int(m.group(1)))
+    return max(used) + 1
+
+
 def core_words(stem: str) -> str:
     """A note name without its date/timestamp/Johnny-Decimal prefix and `-vN` suffix, as names
     compare (`name_key`: any case, any Unicode normal form)."""
-    for rx in (_DATE_PREFIX, _STAMP_PREFIX, _JD_PREFIX):
+    for rx in (_DATE_PREFIX, _STAMP_PREFIX, _JD_PREFIX, _NUMBER_PREFIX):
         stem = rx.sub("", stem, count=1)
     stem = re.sub(r"[-_ ]v\d+$", "", stem)
     return " ".join(re.findall(r"[^\W_]+", name_key(stem)))
@@ -386,6 +402,7 @@ def _naming(stems: list[str]) -> NameStyle:
     seps: Counter[str] = Counter()
     cases: Counter[str] = Counter()
     areas: Counter[str] = Counter()
+    digits: Counter[int] = Counter()
     for stem in stems:
         rest = stem
         if m := _DATE_PREFIX.match(stem):
@@ -397,6 +414,10 @@ def _naming(stems: list[str]) -> NameStyle:
         elif m := _JD_PREFIX.match(stem):
             prefixes["jd"] += 1
             areas[m.group(1)] += 1
+            rest = stem[m.end() :]
+        elif m := _NUMBER_PREFIX.match(stem):
+            prefixes["number"] += 1
+            digits[len(m.group(1))] += 1
             rest = stem[m.end() :]
         else:
             prefixes[""] += 1
@@ -418,6 +439,8 @@ def _naming(stems: list[str]) -> NameStyle:
     )
     if style.prefix == "jd":
         style.jd_area = areas.most_common(1)[0][0]
+    if style.prefix == "number":
+        style.digits = digits.most_common(1)[0][0]
     return style
 
 
@@ -495,7 +518,7 @@ def _learn_folders(vault: Path, conv: Conventions) -> None:
 
 def _style_name(style: NameStyle) -> str:
     """The vault's dominant naming, in words (B.7's four styles, plus separator and case)."""
-    prefix = {"date": "date-", "timestamp": "timestamp-", "jd": "jd-", "": ""}[style.prefix]
+    prefix = {"date": "date-", "timestamp": "timestamp-", "jd": "jd-", "number": "number-", "": ""}[style.prefix]
     sep = {"-": "dash", "_": "underscore", " ": "space"}[style.separator]
     if style.case == "lower" and style.separator == "-":
         return f"{prefix}slug"

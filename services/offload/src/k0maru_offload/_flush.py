@@ -84,6 +84,22 @@ def _validate(note: FlushNote) -> None:
 
 
 _PLACEHOLDER = "_Not recorded in this session._"
+# a record's sections that hold no content of its own (what an ADR's `Status`, `Date`, … say)
+_META_SECTIONS = frozenset(
+    {
+        "status",
+        "date",
+        "metadata",
+        "deciders",
+        "owners",
+        "authors",
+        "tags",
+        "related",
+        "links",
+        "references",
+        "see also",
+    }
+)
 _TEMPLATE_VAR = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 _NOT_IN_HASHTAG = re.compile(r"[^\w\-/]+")  # what an inline `#tag` cannot hold (the scanner's `_INLINE_TAG`)
 
@@ -151,14 +167,30 @@ def _meta(note: FlushNote, today: dt.date, keys: list[str] | None) -> dict[str, 
     return meta
 
 
-def _with_sections(body: str, sections: list[str]) -> str:
-    """Put the content under the folder's sections; sections it does not fill say so."""
+def _main_section(sections: list[str], category: str) -> str:
+    """The section that holds a note's content when it has no sections of its own: the one named
+    after its kind (`Decision`, MADR's `Decision Outcome`), else the first that is no record's
+    metadata. A decision record's first section is its `Status`: the decision was written there."""
+    kind = category.strip().lower()
+    named = [s for s in sections if kind and kind in s.lower()]
+    return next(iter(named), None) or next((s for s in sections if s.lower() not in _META_SECTIONS), sections[0])
+
+
+def _with_sections(body: str, sections: list[str], category: str = "") -> str:
+    """Put the content under the folder's sections, in their order; sections it does not fill say
+    so, but a decision's `Status`, which says it was taken (adr-tools writes "Accepted")."""
     present = {h.strip().lower() for h in re.findall(r"^## +(.+)$", body, flags=re.MULTILINE)}
-    if not present:
-        body = f"## {sections[0]}\n\n{body}" if body else f"## {sections[0]}\n\n{_PLACEHOLDER}"
-        present.add(sections[0].lower())
-    missing = [s for s in sections if s.lower() not in present]
-    return body + "".join(f"\n\n## {s}\n\n{_PLACEHOLDER}" for s in missing)
+    if present:
+        missing = [s for s in sections if s.lower() not in present]
+        return body + "".join(f"\n\n## {s}\n\n{_filler(s, category)}" for s in missing)
+    main = _main_section(sections, category)
+    return "\n\n".join(f"## {s}\n\n{(body or _PLACEHOLDER) if s == main else _filler(s, category)}" for s in sections)
+
+
+def _filler(section: str, category: str) -> str:
+    if section.strip().lower() == "status" and category.strip().lower() == "decision":
+        return "Accepted"
+    return _PLACEHOLDER
 
 
 def render(note: FlushNote, today: dt.date, rules: FolderRules | None = None, vault: Path | None = None) -> str:
@@ -204,7 +236,7 @@ def render(note: FlushNote, today: dt.date, rules: FolderRules | None = None, va
         return f"{front}{body}\n"
     body = content
     if rules.sections:
-        body = _with_sections(body, rules.sections)
+        body = _with_sections(body, rules.sections, note.category)
     if not body.startswith("# "):
         body = f"# {note.title.strip()}\n\n{body}"
     if meta is None and (superseded := _superseded_line(note)):  # under the title, where an ADR says it
