@@ -139,6 +139,9 @@ def test_recall_add_and_clean_exit(vault: Path, tmp_path: Path):
                 with anyio.fail_after(120):
                     while structured(await session.call_tool("recall_memory", {"query": "SQLITE_BUSY"}))["left_out"]:
                         await anyio.sleep(0.5)
+                nothing = structured(await session.call_tool("recall_memory", {"query": "zebra giraffe savannah"}))
+                assert nothing["hits"] and nothing["caveat"].startswith("no note holds any of the query's words")
+                assert data["caveat"] is None  # SQLITE_BUSY is in a note
                 shaped = structured(
                     await session.call_tool(
                         "recall_memory",

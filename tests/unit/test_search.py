@@ -470,3 +470,27 @@ def test_a_note_a_later_one_replaces_says_so_and_comes_right_after_it(tmp_path: 
         assert reopened.replaced() == {"decisions/cache.md": ["decisions/cache v2.md"]}
     finally:
         reopened.close()
+
+
+def test_a_hybrid_answer_says_when_no_note_holds_the_query_s_words(index: NoteIndex):
+    """`kiwi` on a vault that never says it: hybrid answered the nearest notes by meaning, the
+    first at score 1.0, and an agent asking "have we seen this error?" read it as yes. The answer
+    now says no note holds the query's words; a query BM25 matches says nothing of the kind."""
+    index.apply(note("fast edit.md", "edit notes quickly with the keyboard"))
+    index.apply(note("sqlite.md", "SQLITE_BUSY: the database is locked"))
+    index.commit()
+    assert embed_first_chunks(index, {"fast edit.md": [1.0, 0.2, 0.0, 0.0], "sqlite.md": [0.0, 1.0, 0.0, 0.0]}.get) == 2
+    embedder = QueryEmbedder("127.0.0.1:9")  # never called: the queries' vectors are already known
+    try:
+        for query in ("kiwi", "database locked"):
+            embedder.remember(query, np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32))
+        searcher = HybridSearcher(index, embedder, FusionParams(), "v")
+        nothing = searcher.search(retriever_pb2.SearchRequest(query="kiwi"))
+        assert nothing.hits[0].path == "fast edit.md" and nothing.hits[0].score == pytest.approx(1.0)
+        assert nothing.by_meaning_only
+        assert not searcher.search(retriever_pb2.SearchRequest(query="database locked")).by_meaning_only
+        assert not searcher.search(
+            retriever_pb2.SearchRequest(query="kiwi", mode=retriever_pb2.SEARCH_MODE_VECTOR)
+        ).by_meaning_only
+    finally:
+        embedder.close()

@@ -451,13 +451,16 @@ def cmd_search(args: argparse.Namespace) -> int:
     hits = answer["hits"]
     if args.json:
         channels = [{"channel": c["name"], "ran": c["ran"], "reason": c["why"]} for c in reported]
-        print(json.dumps({"vault": answer["vault"], "channels": channels, "hits": hits}, ensure_ascii=False))
+        shown = {"vault": answer["vault"], "channels": channels, "hits": hits}
+        print(json.dumps(shown | {"by_meaning_only": bool(answer.get("by_meaning_only"))}, ensure_ascii=False))
         return 0
     for c in reported:
         if not c["ran"]:
             print(f"({c['name']} left out: {c['why']})", file=sys.stderr)
     for note in answer.get("partial", []):
         print(f"({note})", file=sys.stderr)
+    if answer.get("by_meaning_only") and hits:
+        print("(no note holds these words: the nearest notes by meaning, which may be about something else)")
     if not hits:
         print(
             f"no notes match {args.query!r} in {answer['vault']}"

@@ -571,6 +571,7 @@ def build_console(
                     {"text": x.text, "word_start": x.word_start, "whole_word": x.whole_word} for x in reply.highlights
                 ],
                 "empty_scope": list(reply.empty_scope),  # no hits: the scope's parts no note is in
+                "by_meaning_only": reply.by_meaning_only,  # no note holds the query's words
                 "tagmemo": json_format.MessageToDict(reply.tagmemo, preserving_proto_field_name=True)
                 if reply.HasField("tagmemo")
                 else None,
@@ -588,6 +589,7 @@ def build_console(
                         "index_progress",
                         "highlights",
                         "empty_scope",
+                        "by_meaning_only",
                     },
                 ),
             }

@@ -118,6 +118,8 @@ class RecallResult(BaseModel):
     hits: list[Hit]
     # no hits: each folder, diary or tag of the scope that no note is in ("no note is in the folder x/")
     empty_scope: list[str] | None = None
+    # why the hits may not answer the query at all (no note holds its words); None when they match it
+    caveat: str | None = None
     tagmemo: TagMemoExplain | None = None
 
 
@@ -272,6 +274,13 @@ def in_vault(path: str, vault: str) -> str:
     part; any other path is passed on as it is (an absolute one outside is refused there)."""
     root = vault.rstrip("/")
     return path[len(root) + 1 :] if root and path.startswith(root + "/") else path
+
+
+BY_MEANING_ONLY = (
+    "no note holds any of the query's words: these are only the notes nearest in meaning (scores are "
+    "relative, the first is 1.0 whatever it is), which may be about something else; treat it as not found "
+    "unless a snippet says otherwise"
+)
 
 
 def superseded(client: StackClient) -> list[common_pb2.Supersession]:
@@ -438,6 +447,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
             else None,
             hits=hits,
             empty_scope=list(reply.empty_scope) or None,
+            caveat=BY_MEANING_ONLY if reply.by_meaning_only else None,
             tagmemo=TagMemoExplain(
                 applied=tm.applied,
                 matched_tags={t.tag: round(t.weight, 4) for t in tm.matched_tags},

@@ -126,6 +126,11 @@ SCHEMAS: dict[str, Any] = {
                 "items": _STR,
                 "description": "no hits: each folder, diary or tag of the scope that no note is in, as a sentence",
             },
+            "by_meaning_only": {
+                "type": "boolean",
+                "description": "hybrid: no note holds any of the query's words; the hits are only the nearest "
+                "notes by meaning (scores are relative), which may be about something else",
+            },
             "tagmemo": {"type": ["object", "null"], "description": "how TagMemo reshaped the query (explain on)"},
             "extra": {"type": "object"},
         }

@@ -392,6 +392,7 @@ class HybridSearcher:
         if mode == HYBRID:
             if not vector:
                 response.mode_used = BM25
+            response.by_meaning_only = not bm25 and bool(vector)  # no note holds the query's words
             b, v = [(a, s) for a, s, _ in bm25], [(a, s) for a, s, _ in vector]
             wb, wv = confident_weights(b, v, p.w_bm25, p.w_vector, p.adaptive, p.gap_scale)
             wv *= coverage  # while the vault is being embedded: see `_unseen`

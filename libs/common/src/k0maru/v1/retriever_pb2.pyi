@@ -188,7 +188,7 @@ class TagMemoExplanation(_message.Message):
     def __init__(self, applied: _Optional[bool] = ..., matched_tags: _Optional[_Iterable[_Union[TagFactor, _Mapping]]] = ..., core_tags: _Optional[_Iterable[str]] = ..., beta: _Optional[float] = ..., base_beta: _Optional[float] = ..., logic_depth: _Optional[float] = ..., entropy: _Optional[float] = ..., resonance: _Optional[float] = ..., coverage: _Optional[float] = ..., novelty: _Optional[float] = ..., dominant_axis: _Optional[str] = ..., pyramid_levels: _Optional[_Iterable[float]] = ..., dedup_dropped: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
-    __slots__ = ("hits", "vault", "mode_used", "vector_coverage", "took_ms", "channels", "tagmemo", "index_progress", "query_embedding_ms", "highlights", "empty_scope")
+    __slots__ = ("hits", "vault", "mode_used", "vector_coverage", "took_ms", "channels", "tagmemo", "index_progress", "query_embedding_ms", "highlights", "empty_scope", "by_meaning_only")
     HITS_FIELD_NUMBER: _ClassVar[int]
     VAULT_FIELD_NUMBER: _ClassVar[int]
     MODE_USED_FIELD_NUMBER: _ClassVar[int]
@@ -200,6 +200,7 @@ class SearchResponse(_message.Message):
     QUERY_EMBEDDING_MS_FIELD_NUMBER: _ClassVar[int]
     HIGHLIGHTS_FIELD_NUMBER: _ClassVar[int]
     EMPTY_SCOPE_FIELD_NUMBER: _ClassVar[int]
+    BY_MEANING_ONLY_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
     vault: str
     mode_used: SearchMode
@@ -211,7 +212,8 @@ class SearchResponse(_message.Message):
     query_embedding_ms: float
     highlights: _containers.RepeatedCompositeFieldContainer[Highlight]
     empty_scope: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., vault: _Optional[str] = ..., mode_used: _Optional[_Union[SearchMode, str]] = ..., vector_coverage: _Optional[float] = ..., took_ms: _Optional[float] = ..., channels: _Optional[_Iterable[_Union[ChannelReport, _Mapping]]] = ..., tagmemo: _Optional[_Union[TagMemoExplanation, _Mapping]] = ..., index_progress: _Optional[_Union[IndexProgress, _Mapping]] = ..., query_embedding_ms: _Optional[float] = ..., highlights: _Optional[_Iterable[_Union[Highlight, _Mapping]]] = ..., empty_scope: _Optional[_Iterable[str]] = ...) -> None: ...
+    by_meaning_only: bool
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., vault: _Optional[str] = ..., mode_used: _Optional[_Union[SearchMode, str]] = ..., vector_coverage: _Optional[float] = ..., took_ms: _Optional[float] = ..., channels: _Optional[_Iterable[_Union[ChannelReport, _Mapping]]] = ..., tagmemo: _Optional[_Union[TagMemoExplanation, _Mapping]] = ..., index_progress: _Optional[_Union[IndexProgress, _Mapping]] = ..., query_embedding_ms: _Optional[float] = ..., highlights: _Optional[_Iterable[_Union[Highlight, _Mapping]]] = ..., empty_scope: _Optional[_Iterable[str]] = ..., by_meaning_only: _Optional[bool] = ...) -> None: ...
 
 class Highlight(_message.Message):
     __slots__ = ("text", "word_start", "whole_word")

@@ -214,7 +214,8 @@ async function searchView(_arg, params) {
     : queryTerms(q);
   const hits = $("#hits");
   const empty = (d.empty_scope || []).map((x) => `<span class="empty-scope">${esc(x)}</span>`);
-  hits.innerHTML = d.hits.length ? "" : `<p class="dim">No hits${empty.length ? `: ${empty.join("; ")}.` : "."}</p>`;
+  hits.innerHTML = !d.hits.length ? `<p class="dim">No hits${empty.length ? `: ${empty.join("; ")}.` : "."}</p>`
+    : d.by_meaning_only ? `<p class="superseded" id="by-meaning">No note holds these words: below are the nearest notes by meaning, which may be about something else (scores are relative).</p>` : "";
   for (const h of d.hits) {
     const x = h.explain || {};
     const el = document.createElement("div");
