@@ -147,6 +147,8 @@ def test_search_and_scan_through_a_running_stacks_console(vault: Path, tmp_path:
         assert "lighthouse keeper logs every storm" in lines[1].lower()
         assert lines[2].strip().startswith("bm25 #1 (") and "vector -" in lines[2]
         assert "(vector left out: " in out.stderr  # hybrid asked for vectors; this stack has none
+        nothing = run("search", "", *where)  # it named the console's parameters, not the flags
+        assert nothing.returncode == 2 and "--folder, --diary, --tag, --since or --until" in nothing.stderr
         bm25 = json.loads(run("search", "storm", *where, "--mode", "bm25", "--json").stdout)
         assert bm25["vault"] == str(vault) and bm25["channels"] == [{"channel": "bm25", "ran": True, "reason": ""}]
         assert {h["path"] for h in bm25["hits"]} == {"ops/lighthouse.md", "misc/drain.md"}

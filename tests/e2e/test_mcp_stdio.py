@@ -92,7 +92,8 @@ async def offload_tools(session: ClientSession, vault: Path) -> None:
     assert structured(await session.call_tool("flush_session", args))["outcome"] == "versioned"
     # a revised decision names the one it replaces: a recall that finds the old one says so, new one first
     revision = {"title": "Decided: retry flaky suites", "content": "We retry flaky suites twice, no nightly job."}
-    revised = structured(await session.call_tool("flush_session", revision | {"supersedes": [first["path"]]}))
+    # one name as a string, as agents often pass a list of one (it was a raw validation error)
+    revised = structured(await session.call_tool("flush_session", revision | {"supersedes": first["path"]}))
     assert revised["searchable"]
     found = structured(await session.call_tool("recall_memory", {"query": "quarantine flaky suites nightly"}))
     paths = [h["path"] for h in found["hits"]]

@@ -391,6 +391,7 @@ def test_read_note_reads_what_recall_found_in_parts_and_the_ledger_counts_it(sta
     )
     modified = time.strftime("%Y-%m-%d", time.gmtime((vault / "ops/runbook.md").stat().st_mtime))
     assert (hit["date"], hit["modified"]) == ("2026-11-30", modified)  # what the note says, and its file
+    assert tool("recall_memory", query="quokka relay 42", mode="BM25")["mode_used"] == "bm25"  # as docs spell it
     later = tool("recall_memory", query="quokka relay 42", mode="bm25", since="2026-12-01")["hits"]
     assert "ops/runbook.md" not in [h["path"] for h in later]
     start, end = (int(x) for x in str(hit["lines"]).split("-"))

@@ -430,6 +430,12 @@ def _print_listed(label: str, what: str, count: int, lines: list[str]) -> None:
 def cmd_search(args: argparse.Namespace) -> int:
     from ._console_api import ConsoleError, call_console
 
+    if not args.query.strip() and not (args.tag or args.folder or args.diary or args.since or args.until):
+        print(
+            "k0maru: say what to look for, or list notes with --folder, --diary, --tag, --since or --until",
+            file=sys.stderr,
+        )
+        return 2
     state = _require_stack(args)
     params: dict[str, str | int | list[str]] = {
         "q": args.query,

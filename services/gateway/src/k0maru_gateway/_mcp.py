@@ -283,6 +283,11 @@ BY_MEANING_ONLY = (
 )
 
 
+def _listed(names: list[str] | str | None) -> list[str]:
+    """A list argument an agent may give as one string (`supersedes: "Auth design"`): a list of it."""
+    return [names] if isinstance(names, str) else names or []
+
+
 def superseded(client: StackClient) -> list[common_pb2.Supersession]:
     """The notes later ones replace, from the retriever, for the loadout to name the current ones;
     none while the retriever cannot answer (still building its first index): the loadout then lists
@@ -341,7 +346,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
             str, Field(description="only notes under this vault folder (a diary), e.g. 'projects/'")
         ] = "",
         tags: Annotated[
-            list[str] | None,
+            list[str] | str | None,
             Field(
                 description="only notes carrying all these tags (any case, with or without #; a tag also "
                 "takes the tags nested under it: project takes project/alpha)"
@@ -358,7 +363,8 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
             float, Field(ge=0, le=1, description="TagMemo base weight β₀ (0 = the configured or dynamic one)")
         ] = 0.0,
         core_tags: Annotated[
-            list[str] | None, Field(description="TagMemo: tags to weigh up (any case), e.g. from the conversation")
+            list[str] | str | None,
+            Field(description="TagMemo: tags to weigh up (any case), e.g. from the conversation"),
         ] = None,
         dedup: Annotated[bool, Field(description="drop near-duplicate notes (SVD residual selection)")] = False,
         since: Annotated[
@@ -379,13 +385,14 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
         Intents: "how do I fix this error? check whether we recorded it before", "have we seen E0502 /
         SQLITE_BUSY before", "what did we decide about X", "find the note on Y". Query with the error code,
         symbol or topic; returns the best notes with paths, line ranges and snippets."""
+        mode = mode.strip().lower()  # `BM25` as the docs write it
         if mode not in SEARCH_MODES:
             raise ToolError(f"mode must be one of {', '.join(SEARCH_MODES)}")
         if not query.strip() and not (folder or tags or diary or since or until):
             raise ToolError("query is empty: say what to look for, or list notes by since/until, tags or folder")
         scope = retriever_pb2.Scope(
             path_prefixes=[folder] if folder else [],
-            tags=tags or [],
+            tags=_listed(tags),
             diaries=[diary] if diary else [],
             since=since,
             until=until,
@@ -398,7 +405,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
                 mode=SEARCH_MODES[mode],
                 scope=scope,
                 explain=explain,
-                tagmemo=retriever_pb2.TagMemoOptions(enabled=tagmemo, beta=tag_weight, core_tags=core_tags or []),
+                tagmemo=retriever_pb2.TagMemoOptions(enabled=tagmemo, beta=tag_weight, core_tags=_listed(core_tags)),
                 dedup=dedup,
             ),
         )
@@ -704,10 +711,12 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
         category: Annotated[
             str, Field(description="decision, log, concept, skill, or a folder; default: the vault's log folder")
         ] = "",
-        tags: Annotated[list[str] | None, Field(description="tags without #")] = None,
-        related_notes: Annotated[list[str] | None, Field(description="note names to link as [[wikilinks]]")] = None,
+        tags: Annotated[list[str] | str | None, Field(description="tags without #")] = None,
+        related_notes: Annotated[
+            list[str] | str | None, Field(description="note names to link as [[wikilinks]]")
+        ] = None,
         supersedes: Annotated[
-            list[str] | None,
+            list[str] | str | None,
             Field(
                 description="notes this one replaces (an earlier decision or plan it revises), by name or path: "
                 "recall then marks them superseded_by this note and puts this one first"
@@ -727,9 +736,9 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
                 title=title,
                 content=content,
                 category=category,
-                tags=tags or [],
-                related_notes=related_notes or [],
-                supersedes=supersedes or [],
+                tags=_listed(tags),
+                related_notes=_listed(related_notes),
+                supersedes=_listed(supersedes),
                 source="mcp flush_session",
             ),
         )
