@@ -280,7 +280,7 @@ def test_a_loadout_names_the_decision_that_replaced_an_older_one_not_the_older_o
         vault,
         {
             "decisions/2026-08-01-auth-sessions.md": "# Auth: sessions\n",
-            "decisions/2026-08-09-auth-oidc.md": "# Auth: OIDC\n",
+            "decisions/2026-08-09-auth-oidc.md": "---\nsupersedes: '[[2026-08-01-auth-sessions]]'\n---\n# Auth: OIDC\n",
             "decisions/2026-08-05-cache-redis.md": "# Cache: redis\n",
             "decisions/2026-08-07-cache-none.md": "# Cache: none\n",
             "archive/cache-cdn.md": "# Cache: a CDN\n",
@@ -306,6 +306,7 @@ def test_a_loadout_names_the_decision_that_replaced_an_older_one_not_the_older_o
     cycle["decisions/2026-08-09-auth-oidc.md"] = ["decisions/2026-08-01-auth-sessions.md"]
     assert len(build_loadout(vault, max_tokens=2000, superseded=cycle).decisions) == 5  # ends, each once
     assert len(build_loadout(vault, max_tokens=2000).decisions) == 5  # no retriever to ask: as found
+    assert loadout.hubs == []  # a decision's one link made it an evergreen hub too
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -343,6 +344,8 @@ def test_loadout_for_a_named_project(vault: Path):
     )
     loadout = build_loadout(vault, project="billing")
     assert "L0 project: billing — Syncs invoices to the ledger nightly." in loadout.markdown
+    unknown = build_loadout(vault, project="kiwi").markdown  # was the vault's brief under that name, silently
+    assert "L0 project: kiwi — no note is named after 'kiwi'; the vault's own:" in unknown
 
 
 def test_loadout_finds_the_summary_of_a_dendron_vault_and_of_a_readme_that_quotes_a_user(tmp_path: Path):

@@ -151,8 +151,9 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _project_text(vault: Path, notes: list[Path], project: str, tool: str) -> str:
-    """The text of the project's note ("" when the vault has none)."""
+def _project_text(vault: Path, notes: list[Path], project: str, tool: str) -> tuple[str, bool]:
+    """The text of the project's note ("" when the vault has none), and whether it is the note
+    `project` names (False: the vault's own, none being named so)."""
     if project:
         want = project.strip().lower()
         stems = [(p, p.stem.lower()) for p in notes]
@@ -163,7 +164,7 @@ def _project_text(vault: Path, notes: list[Path], project: str, tool: str) -> st
         ):
             hit = next((p for p, s in stems if test(s)), None)
             if hit is not None:
-                return _read(hit)
+                return _read(hit), True
     # the usual front pages, then a note named after the vault's folder, then (Dendron) the root
     # note of its biggest hierarchy (`dendron.md` over 600 `dendron.*.md`) and Dendron's own root
     # note; the first with a summary, else the first found
@@ -174,7 +175,7 @@ def _project_text(vault: Path, notes: list[Path], project: str, tool: str) -> st
         named += [p for p in top if p.stem.lower() == max(sizes, key=lambda h: (sizes[h], h))]
     found = [(p, _read(p)) for p in (*(vault / n for n in _PROJECT_NOTES), *named, vault / "root.md") if p.is_file()]
     fallback = next((text for p, text in found if p.name != "root.md"), "")  # Dendron's root is titled "Root"
-    return next((text for _p, text in found if project_scope(text)), fallback)
+    return next((text for _p, text in found if project_scope(text)), fallback), False
 
 
 def _rule_bullets(text: str) -> list[str]:
@@ -230,15 +231,18 @@ def build_loadout(
     for name in conv.rule_files:
         loadout.rules.append((name, _read(vault / name, 2000)))
     notes = _notes(vault)
-    note_text = _project_text(vault, notes, project, conv.tool)
+    note_text, named = _project_text(vault, notes, project, conv.tool)
     rules_text = loadout.rules[0][1] if loadout.rules else ""
     loadout.project = project.strip() or _title(note_text, "") or _title(rules_text, vault.name)
     loadout.scope = project_scope(note_text) or project_scope(rules_text) or "no project summary in the vault yet"
+    if project.strip() and not named:  # it was the vault's brief under the name asked for, saying nothing
+        loadout.scope = f"no note is named after {project.strip()!r}; the vault's own: {loadout.scope}"
     scored = []
+    of_the_moment = tuple(f"{conv.folders[k]}/" for k in ("decision", "log") if conv.folders.get(k))
     for path in notes:
         rel = path.relative_to(vault).as_posix()
-        if name_day(rel) or _LOG_NAME.search(rel):  # a changelog lists many links, and none lasts
-            continue
+        if name_day(rel) or _LOG_NAME.search(rel) or rel.startswith(of_the_moment):  # L2's, not hubs:
+            continue  # a changelog lists many links and none lasts; a decision's `supersedes` link made it one
         links = len(_WIKILINK.findall(_read(path, 200_000)))
         scored.append((links + (20 if _HUB_NAME.search(path.stem) else 0), rel))
     loadout.hubs = current([rel for score, rel in sorted(scored, key=lambda s: (-s[0], s[1])) if score > 0])[:8]
