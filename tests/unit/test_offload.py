@@ -240,6 +240,14 @@ def test_distill_writes_one_frontmatter_skill_card(vault: Path):
     assert path.startswith("skills/") and outcome == "created" and text.count("\n---\n") == 1
 
 
+def test_pytest_marks_no_command_of_a_skill_card():
+    """pytest marks the failing source line with `>` (`>       assert total == 7`): read as a
+    shell prompt, it was the card's "How it was located" command, fenced as bash."""
+    card = distill("$ pytest -x tests\n" + (LOGS / "pytest_failure.log").read_text())
+    located = card.markdown.split("## How it was located", 1)[1].split("```text", 1)[0]
+    assert "pytest -x tests" in located and "assert total == 7" not in located
+
+
 def test_skill_export_in_hermes_format(tmp_path: Path):
     import yaml
 

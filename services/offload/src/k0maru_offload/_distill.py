@@ -26,7 +26,9 @@ _TOOLS = (
     "cargo|rustc|python3?|pytest|uv|pip3?|poetry|npm|npx|yarn|pnpm|node|deno|bun|tsc|jest|go|gcc|g\\+\\+|clang\\+\\+|clang"
     "|make|cmake|ctest|ninja|javac|java|mvn|gradle|\\./gradlew|git|docker|kubectl|sed|export|brew|apt-get|apt"
 )
-_PROMPT = re.compile(r"^\s*(?:\$|>|%|PS>|PS [A-Z]:\\[^>]*>|❯|➜)\s+(\S.*)$")
+# `>` is a prompt with one space after it: pytest marks the failing source line with `>` and
+# a run of spaces (`>       assert pool.size == 50`), which was then a "command" of the card
+_PROMPT = re.compile(r"^\s*(?:\$|>(?= \S)|%|PS>|PS [A-Z]:\\[^>]*>|❯|➜)\s+(\S.*)$")
 _TOOL_LINE = re.compile(rf"^\s*((?:sudo\s+)?(?:{_TOOLS})(?:\s.*)?)$")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*(\w*)")
 _STATED = re.compile(
