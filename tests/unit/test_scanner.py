@@ -21,6 +21,7 @@ from k0maru_scanner import _scanner as scanner_module
 from k0maru_scanner import server
 from k0maru_scanner._manifest import Manifest
 from k0maru_scanner._scanner import (
+    SYMLINKED_FOLDER,
     UNDECODABLE_FOLDER,
     UNDECODABLE_NAME,
     IgnoreRules,
@@ -878,11 +879,15 @@ def test_symlink_loops_and_fifos_are_recorded_as_skipped(vault: Path, tmp_path: 
     os.mkfifo(vault / "pipe")
     (vault / "gone.md").symlink_to(vault / "missing.md")
     (vault / "good.md").write_text("fine")
+    (tmp_path / "shared notes").mkdir()
+    (tmp_path / "shared notes" / "a.md").write_text("# Shared\n")
+    (vault / "shared").symlink_to(tmp_path / "shared notes")  # linked in to be searched: not followed, said
     scanner = make(vault, tmp_path)
     result = scanner.scan()  # a FIFO read would block forever; a loop would raise
     assert kinds(result) == [(K.CHANGE_KIND_ADDED, "good.md")]
     reasons = {p: r.skipped_reason for p, r in scanner.manifest.files.items() if not r.indexed}
     assert reasons == {
+        "shared": SYMLINKED_FOLDER,
         "loop": "symlink loop",
         "ring-a.md": "symlink loop",
         "ring-b.md": "symlink loop",
@@ -890,7 +895,7 @@ def test_symlink_loops_and_fifos_are_recorded_as_skipped(vault: Path, tmp_path: 
         "pipe": "not a regular file (FIFO)",
         "gone.md": "broken symlink: its target does not exist",
     }
-    assert scanner.scan().skipped == 6  # stable: nothing re-recorded
+    assert scanner.scan().skipped == 7  # stable: nothing re-recorded
 
 
 def test_file_name_with_a_backslash_is_indexed_and_served(vault: Path, tmp_path: Path):

@@ -182,6 +182,7 @@ UNDECODABLE_NAME = "file name is not valid UTF-8 (listed with \\x escapes); rena
 # OS reports the listing (an open) to the watch on its parent under a name the watcher cannot
 # decode, and the watcher would fail at every scan.
 UNDECODABLE_FOLDER = "folder name is not valid UTF-8 (listed with \\x escapes); the notes in it are not read: rename the folder to index them"
+SYMLINKED_FOLDER = "a symlink to a folder, not followed: its notes are not read (move or mount the folder into the vault to index them)"
 
 
 # how convmv (Perl's Encode) spells the codecs `guess_legacy` reads with, where it is not the
@@ -445,8 +446,9 @@ class IncrementalScanner:
             st = entry.stat(follow_symlinks=False)
         if stat.S_ISREG(st.st_mode):
             return (st, "") if wanted else (None, "")
-        if stat.S_ISDIR(st.st_mode):
-            return None, ""  # symlinked folders are not followed
+        if stat.S_ISDIR(st.st_mode):  # not followed (its notes would be indexed twice, or from outside the
+            # vault); said, so that a folder linked in to be searched is not missing without a word
+            return entry.stat(follow_symlinks=False), SYMLINKED_FOLDER
         return st, f"not a regular file ({_special_kind(st.st_mode)})"
 
     def scan(self, force_full: bool = False) -> ScanResult:
