@@ -77,6 +77,9 @@ def test_logseq_namespace_pages_are_found_as_folders_would_be():
     assert g.resolve("Gamma") == "pages/Project%2FGamma.md"  # as `Project/Gamma.md` is by `[[Gamma]]`
     g.set_note("pages/Later___Page.md", [])
     assert g.backlinks("pages/Later___Page.md") == {"journals/2024_01_05.md"}
+    # read_note's test of a name against a note: a path spells a namespace page, a bare name is a file's
+    assert g.ends_with("pages/Project___Beta.md", "Project/Beta") and g.ends_with("pages/src.md", "src")
+    assert not g.ends_with("pages/Project___Beta.md", "Beta") and not g.ends_with("pages/Project___Beta.md", "x/Beta")
 
 
 def test_a_link_by_a_title_or_alias_finds_its_one_note():

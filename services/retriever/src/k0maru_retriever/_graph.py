@@ -290,9 +290,12 @@ class LinkGraph:
     @staticmethod
     def ends_with(path: str, target: str) -> bool:
         """Whether the note at `path` is the one a partial path `target` spells (`alpha/Meeting`
-        for `projects/alpha/Meeting.md`), as names compare, with or without its extension."""
-        suffix = "/" + folded_key(target.strip().lstrip("/"))
-        key = "/" + folded_key(_page_path(path))
+        for `projects/alpha/Meeting.md`, Logseq's `Project/Beta` for `pages/Project___Beta.md`), as
+        names compare, with or without its extension; a bare name, its file's (`Beta` is not
+        Logseq's `Project/Beta`)."""
+        clean = target.strip().lstrip("/")
+        suffix = "/" + folded_key(clean)
+        key = "/" + folded_key(_page_path(path) if "/" in clean else path)
         return key.endswith(suffix) or key.rsplit(".", 1)[0].endswith(suffix)
 
     def _resolve_one(self, target: str, source: str) -> str | None:
