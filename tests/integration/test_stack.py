@@ -425,6 +425,9 @@ def test_read_note_reads_what_recall_found_in_parts_and_the_ledger_counts_it(sta
         ToolError, match=re.escape("no indexed note at 'projects/beta/Meeting.md'; a note of that name")
     ):
         anyio.run(mcp.call_tool, "read_note", {"path": "projects/beta/Meeting.md"})
+    write_notes(vault, {"Meeting.md": "# Meeting\nthe root one, quokka agenda\n"})
+    wait_for(lambda: "Meeting.md" in search(client, "quokka agenda", BM25), 45, "the root meeting")
+    assert tool("read_note", path="meeting")["path"] == "Meeting.md"  # its path, in any case: no ambiguity
     assert tool("read_note", path="[[eng/sqlite]]")["path"] == "eng/sqlite.md"  # as the loadout lists notes
     assert tool("read_note", path="[[sqlite|the database]]")["path"] == "eng/sqlite.md"
     assert tool("read_note", path=str(vault.resolve() / "ops/runbook.md"))["path"] == "ops/runbook.md"

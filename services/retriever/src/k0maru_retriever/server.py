@@ -35,7 +35,7 @@ from ._bm25 import Bm25Index
 from ._compaction import Bm25Compactor
 from ._follower import EventFollower
 from ._fusion import model_gap_scale
-from ._graph import link_target
+from ._graph import folded_key, link_target
 from ._graphview import graph_view
 from ._index import NoteIndex
 from ._params import FILE_NAME, ParamsFile
@@ -232,8 +232,8 @@ def indexed_path(app: RetrieverApp, typed: str) -> str:
         found = names.note(side) or graph.resolve(side)
         if found is None:
             continue
-        if found.removesuffix(".md").removesuffix(".markdown") in (side, side.removesuffix(".md")):
-            return found  # its path, as written or spelled so
+        if _stem_key(found) == _stem_key(side):
+            return found  # its path, as written or spelled so (any case, any normal form)
         tails = [p for p in graph.named(side) if graph.ends_with(p, side)]  # the notes its name or path fits
         if len(tails) > 1:
             raise NotFound(
@@ -253,6 +253,11 @@ def indexed_path(app: RetrieverApp, typed: str) -> str:
 
 
 _WIKILINK = re.compile(r"!?\[\[([^\[\]]+)\]\]")
+
+
+def _stem_key(path: str) -> str:
+    """A path without its note extension, as names compare."""
+    return folded_key(path.strip().lstrip("/").removesuffix(".md").removesuffix(".markdown"))
 
 
 def _link_sides(typed: str) -> list[str]:
