@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -228,6 +229,32 @@ def test_console_off_loopback_requires_token(vault: Path):
         timeout=60,
     )
     assert out.returncode != 0 and "K0_CONSOLE_TOKEN" in out.stderr
+
+
+def test_up_refuses_what_a_started_stack_would_fail_on_before_starting_it(vault: Path, tmp_path: Path):
+    """A mistyped model started every service, retried the embedder for a minute and was kept for
+    the vault; a network console without a token ended in a gateway traceback; a port over 65535
+    and a negative embedder count were a traceback and silently none."""
+    data = tmp_path / "data"
+    refusals = {
+        ("--model", "minilm-l6-int"): "invalid choice: 'minilm-l6-int'",
+        ("--host", "0.0.0.0"): "--host 0.0.0.0 is not loopback: set K0_CONSOLE_TOKEN",
+        ("--port", "99999"): "99999 is no port (0-65535)",
+        ("--embedders", "-1"): "-1 is below 0",
+    }
+    for flag, said in refusals.items():
+        out = run("up", "--vault", str(vault), "--data-dir", str(data), *flag)
+        assert out.returncode != 0 and said in out.stderr, (flag, out.stderr)
+    env = {**os.environ, "K0_MODEL": "foo"}
+    out = subprocess.run(
+        [K0MARU, "up", "--vault", str(vault), "--data-dir", str(data)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode != 0 and "unknown embedding model 'foo'" in out.stderr
+    assert not data.exists()  # nothing started, nothing kept
 
 
 def test_a_chinese_vault_gets_semantic_search_with_no_flag(tmp_path: Path):

@@ -109,3 +109,17 @@ def test_letters_are_counted_as_single_letter_regexes_count_them() -> None:
         counts = letters_by_script(text)
         assert counts["latin"] == len(latin.findall(text)), data
         assert counts.get("han", 0) == len(han.findall(text)) and counts.get("hangul", 0) == len(hangul.findall(text))
+
+
+def test_a_mistyped_model_kept_by_an_older_version_is_chosen_again(tmp_path: Path) -> None:
+    """`--model minilm-l6-int` was kept for the vault, and every later `k0maru up` failed on it
+    after a minute of embedder retries; the command line now refuses such a name before anything
+    starts (`test_cli`), and one already kept is not kept."""
+    from k0maru_common import MODEL_CHOICES
+    from k0maru_embedder._presets import PRESETS
+
+    assert set(MODEL_CHOICES) == {*PRESETS, "custom", "http"}  # the command line's list is the embedder's
+    vault = write_notes(tmp_path / "v", {f"n{i}.md": ENGLISH for i in range(5)})
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / CHOICE_FILE).write_text('{"model": "minilm-l6-int", "reason": "given explicitly"}\n')
+    assert choose_model(vault, tmp_path / "data").model == DEFAULT_MODEL

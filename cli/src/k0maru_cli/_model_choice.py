@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from k0maru_common import decode_text, letters_by_script, vault_notes
+from k0maru_common import MODEL_CHOICES, decode_text, letters_by_script, vault_notes
 
 DEFAULT_MODEL = "minilm-l6-int8"
 MULTILINGUAL_MODEL = "use-multilingual"
@@ -70,6 +70,8 @@ def choose_model(vault: Path, data_dir: Path, requested: str = "") -> ModelChoic
         kept = str(json.loads(record.read_text())["model"])
     except (OSError, ValueError, KeyError, TypeError):
         kept = ""  # none yet (or unreadable): choose now
+    if kept not in MODEL_CHOICES:  # a mistyped `--model` an older version kept: every start failed on it
+        kept = ""
     if requested:
         choice = ModelChoice(requested, "given explicitly")
         if requested == kept:

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES, K0Error, decode_text, stop_signals
+from k0maru_common import MODEL_CHOICES, OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES, K0Error, decode_text, stop_signals
 
 from ._state import StackState, pid_alive, resolve_data_dir
 
@@ -61,6 +61,38 @@ def _stop_undisturbed(launcher: Launcher) -> None:
     short, or children and stack.json would be left behind."""
     _ignore_stop_signals()
     launcher.stop()
+
+
+def _check_start(args: argparse.Namespace) -> None:
+    """Refuse, before anything starts, what a started stack would fail on after a minute of
+    retries: a model no embedder has (it was kept for the vault, so every later `up` failed too),
+    a console on a network address without a token (a gateway traceback, after the whole stack)."""
+    import ipaddress
+
+    model = args.model or os.environ.get("K0_MODEL", "")
+    if model and model not in MODEL_CHOICES:
+        raise SystemExit(f"k0maru: unknown embedding model {model!r}; known: {', '.join(MODEL_CHOICES)}")
+    host = args.host.strip("[]")
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback and not os.environ.get("K0_CONSOLE_TOKEN"):
+        raise SystemExit(f"k0maru: --host {args.host} is not loopback: set K0_CONSOLE_TOKEN, the console's token")
+
+
+def _port(text: str) -> int:
+    port = int(text)
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is no port (0-65535)")
+    return port
+
+
+def _count(text: str) -> int:
+    count = int(text)
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"{count} is below 0")
+    return count
 
 
 def _vault(args: argparse.Namespace) -> Path:
@@ -106,6 +138,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     from ._stack import DataDirLost, StartupError, console_port
 
     vault = _vault(args)
+    _check_start(args)
     try:
         port = console_port(args.host, args.port)
     except StartupError as exc:
@@ -203,6 +236,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         stack = StackThread(lambda: remote, lambda: _launcher(args, Path(remote.vault), 0))
     else:
         vault, running = _running(args)  # a running stack is found without asking the vault's file system
+        if running is None:
+            _check_start(args)
         vault_name = str(vault)
         data_dir = Path(running.data_dir) if running is not None else resolve_data_dir(vault, args.data_dir)
         stack = StackThread(lambda: StackState.load(data_dir), lambda: _launcher(args, vault, 0))
@@ -686,16 +721,19 @@ def build_parser() -> argparse.ArgumentParser:
         ("ui", "the console of the vault's running stack (starting one if needed)"),
     ):
         p = with_vault(sub.add_parser(name, help=helptext))
-        p.add_argument("--embedders", type=int, default=1, help="embedder workers to run")
+        p.add_argument("--embedders", type=_count, default=1, help="embedder workers to run")
         p.add_argument(
             "--model",
             default="",
+            choices=MODEL_CHOICES,
             help="embedding model preset: minilm-l6-int8, minilm-l6-q8 (faster, int8 arithmetic), use-multilingual (default: chosen from the vault's script mix at the first start, then kept)",
         )
         p.add_argument("--host", default="127.0.0.1", help="console bind address (non-loopback needs K0_CONSOLE_TOKEN)")
         if name in ("up", "ui"):
             p.add_argument(
-                "--port", type=int, help="console port (default: 7878, or the next free one if taken; 0: any free port)"
+                "--port",
+                type=_port,
+                help="console port (default: 7878, or the next free one if taken; 0: any free port)",
             )
         else:
             p.add_argument(
@@ -755,10 +793,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--mode", choices=sorted(SEARCH_MODE_NAMES), default="hybrid")
     p.add_argument("--split", default="test")
-    p.add_argument("--embedders", type=int, default=2)
+    p.add_argument("--embedders", type=_count, default=2)
     p.add_argument(
         "--model",
         default="",
+        choices=MODEL_CHOICES,
         help="embedding model preset (default: chosen from the vault's script mix at the first start, then kept)",
     )
     p.add_argument("--workdir", type=Path, help="where the dataset's vault and index go (reused across runs)")

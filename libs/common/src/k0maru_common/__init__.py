@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     )
     from ._events import TOPIC, ChangePublisher, ChangeSubscriber
     from ._git import GIT_SAFE, CommitDays, git_env
-    from ._limits import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES
+    from ._limits import MAX_LOG_BYTES, MODEL_CHOICES, OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES
     from ._logging import configure_logging
     from ._process import exit_without_teardown, orphan_guard, release_free_heap, stop_signals
     from ._scripts import letters_by_script, unreadable_share
@@ -114,6 +114,7 @@ _WHERE = {
     "TypedFields": "._settings",
     "KEEPALIVE_CLIENT_OPTIONS": "._server",
     "MAX_LOG_BYTES": "._limits",
+    "MODEL_CHOICES": "._limits",
     "NotFound": "._errors",
     "NotReady": "._errors",
     "OFFLOAD_THRESHOLD_LINES": "._limits",
@@ -196,6 +197,7 @@ __all__ = [
     "JOBS_STREAM",
     "KEEPALIVE_CLIENT_OPTIONS",
     "MAX_LOG_BYTES",
+    "MODEL_CHOICES",
     "OFFLOAD_THRESHOLD_LINES",
     "PROBE_TIMEOUT_S",
     "RESULTS_GROUP",

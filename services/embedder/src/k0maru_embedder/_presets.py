@@ -86,5 +86,5 @@ def resolve_preset(
             raise InvalidInput("model 'custom' needs K0_MODEL_PATH, K0_TOKENIZER_PATH and K0_DIMENSION")
         return ModelPreset("custom-" + model_path.stem, model_path, tokenizer_path, dimension, scripts=())
     if name not in PRESETS:
-        raise InvalidInput(f"unknown model preset {name!r}; known: {', '.join(sorted(PRESETS))}, custom")
+        raise InvalidInput(f"unknown model preset {name!r}; known: {', '.join(sorted(PRESETS))}, custom, http")
     return PRESETS[name]()
