@@ -47,7 +47,7 @@ NOTES = {
     "ops/lighthouse.md": "---\ntags: [ops, coast]\nowner: keeper\n---\n# Lighthouse\n\nThe lighthouse keeper logs every storm. See [[storm log]] and [[missing note]].\n",
     "ops/storm log.md": "# Storm log\n\n## Winter\n\nEvery storm at the lighthouse is written down here. #weather\n",
     "misc/storm drain.md": "# Storm drain\n\nA storm drain by the lighthouse road, unrelated to the keeper.\n",
-    "evil.md": '# Evil\n\n<script>window.__pwned = 1</script>\n\n<img src=x onerror="window.__pwned = 2">\n\n[click](javascript:window.__pwned=3)\n\nlighthouse\n',
+    "evil.md": '# Evil\n\n<script>window.__pwned = 1</script>\n\n<img src=x onerror="window.__pwned = 2">\n\n[click](javascript:window.__pwned=3)\n\n![Screenshot](https://example.invalid/shot.png)\n\nlighthouse\n',
     "中文/借用.md": "# 借用检查器\n\n可变借用与共享借用重叠时报错 E0502。参见 [[Lighthouse]]。\n",
     # Dendron writes the label first: `[[label|dendron://vault/note]]`, `[[label|note]]`
     "wiki/from dendron.md": "# From Dendron\n\n[[the drain|dendron://site/misc/storm drain]], [[borrowing|借用]], [[Storm drain|a drain]]\n"
@@ -382,6 +382,8 @@ def test_note_is_rendered_safely_and_backlinks_are_followed(page: Any, stack: St
     assert "<script>window.__pwned = 1</script>" in body  # shown as text
     assert page.evaluate("window.__pwned") is None
     assert page.locator("#note-body script, #note-body img, #note-body a[href^='javascript']").count() == 0
+    # an image is a link to it, not fetched (it showed as "!" and a link)
+    assert page.inner_text("#note-body a .image-link") == "🖼 Screenshot" and "!Screenshot" not in body
     open_page(page, stack, "note/" + urllib.request.quote("ops/storm log.md", safe=""))
     page.wait_for_selector("#backlinks a")
     assert page.locator("#backlinks a").all_inner_texts() == ["ops/lighthouse.md"]
@@ -553,6 +555,8 @@ def test_scoreboard_moves_live_and_survives_a_reload(page: Any, stack: Stack):
     offloads = get_json(f"{stack.base}/api/status")[1]["tokens"]["offloads"]
     stack.offload("scoreboard-log")  # the same log again: counted once
     assert get_json(f"{stack.base}/api/status")[1]["tokens"]["offloads"] == offloads
+    page.wait_for_selector("#repeats", timeout=20_000)  # said as a number, not protobuf's JSON string `"1"`
+    assert page.inner_text("#repeats .big") == "1" and '"' not in page.inner_text("#score")
     recalls = page.inner_text("#recalls .big")
     with ThreadPoolExecutor(1) as pool:  # Playwright's sync API holds this thread's event loop
         recall = pool.submit(

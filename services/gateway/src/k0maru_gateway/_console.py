@@ -26,6 +26,7 @@ from importlib.resources.abc import Traversable
 from typing import Any
 
 from google.protobuf import json_format
+from google.protobuf.descriptor import FieldDescriptor
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -130,14 +131,25 @@ def _status_for(exc: K0Error) -> int:
     return 503 if isinstance(exc, NotReady) else 502
 
 
+_INT64 = {FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_SINT64}
+
+
 def _extra(message: Any, known: set[str]) -> dict[str, Any]:
-    """Fields of a reply this console does not know by name (added by newer services), as JSON."""
+    """Fields of a reply this console does not know by name (added by newer services), as JSON;
+    64-bit integers as numbers (protobuf's JSON writes them as strings: the console showed `"500"`)."""
     data = json_format.MessageToDict(message, preserving_proto_field_name=True)
-    return {k: v for k, v in data.items() if k not in known}
+    fields = message.DESCRIPTOR.fields_by_name
+    return {
+        k: int(v) if k in fields and fields[k].type in _INT64 and isinstance(v, str) else v
+        for k, v in data.items()
+        if k not in known
+    }
 
 
 TOKENS_KNOWN = {
     "offloads",
+    "streamed_tokens",
+    "repeats",
     "original_tokens",
     "summary_tokens",
     "saved_ratio",
@@ -351,6 +363,8 @@ class StatusSampler:
                 "summary": tokens.summary_tokens,
                 "saved": saved,
                 "saved_ratio": tokens.saved_ratio,
+                "streamed": tokens.streamed_tokens,  # of summary: lines shown while the command ran
+                "repeats": tokens.repeats,  # offloads of a log already counted
                 "saved_money": round(saved * self.prices.per_million / 1_000_000, 6),
                 "recall": {
                     "answers": tokens.recalls,

@@ -286,6 +286,8 @@ SCHEMAS: dict[str, Any] = {
                         "summary": _INT,
                         "saved": _INT,
                         "saved_ratio": _NUM,
+                        "streamed": {**_INT, "description": "of summary: tokens of lines shown while the commands ran"},
+                        "repeats": {**_INT, "description": "offloads of a log already counted (not added again)"},
                         "saved_money": _NUM,
                         "recall": _obj(
                             {

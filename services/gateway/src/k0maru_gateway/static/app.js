@@ -293,7 +293,11 @@ function inlineMd(text, resolved) {
   });
   // [label](path.md), [label](<a path with spaces.md#A heading>), [label](url "title"); as the
   // scanner reads it: percent-decoded, without #heading and .md
-  s = s.replace(/\[([^\]]+)\]\((&lt;.+?&gt;|[^)\s]+)(?:\s+&quot;[^)]*?&quot;)?\)/g, (_, label, url) => {
+  // ![alt](src), an image: a link to it with its alt text, not fetched (a remote image would tell its
+  // host who reads the note; it showed as "!" and a link)
+  s = s.replace(/(!?)\[([^\]]*)\]\((&lt;.+?&gt;|[^)\s]+)(?:\s+&quot;[^)]*?&quot;)?\)/g, (whole, bang, label, url) => {
+    if (!bang && !label) return whole;
+    if (bang) label = `<span class="image-link" title="an image, not shown here">🖼 ${label || "image"}</span>`;
     const raw = unesc(url.replace(/^&lt;|&gt;$/g, ""));
     let name = raw;
     try { name = decodeURIComponent(raw); } catch { /* not percent-encoded: as written */ }
@@ -623,14 +627,15 @@ async function statusView() {
     const r = t && t.recall;
     const cards = !t ? [] : [
       ["tokens saved by offload", fmt(t.saved), "tokens-saved"], ["money saved by offload", money(t.saved), "money-saved"],
-      ["offloaded logs (distinct)", fmt(t.offloads), "offloads"], ["offload before → after", `${fmt(t.original)} → ${fmt(t.summary)} (${t.saved_ratio > 0 ? "−" : ""}${(100 * t.saved_ratio).toFixed(1)}%)`, ""],
+      ["offloaded logs (distinct)", fmt(t.offloads), "offloads"], ["offload before → after", `${fmt(t.original)} → ${fmt(t.summary)} (${t.saved_ratio > 0 ? "−" : ""}${(100 * t.saved_ratio).toFixed(1)}%)`, "", t.streamed ? `after: the summaries, and ${fmt(t.streamed)} tokens of lines shown while the commands ran` : ""],
+      ...(t.repeats ? [["offloads of a log already counted", fmt(t.repeats), "repeats", "not counted again"]] : []),
       ...(r ? [["tokens saved by recall", fmt(r.saved), "recall-saved"], ["money saved by recall", money(r.saved), "recall-money"],
         ["recall answers", fmt(r.answers), "recalls"], ["notes read after a recall", fmt(r.reads || 0), "reads"], ["whole notes → answers", `${fmt(r.note_tokens)} → ${fmt(r.answer_tokens)}`, ""],
         ["total saved", `${fmt(t.saved + r.saved)} · ${money(t.saved + r.saved)}`, "total-saved"]] : []),
       ...Object.entries(t.extra || {}).map(([k, v]) => [k.replace(/_/g, " "), typeof v === "number" ? fmt(v) : JSON.stringify(v), ""]),
     ];
     $("#score").innerHTML = !t ? `<div class="card err">offload service unreachable</div>`
-      : cards.map(([k, v, id]) => `<div class="card"${id ? ` id="${id}"` : ""}><div class="dim">${esc(k)}</div><div class="big">${esc(v)}</div></div>`).join("");
+      : cards.map(([k, v, id, note]) => `<div class="card"${id ? ` id="${id}"` : ""}><div class="dim">${esc(k)}</div><div class="big">${esc(v)}</div>${note ? `<div class="dim">${esc(note)}</div>` : ""}</div>`).join("");
     const q = s.queue, i = s.index;
     $("#big-bar > div").style.width = q ? (100 * q.progress).toFixed(1) + "%" : "0";
     const build = i && i.build ? `building the index: ${fmt(i.build.notes_indexed)} of ${fmt(i.build.notes_total)} notes (searches answer from these)` : "";
