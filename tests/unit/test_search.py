@@ -406,6 +406,18 @@ def test_a_scope_no_note_is_in_is_said_when_nothing_is_found(index: NoteIndex):
     assert not nothing.hits and not nothing.empty_scope
     listing = ask("", diaries=["Logs"])  # a scope alone lists its notes: none here, and it says why
     assert not listing.hits and list(listing.empty_scope) == ["no note is in the diary Logs"]
+    # a day range no note is dated in (it said only "no notes match")
+    doc = note("Decisions/dated.md", "We date this one.")
+    doc.date = "2026-03-01"
+    index.apply(doc)
+    index.commit()
+    later = ask("wal", since="2099-01-01")
+    assert list(later.empty_scope) == ["no note is dated from 2099-01-01 on"]
+    assert [(c.channel, c.ran, c.reason) for c in later.channels] == [("bm25", False, "no note is dated in the scope")]
+    assert list(ask("", since="2020-01-01", until="2020-12-31").empty_scope) == [
+        "no note is dated from 2020-01-01 to 2020-12-31"
+    ]
+    assert not ask("redis", until="2026-12-31").empty_scope  # dated notes there; the query matched none
 
 
 def test_a_note_a_later_one_replaces_says_so_and_comes_right_after_it(tmp_path: Path):

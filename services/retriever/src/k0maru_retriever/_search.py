@@ -348,6 +348,11 @@ class HybridSearcher:
                 mark_same_passages(response.hits)
             if not response.hits:
                 response.empty_scope.extend(self._empty_scope(request.scope))
+            if query:  # the channels had nothing to search (the console said "not asked for")
+                for channel in ("bm25", "vector") if mode == HYBRID else ("bm25",) if mode == BM25 else ("vector",):
+                    response.channels.append(
+                        retriever_pb2.ChannelReport(channel=channel, ran=False, reason="no note is dated in the scope")
+                    )
             response.took_ms = (time.perf_counter() - started) * 1000
             return response
         pool = max(3 * limit, 20)
@@ -454,6 +459,10 @@ class HybridSearcher:
         parts = [(f"no note is in the folder {p}", Scope(path_prefixes=(p,))) for p in typed.path_prefixes]
         parts += [(f"no note is in the diary {d}", Scope(diaries=(d,))) for d in typed.diaries]
         parts += [(f"no note carries the tag #{t.lstrip('#')}", Scope(tags=(t,))) for t in typed.tags]
+        since, until = _day(typed.since, "since"), _day(typed.until, "until")
+        if since or until:  # `--since 2099-01-01` said only "no notes match"
+            days = f"from {since} to {until}" if since and until else f"from {since} on" if since else f"until {until}"
+            parts.append((f"no note is dated {days}", Scope(since=since, until=until)))
         if not parts:
             return []
         with self._index.lock:
@@ -461,7 +470,9 @@ class HybridSearcher:
             return [
                 said
                 for said, part in parts
-                if not list_scope(state.names.scope(part), 1, state.docs, state.days, state.scope_candidates)
+                if not list_scope(
+                    state.days.scope(state.names.scope(part)), 1, state.docs, state.days, state.scope_candidates
+                )
             ]
 
     def _exact_first(
