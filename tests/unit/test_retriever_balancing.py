@@ -55,3 +55,31 @@ def test_reads_spread_over_retrievers_and_survive_one_stopping(retrievers: list[
             for _ in range(20)
         ]
         assert after == ["first"] * 20
+
+
+def test_a_retriever_that_does_not_answer_in_time_is_named():
+    """A hung retriever (`kill -STOP`) made `k0maru search` say only "Deadline Exceeded"."""
+    import threading
+
+    from k0maru_common import DependencyFailed
+
+    release = threading.Event()
+
+    class Hung(retriever_pb2_grpc.RetrieverServicer):  # type: ignore[misc]
+        def Search(self, request: object, context: grpc.ServicerContext) -> retriever_pb2.SearchResponse:
+            release.wait(10)
+            return retriever_pb2.SearchResponse()
+
+    service = GrpcService("k0maru.v1.Retriever", "127.0.0.1:0")
+    retriever_pb2_grpc.add_RetrieverServicer_to_server(Hung(), service.server)
+    service.start()
+    address = f"127.0.0.1:{service.port}"
+    try:
+        for token in ("", "a-token"):  # a token's interceptor names the call as text, not bytes
+            client = StackClient("v", {"scanner": address, "retriever": address, "offload": address}, token=token)
+            with pytest.raises(DependencyFailed, match=r"the retriever did not answer Search in 0\.5 s: busy, hung"):
+                client.call(client.retriever.Search, retriever_pb2.SearchRequest(query="x"), 0.5)
+            client.close()
+    finally:
+        release.set()
+        service.server.stop(0).wait()

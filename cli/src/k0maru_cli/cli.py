@@ -329,7 +329,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     client = state.client()
     index: dict[str, int] = {}
     build: dict[str, int] | None = None  # the retriever's index build, while one is under way
-    queue = {"pending": -1, "dead_letter": -1}
+    queue: dict[str, int | None] = {"pending": None, "dead_letter": None}  # None: the retriever did not say
     workers: list[dict[str, object]] = []  # the job stream's consumers, as the retriever reads them
     problems: list[str] = []  # what the services say about themselves beyond health
     watch = ""  # why the scanner finds changes by polling ("" while the OS tells it)
@@ -360,8 +360,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         problem_notes = [f"{n.path}: {'; '.join(n.problems)}" for n in reply.problem_notes]
         if reply.problem:
             problems.append(f"retriever: {reply.problem}")
-    except K0Error:
-        pass
+    except K0Error as exc:  # its counts are unknown, not -1
+        problems.append(f"retriever: {exc}")
     try:
         scanner = client.call(client.scanner.Status, scanner_pb2.ScannerStatusRequest(), 3.0)
         problems += [f"scanner: {w.name} {w.state}: {w.last_error}" for w in scanner.workers if w.state != "running"]
@@ -371,8 +371,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         skipped, skipped_files = scanner.skipped, [f"{f.path}: {f.reason}" for f in scanner.skipped_files]
         problems += [f"scanner: {scanner.problem}"] if scanner.problem else []
         problems += [f"scanner: notes kept as they were, out of sight: {folder}" for folder in scanner.out_of_sight]
-    except K0Error:
-        pass
+    except K0Error as exc:
+        problems.append(f"scanner: {exc}")
     finally:
         client.close()
     embedders = _embedder_report(state, services)
@@ -408,7 +408,10 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"{name:<12} {value:<12} {state.addresses[name]}")
         for e in embedders:
             print(f"{e['name']:<12} pid {e['pid']}: {e['processed']} embedded, {e['chunks_per_s']} chunks/s")
-        print(f"queue   {queue['pending']} jobs pending, {queue['dead_letter']} in dead letter")
+        if queue["pending"] is None:
+            print("queue   unknown: the retriever did not say")
+        else:
+            print(f"queue   {queue['pending']} jobs pending, {queue['dead_letter']} in dead letter")
         for w in workers:
             seen = "gone" if w["gone"] else "live"
             print(f"worker  {w['name']}: {seen}, {w['pending']} jobs held, idle {w['idle_ms']} ms")

@@ -23,7 +23,7 @@ from k0maru.v1 import (
 )
 
 from ._auth import open_channel
-from ._errors import error_from_rpc
+from ._errors import DependencyFailed, error_from_rpc
 from ._limits import SEARCH_MODE_NAMES
 from ._server import HEALTH_NAMES, KEEPALIVE_CLIENT_OPTIONS, ROUND_ROBIN_CONFIG, balanced_target, embedder_target
 
@@ -59,6 +59,16 @@ def mode_name(mode: int) -> str:
     return str(retriever_pb2.SearchMode.Name(mode)).removeprefix("SEARCH_MODE_").lower()
 
 
+# how gRPC's own UNAVAILABLE begins when no server answered (a service's own UNAVAILABLE, "still
+# building its index", says more and is passed on as it is)
+_TRANSPORT_FAILURES = (
+    "connections to all backends failing",
+    "failed to connect",
+    "Socket closed",
+    "Connection refused",
+)
+
+
 @dataclass
 class StackClient:
     """Stubs for one stack: `addresses` maps scanner, retriever, offload, embedder-N to host:port;
@@ -92,10 +102,30 @@ class StackClient:
         return channel
 
     def call(self, method: Callable[..., T], request: Any, timeout: float = 30.0) -> T:
-        """Call a unary RPC; failures come back as K0Error with the server's message."""
+        """Call a unary RPC; failures come back as K0Error with the server's message, and a call
+        that got no answer in time names the service and its call (it said only "Deadline
+        Exceeded" of a hung retriever)."""
         try:
             return method(request, timeout=timeout)
         except grpc.RpcError as exc:
+            code = exc.code() if isinstance(exc, grpc.Call) else None
+            details = (exc.details() or "") if isinstance(exc, grpc.Call) else ""
+            unreached = code == grpc.StatusCode.UNAVAILABLE and details.startswith(_TRANSPORT_FAILURES)
+            if code == grpc.StatusCode.DEADLINE_EXCEEDED or unreached:
+                path = getattr(method, "_method", b"")  # bytes, or str behind an interceptor
+                service, _, rpc = (path.decode(errors="replace") if isinstance(path, bytes) else str(path)).rpartition(
+                    "/"
+                )
+                name = service.rsplit(".", 1)[-1].lower() or "service"
+                said = (
+                    f"cannot be reached ({details})"
+                    if unreached
+                    else f"did not answer {rpc or 'the call'} in {timeout:g} s"
+                )
+                raise DependencyFailed(
+                    f"the {name} {said}: busy, hung or stopped "
+                    f"(`k0maru status` says which; its log is in the data dir's logs/)"
+                ) from exc
             raise error_from_rpc(exc) from exc
 
     def close(self) -> None:
