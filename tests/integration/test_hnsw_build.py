@@ -98,6 +98,8 @@ def test_a_later_build_waits_for_as_many_new_points_as_the_index_holds(store: Ed
     wait_for(lambda: store.hnsw_builds == 2, 120, "the second index swapped in")
     assert store.indexed_points()[0] > indexed
     assert_holds(store, dict.fromkeys(range(6 * MIN_POINTS), 0))
+    store.delete([chunk(p) for p in range(5 * MIN_POINTS)])  # most notes deleted
+    assert store.index_state()[0] <= store.count() == MIN_POINTS  # status said more indexed than there were
 
 
 def test_past_its_cap_a_build_starts_every_so_many_new_points(store: EdgeVectorStore, monkeypatch: pytest.MonkeyPatch):

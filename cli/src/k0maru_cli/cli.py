@@ -422,6 +422,8 @@ def cmd_status(args: argparse.Namespace) -> int:
                 f"index   {index['documents']} notes, {index['chunks']} chunks, "
                 f"{index['chunks_with_vectors']} with vectors{hnsw}{building}"
             )
+            if not any(name.startswith("embedder") for name in services):
+                print("vectors none computed: this stack runs no embedder (BM25 only; `k0maru up --embedders 1`)")
             if index["bm25_deleted"]:
                 print(
                     f"bm25    {index['bm25_deleted']:,} replaced chunks still counted in its statistics"
