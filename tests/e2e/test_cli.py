@@ -66,6 +66,21 @@ def test_piped_offload_and_refused_ids(vault: Path):
     assert bad.returncode == 2 and "invalid node id" in bad.stderr
 
 
+def test_offload_keeps_the_commands_own_double_dash_and_the_threshold_set(vault: Path):
+    """Every `--` was dropped from the command (`cargo test -- --nocapture` ran as `cargo test
+    --nocapture`), and K0_THRESHOLD_LINES, which the README names, did not reach the command line."""
+    out = run("offload", "--vault", str(vault), "--", "printf", "%s\\n", "a", "--", "b")
+    assert out.returncode == 0 and out.stdout == "a\n--\nb\n"
+    lines = subprocess.run(
+        [K0MARU, "offload", "--vault", str(vault), "--", "seq", "1", "60"],
+        env={**os.environ, "K0_THRESHOLD_LINES": "100"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert lines.returncode == 0 and lines.stdout.split() == [str(i) for i in range(1, 61)]  # under 100: as it is
+
+
 def test_scan_prints_json_stats_last(vault: Path, tmp_path: Path):
     write_notes(vault, {"a.md": "# A", "b/c.md": "# C", "bin.md": "x\x00y"})
     out = run("scan", "--vault", str(vault), "--data-dir", str(tmp_path / "d"))

@@ -77,6 +77,8 @@ def test_environment_names_are_settings(compose: dict):
 def test_embedder_scales_and_console_is_loopback_and_token_protected(compose: dict):
     embedder = compose["services"]["embedder"]
     assert "container_name" not in embedder and "ports" not in embedder
+    # a team names its model (the README said so; nothing forwarded it): the English preset unless set
+    assert embedder["environment"]["K0_MODEL"] == "${K0_MODEL:-minilm-l6-int8}"
     gateway = compose["services"]["gateway"]
     assert all(p.startswith("127.0.0.1:") for p in gateway["ports"])
     assert re.search(r"\$\{K0_CONSOLE_TOKEN:\?", gateway["environment"]["K0_CONSOLE_TOKEN"])

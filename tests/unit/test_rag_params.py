@@ -78,3 +78,9 @@ def test_fusion_knobs_override_the_settings_and_a_boost_of_one_is_refused() -> N
 
     shaped = QueryShaper(None, Fixed()).fusion(FusionParams())  # type: ignore[arg-type]
     assert (shaped.method, shaped.adaptive, shaped.k, shaped.graph_boost) == ("rrf", 0, 60, 0.1)
+
+    class ZeroScale:  # "0 = the model's own", as the setting documents it: the file was rejected
+        def current(self) -> RagParams:
+            return RagParams.parse({"Retriever": {"vectorGapScale": 0}})
+
+    assert QueryShaper(None, ZeroScale()).fusion(FusionParams(gap_scale=0.63)).gap_scale == 0.63  # type: ignore[arg-type]

@@ -493,7 +493,7 @@ class Launcher:
             # bulk embedding is background work: niced (its threads only, K0_WORKER_NICE) so indexing
             # and search stay responsive; the start-up itself is not niced, or on a busy machine the
             # embedder's model load would be the last thing every `up` waits for
-            env = {**base, "K0_GRPC_ADDR": addr, "K0_WORKER_NICE": "10", **threads}
+            env = {"K0_WORKER_NICE": "10", **base, "K0_GRPC_ADDR": addr, **threads}  # a user's K0_WORKER_NICE kept
             self._spawn(f"embedder-{i + 1}", [py, "-m", "k0maru_embedder"], env)
         # no wait for the scanner: the retriever reconciles only once the scanner is SERVING
         self._spawn("retriever", [py, "-m", "k0maru_retriever"], {**base, "K0_GRPC_ADDR": addresses["retriever"]})

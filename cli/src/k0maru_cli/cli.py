@@ -360,6 +360,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         problem_notes = [f"{n.path}: {'; '.join(n.problems)}" for n in reply.problem_notes]
         if reply.problem:
             problems.append(f"retriever: {reply.problem}")
+        if reply.params_error:  # only its log said so
+            problems.append(f"retriever: rag_params.json rejected, the previous values hold: {reply.params_error}")
     except K0Error as exc:  # its counts are unknown, not -1
         problems.append(f"retriever: {exc}")
     try:
@@ -575,15 +577,24 @@ def _find_vault(args: argparse.Namespace) -> Path:
     return here
 
 
+def _env_lines(name: str) -> int:
+    """A positive line count from the environment (0 when unset or not one)."""
+    try:
+        return max(0, int(os.environ.get(name, "") or 0))
+    except ValueError:
+        return 0
+
+
 def cmd_offload(args: argparse.Namespace) -> int:
     import subprocess
 
     from k0maru.v1 import offload_pb2
 
     vault = _find_vault(args)
-    command = [c for c in args.command if c != "--"]
+    # the `--` that ends k0maru's own flags; the command's own (`cargo test -- --nocapture`) are kept
+    command = args.command[1:] if args.command[:1] == ["--"] else list(args.command)
     exit_code: int | None = None
-    threshold = args.threshold or OFFLOAD_THRESHOLD_LINES
+    threshold = args.threshold or _env_lines("K0_THRESHOLD_LINES") or OFFLOAD_THRESHOLD_LINES
     buffered: list[bytes] = []  # a command's output lines
     if command:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -777,7 +788,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true", help="re-read and re-hash every file")
     p = with_vault(sub.add_parser("offload", help="run a command (or read stdin) and offload long output"))
     p.add_argument("--task-id", default="")
-    p.add_argument("--threshold", type=int, default=0)
+    p.add_argument(
+        "--threshold", type=_count, default=0, help="lines shown before the rest is captured (K0_THRESHOLD_LINES, 50)"
+    )
     p.add_argument("command", nargs=argparse.REMAINDER)
     p = with_vault(sub.add_parser("inspect", help="print slices of an offloaded log"))
     p.add_argument("node_id")

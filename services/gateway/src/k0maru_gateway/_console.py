@@ -316,6 +316,7 @@ class StatusSampler:
                 # replaced chunks BM25 still counts (edited notes rank a little lower) until the
                 # background compaction
                 "bm25_deleted": index.bm25_deleted,
+                "params_error": index.params_error,  # why rag_params.json was rejected (the previous values hold)
                 # notes indexed with problems (`Document.problems`): how many, the first 50 by path
                 "notes_with_problems": index.notes_with_problems,
                 "problem_notes": [{"path": n.path, "problems": list(n.problems)} for n in index.problem_notes],

@@ -236,6 +236,10 @@ SCHEMAS: dict[str, Any] = {
                         "vectors_indexed": _INT,
                         "index_building": _BOOL,
                         "bm25_deleted": _INT,
+                        "params_error": {
+                            **_STR,
+                            "description": "why rag_params.json was rejected (the previous values hold); empty when it was not",
+                        },
                         "notes_with_problems": _INT,
                         "problem_notes": {
                             "type": "array",

@@ -76,7 +76,8 @@ class RetrieverParams(TypedFields):
     weight_bm25: float | None = Field(None, ge=0, alias="weightBm25")
     weight_vector: float | None = Field(None, ge=0, alias="weightVector")
     fusion_adaptive: float | None = Field(None, ge=0, alias="fusionAdaptive")
-    vector_gap_scale: float | None = Field(None, gt=0, alias="vectorGapScale")
+    # 0, as K0_VECTOR_GAP_SCALE's 0: the setting in force, by default the model's own (it rejected the file)
+    vector_gap_scale: float | None = Field(None, ge=0, alias="vectorGapScale")
     graph_boost: float | None = Field(None, ge=0, lt=1, alias="graphBoost")
     name_match: float | None = Field(None, ge=0, alias="nameMatch")
     tagmemo_beta: float | None = Field(

@@ -50,7 +50,7 @@ class QueryShaper:
             w_bm25=r.weight_bm25 if r.weight_bm25 is not None else base.w_bm25,
             w_vector=r.weight_vector if r.weight_vector is not None else base.w_vector,
             adaptive=r.fusion_adaptive if r.fusion_adaptive is not None else base.adaptive,
-            gap_scale=r.vector_gap_scale if r.vector_gap_scale is not None else base.gap_scale,
+            gap_scale=r.vector_gap_scale or base.gap_scale,  # 0 or null: the setting in force
             graph_boost=r.graph_boost if r.graph_boost is not None else base.graph_boost,
             name_match=r.name_match if r.name_match is not None else base.name_match,
         )

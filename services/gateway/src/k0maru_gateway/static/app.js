@@ -643,6 +643,7 @@ async function statusView() {
     $("#counts").innerHTML = i ? [["notes", i.documents], ["chunks", i.chunks], ["chunks with vectors", i.chunks_with_vectors], ["vector index", vectorIndex(i)], ["BM25", i.bm25_deleted ? `${fmt(i.bm25_deleted)} stale` : "compact", i.bm25_deleted ? `replaced chunk${i.bm25_deleted === 1 ? "" : "s"} still counted in its statistics; compacted once edits pause` : ""], ["applied seq", i.last_applied_seq], ["scanner seq", s.scanner ? s.scanner.last_seq : null], ["skipped files", s.scanner ? s.scanner.skipped : null], ["watching", s.scanner ? (s.scanner.watch_note ? "by polling" : s.scanner.watching ? "live" : "off") : null]]
       .map(([k, v, note]) => `<div class="card"><div class="dim">${k}</div><div class="big">${typeof v === "string" ? esc(v) : fmt(v)}</div>${note ? `<div class="dim">${esc(note)}</div>` : ""}</div>`).join("") : "";
     const notes = !s.scanner ? [] : [s.scanner.problem ? `changes not recorded: ${s.scanner.problem}` : "",
+      i && i.params_error ? `rag_params.json rejected, the previous values hold: ${i.params_error}` : "",
       ...(s.scanner.out_of_sight || []).map((x) => `notes kept as they were, out of sight: ${x}`),
       s.scanner.watch_note ? `watching by polling: ${s.scanner.watch_note}` : ""].filter(Boolean);
     const excluded = s.scanner ? s.scanner.excluded || [] : [];
