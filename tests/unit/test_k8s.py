@@ -4,6 +4,7 @@ docker-compose.yml and the services' settings."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -179,8 +180,9 @@ def test_environment_matches_compose_and_settings(resources: list[dict[str, Any]
             if key.endswith("_TOKEN"):  # from the Secret, never written here
                 ref = env[key]["valueFrom"]["secretKeyRef"]
                 assert ref["name"] == "k0maru-tokens" and "value" not in env[key]
-            else:
-                assert env[key]["value"] == str(raw), (service, key)
+            else:  # compose's `${K0_MODEL:-minilm-l6-int8}`: its default here
+                default = re.fullmatch(r"\$\{\w+:-(.*)\}", str(raw))
+                assert env[key]["value"] == (default.group(1) if default else str(raw)), (service, key)
         probe = container["readinessProbe"]["exec"]["command"]
         assert probe == compose[service]["healthcheck"]["test"][1:], service
     ref = workloads["retriever"]["spec"]["template"]["spec"]["containers"][0]["env"]
