@@ -209,6 +209,7 @@ def test_a_decision_flushed_into_a_decision_record_folder_is_the_next_record(vau
         FlushNote(title="Use gRPC between services", content="We call services over gRPC.", category="decision")
     ) == (path, "up_to_date")  # the same decision again: found by its words, whatever its number
     assert sniff(vault).rules_for("decision", "docs/adr").naming.describe() == "NNNN-example-note"
+    assert sniff(vault).rules_for("skill", "skills").naming.prefix == ""  # a new folder numbers nothing
 
 
 def test_conventions_read_past_frontmatter_values_yaml_cannot_build(vault: Path):

@@ -278,7 +278,7 @@ def in_vault(path: str, vault: str) -> str:
 
 BY_MEANING_ONLY = (
     "no note holds any of the query's words: these are only the notes nearest in meaning (scores are "
-    "relative, the first is 1.0 whatever it is), which may be about something else; treat it as not found "
+    "relative: the best is 1.0 whatever its similarity), which may be about something else; treat it as not found "
     "unless a snippet says otherwise"
 )
 

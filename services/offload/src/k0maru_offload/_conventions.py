@@ -511,7 +511,7 @@ def _learn_folders(vault: Path, conv: Conventions) -> None:
         conv.evidence.append(f"{folder or '(root)'}/: {rules.notes} notes named like {rules.naming.describe()}.md")
     if stems:
         conv.vault_naming = _naming(stems)
-        if conv.vault_naming.prefix == "jd":  # an id only makes sense inside its own folder
+        if conv.vault_naming.prefix in ("jd", "number"):  # an id or a record's number: only inside its folder
             conv.vault_naming = NameStyle("", conv.vault_naming.separator, conv.vault_naming.case)
     conv.naming_style = _style_name(conv.vault_naming)
 
