@@ -122,6 +122,13 @@ def test_a_notes_own_date_is_its_last_written_day_as_its_text_says():
     ):
         assert day("# a note\n", path) == named, path
     assert day("---\nupdated: 2026-12-03\n---\n", "daily/2026-11-01.md") == "2026-12-03"  # its text first
+    # a decision record states its day under its title (it was dated by its file: a clone's day)
+    assert (
+        day("# 4. Use gRPC\n\nDate: 2026-03-01\n\n## Status\n\nAccepted\n", "docs/adr/0004-use-grpc.md") == "2026-03-01"
+    )
+    assert day("# Use gRPC\n\n- Status: accepted\n- Date: 2025-11-02\n", "adr/x.md") == "2025-11-02"  # log4brains
+    assert day("---\ndate: 2026-01-05\n---\n# X\n\nDate: 2020-01-01\n") == "2026-01-05"  # frontmatter first
+    assert day("# X\n\nThe candidate date: 2026-01-01 was moved.\n") == ""  # prose, not a date line
     for none in (
         "# no date",
         "---\ndate: next week\nupdated: true\n---\n",

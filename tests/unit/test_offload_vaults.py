@@ -268,6 +268,29 @@ def test_loadout_l2_goes_newest_first_whether_names_carry_a_day_or_not(vault: Pa
     assert [text.index(n) for n in names] == sorted(text.index(n) for n in names)
 
 
+def test_loadout_dates_decision_records_by_their_date_lines(vault: Path):
+    """adr-tools' records carry no frontmatter and no day in their names, only "Date: …" under the
+    title: a clone stamps their files alike, so L2 went by the numbers' reverse order of names."""
+    import os
+
+    from k0maru_offload._loadout import build_loadout
+
+    adr = "# {n}. {title}\n\nDate: {day}\n\n## Status\n\nAccepted\n\n## Decision\n\n{title}.\n"
+    for n, title, day in (
+        (1, "Use Postgres", "2026-05-01"),
+        (2, "Use Redis", "2026-01-10"),
+        (3, "Use Kafka", "2026-02-01"),
+    ):
+        write_notes(
+            vault, {f"docs/adr/{n:04d}-{title.lower().replace(' ', '-')}.md": adr.format(n=n, title=title, day=day)}
+        )
+    for name in os.listdir(vault / "docs/adr"):
+        os.utime(vault / "docs/adr" / name, (1_700_000_000, 1_700_000_000))
+    text = build_loadout(vault, max_tokens=2000).markdown
+    order = ["[[docs/adr/0001-use-postgres]]", "[[docs/adr/0003-use-kafka]]", "[[docs/adr/0002-use-redis]]"]
+    assert [text.index(n) for n in order] == sorted(text.index(n) for n in order)
+
+
 def test_a_loadout_names_the_decision_that_replaced_an_older_one_not_the_older_one(vault: Path):
     """The brief an agent reads first listed a revised decision beside its revision, and the old
     one first by its name: the agent built on sessions after the team moved to OIDC. Given the

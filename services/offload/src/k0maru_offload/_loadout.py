@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from k0maru_common import CommitDays, estimate_tokens, name_day, note_date, utc_day, vault_notes
+from k0maru_common import CommitDays, estimate_tokens, name_day, note_date, stated_day, utc_day, vault_notes
 
 from ._conventions import Conventions, front_matter, sniff
 from ._files import read_text_file
@@ -71,7 +71,8 @@ def _recency(vault: Path, commit_days: CommitDays | None) -> Callable[[Path], tu
             st = path.stat()
         except OSError:
             return known.setdefault(path, ("", 0, path.name))
-        day = note_date(front_matter(_read(path, _MAX_FRONTMATTER)) or {}, name_day(path.as_posix()))
+        head = _read(path, _MAX_FRONTMATTER)
+        day = note_date(front_matter(head) or {}, stated_day(_body(head)) or name_day(path.as_posix()))
         if not day and commit_days is not None and st.st_size <= _MAX_DATED_BYTES:
             try:
                 day = commit_days.day(path.relative_to(vault).as_posix(), path.read_bytes())

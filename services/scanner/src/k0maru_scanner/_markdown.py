@@ -32,7 +32,7 @@ from urllib.parse import unquote
 
 import yaml
 
-from k0maru_common import name_day, note_date, page_name
+from k0maru_common import name_day, note_date, page_name, stated_day
 
 from ._chunker import BLOCK_START, LIST_ITEM, Section, chunk_sections
 from ._journals import JournalFormat
@@ -52,7 +52,8 @@ DEFAULT_JOURNALS = JournalFormat()  # Logseq's: journals/2026_12_04.md is "Dec 4
 # list item's heading (`- ## Setup`, as Logseq writes them) opens a section, ```x``` is no fence;
 # 2026-12-07.1: wikilinks in frontmatter values are links, and a link says the property that holds it,
 # an ADR's status (its line, MADR's frontmatter) `supersedes` or `superseded_by`)
-PARSER_VERSION = "2026-12-07.1"
+# 2026-12-07.2: a decision record's "Date: 2026-03-01" line under its title dates it
+PARSER_VERSION = "2026-12-07.2"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
 # some invalid-YAML messages are worded differently
@@ -337,7 +338,9 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
 
     journal = journals.names(path)
     aliases += journal[1:]
-    day = note_date(frontmatter, journal[1] if journal else journals.daily_day(path) or name_day(path))
+    day = note_date(
+        frontmatter, journal[1] if journal else journals.daily_day(path) or stated_day(body) or name_day(path)
+    )
     title = (
         str(frontmatter.get("title") or "").strip()
         or first_h1
