@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import shutil
 import threading
 from pathlib import Path
@@ -189,25 +190,24 @@ def test_conventions_detect_johnny_decimal_and_dated_names(vault: Path):
 def test_a_decision_flushed_into_a_decision_record_folder_is_the_next_record(vault: Path):
     """adr-tools' layout: the decision was written under `## Status` (the folder's first section),
     `## Decision` said "_Not recorded in this session._", and the note was named without the next
-    number. Now it is `0004-…`, its status "Accepted", its content under `Decision`, the sections
-    in the folder's order."""
+    number. Now it is `0004-…`, titled "# 4. …" with its "Date:" line as the folder's records are,
+    its status "Accepted", its content under `Decision`, the sections in the folder's order."""
     adr = "# {n}. {title}\n\nDate: 2026-0{n}-01\n\n## Status\n\nAccepted\n\n## Context\n\nc\n\n## Decision\n\nd\n\n## Consequences\n\nq\n"
     for n, title in ((1, "Record architecture decisions"), (2, "Use Postgres"), (3, "Use Redis")):
         write_notes(vault, {f"docs/adr/{n:04d}-{title.lower().replace(' ', '-')}.md": adr.format(n=n, title=title)})
     engine = FlushEngine(vault)
-    path, outcome = engine.flush(
-        FlushNote(title="Use gRPC between services", content="We call services over gRPC.", category="decision")
-    )
+    decision = FlushNote(title="Use gRPC between services", content="We call services over gRPC.", category="decision")
+    path, outcome = engine.flush(decision, dt.date(2026, 8, 5))
     assert (path, outcome) == ("docs/adr/0004-use-grpc-between-services.md", "created")
     text = (vault / path).read_text()
+    assert text.startswith("# 4. Use gRPC between services\n\nDate: 2026-08-05\n\n## Status")
     assert (
         "## Status\n\nAccepted\n\n## Context\n\n_Not recorded in this session._\n\n## Decision\n\nWe call services over gRPC."
         in text
     )
     assert text.index("## Decision") < text.index("## Consequences")
-    assert engine.flush(
-        FlushNote(title="Use gRPC between services", content="We call services over gRPC.", category="decision")
-    ) == (path, "up_to_date")  # the same decision again: found by its words, whatever its number
+    # the same decision again, another day: found by its words, whatever its number and date line
+    assert engine.flush(decision, dt.date(2026, 8, 6)) == (path, "up_to_date")
     assert sniff(vault).rules_for("decision", "docs/adr").naming.describe() == "NNNN-example-note"
     assert sniff(vault).rules_for("skill", "skills").naming.prefix == ""  # a new folder numbers nothing
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from k0maru_common import name_key
+from k0maru_common import name_key, stated_day
 
 from ._files import read_text_file
 
@@ -76,6 +76,7 @@ _TEMPLATE_NAMES = {
 _DATE_PREFIX = re.compile(r"^(\d{4}-\d{2}-\d{2})([-_ ]|$)")
 _STAMP_PREFIX = re.compile(r"^(\d{14}|\d{12}|\d{8})([-_ ])")
 _JD_PREFIX = re.compile(r"^(\d{2})\.(\d{2,3})([-_ ])")
+RECORD_HEADING = re.compile(r"# +\d+\. ")  # adr-tools' title, "# 4. Use gRPC"
 _NUMBER_PREFIX = re.compile(r"^(\d{3,5})([-_ ])")  # decision records: `0001-use-markdown.md`, `001_x.md`
 NUMBERED_PREFIX = re.compile(r"^\d{1,3}(?:-\d{1,3})?[_ .-]+")
 DATE_KEYS = {"date", "created", "updated", "modified", "created_at", "updated_at"}
@@ -111,7 +112,7 @@ class NameStyle:
         if self.prefix == "jd" and self.jd_area:
             return f"{self.jd_area}.{_next_jd(directory, self.jd_area):02d} {base}"
         if self.prefix == "number":  # the next decision record's number, as adr-tools and MADR count
-            return f"{_next_number(directory):0{self.digits}d}{'-' if self.separator == ' ' else self.separator}{base}"
+            return f"{next_number(directory):0{self.digits}d}{'-' if self.separator == ' ' else self.separator}{base}"
         return base
 
     def describe(self) -> str:
@@ -131,7 +132,8 @@ def _next_jd(directory: Path | None, area: str) -> int:
     return max(used) + 1
 
 
-def _next_number(directory: Path | None) -> int:
+def next_number(directory: Path | None) -> int:
+    """The next decision record's number in `directory` (1 in an empty or new folder)."""
     used = [0]
     if directory is not None and directory.is_dir():
         for entry in os.scandir(directory):
@@ -158,6 +160,9 @@ class FolderRules:
     template: str = ""  # vault-relative path of the template
     notes: int = 0  # how many notes the folder's rules were learned from
     properties: bool = False  # Logseq's `key:: value` lines instead of YAML frontmatter
+    # decision records as adr-tools writes them: "# 4. Use gRPC" (the file's number), "Date: …" under it
+    record_heading: bool = False
+    date_line: bool = False
 
 
 @dataclass
@@ -222,6 +227,8 @@ class Conventions:
             template,
             rules.notes,
             properties=self.tool == "logseq",
+            record_heading=rules.record_heading and naming.prefix == "number",
+            date_line=rules.date_line and self.tool not in ("logseq", "dendron"),
         )
 
     def describe(self) -> list[str]:
@@ -478,8 +485,12 @@ def _learn(directory: Path, folder: str) -> FolderRules | None:
     order: dict[str, int] = {}
     headings: Counter[str] = Counter()
     position: dict[str, list[int]] = {}
+    numbered = dated = 0
     for path in notes:
         text = _read(path, 50_000)
+        body = text if not text.lstrip().startswith("---") else text.lstrip()[3:].partition("\n---")[2]
+        numbered += bool(RECORD_HEADING.match(body.lstrip("\n")))
+        dated += bool(stated_day(body))
         front = _front_keys(text)
         if front is not None:
             with_front += 1
@@ -497,6 +508,8 @@ def _learn(directory: Path, folder: str) -> FolderRules | None:
     if len(notes) >= 2:
         shared = [h for h in headings if headings[h] * 2 > len(notes) and h.lower() not in {"related", "links"}]
         rules.sections = sorted(shared, key=lambda h: sum(position[h]) / len(position[h]))
+        rules.record_heading = rules.naming.prefix == "number" and numbered * 2 > len(notes)
+        rules.date_line = dated * 2 > len(notes)
     return rules
 
 

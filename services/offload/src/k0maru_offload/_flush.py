@@ -21,9 +21,9 @@ from pathlib import Path
 
 import yaml
 
-from k0maru_common import CannotWrite, InvalidInput, OutsideVault, TooLarge, confine, name_key
+from k0maru_common import CannotWrite, InvalidInput, OutsideVault, TooLarge, confine, name_key, stated_day
 
-from ._conventions import DATE_KEYS, NUMBERED_PREFIX, FolderRules, core_words, sniff
+from ._conventions import DATE_KEYS, NUMBERED_PREFIX, RECORD_HEADING, FolderRules, core_words, next_number, sniff
 from ._files import VaultFolder, make_folder, read_text_file
 from ._outline import logseq_outline
 
@@ -193,8 +193,11 @@ def _filler(section: str, category: str) -> str:
     return _PLACEHOLDER
 
 
-def render(note: FlushNote, today: dt.date, rules: FolderRules | None = None, vault: Path | None = None) -> str:
-    """The note as the folder writes its notes: its frontmatter keys, its sections or its template."""
+def render(
+    note: FlushNote, today: dt.date, rules: FolderRules | None = None, vault: Path | None = None, number: int = 0
+) -> str:
+    """The note as the folder writes its notes: its frontmatter keys, its sections or its template;
+    a decision record's number in its title and its day under it, as the folder's records have them."""
     rules = rules or FolderRules("")
     meta = _meta(note, today, rules.frontmatter)
     if meta is not None and rules.properties:
@@ -238,7 +241,8 @@ def render(note: FlushNote, today: dt.date, rules: FolderRules | None = None, va
     if rules.sections:
         body = _with_sections(body, rules.sections, note.category)
     if not body.startswith("# "):
-        body = f"# {note.title.strip()}\n\n{body}"
+        title = f"{number}. {note.title.strip()}" if number and rules.record_heading else note.title.strip()
+        body = f"# {title}\n\n{f'Date: {today.isoformat()}{chr(10)}{chr(10)}' if rules.date_line else ''}{body}"
     if meta is None and (superseded := _superseded_line(note)):  # under the title, where an ADR says it
         title, _, rest = body.partition("\n")
         body = f"{title}\n\n{superseded}\n\n{rest.lstrip(chr(10))}".rstrip("\n")
@@ -271,6 +275,10 @@ def same_ignoring_dates(a: str, b: str) -> bool:
 
 
 def _undated(text: str) -> str:
+    if RECORD_HEADING.match(text):  # a decision record: its number and its date line are the write's
+        lines = text.split("\n")
+        lines[0] = RECORD_HEADING.sub("# ", lines[0], count=1)
+        text = "\n".join(ln for i, ln in enumerate(lines) if i > 4 or not stated_day(ln))
     if not text.startswith("---\n"):  # Logseq's properties, or none
         lines = text.split("\n")
         top = next((i for i, ln in enumerate(lines) if "::" not in ln), len(lines))
@@ -332,7 +340,8 @@ class FlushEngine:
             now = int(dt.datetime.combine(day, dt.datetime.now().time()).timestamp() * 1000)
             dendron = {"id": secrets.token_hex(12), "desc": "", "updated": now, "created": now}
             note = replace(note, extra_frontmatter={**dendron, **note.extra_frontmatter})
-        text = render(note, day, rules, self.vault)
+        number = next_number(directory) if rules.naming.prefix == "number" else 0
+        text = render(note, day, rules, self.vault, number)
         earlier = _same_note(directory, note.title, text, hierarchy)
         if earlier is not None:
             return earlier.relative_to(self.vault).as_posix(), "up_to_date"
