@@ -110,6 +110,20 @@ def test_inspect_line_numbers_past_32_bits_are_refused_with_a_reason(stack: Stac
         stack.tool("inspect_log_node", node_id=node, start_line=2**32 + 1)
 
 
+def test_the_loadout_takes_only_vault_paths_as_superseded_and_goes_on_without_a_retriever(stack: Stack):
+    """The gateway passes the retriever's superseded notes; a path out of the vault would be listed
+    and said to exist or not. Where no retriever answers (here: none), the loadout is as found."""
+    from k0maru.v1 import common_pb2, offload_pb2
+    from k0maru_common import InvalidInput
+
+    bad = offload_pb2.LoadoutRequest(
+        superseded=[common_pb2.Supersession(path="a.md", superseded_by=["../../etc/passwd"])]
+    )
+    with pytest.raises(InvalidInput, match="escapes the vault"):
+        stack.client.call(stack.client.offload.GetProjectLoadout, bad)
+    assert "L0 project" in structured(stack.tool("get_project_loadout"))["markdown"]
+
+
 def test_catastrophic_grep_through_mcp_is_invalid_argument(stack: Stack):
     node = structured(stack.tool("offload_log", text="\n".join(["a" * 3000 + "!"] * 60)))["node_id"]
     with pytest.raises(ToolError, match="simpler pattern"):

@@ -23,6 +23,7 @@ from k0maru_common import (
     decode_text,
     estimate_tokens,
     read_at_most,
+    vault_relative,
 )
 
 from . import _catalog as catalog
@@ -55,6 +56,15 @@ end
 redis.call('HINCRBY', KEYS[1], 'repeats', 1)
 return 0
 """
+
+
+def _supersessions(notes: Any) -> dict[str, list[str]]:
+    """`LoadoutRequest.superseded` as note → successors; a path that is no vault-relative path
+    (`../x`, `/etc`) is refused: the loadout would list it and say whether it exists."""
+    for note in notes:
+        for path in (note.path, *note.superseded_by):
+            vault_relative(path)  # OutsideVault: INVALID_ARGUMENT with the path
+    return {note.path: list(note.superseded_by) for note in notes}
 
 
 class TokenLedger:
@@ -205,7 +215,7 @@ class OffloadServicer(offload_pb2_grpc.OffloadServicer):  # type: ignore[misc]
             request.project[:200],
             request.max_chars,
             self._commit_days,
-            {note.path: list(note.superseded_by) for note in request.superseded},
+            _supersessions(request.superseded),
         )
         return offload_pb2.Loadout(
             vault=str(self._settings.vault),
