@@ -125,8 +125,12 @@ def _compose_env(compose: dict, service: str, secrets_: dict[str, str], paths: d
     """The service's environment from docker-compose.yml, with ${VAR:?…}/${VAR:-…} filled in."""
     env: dict[str, str] = {}
     for key, raw in compose["services"][service]["environment"].items():
-        value = re.sub(
-            r"\$\{(\w+)(?::[?-][^}]*)?\}", lambda m: secrets_.get(m.group(1), os.environ.get(m.group(1), "")), str(raw)
+        value = re.sub(  # as compose fills them: the variable, else `:-`'s default
+            r"\$\{(\w+)(?::([?-])([^}]*))?\}",
+            lambda m: (
+                secrets_.get(m.group(1)) or os.environ.get(m.group(1)) or (m.group(3) if m.group(2) == "-" else "")
+            ),
+            str(raw),
         )
         env[key] = paths.get(value, value)
     return env
