@@ -67,17 +67,12 @@ def _check_start(args: argparse.Namespace) -> None:
     """Refuse, before anything starts, what a started stack would fail on after a minute of
     retries: a model no embedder has (it was kept for the vault, so every later `up` failed too),
     a console on a network address without a token (a gateway traceback, after the whole stack)."""
-    import ipaddress
+    from k0maru_common import is_loopback_host
 
     model = args.model or os.environ.get("K0_MODEL", "")
     if model and model not in MODEL_CHOICES:
         raise SystemExit(f"k0maru: unknown embedding model {model!r}; known: {', '.join(MODEL_CHOICES)}")
-    host = args.host.strip("[]")
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback and not os.environ.get("K0_CONSOLE_TOKEN"):
+    if not is_loopback_host(args.host) and not os.environ.get("K0_CONSOLE_TOKEN"):
         raise SystemExit(f"k0maru: --host {args.host} is not loopback: set K0_CONSOLE_TOKEN, the console's token")
 
 

@@ -9,7 +9,7 @@ TYPE_CHECKING = (
     False  # typing.TYPE_CHECKING without importing typing (`k0maru search` is a whole process); mypy knows the name
 )
 if TYPE_CHECKING:
-    from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address, open_channel
+    from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address, is_loopback_host, open_channel
     from ._client import SEARCH_MODES, StackClient, mode_name
     from ._encodings import GUESSED_CODECS, GUESSED_ENCODINGS, decode_text, guess_legacy, read_text
     from ._errors import (
@@ -92,6 +92,7 @@ _WHERE = {
     "WorkerHealth": "._workers",
     "check_request": "._validation",
     "is_loopback_address": "._auth",
+    "is_loopback_host": "._auth",
     "open_channel": "._auth",
     "ChangePublisher": "._events",
     "CommitDays": "._git",
@@ -254,6 +255,7 @@ __all__ = [
     "health_name",
     "health_state",
     "is_loopback_address",
+    "is_loopback_host",
     "lazy_exports",
     "letters_by_script",
     "mode_name",

@@ -46,8 +46,13 @@ CHANNEL_OPTIONS = [
 
 def is_loopback_address(address: str) -> bool:
     """True for `127.0.0.1:0`, `localhost:50051`, `[::1]:7000`; False for `0.0.0.0:…`, `[::]:…`, names."""
-    host = address.rsplit(":", 1)[0] if ":" in address else address
-    host = host.strip("[]")
+    return is_loopback_host(address.rsplit(":", 1)[0] if ":" in address else address)
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for a host alone that is loopback: `127.0.0.1`, `localhost`, `::1`, `[::1]`; False for
+    `0.0.0.0`, `::` and other names (the console's bind address, the CLI's `--host`)."""
+    host = host.strip().strip("[]").lower()
     if host == "localhost":
         return True
     try:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import gzip
 import hmac
-import ipaddress
 import json
 import time
 from collections import deque
@@ -48,6 +47,7 @@ from k0maru_common import (
     TooLarge,
     health_name,
     health_state,
+    is_loopback_host,
     mode_name,
 )
 
@@ -69,11 +69,7 @@ def allowed_hosts(bind_host: str, extra: list[str]) -> frozenset[str] | None:
     if host in WILDCARDS:
         return frozenset(extra_names) if extra_names else None
     names = {host, *extra_names}
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if loopback:
+    if is_loopback_host(host):
         names |= LOOPBACK_NAMES
     return frozenset(names)
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 
-from k0maru_common import Field, K0Settings, SettingsError
+from k0maru_common import Field, K0Settings, SettingsError, is_loopback_host
 
 
 class GatewaySettings(K0Settings):
@@ -30,9 +29,5 @@ class GatewaySettings(K0Settings):
 
     def validate(self) -> None:
         super().validate()
-        try:
-            loopback = self.http_host == "localhost" or ipaddress.ip_address(self.http_host).is_loopback
-        except ValueError:
-            loopback = False
-        if not loopback and not self.console_token:
+        if not is_loopback_host(self.http_host) and not self.console_token:
             raise SettingsError(f"K0_HTTP_HOST={self.http_host} is not loopback: set K0_CONSOLE_TOKEN")

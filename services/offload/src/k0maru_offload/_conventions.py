@@ -454,6 +454,16 @@ def _naming(stems: list[str]) -> NameStyle:
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, as the scanner's: 5x faster
 
 
+def after_front_matter(text: str) -> str:
+    """The note's text after its frontmatter block (all of it when it has none)."""
+    if text.lstrip().startswith("---"):
+        rest = text.lstrip()[3:]
+        end = rest.find("\n---")
+        if end >= 0:
+            return rest[end + 4 :]
+    return text
+
+
 def front_matter(text: str) -> dict[Any, Any] | None:
     """The note's YAML frontmatter as a mapping; None when it has none or YAML cannot read it."""
     if not text.lstrip().startswith("---"):
@@ -488,7 +498,7 @@ def _learn(directory: Path, folder: str) -> FolderRules | None:
     numbered = dated = 0
     for path in notes:
         text = _read(path, 50_000)
-        body = text if not text.lstrip().startswith("---") else text.lstrip()[3:].partition("\n---")[2]
+        body = after_front_matter(text)
         numbered += bool(RECORD_HEADING.match(body.lstrip("\n")))
         dated += bool(stated_day(body))
         front = _front_keys(text)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from k0maru_common import CommitDays, estimate_tokens, name_day, note_date, stated_day, utc_day, vault_notes
 
-from ._conventions import Conventions, front_matter, sniff
+from ._conventions import Conventions, after_front_matter, front_matter, sniff
 from ._files import read_text_file
 
 _WIKILINK = re.compile(r"\[\[[^\]\n]+\]\]")
@@ -72,7 +72,7 @@ def _recency(vault: Path, commit_days: CommitDays | None) -> Callable[[Path], tu
         except OSError:
             return known.setdefault(path, ("", 0, path.name))
         head = _read(path, _MAX_FRONTMATTER)
-        day = note_date(front_matter(head) or {}, stated_day(_body(head)) or name_day(path.as_posix()))
+        day = note_date(front_matter(head) or {}, stated_day(after_front_matter(head)) or name_day(path.as_posix()))
         if not day and commit_days is not None and st.st_size <= _MAX_DATED_BYTES:
             try:
                 day = commit_days.day(path.relative_to(vault).as_posix(), path.read_bytes())
@@ -91,15 +91,6 @@ def _notes(directory: Path) -> list[Path]:
 
 def _read(path: Path, limit: int = 100_000) -> str:
     return read_text_file(path, limit)
-
-
-def _body(text: str) -> str:
-    if text.lstrip().startswith("---"):
-        rest = text.lstrip()[3:]
-        end = rest.find("\n---")
-        if end >= 0:
-            return rest[end + 4 :]
-    return text
 
 
 _MD_LINK = re.compile(r"!?\[([^\[\]\n]*)\]\([^)\n]*\)")  # [text](url), ![alt](src); a badge nests one in another
@@ -125,7 +116,7 @@ def project_scope(text: str) -> str:
     comes first, a `[!callout]` not), as plain words. Headings, badges and images (a block that is
     only links), HTML, tables, code, lists and rules are passed over. B.10 takes the first
     blockquote anywhere: a README's quote from a user far down was then its summary."""
-    for block in re.split(r"\n\s*\n", _body(text)):
+    for block in re.split(r"\n\s*\n", after_front_matter(text)):
         lines = [line.strip() for line in block.strip().splitlines()]
         if not lines or lines[0].startswith(_NOT_PROSE) or re.match(r"\d+[.)] ", lines[0]):
             continue
@@ -141,7 +132,7 @@ def project_scope(text: str) -> str:
 
 def _title(text: str, fallback: str) -> str:
     """The note's `# ` heading, else its frontmatter's `title` (Dendron's notes have only that)."""
-    m = re.search(r"^# +(.+?)\s*$", _body(text), flags=re.MULTILINE)
+    m = re.search(r"^# +(.+?)\s*$", after_front_matter(text), flags=re.MULTILINE)
     if m:
         return m.group(1).strip()
     title = (front_matter(text) or {}).get("title")
