@@ -898,6 +898,25 @@ def test_symlink_loops_and_fifos_are_recorded_as_skipped(vault: Path, tmp_path: 
     assert scanner.scan().skipped == 7  # stable: nothing re-recorded
 
 
+def test_a_symlink_to_a_note_of_the_vault_is_not_indexed_twice(vault: Path, tmp_path: Path):
+    """A note linked into a second folder would be two search results with one text; a link to a
+    note the scan leaves out (a hidden folder's) is the only way it is indexed, so it is."""
+    (vault / "projects").mkdir()
+    (vault / "projects" / "plan.md").write_text("# Plan\n\nship it\n")
+    (vault / "today.md").symlink_to(vault / "projects" / "plan.md")
+    (vault / ".templates").mkdir()
+    (vault / ".templates" / "standup.md").write_text("# Standup\n")
+    (vault / "standup.md").symlink_to(vault / ".templates" / "standup.md")
+    scanner = make(vault, tmp_path)
+    assert kinds(scanner.scan()) == [(K.CHANGE_KIND_ADDED, "projects/plan.md"), (K.CHANGE_KIND_ADDED, "standup.md")]
+    reasons = {p: r.skipped_reason for p, r in scanner.manifest.files.items() if not r.indexed}
+    assert reasons == {"today.md": "a symlink to projects/plan.md, which is indexed under its own path"}
+    (vault / "projects" / "plan.md").unlink()  # the target is gone: the link is broken, said so
+    scanner.scan()
+    reasons = {p: r.skipped_reason for p, r in scanner.manifest.files.items() if not r.indexed}
+    assert reasons == {"today.md": "broken symlink: its target does not exist"}
+
+
 def test_file_name_with_a_backslash_is_indexed_and_served(vault: Path, tmp_path: Path):
     from k0maru.v1 import scanner_pb2
     from k0maru_scanner.server import ScannerServicer

@@ -17,7 +17,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -583,7 +583,7 @@ class IncrementalScanner:
             record = (
                 FileRecord(rel, st.st_size, st.st_mtime_ns, "", now_ms, problem)
                 if problem
-                else self._examine(rel, st, now_ms)
+                else self._examine(rel, st, now_ms, on_disk)
             )
             if not record.indexed:
                 result.skipped += 1
@@ -636,7 +636,9 @@ class IncrementalScanner:
         result.ms = (time.perf_counter() - started) * 1000
         return result
 
-    def _examine(self, rel: str, st: os.stat_result, now_ms: int) -> FileRecord:
+    def _examine(self, rel: str, st: os.stat_result, now_ms: int, listed: Mapping[str, object]) -> FileRecord:
+        """The record of a note to index (its hash) or to skip (why); `listed` is every path this
+        scan found, so a symlink to one of them is not indexed a second time under its own name."""
         if st.st_size > DATA_ALLOWANCE * self.max_file_bytes:
             return FileRecord(rel, st.st_size, st.st_mtime_ns, "", now_ms, too_large(st.st_size, self.max_file_bytes))
         try:
@@ -645,6 +647,9 @@ class IncrementalScanner:
                 target = path.resolve()
                 if self.vault not in target.parents:
                     raise ContentError("symlink points outside the vault")
+                target_rel = target.relative_to(self.vault).as_posix()
+                if target_rel in listed:
+                    raise ContentError(f"a symlink to {target_rel}, which is indexed under its own path")
             data, _text, _how = read_note_text(path, self.max_file_bytes)
         except (ContentError, OSError, RuntimeError) as exc:
             return FileRecord(rel, st.st_size, st.st_mtime_ns, "", now_ms, str(exc) or type(exc).__name__)
