@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import shutil
 from pathlib import Path
 
@@ -369,6 +370,50 @@ def test_loadout_for_a_named_project(vault: Path):
     assert "L0 project: billing — Syncs invoices to the ledger nightly." in loadout.markdown
     unknown = build_loadout(vault, project="kiwi").markdown  # was the vault's brief under that name, silently
     assert "L0 project: kiwi — no note is named after 'kiwi'; the vault's own:" in unknown
+
+
+def test_a_named_projects_loadout_lists_its_own_decisions_and_hubs_first(vault: Path):
+    """A vault of two projects: the brief asked for one leads with that one's notes (named in the
+    path, linked to its note, or said in the frontmatter), then the rest, newest first in each."""
+    from k0maru_offload._loadout import build_loadout
+
+    write_notes(
+        vault,
+        {
+            "projects/Kiwi.md": "# Kiwi\n\n> The fruit-stand app.\n\n[[decisions/kiwi-sqlite]] [[projects/kiwi/api]]\n",
+            "projects/kiwi/api.md": "# Kiwi API\n\n[[Kiwi]] [[decisions/kiwi-sqlite]] [[projects/Kiwi]]\n",
+            "projects/Mango.md": "# Mango\n\n> The juice app.\n\n[[decisions/mango-redis]] [[mango-map]] [[x]] [[y]]\n",
+            "decisions/2026-01-02-kiwi-sqlite.md": "---\ndate: 2026-01-02\n---\n# Use SQLite\n",
+            "decisions/2026-02-01-auth.md": "---\ndate: 2026-02-01\nproject: kiwi\n---\n# Auth with OIDC\n",
+            "decisions/2026-03-01-mango-redis.md": "---\ndate: 2026-03-01\n---\n# Use Redis for [[Mango]]\n",
+            "decisions/2026-04-01-kiwifruit-names.md": "---\ndate: 2026-04-01\n---\n# Name the kiwifruit SKUs\n",
+        },
+    )
+
+    def level(markdown: str, name: str) -> list[str]:
+        lines = markdown.splitlines()[markdown.splitlines().index(f"{name}:") + 1 :]
+        return [ln[2:] for ln in itertools.takewhile(lambda ln: ln.startswith("- "), lines)]
+
+    kiwi = build_loadout(vault, project="kiwi", max_tokens=2000).markdown
+    recent = level(kiwi, "L2 recent")[:4]
+    assert recent == [
+        "[[decisions/2026-02-01-auth]]",
+        "[[decisions/2026-01-02-kiwi-sqlite]]",
+        "[[decisions/2026-04-01-kiwifruit-names]]",  # `kiwifruit` is another word
+        "[[decisions/2026-03-01-mango-redis]]",
+    ]
+    assert level(kiwi, "L3 evergreen")[:2] == ["[[projects/kiwi/api]]", "[[projects/Kiwi]]"]
+    whole = build_loadout(vault, max_tokens=2000).markdown  # no project: the vault's, newest first
+    assert level(whole, "L2 recent")[0] == "[[decisions/2026-04-01-kiwifruit-names]]"
+    assert level(whole, "L3 evergreen")[0] == "[[projects/Mango]]"
+    papaya = {
+        "apps/papaya/README.md": "# Docs\n\n> The smoothie app.\n",
+        "decisions/2025-01-01-papaya-cdn.md": "# CDN\n",
+    }
+    write_notes(vault, papaya)
+    by_folder = build_loadout(vault, project="Papaya", max_tokens=2000).markdown  # a folder's name: its front page
+    assert "L0 project: Papaya — The smoothie app." in by_folder
+    assert level(by_folder, "L2 recent")[0] == "[[decisions/2025-01-01-papaya-cdn]]"
 
 
 def test_loadout_finds_the_summary_of_a_dendron_vault_and_of_a_readme_that_quotes_a_user(tmp_path: Path):

@@ -780,7 +780,10 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
     @server.tool()
     def get_project_loadout(
         project_name: Annotated[
-            str, Field(description="the project to load (a note or folder name); empty = this vault's project")
+            str,
+            Field(
+                description="the project to load (a note or folder name): its notes come first; empty = this vault's project"
+            ),
         ] = "",
         max_tokens: Annotated[
             int, Field(ge=100, le=20_000, description="token budget of the answer; 300 by default, raise for more")

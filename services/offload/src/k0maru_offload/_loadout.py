@@ -9,6 +9,9 @@
   L3 evergreen  principles from the rules file, skills and hub notes (maps of content; not
                 changelogs, journals, logs or notes dated by their names)
 
+For a named project (`project_name`), L2 and L3 list the notes about it first: those whose path or
+text names it or its note (a vault of several projects), then the rest.
+
 Lines are added in that order, item by item, while the token estimate (B.10) stays within the
 budget; the default budget is 300 tokens and a caller may raise it.
 """
@@ -143,20 +146,27 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _project_text(vault: Path, notes: list[Path], project: str, tool: str) -> tuple[str, bool]:
-    """The text of the project's note ("" when the vault has none), and whether it is the note
-    `project` names (False: the vault's own, none being named so)."""
+def _project_text(vault: Path, notes: list[Path], project: str, tool: str) -> tuple[str, str | None]:
+    """The text of the project's note ("" when the vault has none), and the name of the note or
+    folder `project` names (None: the text is the vault's own, nothing being named so). A folder
+    named so (`projects/kiwi/`) stands for its front page (`README.md`…), else its first note."""
     if project:
         want = project.strip().lower()
         stems = [(p, p.stem.lower()) for p in notes]
+        hit = next((p for p, s in stems if s == want), None)
+        if hit is not None:
+            return _read(hit), hit.stem
+        inside = sorted((p for p in notes if p.parent.name.lower() == want), key=lambda p: (len(p.parts), p))
+        if inside:
+            front = next((p for p in inside if p.name in _PROJECT_NOTES), inside[0])
+            return _read(front), front.parent.name
         for test in (
-            lambda s: s == want,
             lambda s: s.startswith(want),
             lambda s: want in s,
         ):
             hit = next((p for p, s in stems if test(s)), None)
             if hit is not None:
-                return _read(hit), True
+                return _read(hit), hit.stem
     # the usual front pages, then a note named after the vault's folder, then (Dendron) the root
     # note of its biggest hierarchy (`dendron.md` over 600 `dendron.*.md`) and Dendron's own root
     # note; the first with a summary, else the first found
@@ -167,7 +177,26 @@ def _project_text(vault: Path, notes: list[Path], project: str, tool: str) -> tu
         named += [p for p in top if p.stem.lower() == max(sizes, key=lambda h: (sizes[h], h))]
     found = [(p, _read(p)) for p in (*(vault / n for n in _PROJECT_NOTES), *named, vault / "root.md") if p.is_file()]
     fallback = next((text for p, text in found if p.name != "root.md"), "")  # Dendron's root is titled "Root"
-    return next((text for _p, text in found if project_scope(text)), fallback), False
+    return next((text for _p, text in found if project_scope(text)), fallback), None
+
+
+def _about(project: str, name: str | None, vault: Path) -> Callable[[list[str]], list[str]]:
+    """A list of notes with those about `project` first, each part in its order: a note whose path
+    or text names the project or its note (`decisions/kiwi-sqlite.md`, `[[Billing Bridge]]`,
+    `project: kiwi`), as a vault of several projects says whose each note is. The others follow:
+    a decision for every project is the named one's too. `name`: the project's note or folder (None:
+    none was found, and the list is as given)."""
+    if name is None:
+        return lambda rels: rels
+    names = {project.strip().lower(), name.lower()}
+    forms = sorted({n.replace(" ", sep) for n in names for sep in (" ", "-", "_")}, key=len, reverse=True)
+    # not inside a longer word or number (`kiwi` is not `kiwifruit`); `_` and `-` join words here
+    names_it = re.compile(rf"(?<![^\W_])(?:{'|'.join(map(re.escape, forms))})(?![^\W_])", re.IGNORECASE)
+
+    def first(rels: list[str]) -> list[str]:
+        return sorted(rels, key=lambda rel: not (names_it.search(rel) or names_it.search(_read(vault / rel, 200_000))))
+
+    return first
 
 
 def _rule_bullets(text: str) -> list[str]:
@@ -224,10 +253,11 @@ def build_loadout(
         loadout.rules.append((name, _read(vault / name, 2000)))
     notes = _notes(vault)
     note_text, named = _project_text(vault, notes, project, conv.tool)
+    about = _about(project, named, vault)
     rules_text = loadout.rules[0][1] if loadout.rules else ""
     loadout.project = project.strip() or _title(note_text, "") or _title(rules_text, vault.name)
     loadout.scope = project_scope(note_text) or project_scope(rules_text) or "no project summary in the vault yet"
-    if project.strip() and not named:  # it was the vault's brief under the name asked for, saying nothing
+    if project.strip() and named is None:  # it was the vault's brief under the name asked for, saying nothing
         loadout.scope = f"no note is named after {project.strip()!r}; the vault's own: {loadout.scope}"
     scored = []
     of_the_moment = tuple(f"{conv.folders[k]}/" for k in ("decision", "log") if conv.folders.get(k))
@@ -237,17 +267,17 @@ def build_loadout(
             continue  # a changelog lists many links and none lasts; a decision's `supersedes` link made it one
         links = len(_WIKILINK.findall(_read(path, 200_000)))
         scored.append((links + (20 if _HUB_NAME.search(path.stem) else 0), rel))
-    loadout.hubs = current([rel for score, rel in sorted(scored, key=lambda s: (-s[0], s[1])) if score > 0])[:8]
+    loadout.hubs = current(about([rel for score, rel in sorted(scored, key=lambda s: (-s[0], s[1])) if score > 0]))[:8]
     for category, target in (("decision", loadout.decisions), ("skill", loadout.skills)):
         folder = conv.folders.get(category)
         if folder and (vault / folder).is_dir():
             found = sorted(_notes(vault / folder), key=recency, reverse=True)
-            target.extend(current([p.relative_to(vault).as_posix() for p in found])[:30])
+            target.extend(current(about([p.relative_to(vault).as_posix() for p in found]))[:30])
     logs: list[str] = []
     log_folder = conv.folders.get("log")
     if log_folder and (vault / log_folder).is_dir():
         found = sorted(_notes(vault / log_folder), key=recency, reverse=True)
-        logs = current([p.relative_to(vault).as_posix() for p in found])[:30]
+        logs = current(about([p.relative_to(vault).as_posix() for p in found]))[:30]
 
     def link(rel: str) -> str:
         return f"[[{rel.removesuffix('.md')}]]"
@@ -261,7 +291,7 @@ def build_loadout(
     )
     # newest first by the same day as each folder's own order: by the names alone, an undated
     # `auth-oidc.md` came before every dated note (`a` > `2`) and a dated log after any decision
-    recent = current(sorted({*loadout.decisions, *logs}, key=lambda r: recency(vault / r), reverse=True))
+    recent = about(current(sorted({*loadout.decisions, *logs}, key=lambda r: recency(vault / r), reverse=True)))
     l2 = [link(r) for r in recent]
     l3 = _rule_bullets(rules_text)[:10] + [link(s) for s in loadout.skills] + [link(h) for h in loadout.hubs]
     levels = [("L1 conventions", l1), ("L2 recent", l2), ("L3 evergreen", l3)]
