@@ -384,6 +384,41 @@ def test_a_line_pasted_from_a_note_finds_that_note_first(index: NoteIndex):
         embedder.close()
 
 
+def test_the_one_note_holding_a_symbol_of_the_query_comes_first(index: NoteIndex):
+    """"how do I fix error E0502": the one note recording that code comes first, though notes about
+    errors in general sit nearer the query's vector and say "error" and "fix" more. A code two
+    notes hold decides nothing, nor does a word joined by a hyphen."""
+    index.apply(note("rust-borrow.md", "error[E0502]: cannot borrow `v` as mutable. Clone the value."))
+    index.apply(note("oom.md", "Pods restarted with OOMKilled, exit code 137. Raise the memory limit."))
+    for n in range(10):
+        index.apply(note(f"errors{n}.md", f"how to fix an error: read the error, fix the error {n}, exit code docs"))
+    index.commit()
+    spread = {f"errors{n}.md": [1.0, 0.3 * n, 0.0, 0.0] for n in range(10)}  # out from the query
+    assert embed_first_chunks(index, lambda path: spread.get(path, [0.0, 1.0, 0.0, 0.0])) == 12
+    embedder = QueryEmbedder("127.0.0.1:9")  # never called: the queries' vectors are already known
+    try:
+        searcher = HybridSearcher(index, embedder, FusionParams(), "v")
+        asked = {"how do I fix error E0502": "rust-borrow.md", "exit code 137": "oom.md", "read the error": ""}
+        for query in asked:
+            embedder.remember(query, np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32))
+        for query, wanted in asked.items():
+            reply = searcher.search(retriever_pb2.SearchRequest(query=query, limit=5, explain=True))
+            paths = [h.path for h in reply.hits]
+            if wanted:
+                assert (paths[0], reply.hits[0].explain.exact) == (wanted, "symbol"), (query, paths)
+            else:
+                assert paths[0] == "errors0.md" and not reply.hits[0].explain.exact
+        index.apply(note("copy.md", "We saw E0502 once more."))  # two notes hold it: fusion's order
+        index.commit()
+        far = np.array([0.0, 1.0, 0.0, 0.0], dtype=np.float32)
+        copy = index.state.docs["copy.md"]
+        assert index.apply_vectors([("copy.md#0", vector_key(copy, copy.chunks[0], index.model_id), far)]) == 1
+        paths = [h.path for h in searcher.search(retriever_pb2.SearchRequest(query="how do I fix error E0502")).hits]
+        assert paths[0] == "errors0.md", paths
+    finally:
+        embedder.close()
+
+
 def test_a_scope_no_note_is_in_is_said_when_nothing_is_found(index: NoteIndex):
     """An agent that scopes a recall to `decision/` where the vault writes `Decisions/`, or to a tag
     no note carries, found nothing and could not tell why; now the answer names the part of the

@@ -532,6 +532,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             first = {
                 "name": "  first: the query is its name",
                 "line": "  first: it holds the query word for word",
+                "symbol": "  first: no other note holds the query's code or identifier",
                 "replaces": "  first: it replaces a note found",
             }
             print(f"    {b}  {v}  graph +{e['graph_boost']:.4f}{name}{first.get(e.get('exact') or '', '')}")

@@ -192,7 +192,7 @@ def hit_json(h: retriever_pb2.SearchHit, explain: bool) -> dict[str, Any]:
             "name_match": e.name_match,  # share of the note's best-matching name the query holds
             "not_embedded": e.not_embedded,  # no vector yet: hybrid counted it as BM25 scored it
             "exact": e.exact
-            or None,  # put first: the query is its name ("name"), a line it holds ("line"), it replaces a hit ("replaces")
+            or None,  # put first: the query is its name ("name"), a line it holds ("line"), the only note with its symbol ("symbol"), it replaces a hit ("replaces")
             "fused_score": e.fused_score,
             "heading_path": list(e.heading_path),
             "tagmemo_tags": [{"tag": t.tag, "weight": t.weight} for t in e.tagmemo_tags],

@@ -61,7 +61,7 @@ class Explain(BaseModel):
     name_match: float  # share (0–1) of the note's title or an alias that the query holds
     fused_score: float
     exact: str | None = (
-        None  # put first: the query is its name ("name"), a line it holds ("line"), it replaces a hit ("replaces")
+        None  # put first: the query is its name ("name"), a line it holds ("line"), the only note with its symbol ("symbol"), it replaces a hit ("replaces")
     )
 
 

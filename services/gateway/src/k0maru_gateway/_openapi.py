@@ -75,7 +75,7 @@ SCHEMAS: dict[str, Any] = {
             "graph_boost": _NUM,
             "name_match": _NUM,
             "not_embedded": _BOOL,
-            "exact": {"type": ["string", "null"], "enum": ["name", "line", "replaces", None]},
+            "exact": {"type": ["string", "null"], "enum": ["name", "line", "symbol", "replaces", None]},
             "fused_score": _NUM,
             "heading_path": {"type": "array", "items": _STR},
             "tagmemo_tags": {"type": "array", "items": _obj({"tag": _STR, "weight": _NUM})},

@@ -103,6 +103,7 @@ NAME_SHARE_POWER = 0.375
 # its link-label queries 0.575 → 0.574).
 NAME_SHARE_FLOOR_HYBRID = 0.5
 TIE_DEPTH = 4096  # how deep a search fetches to find every chunk tied at its cut
+SOLE_DEPTH = 64  # chunks looked at to tell whether one note alone holds a term (`sole_holder`)
 NAMES_SEEN_MAX = 50_000  # notes' names, and terms' idf, kept between commits
 V = TypeVar("V")
 
@@ -303,6 +304,16 @@ class Bm25Index:
         """The share of the best-matching of `names` (title and aliases, one per line) that the
         query holds (0–1), terms weighted by idf."""
         return max((held / sum(name.values()) for name, held in self._held(asked, names)), default=0.0)
+
+    def sole_holder(self, term: str) -> str | None:
+        """The one note whose text holds `term` (its chunks may be several); None when no note or
+        more than one does (or more than `SOLE_DEPTH` chunks, which no single note's symbol fills)."""
+        query = tantivy.Query.term_query(self._schema, "text", term, index_option="freq")
+        found = self._searcher.search(query, SOLE_DEPTH + 1, count=False).hits
+        if not found or len(found) > SOLE_DEPTH:
+            return None
+        paths = {str(self._searcher.doc(address).get_first("path")) for _score, address in found}
+        return paths.pop() if len(paths) == 1 else None
 
     def named_exactly(self, asked: Asked, names: str) -> bool:
         """Whether the query is one of `names` (title, aliases, one per line): the same words both

@@ -30,7 +30,7 @@ class FusedHit:
     vector_rank: int = 0
     vector_score: float = 0.0
     boost: float = 0.0  # what the graph boost added to the score
-    # why it was put first, before fusion's order ("name", "line": `HybridSearcher._exact_first`;
+    # why it was put first, before fusion's order ("name", "line", "symbol": `HybridSearcher._exact_first`;
     # "replaces": `_succession.with_successors`)
     exact: str = ""
 

@@ -240,6 +240,10 @@ def _day(text: str, name: str, today: date | None = None) -> str:
 EXACT_DEPTH = 10  # BM25's notes looked at for a name or a line the query is exactly
 QUOTE_MIN_WORDS = 4  # a query this long, found word for word in one note's passage, puts that note first
 _NOT_WORD = re.compile(r"\W+")
+# a query term that is a symbol, not a word: a code with digits (`e0502`, `0xc0000005`, `137`), an
+# identifier joined by `_`, `.` or `:` (`sqlite_busy`, `os.path.join`, `std::move`); not a word
+# joined by `-` alone (`long-term`)
+_SYMBOL = re.compile(r"(?=.*\d).{3,}|.*_|.*[a-z0-9][.:]+[a-z0-9]")
 
 
 def _holds(doc: common_pb2.Document, cid: str, quote: str, words: list[str]) -> bool:
@@ -420,8 +424,9 @@ class HybridSearcher:
         # the query's terms as the name match reads them: for exact names and each hit's explanation
         asked = self._index.bm25.query_terms(query) if mode != VECTOR or request.explain else None
         if mode != VECTOR and asked is not None:
-            exact = [path for path, _s, _c in bm25[:EXACT_DEPTH]]  # a name or a line BM25 ranks high
-            fused = self._exact_first(fused, query, exact, best_chunk, asked if p.name_match > 0 else None)
+            exact = [path for path, _s, _c in bm25[:EXACT_DEPTH]]  # a name, a line or a symbol BM25 ranks high
+            symbols = sorted(t for t in asked.terms if _SYMBOL.match(t))
+            fused = self._exact_first(fused, query, exact, best_chunk, asked if p.name_match > 0 else None, symbols)
         if request.dedup and qv is not None and self._shaper is not None:  # dedup hook (A.11)
             kept = self._shaper.dedup(fused[:limit], best_chunk, qv, limit)  # as VCP: over the results
             if request.explain:
@@ -482,6 +487,7 @@ class HybridSearcher:
         candidates: list[str],
         best_chunk: dict[str, str],
         asked: Asked | None,
+        symbols: list[str],
     ) -> list[FusedHit]:
         """What the query is exactly, first: the notes it names (`Bm25Index.named_exactly`: it is
         their title or an alias; `asked`, its terms, given with the name match on), then the one note whose passage holds the
@@ -493,7 +499,13 @@ class HybridSearcher:
         unique titles 0.79 → 0.90, a sentence quoted from each of 745 notes 0.84 → 0.98
         (bench/README.md, 31st wave). A passage several notes hold word for word decides nothing. Only `candidates`
         are looked at, BM25's best notes: the title is in each chunk's text and the name match gives
-        a named note the query's best score again, and a line's words are all in its note."""
+        a named note the query's best score again, and a line's words are all in its note.
+
+        Then the note that alone holds a symbol of the query (`_SYMBOL`: `E0502`, `exit code 137`,
+        `SQLITE_BUSY`), when BM25 ranks it among `candidates`: an error code that one note of the
+        vault records is what "how do I fix error E0502" asks for, where the vector channel had
+        ranked notes about errors in general above it (5th of 5). A symbol several notes hold
+        decides nothing."""
         if not fused or not candidates:
             return fused
         bm25 = self._index.bm25
@@ -511,13 +523,14 @@ class HybridSearcher:
                     named_notes.add(path)
                 elif quote and path in best_chunk and _holds(doc, best_chunk[path], quote, words):
                     holding.append(path)
-        first = [h for h in fused if h.path in named_notes]
-        if len(holding) == 1:
-            first += [h for h in fused if h.path == holding[0]]
+            sole = {holder for term in symbols if (holder := bm25.sole_holder(term)) in candidates}
+        line = holding[0] if len(holding) == 1 else None
+        first = [h for h in fused if h.path in named_notes] + [h for h in fused if h.path == line]
+        first += [h for h in fused if h.path in sole and h.path not in named_notes and h.path != line]
         if not first:
             return fused
         for hit in first:
-            hit.exact = "name" if hit.path in named_notes else "line"
+            hit.exact = "name" if hit.path in named_notes else "line" if hit.path == line else "symbol"
         ahead = {h.path for h in first}
         return first + [h for h in fused if h.path not in ahead]
 

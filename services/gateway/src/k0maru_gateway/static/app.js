@@ -383,6 +383,7 @@ async function noteView(path) {
 const EXACT = {
   name: ["First: its name", "the query is this note's title or an alias (the same words both ways): put first"],
   line: ["First: holds the query", "this passage holds the query word for word, and no other candidate's does: put first"],
+  symbol: ["First: holds the symbol", "no other note of the vault holds the query's code or identifier (E0502, exit code 137, SQLITE_BUSY): put first"],
   replaces: ["Replaces a hit", "the search found a note that this one says it replaces: this one comes before it"],
 };
 
