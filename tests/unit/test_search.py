@@ -385,7 +385,7 @@ def test_a_line_pasted_from_a_note_finds_that_note_first(index: NoteIndex):
 
 
 def test_the_one_note_holding_a_symbol_of_the_query_comes_first(index: NoteIndex):
-    """"how do I fix error E0502": the one note recording that code comes first, though notes about
+    """ "how do I fix error E0502": the one note recording that code comes first, though notes about
     errors in general sit nearer the query's vector and say "error" and "fix" more. A code two
     notes hold decides nothing, nor does a word joined by a hyphen."""
     index.apply(note("rust-borrow.md", "error[E0502]: cannot borrow `v` as mutable. Clone the value."))
