@@ -149,6 +149,7 @@ def test_search_and_scan_through_a_running_stacks_console(vault: Path, tmp_path:
         {
             "ops/lighthouse.md": "# Lighthouse\n\nThe lighthouse keeper logs every storm.\n",
             "misc/drain.md": "# Drain\n\nA storm drain by the road. #roads/drains\n",
+            "misc-old/gutter.md": "# Gutter\n\nA storm gutter.\n",  # `--folder misc` is not this folder
         },
     )
     launcher = Launcher(vault, tmp_path / "data", embedders=0, http_port=0, extra_env={"K0_CONSOLE_TOKEN": "c t"})
@@ -167,7 +168,7 @@ def test_search_and_scan_through_a_running_stacks_console(vault: Path, tmp_path:
         assert nothing.returncode == 2 and "--folder, --diary, --tag, --since or --until" in nothing.stderr
         bm25 = json.loads(run("search", "storm", *where, "--mode", "bm25", "--json").stdout)
         assert bm25["vault"] == str(vault) and bm25["channels"] == [{"channel": "bm25", "ran": True, "reason": ""}]
-        assert {h["path"] for h in bm25["hits"]} == {"ops/lighthouse.md", "misc/drain.md"}
+        assert {h["path"] for h in bm25["hits"]} == {"ops/lighthouse.md", "misc/drain.md", "misc-old/gutter.md"}
         assert set(bm25["hits"][0]) == {
             "path",
             "title",
@@ -192,6 +193,8 @@ def test_search_and_scan_through_a_running_stacks_console(vault: Path, tmp_path:
         for scope in (
             ("--tag", "#Roads"),
             ("--folder", "misc/"),
+            ("--folder", "misc"),  # a folder's name as typed: that folder, not every path that starts so
+            ("--folder", "/misc/"),
             ("--diary", "misc"),
             ("--folder", "x/", "--folder", "misc/"),
         ):
@@ -210,11 +213,11 @@ def test_search_and_scan_through_a_running_stacks_console(vault: Path, tmp_path:
 
         (vault / "ops" / "fresh.md").write_text("# Fresh\n\nA zeppelin over the lighthouse.\n")
         stats = json.loads(run("scan", *where).stdout.strip().splitlines()[-1])
-        assert stats["added"] == 1 and stats["unchanged"] == 2 and set(stats) == {
+        assert stats["added"] == 1 and stats["unchanged"] == 3 and set(stats) == {
             "added", "modified", "deleted", "renamed", "unchanged", "skipped", "ms"
         }  # fmt: skip
         full = json.loads(run("scan", *where, "--full").stdout)
-        assert full["modified"] == 3 and full["added"] == 0  # --full re-reads and re-hashes every note
+        assert full["modified"] == 4 and full["added"] == 0  # --full re-reads and re-hashes every note
         wait_for(lambda: "fresh.md" in run("search", "zeppelin", *where, "--mode", "bm25").stdout, 30, "the new note")
 
         base = state.console_url.rstrip("/")
@@ -270,6 +273,15 @@ def test_up_refuses_what_a_started_stack_would_fail_on_before_starting_it(vault:
     )
     assert out.returncode != 0 and "unknown embedding model 'foo'" in out.stderr
     assert not data.exists()  # nothing started, nothing kept
+
+
+def test_a_search_for_text_that_starts_with_a_dash_is_told_how(vault: Path):
+    """A JVM flag pasted from a log was only "unrecognized arguments"; a mistyped flag is not told so."""
+    out = run("search", "--vault", str(vault), "-XX:MaxRAMPercentage=75")
+    assert out.returncode == 2
+    assert "put -- before it: k0maru search -- -XX:MaxRAMPercentage=75" in out.stderr
+    typo = run("search", "--vault", str(vault), "--limt", "3", "timeout")
+    assert typo.returncode == 2 and "unrecognized arguments: --limt" in typo.stderr and "put --" not in typo.stderr
 
 
 def test_a_chinese_vault_gets_semantic_search_with_no_flag(tmp_path: Path):

@@ -354,7 +354,7 @@ def test_a_date_scope_keeps_the_notes_dated_within_it(stack):
     assert search(client, "", HYBRID, since="2026-02-01", until="2026-06-30") == ["dated/march.md"]
     assert search(client, "", BM25) == []  # no scope either: nothing
     mcp = build_mcp(client)
-    listed = anyio.run(mcp.call_tool, "recall_memory", {"query": "", "folder": "dated/", "until": "2026-06-30"})
+    listed = anyio.run(mcp.call_tool, "recall_memory", {"query": "", "folder": "dated", "until": "2026-06-30"})
     hits = listed.structured_content["hits"]
     assert [(h["path"], h["date"], h["score"]) for h in hits] == [
         ("dated/march.md", "2026-03-10", 0.0),

@@ -19,13 +19,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import sys
 import time
 from pathlib import Path
 from types import FrameType
 
-from k0maru_common import MODEL_CHOICES, OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES, K0Error, decode_text, stop_signals
+from k0maru_common import (
+    MODEL_CHOICES,
+    OFFLOAD_THRESHOLD_LINES,
+    SEARCH_MODE_NAMES,
+    K0Error,
+    as_folder,
+    decode_text,
+    stop_signals,
+)
 
 from ._state import StackState, pid_alive, resolve_data_dir
 
@@ -480,7 +489,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         "mode": args.mode,
         "explain": int(args.explain),
         "tag": args.tag,
-        "prefix": args.folder,
+        "prefix": [as_folder(f) for f in args.folder],  # `code` is `code/`, not `code-review/` too
         "diary": args.diary,
         "since": args.since,
         "until": args.until,
@@ -493,7 +502,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     reported = [c for c in answer["channels"] if c["asked"]]  # what the retriever said about each channel
     hits = answer["hits"]
     if args.json:
-        channels = [{"channel": c["name"], "ran": c["ran"], "reason": c["why"]} for c in reported]
+        channels = [
+            {"channel": c["name"], "ran": c["ran"], "reason": c["why"]}
+            | ({"weight": c["weight"], "confidence": c["confidence"]} if args.explain and c["ran"] else {})
+            for c in reported
+        ]
         shown = {"vault": answer["vault"], "channels": channels, "hits": hits}
         print(json.dumps(shown | {"by_meaning_only": bool(answer.get("by_meaning_only"))}, ensure_ascii=False))
         return 0
@@ -502,6 +515,10 @@ def cmd_search(args: argparse.Namespace) -> int:
             print(f"({c['name']} left out: {c['why']})", file=sys.stderr)
     for note in answer.get("partial", []):
         print(f"({note})", file=sys.stderr)
+    weighed = [c for c in reported if c["ran"]]
+    if args.explain and len(weighed) > 1:  # how much each channel counted for this query (fusion's weights)
+        each = (f"{c['name']} {c['weight']:.2f} (confidence {c['confidence']:.2f})" for c in weighed)
+        print(f"(channels weighed: {', '.join(each)})")
     if answer.get("by_meaning_only") and hits:
         print("(no note holds these words: the nearest notes by meaning, which may be about something else)")
     if not hits:
@@ -841,8 +858,21 @@ COMMANDS = {
 }
 
 
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    """The command line's arguments; a search for text that starts with `-` (`-XX:MaxRAMPercentage=75`,
+    `--bigkeys` pasted from a log) is told to put `--` before it, not only that it is unrecognized."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        hint = ""
+        if args.command_name == "search" and not args.query and extra[0].startswith("-"):
+            hint = f" (to search for text that starts with '-', put -- before it: k0maru search -- {shlex.quote(extra[0])})"
+        parser.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    args = _parse(argv)
     try:
         code = COMMANDS[args.command_name](args)
     except BrokenPipeError:

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from ._validation import check_request
     from ._vault import (
         IGNORED_FOLDERS,
+        as_folder,
         confine,
         default_data_dir,
         default_data_root,
@@ -135,6 +136,7 @@ _WHERE = {
     "TooLarge": "._errors",
     "cache_key": "._streams",
     "configure_logging": "._logging",
+    "as_folder": "._vault",
     "confine": "._vault",
     "vault_relative": "._vault",
     "default_data_dir": "._vault",
@@ -236,6 +238,7 @@ __all__ = [
     "TypedFields",
     "Unreadable",
     "WorkerHealth",
+    "as_folder",
     "cache_key",
     "check_request",
     "configure_logging",

@@ -140,6 +140,13 @@ def relative_posix(vault: Path, path: Path) -> str:
     return Path(os.path.relpath(path, vault)).as_posix()
 
 
+def as_folder(name: str) -> str:
+    """A folder as a scope of notes: `code` is the folder `code/`, not every path that starts so
+    (`code-review/`); `/notes/` is `notes/`; "" is the whole vault."""
+    name = name.strip().strip("/")
+    return f"{name}/" if name else ""
+
+
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
 

@@ -21,7 +21,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from k0maru.v1 import common_pb2, offload_pb2, retriever_pb2, scanner_pb2
-from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, mode_name, utc_day
+from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, as_folder, mode_name, utc_day
 
 from ._answers import partial_channels
 from ._embeds import embedded_part
@@ -391,7 +391,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
         if not query.strip() and not (folder or tags or diary or since or until):
             raise ToolError("query is empty: say what to look for, or list notes by since/until, tags or folder")
         scope = retriever_pb2.Scope(
-            path_prefixes=[folder] if folder else [],
+            path_prefixes=[as_folder(folder)] if as_folder(folder) else [],  # `code` is `code/`, not `code-review/`
             tags=_listed(tags),
             diaries=[diary] if diary else [],
             since=since,

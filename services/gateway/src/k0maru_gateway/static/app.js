@@ -234,7 +234,7 @@ async function searchView(_arg, params) {
         <span class="score">BM25 ${x.bm25 ? `<b>#${x.bm25.rank}</b> · ${x.bm25.score.toFixed(3)}` : "<b>—</b>"}</span>
         <span class="score"${x.not_embedded ? ` title="the vault is still being embedded and this note has no vector yet: hybrid counted it in the vector channel as BM25 scored it"` : ""}>vector ${x.vector ? `<b>#${x.vector.rank}</b> · cos ${x.vector.score.toFixed(3)}` : x.not_embedded ? "<b>not embedded yet</b>" : "<b>—</b>"}</span>
         ${x.graph_boost > 0 ? `<span class="score">graph <b>+${x.graph_boost.toFixed(4)}</b></span>` : ""}
-        ${x.name_match > 0 ? `<span class="score" title="share of the note's title or an alias the query holds; BM25 adds its cube × the best BM25 score × less where the name holds little of the query: under 15 % of it in hybrid, less than all of it where BM25 ranks alone">name <b>${Math.round(100 * x.name_match)} %</b></span>` : ""}
+        ${x.name_match > 0 ? `<span class="score" title="share of the note's title or an alias the query holds; BM25 adds its cube × the best BM25 score × less where the name holds little of the query: under 50 % of it in hybrid, less than all of it where BM25 ranks alone">name <b>${Math.round(100 * x.name_match)} %</b></span>` : ""}
         <span class="score">fused <b>${(x.fused_score ?? h.score).toFixed(5)}</b></span>${extra}
         ${h.tags.length ? `<span class="tags">${h.tags.map((t) => `<span class="tagchip">#${esc(t)}</span>`).join("")}</span>` : ""}
       </div>`}`;
