@@ -140,10 +140,10 @@ def test_dedup_drops_a_near_duplicate_and_keeps_rank_order(stack):
     write_notes(vault, {"dup/one.md": text, "dup/two.md": text})
     wait_for(lambda: indexed(client, status(client).documents) and status(client).documents >= 11, 90, "duplicates")
 
-    def paths(dedup: bool) -> tuple[list[str], retriever_pb2.SearchResponse]:
+    def paths(dedup: bool, limit: int = 10, mode: int = VECTOR) -> tuple[list[str], retriever_pb2.SearchResponse]:
         reply: retriever_pb2.SearchResponse = client.call(
             client.retriever.Search,
-            retriever_pb2.SearchRequest(query="screen flickers", limit=10, mode=VECTOR, explain=True, dedup=dedup),
+            retriever_pb2.SearchRequest(query="screen flickers", limit=limit, mode=mode, explain=True, dedup=dedup),
         )
         return [h.path for h in reply.hits], reply
 
@@ -151,5 +151,10 @@ def test_dedup_drops_a_near_duplicate_and_keeps_rank_order(stack):
     deduped, reply = paths(True)
     assert {"dup/one.md", "dup/two.md"} <= set(plain[:2])
     assert len({"dup/one.md", "dup/two.md"} & set(deduped)) == 1
-    assert reply.tagmemo.dedup_dropped == len(plain) - len(deduped) >= 1
-    assert deduped == [p for p in plain if p in deduped]  # rank order kept
+    assert reply.tagmemo.dedup_dropped == len(set(plain) - set(deduped)) >= 1  # of the 10 shown without it
+    deeper, _ = paths(False, limit=20)  # chosen from VCP's 20 results: the list is filled from below
+    assert deduped == [p for p in deeper if p in deduped]  # rank order kept
+    for mode in (VECTOR, HYBRID):  # MCP's 5 hits: fewer than dedup's least list, it dropped nothing
+        five, reply = paths(True, limit=5, mode=mode)
+        assert len(five) == 5 and len({"dup/one.md", "dup/two.md"} & set(five)) == 1, (mode, five)
+        assert reply.tagmemo.dedup_dropped == 1

@@ -441,6 +441,8 @@ def test_a_scope_no_note_is_in_is_said_when_nothing_is_found(index: NoteIndex):
     assert not nothing.hits and not nothing.empty_scope
     listing = ask("", diaries=["Logs"])  # a scope alone lists its notes: none here, and it says why
     assert not listing.hits and list(listing.empty_scope) == ["no note is in the diary Logs"]
+    top = [h.path for h in ask("", diaries=["Root"]).hits]  # the top level's diary (this helper's notes)
+    assert top and all(top == [h.path for h in ask("", diaries=[r]).hits] for r in ("root", "ROOT"))  # any case
     # a day range no note is dated in (it said only "no notes match")
     doc = note("Decisions/dated.md", "We date this one.")
     doc.date = "2026-03-01"

@@ -123,6 +123,8 @@ class VaultNames:
             return scope
         diaries = list(scope.diaries)
         for diary in scope.diaries:
+            if diary.lower() == "root":  # the vault's top-level notes, typed in any case (`--diary root`)
+                diaries.append("Root")
             if diary != "Root":
                 diaries += [f for f in self.folders(diary) if "/" not in f]
         prefixes = list(scope.path_prefixes)

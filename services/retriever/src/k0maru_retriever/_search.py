@@ -49,6 +49,10 @@ MAX_LIMIT = 100
 RECENT_QUERIES = 512
 MAX_QUERY_CHARS = 10_000
 _DAYS_BACK = re.compile(r"(\d{1,5})([dw])")
+# notes each channel pools for fusion: as many for a limit of 1 or 5 as for 10, so that the best
+# hits do not hang on the limit (each channel's scores are scaled within its pool: with a pool of
+# 20 at limit 5, `-XX:MaxRAMPercentage=75` put another note first than at limit 10)
+MIN_POOL = 30
 MAX_POOL_DEPTH = 64  # chunks fetched per pooled note, at most, when notes have many matching chunks
 BM25, VECTOR, HYBRID = (
     retriever_pb2.SEARCH_MODE_BM25,
@@ -237,8 +241,12 @@ def _day(text: str, name: str, today: date | None = None) -> str:
         ) from None
 
 
+DEDUP_POOL = 20  # the results SVD deduplication chooses from (VCP's result list)
 EXACT_DEPTH = 10  # BM25's notes looked at for a name or a line the query is exactly
 QUOTE_MIN_WORDS = 4  # a query this long, found word for word in one note's passage, puts that note first
+# a query this short asks for its symbol (`how do I fix error E0502`); in a longer line pasted from a
+# note, a URL's or a template's symbol is one the note's indexed text may not hold (`{{fm.title}}`)
+SYMBOL_MAX_WORDS = 8
 _NOT_WORD = re.compile(r"\W+")
 # a query term that is a symbol, not a word: a code with digits (`e0502`, `0xc0000005`, `137`), an
 # identifier joined by `_`, `.` or `:` (`sqlite_busy`, `os.path.join`, `std::move`); not a word
@@ -359,7 +367,7 @@ class HybridSearcher:
                     )
             response.took_ms = (time.perf_counter() - started) * 1000
             return response
-        pool = max(3 * limit, 20)
+        pool = max(3 * limit, MIN_POOL)
         bm25: list[tuple[str, float, str]] = []
         vector: list[tuple[str, float, str]] = []
         skipped = self._vector_left_out(mode, query, chunks, with_vectors) if mode in (VECTOR, HYBRID) else ""
@@ -418,19 +426,25 @@ class HybridSearcher:
                         b, v, w_bm25=wb, w_vector=wv, boost=p.graph_boost, connected=connected, unseen=unseen
                     )
         elif mode == VECTOR:
-            fused = single_channel([(a, s) for a, s, _ in vector[:limit]], k=p.k, vector=True)
+            fused = single_channel([(a, s) for a, s, _ in vector], k=p.k, vector=True)  # cut to the limit below
         else:
             fused = single_channel([(a, s) for a, s, _ in bm25], k=p.k)  # whole pool: `_exact_first` may reach down
         # the query's terms as the name match reads them: for exact names and each hit's explanation
         asked = self._index.bm25.query_terms(query) if mode != VECTOR or request.explain else None
         if mode != VECTOR and asked is not None:
             exact = [path for path, _s, _c in bm25[:EXACT_DEPTH]]  # a name, a line or a symbol BM25 ranks high
-            symbols = sorted(t for t in asked.terms if _SYMBOL.match(t))
+            short = len(_NOT_WORD.sub(" ", query).split()) <= SYMBOL_MAX_WORDS
+            symbols = sorted(t for t in asked.terms if _SYMBOL.match(t)) if short else []
             fused = self._exact_first(fused, query, exact, best_chunk, asked if p.name_match > 0 else None, symbols)
         if request.dedup and qv is not None and self._shaper is not None:  # dedup hook (A.11)
-            kept = self._shaper.dedup(fused[:limit], best_chunk, qv, limit)  # as VCP: over the results
+            # as VCP: over a result list of DEDUP_POOL, every note that adds a direction kept, then
+            # cut to the limit (over the 5 hits MCP asks for, fewer than `_dedup.MIN_CANDIDATES` + 1,
+            # it never dropped a copy; choosing just 5 of 20 by novelty replaced 4 of the best 5)
+            pooled = max(limit, DEDUP_POOL)
+            kept = self._shaper.dedup(fused[:pooled], best_chunk, qv, pooled)[:limit]
             if request.explain:
-                response.tagmemo.dedup_dropped = min(len(fused), limit) - len(kept)
+                stay = {h.path for h in kept}
+                response.tagmemo.dedup_dropped = sum(h.path not in stay for h in fused[:limit])
             fused = kept
         with self._index.lock:  # a note deleted while the channels ran is left out, not an error
             docs = self._index.state.docs
@@ -501,8 +515,8 @@ class HybridSearcher:
         are looked at, BM25's best notes: the title is in each chunk's text and the name match gives
         a named note the query's best score again, and a line's words are all in its note.
 
-        Then the note that alone holds a symbol of the query (`_SYMBOL`: `E0502`, `exit code 137`,
-        `SQLITE_BUSY`), when BM25 ranks it among `candidates`: an error code that one note of the
+        Then the note that alone holds a symbol of a short query (`_SYMBOL`: `E0502`, `exit code 137`,
+        `SQLITE_BUSY`; `SYMBOL_MAX_WORDS`), when BM25 ranks it among `candidates`: an error code that one note of the
         vault records is what "how do I fix error E0502" asks for, where the vector channel had
         ranked notes about errors in general above it (5th of 5). A symbol several notes hold
         decides nothing."""
