@@ -99,3 +99,23 @@ def test_every_service_bound_beyond_loopback_requires_the_grpc_token(compose: di
         env = compose["services"][name]["environment"]
         assert not env["K0_GRPC_ADDR"].startswith("127.0.0.1:")
         assert re.search(r"\$\{K0_GRPC_TOKEN:\?", env["K0_GRPC_TOKEN"]), name
+
+
+def _declared(pyproject: Path) -> set[str]:
+    """The distribution names a pyproject depends on, normalised (PEP 503), the workspace's own left out."""
+    import tomllib
+
+    deps = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    names = {re.split(r"[<>=!~;\[ ]", d, maxsplit=1)[0].lower().replace("_", "-") for d in deps}
+    return {n for n in names if not n.startswith("k0maru-")}
+
+
+def test_each_services_dependency_set_holds_what_it_declares():
+    """An image installs its service from `requirements/<service>.lock` with --no-deps: the scanner
+    declared `regex` two days after its lock was exported, and its image could not start."""
+    common = _declared(ROOT / "libs" / "common" / "pyproject.toml")
+    for service in ("scanner", "embedder", "retriever", "offload", "gateway"):
+        lock = (ROOT / "requirements" / f"{service}.lock").read_text()
+        locked = {m.lower().replace("_", "-") for m in re.findall(r"^([A-Za-z0-9_.-]+)==", lock, re.MULTILINE)}
+        missing = (common | _declared(ROOT / "services" / service / "pyproject.toml")) - locked
+        assert not missing, f"requirements/{service}.lock lacks {sorted(missing)}: run scripts/lock.sh"
