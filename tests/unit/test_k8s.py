@@ -187,3 +187,25 @@ def test_environment_matches_compose_and_settings(resources: list[dict[str, Any]
         assert probe == compose[service]["healthcheck"]["test"][1:], service
     ref = workloads["retriever"]["spec"]["template"]["spec"]["containers"][0]["env"]
     assert {"name": "K0_RETRIEVER_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}} in ref
+
+
+def test_the_vault_is_mounted_where_compose_mounts_it(resources: list[dict[str, Any]]):
+    """Each service reads the vault's files in k8s as in compose: the scanner and the retrievers
+    (read_note reads the note's file; without the volume every note came back "as indexed")
+    read-only, the offload writing notes; the embedder and the gateway never."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    workloads = _workloads(resources)
+    expected = {"scanner": True, "retriever": True, "offload": False}  # read-only?
+    for service in ("scanner", "embedder", "retriever", "offload", "gateway"):
+        (container,) = workloads[service]["spec"]["template"]["spec"]["containers"]
+        mounts = {m["mountPath"]: m.get("readOnly", False) for m in container.get("volumeMounts", [])}
+        volumes = [str(v) for v in compose[service].get("volumes", [])]
+        in_compose = [re.search(r":/vault(:ro)?$", v) for v in volumes]
+        if service in expected:
+            assert mounts.get("/vault") is expected[service], service
+            found = [m for m in in_compose if m]
+            assert len(found) == 1 and bool(found[0].group(1)) is expected[service], service
+        else:
+            assert "/vault" not in mounts and not any(in_compose), service
+    reader = [str(v) for v in compose["retriever-2"]["volumes"]]
+    assert any(v.endswith(":/vault:ro") for v in reader)
