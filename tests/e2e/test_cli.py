@@ -284,6 +284,23 @@ def test_a_search_for_text_that_starts_with_a_dash_is_told_how(vault: Path):
     assert typo.returncode == 2 and "unrecognized arguments: --limt" in typo.stderr and "put --" not in typo.stderr
 
 
+def test_mcp_refuses_a_team_deployment_named_in_part(vault: Path, tmp_path: Path):
+    """With K0_OFFLOAD_ADDR forgotten, `k0maru mcp` started a local stack on --vault without a word,
+    and the agent searched that instead of the team's memory."""
+    env = {**os.environ, "K0_SCANNER_ADDR": "10.0.0.5:50051", "K0_RETRIEVER_ADDR": "10.0.0.5:50053"}
+    env.pop("K0_OFFLOAD_ADDR", None)
+    out = subprocess.run(
+        [K0MARU, "mcp", "--vault", str(vault), "--data-dir", str(tmp_path / "data")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert out.returncode != 0 and "K0_SCANNER_ADDR, K0_RETRIEVER_ADDR set but not K0_OFFLOAD_ADDR" in out.stderr
+    assert not (tmp_path / "data").exists()  # no local stack started
+
+
 def test_a_chinese_vault_gets_semantic_search_with_no_flag(tmp_path: Path):
     """No --model: the launcher reads the vault's script mix and picks the multilingual model."""
     vault = write_notes(

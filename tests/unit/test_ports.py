@@ -58,3 +58,18 @@ def test_a_stopped_consoles_lingering_connections_do_not_hold_its_port():
         listener.listen()
         with pytest.raises(_stack.StartupError, match="is in use"):
             _stack.console_port("127.0.0.1", port)
+
+
+def test_a_second_service_on_a_port_in_use_is_refused():
+    """gRPC's servers set SO_REUSEPORT: a second scanner (another folder's, a unit file copied)
+    bound a port a scanner held, the kernel split connections between them, and a retriever that
+    reached the wrong one emptied the team's index. Now the second bind fails, naming the address."""
+    from k0maru_common._server import GrpcService
+
+    first = GrpcService("k0maru.v1.Scanner", "127.0.0.1:0", token="t")
+    first.server.start()
+    try:
+        with pytest.raises(OSError, match=f"cannot bind gRPC address {first.address} \\(in use"):
+            GrpcService("k0maru.v1.Scanner", first.address, token="t")
+    finally:
+        first.server.stop(None)

@@ -39,6 +39,32 @@ def test_environment_values_become_typed_fields(monkeypatch: pytest.MonkeyPatch,
         settings.watch = True  # type: ignore[misc]
 
 
+def test_tokens_from_a_secret_file_lose_its_newline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """`echo secret > file`: a service took the token with its newline, started, and then every call
+    failed with gRPC's "Illegal header value"; each side now reads the token without it."""
+    from k0maru_common import StackClient, env_token
+
+    monkeypatch.setenv("K0_VAULT", str(tmp_path))
+    monkeypatch.setenv("K0_DATA_DIR", str(tmp_path / "d"))
+    monkeypatch.setenv("K0_GRPC_TOKEN", "s3cret\n")
+    monkeypatch.setenv("K0_CONSOLE_TOKEN", " c t\r\n")
+    assert ScannerSettings().grpc_token == "s3cret" and env_token("K0_GRPC_TOKEN") == "s3cret"
+    gateway = GatewaySettings()
+    assert (gateway.grpc_token, gateway.console_token) == ("s3cret", "c t")
+    assert (
+        StackClient("v", {"scanner": "127.0.0.1:1", "retriever": "127.0.0.1:1", "offload": "127.0.0.1:1"}).token
+        == "s3cret"
+    )
+
+
+def test_a_redis_url_without_its_scheme_is_refused_by_name(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("K0_REDIS_URL", "valkey.internal:6379")
+    with pytest.raises(SettingsError, match="K0_REDIS_URL must start with redis://"):
+        EmbedderSettings()
+    monkeypatch.setenv("K0_REDIS_URL", "rediss://:pw@valkey.internal:6380/0")
+    assert EmbedderSettings().redis_url.startswith("rediss://")
+
+
 def test_optional_paths_and_choices(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setenv("K0_MODEL_PATH", "")
     assert EmbedderSettings().model_path is None

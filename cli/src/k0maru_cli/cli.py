@@ -76,12 +76,12 @@ def _check_start(args: argparse.Namespace) -> None:
     """Refuse, before anything starts, what a started stack would fail on after a minute of
     retries: a model no embedder has (it was kept for the vault, so every later `up` failed too),
     a console on a network address without a token (a gateway traceback, after the whole stack)."""
-    from k0maru_common import is_loopback_host
+    from k0maru_common import env_token, is_loopback_host
 
     model = args.model or os.environ.get("K0_MODEL", "")
     if model and model not in MODEL_CHOICES:
         raise SystemExit(f"k0maru: unknown embedding model {model!r}; known: {', '.join(MODEL_CHOICES)}")
-    if not is_loopback_host(args.host) and not os.environ.get("K0_CONSOLE_TOKEN"):
+    if not is_loopback_host(args.host) and not env_token("K0_CONSOLE_TOKEN"):
         raise SystemExit(f"k0maru: --host {args.host} is not loopback: set K0_CONSOLE_TOKEN, the console's token")
 
 
@@ -193,7 +193,9 @@ def open_console(url: str) -> None:
     """Open the console in the user's browser ($BROWSER honoured); the token, if any, goes in the URL once."""
     import webbrowser
 
-    token = os.environ.get("K0_CONSOLE_TOKEN", "")
+    from k0maru_common import env_token
+
+    token = env_token("K0_CONSOLE_TOKEN")
     if token:
         from urllib.parse import quote
 
@@ -219,12 +221,23 @@ REMOTE_ADDRESSES = {"scanner": "K0_SCANNER_ADDR", "retriever": "K0_RETRIEVER_ADD
 def _remote_stack(args: argparse.Namespace) -> StackState | None:
     """The services of a team deployment named by K0_SCANNER_ADDR, K0_RETRIEVER_ADDR and
     K0_OFFLOAD_ADDR (with K0_GRPC_TOKEN), or None when they are not all set. The vault is the one
-    those services serve (`--vault` or K0_VAULT names it in answers; it need not exist here)."""
+    those services serve (`--vault` or K0_VAULT names it in answers; it need not exist here).
+    Some of them set and not all: refused, naming those missing (an agent searched a local stack
+    started on `--vault`, not the team's memory, without a word)."""
+    from k0maru_common import env_token
+
     addresses = {name: os.environ.get(var, "") for name, var in REMOTE_ADDRESSES.items()}
     if not all(addresses.values()):
+        if any(addresses.values()):
+            missing = [var for name, var in REMOTE_ADDRESSES.items() if not addresses[name]]
+            set_ = [var for name, var in REMOTE_ADDRESSES.items() if addresses[name]]
+            raise SystemExit(
+                f"k0maru: {', '.join(set_)} set but not {', '.join(missing)}: a team deployment needs all three "
+                "(unset them all to run a local stack)"
+            )
         return None
     vault = args.vault or os.environ.get("K0_VAULT") or "(team vault)"
-    return StackState(vault, "", 0, addresses, "", grpc_token=os.environ.get("K0_GRPC_TOKEN", ""))
+    return StackState(vault, "", 0, addresses, "", grpc_token=env_token("K0_GRPC_TOKEN"))
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

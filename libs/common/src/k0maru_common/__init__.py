@@ -9,7 +9,14 @@ TYPE_CHECKING = (
     False  # typing.TYPE_CHECKING without importing typing (`k0maru search` is a whole process); mypy knows the name
 )
 if TYPE_CHECKING:
-    from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address, is_loopback_host, open_channel
+    from ._auth import (
+        CHANNEL_OPTIONS,
+        TokenAuthInterceptor,
+        env_token,
+        is_loopback_address,
+        is_loopback_host,
+        open_channel,
+    )
     from ._client import SEARCH_MODES, StackClient, mode_name
     from ._encodings import GUESSED_CODECS, GUESSED_ENCODINGS, decode_text, guess_legacy, read_text
     from ._errors import (
@@ -92,6 +99,7 @@ _WHERE = {
     "TokenAuthInterceptor": "._auth",
     "WorkerHealth": "._workers",
     "check_request": "._validation",
+    "env_token": "._auth",
     "is_loopback_address": "._auth",
     "is_loopback_host": "._auth",
     "open_channel": "._auth",
@@ -248,6 +256,7 @@ __all__ = [
     "default_data_root",
     "embedder_target",
     "ensure_group",
+    "env_token",
     "error_from_rpc",
     "estimate_tokens",
     "estimate_tokens_of_parts",

@@ -44,6 +44,13 @@ CHANNEL_OPTIONS = [
 ]
 
 
+def env_token(variable: str) -> str:
+    """A token from the environment, without the whitespace around it: a secret file's value ends
+    in a newline (`echo … > file`, a k8s secret from a file), which gRPC metadata cannot carry;
+    the service started, then every call failed with "Illegal header value"."""
+    return os.environ.get(variable, "").strip()
+
+
 def is_loopback_address(address: str) -> bool:
     """True for `127.0.0.1:0`, `localhost:50051`, `[::1]:7000`; False for `0.0.0.0:…`, `[::]:…`, names."""
     return is_loopback_host(address.rsplit(":", 1)[0] if ":" in address else address)

@@ -7,7 +7,6 @@ back as K0Error with the server's message.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -22,7 +21,7 @@ from k0maru.v1 import (
     scanner_pb2_grpc,
 )
 
-from ._auth import open_channel
+from ._auth import env_token, open_channel
 from ._errors import DependencyFailed, error_from_rpc
 from ._limits import SEARCH_MODE_NAMES
 from ._server import HEALTH_NAMES, KEEPALIVE_CLIENT_OPTIONS, ROUND_ROBIN_CONFIG, balanced_target, embedder_target
@@ -76,7 +75,7 @@ class StackClient:
 
     vault: str
     addresses: dict[str, str]
-    token: str = field(default_factory=lambda: os.environ.get("K0_GRPC_TOKEN", ""))
+    token: str = field(default_factory=lambda: env_token("K0_GRPC_TOKEN"))
 
     def __post_init__(self) -> None:
         self._channels: list[grpc.Channel] = []

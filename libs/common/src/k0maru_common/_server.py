@@ -22,7 +22,14 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from ._auth import CHANNEL_OPTIONS, TokenAuthInterceptor, is_loopback_address, open_channel, server_credentials
+from ._auth import (
+    CHANNEL_OPTIONS,
+    TokenAuthInterceptor,
+    env_token,
+    is_loopback_address,
+    open_channel,
+    server_credentials,
+)
 from ._errors import K0Error
 from ._process import stop_signals
 from ._validation import check_request
@@ -148,26 +155,32 @@ class GrpcService:
         service can forget it; services pass `settings.grpc_token`."""
         self.name = name
         if token is None:
-            token = os.environ.get("K0_GRPC_TOKEN", "")
+            token = env_token("K0_GRPC_TOKEN")
         if not token and not is_loopback_address(address):
             raise SystemExit(f"{name}: gRPC address {address} is not loopback: set K0_GRPC_TOKEN")
         interceptors: list[grpc.ServerInterceptor] = [TokenAuthInterceptor(token)] if token else []
         self.server = grpc.server(
             ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=name),
             interceptors=[*interceptors, ErrorMappingInterceptor(name)],
-            options=[*CHANNEL_OPTIONS, *KEEPALIVE_SERVER_OPTIONS],
+            # a port in use is an error: with gRPC's default SO_REUSEPORT a second service bound it
+            # too and the kernel split connections between them (a stray scanner of another folder
+            # on a retriever's scanner port emptied the team's index at its next reconcile)
+            options=[*CHANNEL_OPTIONS, *KEEPALIVE_SERVER_OPTIONS, ("grpc.so_reuseport", 0)],
         )
         self._health = health.HealthServicer(experimental_non_blocking=True)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self.server)
         self.set_serving(False)
         credentials = server_credentials()  # TLS only, when K0_GRPC_TLS_CERT/KEY are set
-        self.port = (
-            self.server.add_secure_port(address, credentials)
-            if credentials is not None
-            else self.server.add_insecure_port(address)
-        )
+        try:
+            self.port = (
+                self.server.add_secure_port(address, credentials)
+                if credentials is not None
+                else self.server.add_insecure_port(address)
+            )
+        except RuntimeError:  # grpcio raises where it used to return 0
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"{name}: cannot bind gRPC address {address}")
+            raise OSError(f"{name}: cannot bind gRPC address {address} (in use by another process, or not this host's)")
         host = address.rsplit(":", 1)[0]
         self.address = f"{host}:{self.port}"
         self._stop = threading.Event()

@@ -251,5 +251,10 @@ class K0Settings(TypedFields):
         return spec.env
 
     def validate(self) -> None:
+        object.__setattr__(self, "grpc_token", self.grpc_token.strip())  # a secret file's newline (`env_token`)
         if not self.grpc_token and not is_loopback_address(self.grpc_addr):
             raise SettingsError(f"K0_GRPC_ADDR={self.grpc_addr} is not loopback: set K0_GRPC_TOKEN")
+        redis_url = getattr(self, "redis_url", None)  # the services that keep jobs or a ledger in Valkey
+        if isinstance(redis_url, str) and not redis_url.startswith(("redis://", "rediss://", "unix://")):
+            # redis-py's own error was a traceback naming no variable (`host:6379` without a scheme)
+            raise SettingsError("K0_REDIS_URL must start with redis://, rediss:// or unix:// (redis://host:6379/0)")

@@ -29,5 +29,6 @@ class GatewaySettings(K0Settings):
 
     def validate(self) -> None:
         super().validate()
+        object.__setattr__(self, "console_token", self.console_token.strip())  # a secret file's newline
         if not is_loopback_host(self.http_host) and not self.console_token:
             raise SettingsError(f"K0_HTTP_HOST={self.http_host} is not loopback: set K0_CONSOLE_TOKEN")
