@@ -265,6 +265,43 @@ def test_mcp_uses_a_running_stack_and_leaves_it_running(vault: Path, tmp_path: P
         launcher.stop()
 
 
+def test_a_second_agent_keeps_its_memory_when_the_first_agents_stack_stops(vault: Path, tmp_path: Path):
+    """Two agent hosts on one vault: the second `k0maru mcp` attached to the stack the first one
+    started; when the first host closed, its stack stopped, and every flush of the second failed
+    for the rest of its session. It now starts a stack of its own (calls wait meanwhile)."""
+    from k0maru_cli import Launcher
+
+    write_notes(vault, NOTES)
+    data_dir = tmp_path / "data"
+    first = Launcher(vault, data_dir, embedders=0, http_port=0)
+    first_state = first.start()
+    params = StdioServerParameters(
+        command=K0MARU, args=["mcp", "--vault", str(vault), "--data-dir", str(data_dir), "--tool-wait", "90"]
+    )
+    pids: list[int] = []
+
+    async def scenario() -> None:
+        with anyio.fail_after(150):
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                assert (await recall(session, "SQLITE_BUSY"))[0] == "db/sqlite busy.md"  # attached
+                first.stop()  # the first agent host closed
+                assert not any(alive(p) for p in first_state.pids.values())
+                saved = structured(
+                    await session.call_tool("flush_session", {"title": "Kept after the handover", "content": "x"})
+                )
+                assert saved["outcome"] == "created" and (vault / saved["path"]).is_file()
+                state = json.loads((data_dir / "stack.json").read_text())
+                assert state["launcher_pid"] != first_state.launcher_pid  # its own stack now
+                pids.extend(state["pids"].values())
+
+    try:
+        anyio.run(scenario)
+    finally:
+        first.stop()
+    assert pids and wait_until_dead(pids, 30) == []  # and it stopped that one as it closed
+
+
 def test_mcp_answers_at_once_and_says_what_is_still_starting(vault: Path, tmp_path: Path):
     """initialize and tools/list never wait for the stack; a tool called too early says why."""
     write_notes(vault, NOTES)

@@ -28,6 +28,7 @@ from ._state import StackState
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+WATCH_S = 0.25  # how often an attached MCP server looks whether the other launcher's stack still runs
 
 
 class StackThread:
@@ -38,6 +39,8 @@ class StackThread:
         self._make_launcher = make_launcher
         self._launcher: Launcher | None = None
         self._client: StackClient | None = None
+        self._attached: StackState | None = None  # the stack the client is for
+        self._swap = threading.Lock()  # the client, `_attached` and `_ready` change together
         self._error: str = ""
         self._ready = threading.Event()
         self._stop = threading.Event()
@@ -48,31 +51,60 @@ class StackThread:
 
     def _attach(self, state: StackState) -> None:
         """Once: when the stack is reachable (during a first index build), or when it is up."""
-        if self._client is None:
-            self._client = state.client()
-        self._ready.set()
+        with self._swap:
+            if self._client is None:
+                self._attached = state
+                self._client = state.client()
+            self._ready.set()
 
     def _run(self) -> None:
-        try:
-            state = self._load_state()
-            if state is None:
-                launcher = self._make_launcher()
-                launcher.on_reachable = self._attach  # tools answer while a big vault is being indexed
-                self._launcher = launcher
-                try:
-                    state = launcher.start()
-                except StackBusy:  # another launcher is starting this stack: use it when it is up
-                    self._launcher = None
-                    state = self._wait_for_other(launcher.startup_timeout_s)
-            self._attach(state)
-        except StartupError as exc:
-            self._error = str(exc)
-            if self._client is not None:  # attached during the build of a stack that then failed
-                self._client.close()
-                self._client = None
-            self._ready.set()
-            return
-        self._supervise()
+        while not self._stop.is_set():
+            try:
+                state = self._load_state()
+                if state is None:
+                    launcher = self._make_launcher()
+                    launcher.on_reachable = self._attach  # tools answer while a big vault is being indexed
+                    self._launcher = launcher
+                    try:
+                        state = launcher.start()
+                    except StackBusy:  # another launcher is starting this stack: use it when it is up
+                        self._launcher = None
+                        state = self._wait_for_other(launcher.startup_timeout_s)
+                self._attach(state)
+            except StartupError as exc:
+                self._error = str(exc)
+                if self._client is not None:  # attached during the build of a stack that then failed
+                    self._client.close()
+                    self._client = None
+                self._ready.set()
+                return
+            if self._launcher is not None:
+                self._supervise()
+                return
+            if not self._watch_other(state):
+                return
+            # Another MCP server's stack, which it stopped as its agent host closed: a second agent on
+            # the vault lost every flush for the rest of its session. Start one (or attach to the
+            # one another server starts); calls wait meanwhile, as at the first start.
+            log.warning("the stack of another launcher stopped; starting or attaching to one again")
+            with self._swap:
+                self._ready.clear()
+                client, self._client, self._attached = self._client, None, None
+            if client is not None:
+                client.close()
+
+    def _watch_other(self, state: StackState) -> bool:
+        """Wait while the stack another launcher owns runs: True once it has stopped or another
+        took its place, False when this thread is asked to stop."""
+        while not self._stop.wait(WATCH_S):
+            if self._gone(state):
+                return True
+        return False
+
+    def _gone(self, state: StackState) -> bool:
+        """Whether another launcher's stack has stopped, or another stack took its place."""
+        now = self._load_state()
+        return now is None or now.launcher_pid != state.launcher_pid
 
     def _wait_for_other(self, timeout_s: float) -> StackState:
         deadline = time.monotonic() + timeout_s
@@ -113,7 +145,14 @@ class StackThread:
         return launcher.starting if launcher is not None else "another launcher's stack"
 
     def client(self, wait_s: float) -> StackClient:
-        """The running stack's client; NotReady after `wait_s` if it is still starting."""
+        """The running stack's client; NotReady after `wait_s` if it is still starting. Attached to
+        another launcher's stack that has stopped: the one this thread starts (or attaches to) in
+        its place, so that a call right after the stop does not fail on the old addresses."""
+        attached = self._attached
+        if self._launcher is None and attached is not None and self._ready.is_set() and self._gone(attached):
+            with self._swap:
+                if self._attached is attached:  # not replaced meanwhile
+                    self._ready.clear()  # `_run` starts or attaches again within WATCH_S and sets it
         if not self._ready.wait(wait_s):
             raise NotReady(f"the k0maru stack is still starting (waiting for {self.starting()}); try again shortly")
         if self._client is None:
