@@ -42,6 +42,31 @@ def test_offload_command_keeps_exit_code_and_summarises(vault: Path):
     assert short.returncode == 0 and short.stdout == "hello\n"
 
 
+def test_ctrl_c_during_an_offload_keeps_what_was_captured(vault: Path):
+    """Ctrl+C on a hung test run: a KeyboardInterrupt lost every line past the 50 shown, the error
+    with them. What was captured is offloaded now, and the exit status is the shell's 130. A killed
+    command exits 128 + its signal, and one that does not exist 127, as a shell says them."""
+    import signal
+
+    script = "for i in $(seq 1 300); do echo line $i; done; echo 'error: the failure you need'; sleep 60"
+    for mode in ("run", "piped"):
+        argv = [K0MARU, "offload", "--vault", str(vault), "--task-id", mode]
+        cmd = [*argv, "--", "bash", "-c", script] if mode == "run" else ["bash", "-c", f"({script}) | {' '.join(argv)}"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        time.sleep(2.0)  # the 301 lines are captured; the command hangs
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal's Ctrl+C does
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, (mode, err)
+        assert b"error: the failure you need" in out and b"interrupted: offloading what was captured" in err
+        (log,) = (vault / ".k0maru" / "refs").glob(f"{mode}_node_*.log")
+        assert "line 300" in log.read_text()
+    killed = run("offload", "--vault", str(vault), "--", "bash", "-c", "kill -KILL $$")
+    assert killed.returncode == 137
+    missing = run("offload", "--vault", str(vault), "--", "./no-such-script.sh")
+    assert missing.returncode == 127 and "cannot run ./no-such-script.sh" in missing.stderr
+    assert "Traceback" not in missing.stderr
+
+
 def test_a_command_that_writes_gbk_is_offloaded_as_chinese(vault: Path):
     """A tool on a Chinese-locale machine (a JVM, a Windows build run under wine) writes GBK: its
     output was kept as UTF-8 with U+FFFD for every character, the error among them."""

@@ -621,25 +621,52 @@ def cmd_offload(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else list(args.command)
     exit_code: int | None = None
     threshold = args.threshold or _env_lines("K0_THRESHOLD_LINES") or OFFLOAD_THRESHOLD_LINES
-    buffered: list[bytes] = []  # a command's output lines
-    if command:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        assert proc.stdout is not None
-        out = sys.stdout.buffer
-        for raw in proc.stdout:  # stream while under the threshold, then capture silently
-            buffered.append(raw)
-            if len(buffered) <= threshold:
-                out.write(raw)
-                out.flush()
-            elif len(buffered) == threshold + 1:
-                out.write(f"[k0maru] over {threshold} lines: capturing the rest\n".encode())
-                out.flush()
-        exit_code = proc.wait()
-        streamed = True
-        text = decode_text(b"".join(buffered), "replace")  # as the piped log below
-    else:
-        streamed = False
-        text = decode_text(sys.stdin.buffer.read(), "replace")
+    buffered: list[bytes] = []  # a command's output lines, or stdin's chunks
+    # Ctrl+C: the command (or the pipe's writer) has the same SIGINT and ends; what was captured,
+    # the error in it, is offloaded all the same (a KeyboardInterrupt lost everything past line 50).
+    # A second one terminates a command that goes on, a third kills it.
+    interrupts: list[int] = []
+    running: list[subprocess.Popen[bytes]] = []
+
+    def on_interrupt(_signum: int, _frame: FrameType | None) -> None:
+        interrupts.append(1)
+        if running and len(interrupts) >= 2:
+            (running[0].terminate if len(interrupts) == 2 else running[0].kill)()
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        if command:
+            try:
+                proc = subprocess.Popen(
+                    command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                )
+            except OSError as exc:  # as a shell says it: 127 not found, 126 not runnable
+                print(f"k0maru: cannot run {command[0]}: {exc.strerror}", file=sys.stderr)
+                return 127 if isinstance(exc, FileNotFoundError) else 126
+            running.append(proc)
+            assert proc.stdout is not None
+            out = sys.stdout.buffer
+            for raw in proc.stdout:  # stream while under the threshold, then capture silently
+                buffered.append(raw)
+                if len(buffered) <= threshold:
+                    out.write(raw)
+                    out.flush()
+                elif len(buffered) == threshold + 1:
+                    out.write(f"[k0maru] over {threshold} lines: capturing the rest\n".encode())
+                    out.flush()
+            code = proc.wait()
+            exit_code = 128 - code if code < 0 else code  # as a shell says it (SIGKILL was `exit 247`)
+            streamed = True
+        else:
+            streamed = False
+            while chunk := os.read(sys.stdin.fileno(), 1 << 16):
+                buffered.append(chunk)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    text = decode_text(b"".join(buffered), "replace")
+    interrupted = bool(interrupts)
+    if interrupted:
+        print("\n[k0maru] interrupted: offloading what was captured", file=sys.stderr)
     state = StackState.load(resolve_data_dir(vault, args.data_dir))
     request = offload_pb2.OffloadLogRequest(
         text=text,
@@ -670,7 +697,7 @@ def cmd_offload(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(b"".join(buffered[threshold:]) if streamed else text.encode("utf-8", "replace"))
         sys.stdout.flush()
         print(f"k0maru: not offloaded ({exc}); the output is printed in full instead", file=sys.stderr)
-        return 2 if exit_code is None else exit_code
+        return 130 if interrupted else 2 if exit_code is None else exit_code
     if offloaded:
         from k0maru_offload import next_step
 
@@ -679,7 +706,7 @@ def cmd_offload(args: argparse.Namespace) -> int:
         print(f"\n```mermaid\n{diagram}\n```")
     elif not streamed:
         sys.stdout.write(text)
-    return exit_code or 0
+    return 130 if interrupted else exit_code or 0
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
