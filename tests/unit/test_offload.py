@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
 import threading
 from pathlib import Path
@@ -210,6 +211,47 @@ def test_a_decision_flushed_into_a_decision_record_folder_is_the_next_record(vau
     assert engine.flush(decision, dt.date(2026, 8, 6)) == (path, "up_to_date")
     assert sniff(vault).rules_for("decision", "docs/adr").naming.describe() == "NNNN-example-note"
     assert sniff(vault).rules_for("skill", "skills").naming.prefix == ""  # a new folder numbers nothing
+
+
+def test_decisions_flushed_at_once_each_get_their_own_number(vault: Path):
+    """Two agents' decisions at the same moment both took 0010, one headed "# 9."."""
+    import threading
+
+    adr = "# {n}. D{n}\n\nDate: 2026-01-01\n\n## Status\n\nAccepted\n\n## Decision\n\nd\n"
+    for n in (1, 2):
+        write_notes(vault, {f"docs/adr/{n:04d}-d{n}.md": adr.format(n=n)})
+    engine = FlushEngine(vault)
+    paths: list[str] = []
+    threads = [
+        threading.Thread(target=lambda i=i: paths.append(engine.flush(FlushNote(f"Race {i}", "x", "decision"))[0]))
+        for i in range(8)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    numbers = sorted(int(Path(p).name[:4]) for p in paths)
+    assert numbers == list(range(3, 11))
+    for p in paths:  # each heading says its file's number
+        assert (vault / p).read_text().startswith(f"# {int(Path(p).name[:4])}. Race ")
+
+
+def test_notes_are_written_where_the_file_system_has_no_hard_links(vault: Path, monkeypatch: pytest.MonkeyPatch):
+    """exFAT and FAT drives, some SMB and FUSE mounts refuse link(2): every flush failed with
+    "Operation not permitted". The name is claimed with O_EXCL and the text renamed over it."""
+    import errno
+
+    def no_links(_src: object, _dst: object) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    write_notes(vault, {"notes/Human.md": "# Human\n\nmine\n"})
+    engine = FlushEngine(vault)
+    first = engine.flush(FlushNote("Human", "the agent's", "notes"))
+    assert first == ("notes/Human-v2.md", "versioned") and "the agent's" in (vault / first[0]).read_text()
+    assert (vault / "notes/Human.md").read_text() == "# Human\n\nmine\n"  # the human's note untouched
+    assert engine.flush(FlushNote("Human", "the agent's", "notes")) == (first[0], "up_to_date")
+    assert not [n for n in os.listdir(vault / "notes") if n.startswith(".k0-flush-")]
 
 
 def test_conventions_read_past_frontmatter_values_yaml_cannot_build(vault: Path):

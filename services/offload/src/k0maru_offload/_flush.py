@@ -12,9 +12,11 @@ the sync would keep one of them. Every path is confined to the vault.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import os
 import re
 import secrets
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,6 +29,9 @@ from ._conventions import DATE_KEYS, NUMBERED_PREFIX, RECORD_HEADING, FolderRule
 from ._files import VaultFolder, make_folder, read_text_file
 from ._outline import logseq_outline
 
+# A numbered folder's next number is read, then written under: two flushes at once (two agents'
+# decisions) both took 0010, one headed "# 9." — the number and the note are taken together here
+_NUMBERING = threading.Lock()
 MAX_CONTENT_CHARS = 1_000_000
 MAX_VERSIONS = 1000
 MAX_CATEGORY_DEPTH = 8
@@ -340,13 +345,14 @@ class FlushEngine:
             now = int(dt.datetime.combine(day, dt.datetime.now().time()).timestamp() * 1000)
             dendron = {"id": secrets.token_hex(12), "desc": "", "updated": now, "created": now}
             note = replace(note, extra_frontmatter={**dendron, **note.extra_frontmatter})
-        number = next_number(directory) if rules.naming.prefix == "number" else 0
-        text = render(note, day, rules, self.vault, number)
-        earlier = _same_note(directory, note.title, text, hierarchy)
-        if earlier is not None:
-            return earlier.relative_to(self.vault).as_posix(), "up_to_date"
-        stem = hierarchy + rules.naming.stem(note.title, day, directory)  # write_versioned makes the folder
-        target, outcome = write_versioned(directory, stem, text, same_ignoring_dates)
+        with _NUMBERING:
+            number = next_number(directory) if rules.naming.prefix == "number" else 0
+            text = render(note, day, rules, self.vault, number)
+            earlier = _same_note(directory, note.title, text, hierarchy)
+            if earlier is not None:
+                return earlier.relative_to(self.vault).as_posix(), "up_to_date"
+            stem = hierarchy + rules.naming.stem(note.title, day, directory)  # write_versioned makes the folder
+            target, outcome = write_versioned(directory, stem, text, same_ignoring_dates)
         rel = target.relative_to(self.vault).as_posix()
         confine(self.vault, rel)
         return rel, outcome
@@ -385,21 +391,44 @@ def _create_exclusive(target: Path, text: str) -> bool:
     what = f"the note {target.parent.name}/{target.name}"
     try:
         tmp = _open_temp(target.parent)
-    except OSError as exc:
-        raise CannotWrite(what, exc) from exc
+    except OSError as exc:  # a read-only folder: no note goes there (not "this name", a human's note)
+        raise CannotWrite(f"a note in {target.parent.name}/", exc) from exc
     try:
         with open(tmp, "w", encoding="utf-8") as out:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
-        os.link(tmp, target)
+        try:
+            os.link(tmp, target)
+        except OSError as exc:
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+            return _create_by_rename(tmp, target)
         return True
     except FileExistsError:
         return False
     except OSError as exc:  # a full disk, a read-only folder: no note, and no temp file left
         raise CannotWrite(what, exc) from exc
     finally:
-        os.unlink(tmp)
+        if tmp.exists():
+            os.unlink(tmp)
+
+
+# exFAT and FAT drives, some SMB and FUSE mounts: no hard links (every flush failed with "Operation
+# not permitted" there)
+_NO_HARD_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK})
+
+
+def _create_by_rename(tmp: Path, target: Path) -> bool:
+    """`_create_exclusive` where the file system has no hard links: the name is claimed with an
+    empty file (O_EXCL: False if taken), and the written text renamed over it, so the note is
+    never seen half written; a crash between the two leaves it empty, never another's note lost."""
+    try:
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except FileExistsError:
+        return False
+    os.replace(tmp, target)
+    return True
 
 
 def _open_temp(directory: Path) -> Path:
