@@ -63,6 +63,33 @@ def test_long_logs_shrink_by_97_percent(name: str, vault: Path):
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_logs_never_go_out_of_the_vault_and_killed_writes_leave_nothing(vault: Path, tmp_path: Path):
+    """A `.k0maru/refs` symlinked out of the vault (a cloned repo's) took the logs with it; a write
+    killed mid-way left its temp file (a 2 MB partial log, a `.k0-flush-` note) for good."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (vault / ".k0maru").mkdir()
+    (vault / ".k0maru" / "refs").symlink_to(outside)
+    text = "\n".join(f"line {i}" for i in range(200))
+    with pytest.raises(OutsideVault):
+        OffloadEngine(vault, 50).offload(text, "t")
+    assert not any(outside.iterdir())
+    (vault / ".k0maru" / "refs").unlink()
+    refs = vault / ".k0maru" / "refs"
+    refs.mkdir()
+    old, fresh = refs / ".tmp-abc.log", refs / ".tmp-now.log"  # a killed write's, and one being written
+    (vault / "notes").mkdir()
+    stale_note = vault / "notes" / ".k0-flush-0123.tmp"
+    for path in (old, fresh, stale_note):
+        path.write_text("partial")
+    for path in (old, stale_note):
+        os.utime(path, (1_700_000_000, 1_700_000_000))
+    assert OffloadEngine(vault, 50).offload(text, "t").offloaded
+    assert not old.exists() and fresh.exists()
+    FlushEngine(vault).flush(FlushNote("Kept", "x", "notes"))
+    assert not stale_note.exists()
+
+
 def test_offloaded_logs_stay_out_of_a_vault_kept_in_git(vault: Path):
     """Raw build logs (tokens, hosts) were one `git add -A` from a commit in a vault kept in git;
     the team's `.k0maru/rules.md` beside them still is the team's, and a `.gitignore` the user
@@ -252,6 +279,27 @@ def test_notes_are_written_where_the_file_system_has_no_hard_links(vault: Path, 
     assert (vault / "notes/Human.md").read_text() == "# Human\n\nmine\n"  # the human's note untouched
     assert engine.flush(FlushNote("Human", "the agent's", "notes")) == (first[0], "up_to_date")
     assert not [n for n in os.listdir(vault / "notes") if n.startswith(".k0-flush-")]
+
+
+def test_rules_lines_that_name_no_folder_send_no_note_anywhere(vault: Path):
+    """`Wiki: https://…` made a folder `https:/wiki.example.com/team/`, `Logs: stdout` a folder
+    `stdout/`, and `Decisions: docs/DECISIONS.md` (a file) failed every decision with "File exists"."""
+    write_notes(
+        vault,
+        {
+            "AGENTS.md": (
+                "# Agents\n\n- Wiki: https://wiki.example.com/team\n- Logs: stdout\n"
+                "- Decisions: docs/DECISIONS.md\n- Skills: playbooks/\n- Concepts: docs/concepts\n"
+            ),
+            "docs/DECISIONS.md": "# Decisions\n",
+        },
+    )
+    conv = sniff(vault)
+    assert conv.folders.get("skill") == "playbooks" and conv.folders.get("concept") == "docs/concepts"
+    assert all(f not in ("https://wiki.example.com/team", "stdout", "docs/DECISIONS.md") for f in conv.folders.values())
+    path, outcome = FlushEngine(vault).flush(FlushNote("Use WAL", "We use WAL.", "decision"))
+    assert outcome == "created" and not path.startswith(("https", "stdout", "docs/DECISIONS.md"))
+    assert not (vault / "https:").exists() and not (vault / "stdout").exists()
 
 
 def test_conventions_read_past_frontmatter_values_yaml_cannot_build(vault: Path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import os
 import shutil
 from pathlib import Path
 
@@ -138,6 +139,17 @@ def test_tags_survive_a_template_that_has_no_place_for_them(vault: Path):
     path, _ = FlushEngine(vault).flush(FlushNote("Use WAL", "Readers block writers.", "decision", ("db",)), DAY)
     text = (vault / path).read_text()
     assert front(text) == {"status": "proposed"} and parse_note(path, text).tags == ["db"]
+
+
+def test_a_template_symlinked_out_of_the_vault_is_not_copied_into_a_note(vault: Path, tmp_path: Path):
+    secret = tmp_path / "credentials"
+    secret.write_text("SECRET_TOKEN=outside-the-vault-12345\n{{content}}\n")
+    write_notes(vault, {"decisions/.keep": ""})
+    (vault / "templates").mkdir()
+    (vault / "templates" / "decision.md").symlink_to(secret)
+    path, _ = FlushEngine(vault).flush(FlushNote("Template escape", "a decision", "decision"), DAY)
+    text = (vault / path).read_text()
+    assert "SECRET_TOKEN" not in text and "a decision" in text
 
 
 def test_a_template_is_filled(vault: Path):
@@ -414,6 +426,18 @@ def test_a_named_projects_loadout_lists_its_own_decisions_and_hubs_first(vault: 
     by_folder = build_loadout(vault, project="Papaya", max_tokens=2000).markdown  # a folder's name: its front page
     assert "L0 project: Papaya — The smoothie app." in by_folder
     assert level(by_folder, "L2 recent")[0] == "[[decisions/2025-01-01-papaya-cdn]]"
+
+
+def test_a_file_name_that_is_no_utf8_leaves_the_loadout_whole(vault: Path):
+    """One note named in GBK (a zip from Chinese Windows) in the decisions folder made every
+    loadout an internal error: its name could not go into the answer."""
+    from k0maru_offload._loadout import build_loadout
+
+    write_notes(vault, {"decisions/2026-01-02-use-wal.md": "---\ndate: 2026-01-02\n---\n# Use WAL\n"})
+    (vault / "decisions").joinpath(os.fsdecode(b"\xb2\xe2\xca\xd4.md")).write_text("# t\n")
+    text = build_loadout(vault, max_tokens=2000).markdown
+    text.encode("utf-8")  # what the answer carries
+    assert "[[decisions/2026-01-02-use-wal]]" in text
 
 
 def test_loadout_finds_the_summary_of_a_dendron_vault_and_of_a_readme_that_quotes_a_user(tmp_path: Path):

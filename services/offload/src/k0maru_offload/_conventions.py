@@ -252,6 +252,22 @@ class Conventions:
         return out
 
 
+_DOCUMENT = re.compile(r"\.(?:md|markdown|txt|rst|adoc|org|json|ya?ml|toml|html?)$", re.IGNORECASE)
+
+
+def _names_a_folder(vault: Path, written: str) -> bool:
+    """Whether a rules file's `Kind: value` names a folder: one the vault has, or a path written as
+    one (`docs/adr`, `logs/`); not a sentence ("logs: keep them short"), a URL (`Wiki: https://…`
+    made a folder `https:/wiki.example.com/`), a file (`Decisions: docs/DECISIONS.md`: every
+    decision failed, "File exists") or a word (`Logs: stdout`)."""
+    folder = written.rstrip("/")
+    if not folder or (vault / folder).is_dir():
+        return bool(folder)
+    if ":" in folder or " " in folder or _DOCUMENT.search(folder) or (vault / folder).exists():
+        return False
+    return "/" in written
+
+
 def _safe(value: str) -> bool:
     return bool(value) and not value.startswith(("/", "\\")) and ".." not in value.replace("\\", "/").split("/")
 
@@ -309,9 +325,9 @@ def _parse_rules(conv: Conventions, vault: Path, name: str, text: str) -> None:
         if not sep:
             continue
         category = _KEYS.get(key.strip().strip("*_`").lower())
-        folder = value.strip().strip("\"'`").rstrip("/")
-        looks_like_folder = " " not in folder or (vault / folder).is_dir()  # not "logs: keep them short"
-        if category and _safe(folder) and looks_like_folder and category not in conv.folders:
+        written = value.strip().strip("\"'`")
+        folder = written.rstrip("/")
+        if category and _safe(folder) and _names_a_folder(vault, written) and category not in conv.folders:
             conv.folders[category] = folder
             conv.evidence.append(f"{name}: {category} → {folder}/")
 

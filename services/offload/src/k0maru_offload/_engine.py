@@ -9,6 +9,7 @@ error, its location, counts, how to look closer, and a Mermaid diagram of the ru
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -18,9 +19,17 @@ from pathlib import Path
 import regex
 import xxhash
 
-from k0maru_common import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES, InvalidInput, NotFound, TooLarge, estimate_tokens
+from k0maru_common import (
+    MAX_LOG_BYTES,
+    OFFLOAD_THRESHOLD_LINES,
+    InvalidInput,
+    NotFound,
+    TooLarge,
+    confine,
+    estimate_tokens,
+)
 
-from ._files import VaultFolder, replace_atomically
+from ._files import VaultFolder, replace_atomically, sweep_stale_temps
 from ._logscan import LogFindings, scan_log
 
 NODE_ID = re.compile(r"^node_[0-9a-f]{16}$")
@@ -126,9 +135,15 @@ class OffloadEngine:
         if not path.exists():
             what = f"the log {path.relative_to(self.vault).as_posix()}"
             self.folder.check(what, self.refs)
-            replace_atomically(path, raw, what)
-            if not (self.refs / ".gitignore").exists():  # raw logs (tokens, hosts) one `git add -A` from a commit
+            # a `.k0maru` or `refs` symlinked out of the vault (a cloned repo's) took the logs with it
+            confine(self.vault, self.refs.relative_to(self.vault).as_posix())
+            # the .gitignore first: raw logs (tokens, hosts), or a killed write's temp file, are one
+            # `git add -A` from a commit
+            if not (self.refs / ".gitignore").exists():
                 replace_atomically(self.refs / ".gitignore", REFS_GITIGNORE, "the refs folder's .gitignore")
+            with contextlib.suppress(OSError):
+                sweep_stale_temps(self.refs, ".tmp-", os.listdir(self.refs))
+            replace_atomically(path, raw, what)
         f = scan_log(lines)
         rel = path.relative_to(self.vault).as_posix()
         summary = summarize(len(lines), rel, exit_code, f)

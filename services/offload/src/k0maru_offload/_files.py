@@ -8,6 +8,8 @@ import errno
 import os
 import stat
 import tempfile
+import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from k0maru_common import CannotWrite, decode_text, mount_table
@@ -86,6 +88,24 @@ def make_folder(directory: Path) -> None:
         raise CannotWrite(f"the folder {directory.name}", exc) from exc
 
 
+STALE_TEMP_S = 600.0  # a temp file this old is one a killed write left behind (writes take seconds)
+
+
+def sweep_stale_temps(directory: Path, prefix: str, names: Iterable[str]) -> None:
+    """Remove the temp files (`prefix`…) of writes a killed process left in `directory`: nothing
+    else removed them, and in a vault kept in git they showed in `git status` (one a 2 MB partial
+    log). `names`: the folder's names, as the caller listed them."""
+    now = time.time()
+    for name in names:
+        if name.startswith(prefix):
+            path = directory / name
+            try:
+                if stat.S_ISREG((st := path.lstat()).st_mode) and now - st.st_mtime > STALE_TEMP_S:
+                    path.unlink()
+            except OSError:
+                continue
+
+
 def replace_atomically(path: Path, text: str, what: str) -> None:
     """`path` holds `text` (written beside it, then renamed over it) or is left as it was, with no
     temp file behind: CannotWrite (`what` names the file for the user) on a full disk or a
@@ -98,6 +118,8 @@ def replace_atomically(path: Path, text: str, what: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as out:
             out.write(text)
+            out.flush()
+            os.fsync(out.fileno())  # renamed whole: never an empty log after a power cut
         os.replace(tmp, path)
     except OSError as exc:
         os.unlink(tmp)

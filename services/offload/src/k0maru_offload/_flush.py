@@ -11,6 +11,7 @@ the sync would keep one of them. Every path is confined to the vault.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import errno
 import os
@@ -26,7 +27,7 @@ import yaml
 from k0maru_common import CannotWrite, InvalidInput, OutsideVault, TooLarge, confine, name_key, stated_day
 
 from ._conventions import DATE_KEYS, NUMBERED_PREFIX, RECORD_HEADING, FolderRules, core_words, next_number, sniff
-from ._files import VaultFolder, make_folder, read_text_file
+from ._files import VaultFolder, make_folder, read_text_file, sweep_stale_temps
 from ._outline import logseq_outline
 
 # A numbered folder's next number is read, then written under: two flushes at once (two agents'
@@ -216,7 +217,10 @@ def render(
     content = note.content.strip()
     template = ""
     if rules.template and vault is not None:
-        template = read_text_file(vault / rules.template)
+        # a template symlinked out of the vault (a cloned repo's `templates/decision.md` →
+        # `~/.aws/credentials`) would copy that file into a note an agent may commit: not used
+        with contextlib.suppress(OutsideVault):
+            template = read_text_file(confine(vault, rules.template))
     if template:
         values = {
             "title": note.title.strip(),
@@ -476,6 +480,7 @@ def write_versioned(
         present = set(os.listdir(directory))
     except OSError as exc:
         raise CannotWrite(f"the folder {directory.name}", exc) from exc
+    sweep_stale_temps(directory, ".k0-flush-", present)  # a killed write's
     spelled = {name_key(name): name for name in present}
     for n in range(1, MAX_VERSIONS + 1):
         name = f"{stem}.md" if n == 1 else f"{stem}-v{n}.md"

@@ -88,8 +88,18 @@ def _recency(vault: Path, commit_days: CommitDays | None) -> Callable[[Path], tu
 
 def _notes(directory: Path) -> list[Path]:
     """The notes under `directory`, as the scanner walks (no hidden folder, no `node_modules`, no
-    virtual environment: a project's packages are no hubs), a little past MAX_FILES at most."""
-    return [Path(p) for p in vault_notes(directory, (".md",), MAX_FILES)]
+    virtual environment: a project's packages are no hubs), a little past MAX_FILES at most. Not a
+    file whose name is no UTF-8 (a zip from Chinese Windows): the scanner indexes none such, and
+    its name broke the whole loadout's answer ("surrogates not allowed")."""
+    return [Path(p) for p in vault_notes(directory, (".md",), MAX_FILES) if _utf8(str(p))]
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _read(path: Path, limit: int = 100_000) -> str:
