@@ -65,6 +65,8 @@ def _validate(note: FlushNote) -> None:
     if len(note.content) > MAX_CONTENT_CHARS:
         raise TooLarge(f"content is longer than {MAX_CONTENT_CHARS} characters")
     for name, value in (
+        ("title", note.title),  # not "would leave the vault": it is no name at all
+        ("category", note.category),
         ("content", note.content),
         *(("tag", t) for t in note.tags),
         *(("related note", r) for r in note.related),
@@ -85,7 +87,7 @@ def _validate(note: FlushNote) -> None:
             f"category is too deep or too long (at most {MAX_CATEGORY_DEPTH} levels, {MAX_CATEGORY_CHARS} characters)"
         )
     for part in (note.title, note.category):
-        if "\x00" in part or ".." in part.replace("\\", "/").split("/") or part.startswith(("/", "\\")):
+        if ".." in part.replace("\\", "/").split("/") or part.startswith(("/", "\\")):
             raise OutsideVault(f"{part!r} would leave the vault")
 
 
