@@ -203,6 +203,18 @@ def test_flush_refuses_escaping_names(vault: Path, title: str, category: str):
     assert not any(vault.parent.glob("*.md"))
 
 
+def test_content_the_index_could_not_hold_is_refused_before_it_is_written(vault: Path):
+    """970,000 Chinese characters were written (2.9 MB, under the 1,000,000-character limit), and
+    the scanner never indexed the note (2 MB at most): the agent waited for a search that never came."""
+    from k0maru_common import TooLarge
+
+    with pytest.raises(TooLarge, match="larger than 1,000,000 bytes"):
+        FlushEngine(vault).flush(FlushNote("Big", "数据" * 200_000, "notes"))
+    assert not (vault / "notes").exists() or not any((vault / "notes").iterdir())
+    path, outcome = FlushEngine(vault).flush(FlushNote("Fits", "数据" * 150_000, "notes"))  # 900 KB
+    assert outcome == "created"
+
+
 @pytest.mark.parametrize("title,category", [("a\x00b", ""), ("ok", "notes\x00")])
 def test_a_nul_in_a_name_is_said_to_be_one(vault: Path, title: str, category: str):
     with pytest.raises(InvalidInput, match="contains a NUL character"):  # it said "would leave the vault"

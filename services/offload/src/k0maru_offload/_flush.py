@@ -33,7 +33,9 @@ from ._outline import logseq_outline
 # A numbered folder's next number is read, then written under: two flushes at once (two agents'
 # decisions) both took 0010, one headed "# 9." — the number and the note are taken together here
 _NUMBERING = threading.Lock()
-MAX_CONTENT_CHARS = 1_000_000
+# in bytes, as the scanner measures a note (`K0_MAX_FILE_BYTES`, 2 MB): 1,000,000 characters of
+# Chinese made a 2.9 MB note the index never held, and the answer said only `searchable: false`
+MAX_CONTENT_BYTES = 1_000_000
 MAX_VERSIONS = 1000
 MAX_CATEGORY_DEPTH = 8
 MAX_CATEGORY_CHARS = 200
@@ -62,8 +64,8 @@ def _validate(note: FlushNote) -> None:
         raise InvalidInput("title is empty")
     if len(note.title) > 300:
         raise InvalidInput("title is longer than 300 characters")
-    if len(note.content) > MAX_CONTENT_CHARS:
-        raise TooLarge(f"content is longer than {MAX_CONTENT_CHARS} characters")
+    if len(note.content) > MAX_CONTENT_BYTES or len(note.content.encode("utf-8", "replace")) > MAX_CONTENT_BYTES:
+        raise TooLarge(f"content is larger than {MAX_CONTENT_BYTES:,} bytes (UTF-8): a note the index can hold")
     for name, value in (
         ("title", note.title),  # not "would leave the vault": it is no name at all
         ("category", note.category),
