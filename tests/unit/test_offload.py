@@ -211,7 +211,7 @@ def test_content_the_index_could_not_hold_is_refused_before_it_is_written(vault:
     with pytest.raises(TooLarge, match="larger than 1,000,000 bytes"):
         FlushEngine(vault).flush(FlushNote("Big", "数据" * 200_000, "notes"))
     assert not (vault / "notes").exists() or not any((vault / "notes").iterdir())
-    path, outcome = FlushEngine(vault).flush(FlushNote("Fits", "数据" * 150_000, "notes"))  # 900 KB
+    _path, outcome = FlushEngine(vault).flush(FlushNote("Fits", "数据" * 150_000, "notes"))  # 900 KB
     assert outcome == "created"
 
 
