@@ -354,6 +354,30 @@ def test_a_query_that_is_a_notes_name_finds_that_note_first(index: NoteIndex):
         embedder.close()
 
 
+def test_a_note_named_only_by_its_file_is_found_by_that_name(index: NoteIndex):
+    """`reading/ddia.md` is titled "Designing Data-Intensive Applications" and never says "ddia";
+    an empty note Obsidian made for a link has no text at all: neither was ever a candidate, and
+    "ddia" or the empty note's name found nothing. A query that names a note as a [[link]] would
+    finds it first, in its scope only."""
+    doc = note("reading/ddia.md", "Designing Data-Intensive Applications\n\nreplication and partitioning")
+    doc.title = "Designing Data-Intensive Applications"
+    index.apply(doc)
+    index.apply(note("inbox/Terraform state locking.md"))  # no chunk: an empty note
+    index.apply(note("other.md", "state machines and locking in general"))
+    index.commit()
+    searcher = HybridSearcher(index, None, FusionParams(), "v")
+    bm25 = retriever_pb2.SEARCH_MODE_BM25
+    for query, path in (("ddia", "reading/ddia.md"), ("terraform state locking", "inbox/Terraform state locking.md")):
+        reply = searcher.search(retriever_pb2.SearchRequest(query=query, mode=bm25, explain=True))
+        assert [(h.path, h.explain.exact) for h in reply.hits[:1]] == [(path, "name")], query
+    scoped = searcher.search(
+        retriever_pb2.SearchRequest(query="ddia", mode=bm25, scope=retriever_pb2.Scope(path_prefixes=["inbox/"]))
+    )
+    assert not scoped.hits  # out of the scope asked for: not brought in
+    longer = searcher.search(retriever_pb2.SearchRequest(query="ddia replication notes", mode=bm25))
+    assert [h.path for h in longer.hits][:1] == ["reading/ddia.md"]  # by its words, as before
+
+
 def test_a_line_pasted_from_a_note_finds_that_note_first(index: NoteIndex):
     """An agent pastes a line the vault holds: the note it is in comes first, though notes about
     the same things sit nearer the query's vector and say its words more often. Held word for

@@ -435,7 +435,11 @@ class HybridSearcher:
             exact = [path for path, _s, _c in bm25[:EXACT_DEPTH]]  # a name, a line or a symbol BM25 ranks high
             short = len(_NOT_WORD.sub(" ", query).split()) <= SYMBOL_MAX_WORDS
             symbols = sorted(t for t in asked.terms if _SYMBOL.match(t)) if short else []
-            fused = self._exact_first(fused, query, exact, best_chunk, asked if p.name_match > 0 else None, symbols)
+            fused = self._exact_first(
+                fused, query, exact, best_chunk, asked if p.name_match > 0 else None, symbols, scope
+            )
+            if fused and fused[0].exact == "name":  # the query is a note's name: no "nothing holds it" caveat
+                response.by_meaning_only = False
         if request.dedup and qv is not None and self._shaper is not None:  # dedup hook (A.11)
             # as VCP: over a result list of DEDUP_POOL, every note that adds a direction kept, then
             # cut to the limit (over the 5 hits MCP asks for, fewer than `_dedup.MIN_CANDIDATES` + 1,
@@ -502,6 +506,7 @@ class HybridSearcher:
         best_chunk: dict[str, str],
         asked: Asked | None,
         symbols: list[str],
+        scope: Scope,
     ) -> list[FusedHit]:
         """What the query is exactly, first: the notes it names (`Bm25Index.named_exactly`: it is
         their title or an alias; `asked`, its terms, given with the name match on), then the one note whose passage holds the
@@ -519,8 +524,16 @@ class HybridSearcher:
         `SQLITE_BUSY`; `SYMBOL_MAX_WORDS`), when BM25 ranks it among `candidates`: an error code that one note of the
         vault records is what "how do I fix error E0502" asks for, where the vector channel had
         ranked notes about errors in general above it (5th of 5). A symbol several notes hold
-        decides nothing."""
-        if not fused or not candidates:
+        decides nothing.
+
+        A note the query names as a `[[link]]` would (its file name or path, or the one note titled
+        so: `ddia` for `reading/ddia.md`) is named too, found or not: a note whose name is in no
+        text of it (a file name unlike its title, an empty note Obsidian made for a link) was
+        never a candidate, and "no note holds these words" was the answer."""
+        linked = self._named_by_link(query, scope) if asked is not None else None
+        if linked is not None and all(h.path != linked for h in fused):
+            fused = [FusedHit(linked), *fused]
+        if not fused or not (candidates or linked):
             return fused
         bm25 = self._index.bm25
         words = _NOT_WORD.sub(" ", query.lower()).split()
@@ -538,6 +551,8 @@ class HybridSearcher:
                 elif quote and path in best_chunk and _holds(doc, best_chunk[path], quote, words):
                     holding.append(path)
             sole = {holder for term in symbols if (holder := bm25.sole_holder(term)) in candidates}
+        if linked is not None:
+            named_notes.add(linked)
         line = holding[0] if len(holding) == 1 else None
         first = [h for h in fused if h.path in named_notes] + [h for h in fused if h.path == line]
         first += [h for h in fused if h.path in sole and h.path not in named_notes and h.path != line]
@@ -547,6 +562,16 @@ class HybridSearcher:
             hit.exact = "name" if hit.path in named_notes else "line" if hit.path == line else "symbol"
         ahead = {h.path for h in first}
         return first + [h for h in fused if h.path not in ahead]
+
+    def _named_by_link(self, query: str, scope: Scope) -> str | None:
+        """The note a short query names as a wikilink would (`_exact_first`), when it is in `scope`."""
+        typed = query.strip()
+        if not typed or len(typed) > 200 or "\n" in typed or len(typed.split()) > SYMBOL_MAX_WORDS:
+            return None
+        with self._index.lock:
+            path = self._index.graph.resolve(typed)
+            doc = self._index.state.docs.get(path) if path is not None else None
+            return path if doc is not None and note_in_scope(scope, doc) else None
 
     def _unseen(self, bm25: list[tuple[str, float]]) -> frozenset[str]:
         """The notes of BM25's pool that the vector channel cannot see yet: none of their chunks
