@@ -367,6 +367,34 @@ def test_a_chinese_vault_gets_semantic_search_with_no_flag(tmp_path: Path):
         launcher.stop()
 
 
+def test_a_stack_started_with_its_own_data_dir_is_found_without_it(vault: Path, tmp_path: Path):
+    """`up --data-dir D`, then `status` / `stop` without it said no stack was running, and `stop`
+    exited 0 with the stack left up."""
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    env.pop("K0_DATA_DIR", None)
+    where = ("--vault", str(vault))
+    up = subprocess.Popen(
+        [K0MARU, "up", *where, "--data-dir", str(tmp_path / "elsewhere"), "--embedders", "0", "--port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env=env,
+    )
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([K0MARU, *args], env=env, capture_output=True, text=True, timeout=120)
+
+    try:
+        wait_for(lambda: cli("status", *where).returncode == 0, 90, "the stack, found without --data-dir")
+        stop = cli("stop", *where)
+        assert stop.returncode == 0 and stop.stdout.startswith(f"stopped the stack for {vault}"), stop
+        assert up.wait(timeout=30) == 0
+        assert not any((tmp_path / "xdg").rglob("stack-elsewhere"))  # taken back as it stopped
+    finally:
+        if up.poll() is None:
+            up.kill()
+
+
 def test_stop_ends_a_stack_started_in_the_background(vault: Path, tmp_path: Path):
     """`k0maru up` left running in the background (nohup, a service manager) is stopped by
     `k0maru stop` as Ctrl+C would: every process gone, stack.json removed; again, nothing to stop.

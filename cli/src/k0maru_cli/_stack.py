@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 from k0maru_common import embedder_target, health_name, health_state, orphan_guard, set_aside, wait_until_serving
 
 from ._model_choice import ModelChoice, choose_model
-from ._state import LOCK_FILE, STATE_FILE, StackState, process_start_time
+from ._state import LOCK_FILE, STATE_FILE, StackState, point_to, process_start_time, unpoint
 
 STAGGER_S = 3.0  # the longest the offload service and gateway wait for the scanner's first scan
 # a vault folder that does not list within this long is said to hang (a network share or a FUSE
@@ -532,6 +532,7 @@ class Launcher:
             base.get("K0_CONSOLE_TOKEN", ""),  # `k0maru search` / `scan` call the console with it
         )
         self.state.write()
+        point_to(self.vault, self.data_dir)
         # a small vault is whole in a second or two: only a build still running then is announced
         if self.on_reachable is not None and not wait_until_serving(
             addresses["retriever"], health_name("retriever"), self.reachable_after_s
@@ -713,6 +714,7 @@ class Launcher:
                 current = json.loads((self.data_dir / STATE_FILE).read_text())
                 if current.get("launcher_pid") == os.getpid():
                     (self.data_dir / STATE_FILE).unlink()
+                    unpoint(self.vault, self.data_dir)
             self.state = None
         # the services that call others stop together, first; the scanner and Valkey (what they
         # call) once the gateway and the retriever closed cleanly. One after the other, each

@@ -16,6 +16,41 @@ if TYPE_CHECKING:
 
 STATE_FILE = "stack.json"
 LOCK_FILE = "stack.lock"
+# in a vault's default data dir: the data dir its running stack was started with instead (`up
+# --data-dir D`), so that `status`, `stop` and `search` without it find that stack (`stop` said
+# "no stack is running", exited 0, and left it running)
+ELSEWHERE_FILE = "stack-elsewhere"
+
+
+def point_to(vault: Path, data_dir: Path) -> None:
+    """Leave in `vault`'s default data dir where its stack runs, when that is elsewhere."""
+    default = default_data_dir(vault)
+    if default.resolve() == data_dir.resolve():
+        return
+    try:
+        default.mkdir(parents=True, exist_ok=True)
+        (default / ELSEWHERE_FILE).write_text(str(data_dir.resolve()))
+    except OSError:  # a read-only home: `--data-dir` is needed to find it, as before
+        return
+
+
+def unpoint(vault: Path, data_dir: Path) -> None:
+    """Take back `point_to`'s note, if it is still this data dir's."""
+    note = default_data_dir(vault) / ELSEWHERE_FILE
+    try:
+        if note.read_text() == str(data_dir.resolve()):
+            note.unlink()
+            note.parent.rmdir()  # made only for the note (a data dir in use is not empty)
+    except OSError:
+        return
+
+
+def pointed_to(vault: Path, *, resolve: bool = True) -> Path | None:
+    """The data dir `point_to` left for `vault`, if any."""
+    try:
+        return Path((default_data_dir(vault, resolve=resolve) / ELSEWHERE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def process_start_time(pid: int) -> int | None:

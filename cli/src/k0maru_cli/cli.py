@@ -36,7 +36,7 @@ from k0maru_common import (
     stop_signals,
 )
 
-from ._state import StackState, pid_alive, resolve_data_dir
+from ._state import StackState, pid_alive, pointed_to, resolve_data_dir
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a whole-process CLI path); mypy knows the name
 if TYPE_CHECKING:
@@ -115,7 +115,12 @@ def _running(args: argparse.Namespace) -> tuple[Path, StackState | None]:
     if state is not None and state.vault == str(typed):
         return typed, state
     vault = _vault(args)
-    return vault, StackState.load(resolve_data_dir(vault, args.data_dir))
+    state = StackState.load(resolve_data_dir(vault, args.data_dir))
+    if state is None and args.data_dir is None and not os.environ.get("K0_DATA_DIR"):
+        elsewhere = pointed_to(vault)  # started with `up --data-dir D`: found without it
+        state = StackState.load(elsewhere) if elsewhere is not None else None
+        state = state if state is not None and state.vault == str(vault) else None
+    return vault, state
 
 
 def _require_stack(args: argparse.Namespace) -> StackState:
