@@ -248,10 +248,11 @@ QUOTE_MIN_WORDS = 4  # a query this long, found word for word in one note's pass
 # note, a URL's or a template's symbol is one the note's indexed text may not hold (`{{fm.title}}`)
 SYMBOL_MAX_WORDS = 8
 _NOT_WORD = re.compile(r"\W+")
-# a query term that is a symbol, not a word: a code with digits (`e0502`, `0xc0000005`, `137`), an
-# identifier joined by `_`, `.` or `:` (`sqlite_busy`, `os.path.join`, `std::move`); not a word
-# joined by `-` alone (`long-term`)
-_SYMBOL = re.compile(r"(?=.*\d).{3,}|.*_|.*[a-z0-9][.:]+[a-z0-9]")
+# a query term that is a symbol, not a word: a code with digits (`e0502`, `0xc0000005`), a number
+# of 3 digits or more (`137`), an identifier joined by `_`, `.` or `:` (`sqlite_busy`,
+# `os.path.join`, `std::move`); not a compound joined by `-` (`long-term`, `ucp1-dependent`: a
+# note that says `UCP1` is as much about it) nor a short code (`6mp`, said `6-MP` elsewhere)
+_SYMBOL = re.compile(r"(?!.*-)(?:\d{3,}$|(?=.*\d).{4,}|.*_|.*[a-z0-9][.:]+[a-z0-9])")
 
 
 def _holds(doc: common_pb2.Document, cid: str, quote: str, words: list[str]) -> bool:
