@@ -139,8 +139,8 @@ class OffloadEngine:
             confine(self.vault, self.refs.relative_to(self.vault).as_posix())
             # the .gitignore first: raw logs (tokens, hosts), or a killed write's temp file, are one
             # `git add -A` from a commit
-            if not (self.refs / ".gitignore").exists():
-                replace_atomically(self.refs / ".gitignore", REFS_GITIGNORE, "the refs folder's .gitignore")
+            if not (self.refs / ".gitignore").exists():  # failing (a full disk), the log could not be written either
+                replace_atomically(self.refs / ".gitignore", REFS_GITIGNORE, what)
             with contextlib.suppress(OSError):
                 sweep_stale_temps(self.refs, ".tmp-", os.listdir(self.refs))
             replace_atomically(path, raw, what)
