@@ -218,6 +218,27 @@ def test_identical_text_is_embedded_once(valkey_url: str, workers: list[Worker],
     assert len({r[2] for r in results(client)}) == 1
 
 
+def test_a_worker_that_cannot_reach_redis_says_so(workers: list[Worker], tmp_path: Path):
+    """A scaled worker given a mistyped Redis host answered SERVING everywhere, its worker
+    "running" with no error, and did nothing. Its Info now says DEGRADED and why; queries still
+    answer (they need no Redis)."""
+    w = Worker(f"redis://127.0.0.1:{free_port()}/0", tmp_path / "w.log")
+    workers.append(w)
+    w.wait_ready()
+
+    def state() -> str:
+        with grpc.insecure_channel(w.address) as channel:
+            info = embedder_pb2_grpc.EmbedderStub(channel).Info(embedder_pb2.EmbedderInfoRequest(), timeout=5)
+        return str(info.state)
+
+    wait_for(lambda: state().startswith("DEGRADED: stream worker takes no jobs: Redis unavailable"), 60, "DEGRADED")
+    with grpc.insecure_channel(w.address) as channel:
+        reply = embedder_pb2_grpc.EmbedderStub(channel).Embed(
+            embedder_pb2.EmbedRequest(texts=["a query"], is_query=True), timeout=30
+        )
+    assert len(reply.vectors) == 1
+
+
 def test_embed_rpc_refuses_bad_input(valkey_url: str, workers: list[Worker], tmp_path: Path):
     w = Worker(valkey_url, tmp_path / "w.log")
     workers.append(w)

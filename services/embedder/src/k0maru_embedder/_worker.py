@@ -118,6 +118,9 @@ class StreamWorker:
         self._max_attempts = max_attempts
         self._nice = nice
         self.consumer = f"embedder-{socket.gethostname()}-{os.getpid()}"
+        # why the worker takes no jobs now, though it runs ("" when it does): Redis unreachable
+        # (a scaled worker with a mistyped host looked healthy everywhere and did nothing)
+        self.waiting = ""
         self._jobs = StreamReader(client)
         # a stop ends the loop's wait for jobs, or the batch it is embedding, at once
         self._worker = BackgroundWorker("stream worker", self._run, on_give_up, wake=self._wake)
@@ -176,6 +179,7 @@ class StreamWorker:
                 window = self._batch * READ_WINDOW
                 count = window if self._redis.xlen(JOBS_STREAM) >= window * 4 else self._batch
                 reply = self._jobs.xreadgroup(EMBED_GROUP, self.consumer, {JOBS_STREAM: ">"}, count, READ_BLOCK_MS)
+                self.waiting = ""
                 for _stream, messages in reply or []:
                     self.process_window(messages, stop)
                     busy = True
@@ -186,6 +190,7 @@ class StreamWorker:
                     busy = False
             except (redis.ConnectionError, redis.TimeoutError) as exc:  # down, or not answering
                 log.warning("Redis unavailable (%s); retrying", exc)
+                self.waiting = f"Redis unavailable ({exc}); retrying"
                 stop.wait(1.0)
             except redis.ResponseError as exc:
                 if "NOGROUP" in str(exc):
@@ -194,6 +199,7 @@ class StreamWorker:
                     # refuses writes, XREADGROUP too, until it can; jobs taken and not answered are
                     # reclaimed then. Giving up here ended the embedder, query vectors with it.
                     log.warning("Valkey refuses writes (%s); retrying", exc)
+                    self.waiting = f"Valkey refuses writes ({exc}); retrying"
                     stop.wait(1.0)
                 else:
                     raise

@@ -49,11 +49,13 @@ class EmbedderServicer(embedder_pb2_grpc.EmbedderServicer):  # type: ignore[misc
 
     def state(self) -> str:
         """What Info reports, never a fixed word: SERVING; DEGRADED while the stream worker
-        restarts after a failure (queries still answered); NOT_SERVING once it gave up or while
-        the model does not answer; each followed by the reason."""
+        restarts after a failure or waits for Redis (queries still answered: they need no Redis);
+        NOT_SERVING once it gave up or while the model does not answer; each followed by the reason."""
         if self.problem:
             return f"NOT_SERVING: {self.problem}"
         health = self.worker.health() if self.worker is not None else None
+        if health is not None and health.state in ("starting", "running") and self.worker and self.worker.waiting:
+            return f"DEGRADED: {health.name} takes no jobs: {self.worker.waiting}"
         if health is None or health.state in ("starting", "running"):
             return "SERVING"
         word = "DEGRADED" if health.state == "restarting" else "NOT_SERVING"
