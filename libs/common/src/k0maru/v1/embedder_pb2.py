@@ -27,13 +27,14 @@ _sym_db = _symbol_database.Default()
 from k0maru.v1 import common_pb2 as k0maru_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18k0maru/v1/embedder.proto\x12\tk0maru.v1\x1a\x16k0maru/v1/common.proto\"/\n\x0c\x45mbedRequest\x12\r\n\x05texts\x18\x01 \x03(\t\x12\x10\n\x08is_query\x18\x02 \x01(\x08\"\x18\n\x06Vector\x12\x0e\n\x06values\x18\x01 \x03(\x02\"U\n\rEmbedResponse\x12\"\n\x07vectors\x18\x01 \x03(\x0b\x32\x11.k0maru.v1.Vector\x12\r\n\x05model\x18\x02 \x01(\t\x12\x11\n\tdimension\x18\x03 \x01(\r\"\x15\n\x13\x45mbedderInfoRequest\"\xc4\x01\n\x0c\x45mbedderInfo\x12\r\n\x05model\x18\x01 \x01(\t\x12\x11\n\tdimension\x18\x02 \x01(\r\x12\x12\n\nmax_tokens\x18\x03 \x01(\r\x12\x0b\n\x03pid\x18\x04 \x01(\x05\x12\x11\n\tprocessed\x18\x05 \x01(\x04\x12\x14\n\x0c\x63hunks_per_s\x18\x06 \x01(\x01\x12\r\n\x05state\x18\x07 \x01(\t\x12\x0f\n\x07scripts\x18\x08 \x03(\t\x12(\n\x07workers\x18\t \x03(\x0b\x32\x17.k0maru.v1.WorkerHealth2\x87\x01\n\x08\x45mbedder\x12:\n\x05\x45mbed\x12\x17.k0maru.v1.EmbedRequest\x1a\x18.k0maru.v1.EmbedResponse\x12?\n\x04Info\x12\x1e.k0maru.v1.EmbedderInfoRequest\x1a\x17.k0maru.v1.EmbedderInfob\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18k0maru/v1/embedder.proto\x12\tk0maru.v1\x1a\x16k0maru/v1/common.proto\"/\n\x0c\x45mbedRequest\x12\r\n\x05texts\x18\x01 \x03(\t\x12\x10\n\x08is_query\x18\x02 \x01(\x08\"\x18\n\x06Vector\x12\x0e\n\x06values\x18\x01 \x03(\x02\"U\n\rEmbedResponse\x12\"\n\x07vectors\x18\x01 \x03(\x0b\x32\x11.k0maru.v1.Vector\x12\r\n\x05model\x18\x02 \x01(\t\x12\x11\n\tdimension\x18\x03 \x01(\r\"\x15\n\x13\x45mbedderInfoRequest\"\xc4\x01\n\x0c\x45mbedderInfo\x12\r\n\x05model\x18\x01 \x01(\t\x12\x11\n\tdimension\x18\x02 \x01(\r\x12\x12\n\nmax_tokens\x18\x03 \x01(\r\x12\x0b\n\x03pid\x18\x04 \x01(\x05\x12\x11\n\tprocessed\x18\x05 \x01(\x04\x12\x14\n\x0c\x63hunks_per_s\x18\x06 \x01(\x01\x12\r\n\x05state\x18\x07 \x01(\t\x12\x0f\n\x07scripts\x18\x08 \x03(\t\x12(\n\x07workers\x18\t \x03(\x0b\x32\x17.k0maru.v1.WorkerHealth2\x87\x01\n\x08\x45mbedder\x12:\n\x05\x45mbed\x12\x17.k0maru.v1.EmbedRequest\x1a\x18.k0maru.v1.EmbedResponse\x12?\n\x04Info\x12\x1e.k0maru.v1.EmbedderInfoRequest\x1a\x17.k0maru.v1.EmbedderInfoB\"Z k0maru/gen/go/k0maru/v1;k0maruv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'k0maru.v1.embedder_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
-  DESCRIPTOR._loaded_options = None
+  _globals['DESCRIPTOR']._loaded_options = None
+  _globals['DESCRIPTOR']._serialized_options = b'Z k0maru/gen/go/k0maru/v1;k0maruv1'
   _globals['_EMBEDREQUEST']._serialized_start=63
   _globals['_EMBEDREQUEST']._serialized_end=110
   _globals['_VECTOR']._serialized_start=112
