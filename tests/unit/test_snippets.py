@@ -54,6 +54,16 @@ def test_han_queries_are_found_by_their_bigrams(snippet: Snippets) -> None:
     assert "向量检索" in snippet(body, "向量检索召回")
 
 
+def test_a_traditional_query_finds_its_window_in_a_simplified_note_and_the_reverse(snippet: Snippets) -> None:
+    """The search reads Traditional as Simplified (`回滾` finds `回滚`), the snippet did not: its
+    needles were the Traditional bigrams only, the window stayed at the start, nothing was marked."""
+    body = "无关的内容。" * 40 + "上线失败时先回滚部署。" + "其他的内容。" * 40
+    assert "回滚部署" in snippet(body, "回滾")
+    assert {n.text for n in snippet.needles("回滾")} >= {"回滾", "回滚"}
+    traditional = "無關的內容。" * 40 + "上線失敗時先回滾部署。" + "其他的內容。" * 40
+    assert "回滾部署" in snippet(traditional, "回滾")
+
+
 def test_a_query_of_stopwords_only_shows_the_start(snippet: Snippets) -> None:
     body = "Lead sentence of the note. " + "Some more text in the middle of it. " * 20 + "and the end"
     assert snippet(body, "the and").startswith("Lead sentence")

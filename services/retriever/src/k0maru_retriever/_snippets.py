@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from ._analysis import MAX_QUERY_TERMS, BM25Analyzer, asking_words
-from ._han import HAN_CHARS
+from ._han import HAN_CHARS, simplified
 
 _HAN_RUN = re.compile(f"[{HAN_CHARS}]+")  # as the analyzer reads Han
 _HEADING_MARKS = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+", re.MULTILINE)
@@ -110,7 +110,10 @@ class Snippets:
         for word in asking_words(query[:10_000]):
             if len(needles) >= MAX_QUERY_TERMS:  # as many as the search looks for
                 break
-            for run in _HAN_RUN.findall(word):
+            # a Han run as typed and in Simplified, as the search reads it (`回滾` finds `回滚`: its
+            # needles were only the Traditional ones, and nothing in the note was marked)
+            runs = [form for run in _HAN_RUN.findall(word) for form in dict.fromkeys((run, simplified(run)))]
+            for run in runs:
                 for gram in [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]:
                     if gram not in seen:
                         seen.add(gram)
