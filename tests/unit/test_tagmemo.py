@@ -231,6 +231,22 @@ def test_tag_index_normalises_and_forgets_a_tag_with_its_last_note() -> None:
     assert index.vectors == {} and index.space() is None
 
 
+def test_tags_in_a_script_the_model_cannot_read_are_left_out_of_the_tag_space() -> None:
+    """The English model embeds 数据库, 运维 and 故障 alike (cosine 0.96–1.0): a query's core tag
+    数据库 was merged into 故障 and its note dropped out. A model that reads only Latin letters
+    keeps such tags out of the space TagMemo reads; one that reads Han keeps them."""
+    for scripts, expected in (
+        (("latin",), ["db", "ops"]),
+        ((), ["db", "ops", "数据库"]),
+        (("latin", "han"), ["db", "ops", "数据库"]),
+    ):
+        index = TagIndex(None, "m", D, scripts)
+        index.set_note("1.md", ["db", "ops", "数据库"])
+        index.apply_vectors([(t, tag_key(t, "m"), e(i)) for i, t in enumerate(("db", "ops", "数据库"))])
+        space = index.space()
+        assert space is not None and list(space.names) == expected, scripts
+
+
 def test_a_tag_in_either_chinese_script_is_one_tag() -> None:
     """A team in Taiwan tags `#資料庫`, one on the mainland `#数据库`: one tag, one vector, and
     their notes' co-occurrences counted together (before: two tags, each half as strong, and a

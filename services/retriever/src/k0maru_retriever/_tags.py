@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xxhash
 
-from k0maru_common import open_sqlite
+from k0maru_common import open_sqlite, unreadable_share
 
 from ._epa import MIN_TAGS, EpaBasis
 from ._han import simplified_name
@@ -92,10 +92,12 @@ class CoOccurrence:
 
 
 class TagIndex:
-    def __init__(self, path: Path | None, model_id: str, dimension: int) -> None:
-        """path: the SQLite file of tag vectors (None: in memory only, for tests)."""
+    def __init__(self, path: Path | None, model_id: str, dimension: int, scripts: tuple[str, ...] = ()) -> None:
+        """path: the SQLite file of tag vectors (None: in memory only, for tests). `scripts`: those
+        the model reads (the embedder's Info; empty: all)."""
         self.model_id = model_id
         self.dimension = dimension
+        self.scripts = scripts
         self.lock = threading.RLock()
         self.notes: dict[str, tuple[str, ...]] = {}  # path → its normalised tags
         self.note_count: dict[str, int] = {}  # tag → notes carrying it
@@ -242,13 +244,19 @@ class TagIndex:
             version, epa, space = self._space
             if version == self._version and epa is self.epa:
                 return space
-            names = sorted(self.vectors)
+            # not the tags in a script the model cannot read: MiniLM embeds 数据库, 运维 and 故障 all
+            # alike (cosine 0.96–1.0), and a query's core tag 数据库 was merged into 故障
+            names = sorted(n for n in self.vectors if self._readable(n))
             space = None
             if names:
                 matrix = np.stack([self.vectors[n] for n in names])
                 space = TagSpace(names, matrix, self.epa, self.neighbours)
             self._space = (self._version, self.epa, space)
             return space
+
+    def _readable(self, name: str) -> bool:
+        """Whether the model reads the tag's letters (`QueryEmbedder.reads`, the rule for queries)."""
+        return not self.scripts or name.isascii() or unreadable_share(name, self.scripts) < 0.3
 
     def digest(self) -> str:
         with self.lock:

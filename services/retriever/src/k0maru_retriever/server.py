@@ -405,7 +405,11 @@ def build_server(settings: RetrieverSettings) -> RetrieverApp:
         opened_or_set_aside("the index bookkeeping", root / "state.sqlite", lambda: IndexState(root / "state.sqlite")),
         dimension,
         model_id,
-        opened_or_set_aside("the tag index", tags_file, lambda: TagIndex(tags_file, model_id, dimension)),
+        opened_or_set_aside(
+            "the tag index",
+            tags_file,
+            lambda: TagIndex(tags_file, model_id, dimension, query_embedder.scripts if query_embedder else ()),
+        ),
     )
     service = GrpcService(HEALTH_NAMES["retriever"], settings.grpc_addr, token=settings.grpc_token)
     if query_embedder is not None:  # the embedders were switched to another model: restart to use it
