@@ -428,6 +428,17 @@ def test_a_named_projects_loadout_lists_its_own_decisions_and_hubs_first(vault: 
     assert level(by_folder, "L2 recent")[0] == "[[decisions/2025-01-01-papaya-cdn]]"
 
 
+def test_session_notes_do_not_go_into_a_folder_git_ignores(vault: Path):
+    """A code repository's `logs/` is build output, ignored by git: session notes written there
+    were never committed, and `git clean -X` would delete them. They go to `notes/` instead."""
+    write_notes(vault, {".gitignore": "logs/\n", "logs/server.log.md": "x\n", "notes/first.md": "# First\n"})
+    git(vault, "init", "-q")
+    path, outcome = FlushEngine(vault).flush(FlushNote("Session summary", "what we learned today"), DAY)
+    assert outcome == "created" and path.startswith("notes/"), path
+    (vault / ".gitignore").write_text("")  # not ignored: the log folder it is
+    assert FlushEngine(vault).flush(FlushNote("Another session", "more"), DAY)[0].startswith("logs/")
+
+
 def test_a_file_name_that_is_no_utf8_leaves_the_loadout_whole(vault: Path):
     """One note named in GBK (a zip from Chinese Windows) in the decisions folder made every
     loadout an internal error: its name could not go into the answer."""

@@ -366,10 +366,12 @@ def sniff(vault: Path) -> Conventions:
         conv.folder_scheme = "johnny-decimal"
         conv.evidence.append("top-level folders numbered like Johnny-Decimal: " + ", ".join(top)[:200])
     second = [f"{t}/{d}" for t in top for d in _dirs(vault / t)] if conv.folder_scheme != "flat" else []
+    present = [c for candidates in _TOPOLOGY.values() for c in candidates if (vault / c).is_dir()]
+    ignored = _ignored_by_git(vault, present)
     for category, candidates in _TOPOLOGY.items():
         if category in conv.folders:
             continue
-        found = next((c for c in candidates if (vault / c).is_dir()), None)
+        found = next((c for c in candidates if c in present and c not in ignored), None)
         if found is None:  # numbered variants: 10_Decisions, 00_Logs, 11 Decisions (one level down)
             found = next(
                 (
@@ -394,6 +396,31 @@ def sniff(vault: Path) -> Conventions:
     _learn_folders(vault, conv)
     conv.new_folders = {f for f in conv.folders.values() if f and not (vault / f).is_dir()}
     return conv
+
+
+def _ignored_by_git(vault: Path, folders: list[str]) -> set[str]:
+    """Of `folders`, those git ignores in a vault kept in git: a code repository's `logs/` holds
+    build output and is ignored, and the session notes written there were never committed (a
+    `git clean -X` would delete them); `notes/` beside it is where they belong."""
+    if not folders or not any((p / ".git").exists() for p in (vault, *vault.parents)):
+        return set()
+    import subprocess
+
+    from k0maru_common import GIT_SAFE, git_env
+
+    try:
+        out = subprocess.run(
+            [*GIT_SAFE, "check-ignore", "--stdin"],
+            cwd=vault,
+            input="".join(f"{f}/\n" for f in folders),
+            capture_output=True,
+            text=True,
+            timeout=5,
+            env=git_env(),
+        )
+    except (OSError, subprocess.SubprocessError):  # no git, or it hangs: the folders as they are
+        return set()
+    return {line.rstrip("/") for line in out.stdout.splitlines()} if out.returncode in (0, 1) else set()
 
 
 def _tool_of(vault: Path) -> str:
