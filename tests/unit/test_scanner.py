@@ -637,9 +637,9 @@ def test_file_that_becomes_too_large_is_deleted_from_index(vault: Path, tmp_path
     assert kinds(scanner.scan()) == [(K.CHANGE_KIND_DELETED, "grow.md")]
 
 
-def _bad_name(vault: Path, name: bytes) -> Path:
+def _bad_name(vault: Path, name: bytes, text: bytes = b"x\n") -> Path:
     path = Path(os.fsdecode(os.fsencode(vault) + b"/" + name))
-    path.write_bytes(b"x\n")
+    path.write_bytes(text)
     return path
 
 
@@ -713,6 +713,14 @@ def test_watcher_survives_undecodable_file_names(vault: Path, tmp_path: Path):
             time.sleep(0.05)
         assert "later.md" in scanner.manifest.files and not scanner.manifest.files["bad-\\xff.md"].indexed
         assert watcher.running
+        for n in range(6):  # each change to it ended the OS watch: 5 in a row and the watcher gave up
+            _bad_name(vault, b"bad-\xff.md", f"edit {n}".encode())
+            time.sleep(0.3)
+        (vault / "last.md").write_text("after the edits")
+        while "last.md" not in scanner.manifest.files and time.monotonic() < deadline + 30:
+            time.sleep(0.05)
+        assert "last.md" in scanner.manifest.files and watcher.running
+        assert watcher.health().restarts == 0  # not a failure: a scan, and the watch set up again
     finally:
         watcher.stop()
 

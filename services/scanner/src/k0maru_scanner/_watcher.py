@@ -50,6 +50,7 @@ from contextlib import closing
 from pathlib import Path
 
 import watchfiles
+from watchfiles._rust_notify import WatchfilesRustInternalError
 
 from k0maru_common import BackgroundWorker, CannotWrite, WorkerHealth, mount_table
 
@@ -282,7 +283,17 @@ class ChangeWatcher:
                 return f"the vault's {len(self._scanner.folders)} folders cannot all be watched: {_limit_reached()}"
             return f"the OS cannot watch the vault ({exc})"
         with closing(events):
-            return self._follow(events, watching, stop)
+            try:
+                return self._follow(events, watching, stop)
+            except WatchfilesRustInternalError as exc:
+                if "decode path" not in str(exc):
+                    raise
+                # a change to a file whose name is no UTF-8 (a zip from Chinese Windows): the OS
+                # watch ends there (it failed 5 times, and the scanner gave up and restarted).
+                # Scan instead, which records the file with its reason, and watch again
+                log.info("a change the OS watch cannot name (%s): scanning, and watching again", exc)
+                self._scan()
+                return None
 
     def _open_os_watch(
         self, stop: threading.Event
