@@ -437,7 +437,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         else:
             print(f"queue   {queue['pending']} jobs pending, {queue['dead_letter']} in dead letter")
         for w in workers:
-            seen = "gone" if w["gone"] else "live"
+            # a live worker reads the job stream every 0.5 s; silent longer, it is busy with a long
+            # batch or killed (its jobs are taken over after K0_CLAIM_IDLE_MS): not called "live"
+            seen = "gone" if w["gone"] else "live" if w["idle_ms"] < WORKER_SILENT_MS else "silent (busy, or stopped)"
             print(f"worker  {w['name']}: {seen}, {w['pending']} jobs held, idle {w['idle_ms']} ms")
         if index:
             hnsw = f", {index['vectors_indexed']} in an HNSW index" if index["vectors_indexed"] else ""
@@ -574,6 +576,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+WORKER_SILENT_MS = 5000  # `status`: an embedder worker this long without reading jobs is no longer said live
 SCAN_FIELDS = ("added", "modified", "deleted", "renamed", "unchanged", "skipped")
 
 

@@ -655,7 +655,7 @@ async function statusView() {
       + (s.scanner && s.scanner.skipped ? `<div class="card" id="skipped-files"><div class="dim">${fmt(s.scanner.skipped)} file${s.scanner.skipped === 1 ? "" : "s"} not indexed${s.scanner.skipped > (s.scanner.skipped_files || []).length ? ` (the first ${(s.scanner.skipped_files || []).length} by path)` : ""}</div>${(s.scanner.skipped_files || []).map((x) => `<div>${esc(x.path)}: ${esc(x.reason)}</div>`).join("")}</div>` : "");
     $("#services").innerHTML = Object.entries(s.services).map(([n, st]) => `<div class="card"><span class="dot ${healthClass(st)}"></span>${esc(n)}<div class="dim">${esc(st)}</div></div>`).join("");
     const w = s.workers || [];
-    $("#workers").innerHTML = w.length ? w.map((x) => `<div class="card worker"><span class="dot ${x.gone ? "warn" : "ok"}"></span>${esc(x.name)}<div class="dim">${x.gone ? "gone" : "live"} · ${fmt(x.pending)} jobs held · idle ${(x.idle_ms / 1000).toFixed(1)} s</div></div>`).join("")
+    $("#workers").innerHTML = w.length ? w.map((x) => `<div class="card worker"><span class="dot ${x.gone || x.idle_ms >= 5000 ? "warn" : "ok"}"></span>${esc(x.name)}<div class="dim">${x.gone ? "gone" : x.idle_ms < 5000 ? "live" : "silent (busy, or stopped)"} · ${fmt(x.pending)} jobs held · idle ${(x.idle_ms / 1000).toFixed(1)} s</div></div>`).join("")
       : `<div class="card dim">no worker on the job stream</div>`;
   }
   paint(lastStatus);
