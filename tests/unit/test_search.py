@@ -324,6 +324,13 @@ def test_notes_not_embedded_yet_are_not_buried_by_the_few_that_are(index: NoteIn
         embedder.close()
 
 
+def embed_around_the_query(index: NoteIndex, near: str) -> int:
+    """Vectors for every note's first chunk: the ten `{near}N.md` fanning out from the queries'
+    direction [1, 0, 0, 0] (the vector channel's nearest), every other note far from it."""
+    spread = {f"{near}{n}.md": [1.0, 0.3 * n, 0.0, 0.0] for n in range(10)}
+    return embed_first_chunks(index, lambda path: spread.get(path, [0.0, 1.0, 0.0, 0.0]))
+
+
 def test_a_query_that_is_a_notes_name_finds_that_note_first(index: NoteIndex):
     """Typed as a quick switcher is: "rename note" (or "how do I rename a note") is the note named
     Rename Note, however many changelogs say those words more often and sit nearer the query's
@@ -332,8 +339,7 @@ def test_a_query_that_is_a_notes_name_finds_that_note_first(index: NoteIndex):
     for n in range(10):
         index.apply(note(f"changelog{n}.md", f"release {n}: rename note rename note fixes, rename note faster"))
     index.commit()
-    spread = {f"changelog{n}.md": [1.0, 0.3 * n, 0.0, 0.0] for n in range(10)}  # out from the query
-    assert embed_first_chunks(index, lambda path: spread.get(path, [0.0, 1.0, 0.0, 0.0])) == 11
+    assert embed_around_the_query(index, "changelog") == 11
     embedder = QueryEmbedder("127.0.0.1:9")  # never called: the queries' vectors are already known
     try:
         searcher = HybridSearcher(index, embedder, FusionParams(), "v")
@@ -388,8 +394,7 @@ def test_a_line_pasted_from_a_note_finds_that_note_first(index: NoteIndex):
     for n in range(10):
         index.apply(note(f"worker{n}.md", f"worker restart, worker migration {n}: the worker finishes the migration"))
     index.commit()
-    spread = {f"worker{n}.md": [1.0, 0.3 * n, 0.0, 0.0] for n in range(10)}  # out from the query
-    assert embed_first_chunks(index, lambda path: spread.get(path, [0.0, 1.0, 0.0, 0.0])) == 11
+    assert embed_around_the_query(index, "worker") == 11
     line = "restart the worker after the migration finishes"
     embedder = QueryEmbedder("127.0.0.1:9")  # never called: the query's vector is already known
     try:
@@ -417,8 +422,7 @@ def test_the_one_note_holding_a_symbol_of_the_query_comes_first(index: NoteIndex
     for n in range(10):
         index.apply(note(f"errors{n}.md", f"how to fix an error: read the error, fix the error {n}, exit code docs"))
     index.commit()
-    spread = {f"errors{n}.md": [1.0, 0.3 * n, 0.0, 0.0] for n in range(10)}  # out from the query
-    assert embed_first_chunks(index, lambda path: spread.get(path, [0.0, 1.0, 0.0, 0.0])) == 12
+    assert embed_around_the_query(index, "errors") == 12
     embedder = QueryEmbedder("127.0.0.1:9")  # never called: the queries' vectors are already known
     try:
         searcher = HybridSearcher(index, embedder, FusionParams(), "v")
