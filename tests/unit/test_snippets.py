@@ -64,6 +64,15 @@ def test_a_traditional_query_finds_its_window_in_a_simplified_note_and_the_rever
     assert "回滾部署" in snippet(traditional, "回滾")
 
 
+def test_an_identifier_is_found_by_the_parts_bm25_matched_it_by(snippet: Snippets) -> None:
+    """BM25 finds `keepAliveTimeout` by its parts too; a note that says "keeps the socket alive"
+    was a hit whose snippet showed its chunk's start, and nothing was marked."""
+    body = "Padding words before the point. " * 12 + "The pool keeps the socket alive for a while. " + "Tail. " * 40
+    assert "keeps the socket alive" in snippet(body, "keepAliveTimeout")
+    assert {n.text for n in snippet.needles("keepAliveTimeout")} >= {"keepalivetimeout", "keep", "aliv", "timeout"}
+    assert "use" not in {n.text for n in snippet.needles("useEffect")}  # too short to mark everywhere
+
+
 def test_a_query_of_stopwords_only_shows_the_start(snippet: Snippets) -> None:
     body = "Lead sentence of the note. " + "Some more text in the middle of it. " * 20 + "and the end"
     assert snippet(body, "the and").startswith("Lead sentence")

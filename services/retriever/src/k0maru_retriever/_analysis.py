@@ -117,6 +117,13 @@ def _case_parts(text: str) -> str:
     return " ".join(out)
 
 
+def word_parts(word: str) -> list[str]:
+    """The parts BM25 also searches a word by (`getServerSideProps` → get, Server, Side, Props;
+    `SQLITE_BUSY` → SQLITE, BUSY), 2 characters or more; [] for a word of one part."""
+    parts = [p for chunk in re.split(r"[_.:-]+", word) for p in (_case_parts(chunk).split() or [chunk])]
+    return [p for p in parts if len(p) > 1] if len(parts) > 1 else []
+
+
 def _identifiers(text: str) -> list[str]:
     """`_IDENT.findall(text)`, lower-cased, found from the separators inward: the regex below
     starts with a character class that the regex engine skips to in C (separators followed by

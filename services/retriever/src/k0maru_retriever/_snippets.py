@@ -17,7 +17,7 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
-from ._analysis import MAX_QUERY_TERMS, BM25Analyzer, asking_words
+from ._analysis import MAX_QUERY_TERMS, BM25Analyzer, asking_words, word_parts
 from ._han import HAN_CHARS, simplified
 
 _HAN_RUN = re.compile(f"[{HAN_CHARS}]+")  # as the analyzer reads Han
@@ -118,11 +118,15 @@ class Snippets:
                     if gram not in seen:
                         seen.add(gram)
                         needles.append(Needle(gram, False, False))
-            latin = _HAN_RUN.sub(" ", word).strip().lower()
-            needle = self._word_needle(latin) if latin else None
-            if needle is not None and needle.text not in seen:
-                seen.add(needle.text)
-                needles.append(needle)
+            typed = _HAN_RUN.sub(" ", word).strip()
+            # the word, then its parts, which BM25 also matches (`keepAliveTimeout` found a note by
+            # "keeps `self` alive": its snippet showed the chunk's start, nothing marked)
+            # (4 letters or more: `use` and `get` of `useEffect` would be marked everywhere)
+            for latin in (typed.lower(), *(p.lower() for p in word_parts(typed) if len(p) >= 4)) if typed else ():
+                needle = self._word_needle(latin)
+                if needle is not None and needle.text not in seen:
+                    seen.add(needle.text)
+                    needles.append(needle)
         phrase = " ".join(query.lower().split())
         return (phrase if " " in phrase else ""), needles[:MAX_QUERY_TERMS]
 
