@@ -309,6 +309,31 @@ def test_a_search_for_text_that_starts_with_a_dash_is_told_how(vault: Path):
     assert typo.returncode == 2 and "unrecognized arguments: --limt" in typo.stderr and "put --" not in typo.stderr
 
 
+def test_status_reads_a_team_deployment_from_its_addresses(vault: Path, tmp_path: Path):
+    """The README says `k0maru status` lists a team deployment's workers; it read only a local
+    stack's files and said no stack was running. With K0_SCANNER_ADDR, K0_RETRIEVER_ADDR and
+    K0_OFFLOAD_ADDR (and the token) it asks those services, as `k0maru mcp` does."""
+    from k0maru_cli import Launcher
+
+    launcher = Launcher(vault, tmp_path / "data", embedders=0, http_port=0)
+    state = launcher.start()
+    try:
+        env = {
+            **os.environ,
+            "K0_SCANNER_ADDR": state.addresses["scanner"],
+            "K0_RETRIEVER_ADDR": state.addresses["retriever"],
+            "K0_OFFLOAD_ADDR": state.addresses["offload"],
+            "K0_GRPC_TOKEN": state.grpc_token + "\n",  # as a secret file gives it
+        }
+        out = subprocess.run(
+            [K0MARU, "status", "--vault", "/srv/team-notes"], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "vault   /srv/team-notes" in out.stdout and "retriever    SERVING" in out.stdout
+    finally:
+        launcher.stop()
+
+
 def test_mcp_refuses_a_team_deployment_named_in_part(vault: Path, tmp_path: Path):
     """With K0_OFFLOAD_ADDR forgotten, `k0maru mcp` started a local stack on --vault without a word,
     and the agent searched that instead of the team's memory."""

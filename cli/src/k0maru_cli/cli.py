@@ -339,7 +339,8 @@ def cmd_stop(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from k0maru.v1 import retriever_pb2, scanner_pb2
 
-    vault, state = _running(args)
+    remote = _remote_stack(args)  # a team deployment's services (K0_SCANNER_ADDR, …), as `k0maru mcp` reads them
+    vault, state = (Path(remote.vault), remote) if remote is not None else _running(args)
     if state is None:
         if args.json:
             print(json.dumps({"vault": str(vault), "running": False, "services": {}, "addresses": {}}))
@@ -410,7 +411,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     "running": True,
                     "services": services,
                     "addresses": {n: a for n, a in state.addresses.items() if n in services},  # gRPC only
-                    "redis": state.addresses["redis"],
+                    "redis": state.addresses.get("redis", ""),  # a team deployment's: not known here
                     "console": state.console_url,
                     "embedders": embedders,
                     "queue": queue,
@@ -427,7 +428,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             )
         )
     else:
-        print(f"vault   {state.vault}\nconsole {state.console_url}")
+        console = state.console_url or "(a team deployment's: not known here)"
+        print(f"vault   {state.vault}\nconsole {console}")
         for name, value in services.items():
             print(f"{name:<12} {value:<12} {state.addresses[name]}")
         for e in embedders:
@@ -439,7 +441,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         for w in workers:
             # a live worker reads the job stream every 0.5 s; silent longer, it is busy with a long
             # batch or killed (its jobs are taken over after K0_CLAIM_IDLE_MS): not called "live"
-            seen = "gone" if w["gone"] else "live" if w["idle_ms"] < WORKER_SILENT_MS else "silent (busy, or stopped)"
+            silent = isinstance(idle := w["idle_ms"], int) and idle >= WORKER_SILENT_MS
+            seen = "gone" if w["gone"] else "silent (busy, or stopped)" if silent else "live"
             print(f"worker  {w['name']}: {seen}, {w['pending']} jobs held, idle {w['idle_ms']} ms")
         if index:
             hnsw = f", {index['vectors_indexed']} in an HNSW index" if index["vectors_indexed"] else ""
