@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -388,6 +389,13 @@ def test_a_chinese_vault_gets_semantic_search_with_no_flag(tmp_path: Path):
         status = client.call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 10)
         assert status.embedding_model.startswith("use-multilingual")
         client.close()
+        # --explain says how much each channel counted for this query (fusion's weights)
+        where = ("--vault", str(vault), "--data-dir", str(tmp_path / "data"))
+        explained = run("search", "晒太阳的猫", *where, "--explain").stdout.splitlines()
+        assert re.fullmatch(
+            r"\(channels weighed: bm25 0\.\d\d \(confidence [\d.]+\), vector 0\.\d\d \(confidence [\d.]+\)\)",
+            explained[0],
+        ), explained[:2]
     finally:
         launcher.stop()
 
