@@ -331,6 +331,34 @@ def embed_around_the_query(index: NoteIndex, near: str) -> int:
     return embed_first_chunks(index, lambda path: spread.get(path, [0.0, 1.0, 0.0, 0.0]))
 
 
+def test_the_best_hits_do_not_hang_on_the_limit(index: NoteIndex):
+    """Each channel's scores are scaled within its pool: pooled by the limit (20 notes at MCP's 5,
+    30 at 10), `-XX:MaxRAMPercentage=75` put another note first at limit 5 than at 10. The first
+    five hits are the same at limits 1, 5 and 10."""
+    rng = np.random.default_rng(7)
+    words = ["cache", "queue", "timeout", "retry", "lock", "index", "shard", "replica", "deploy", "token"]
+    for n in range(60):
+        text = " ".join(rng.choice(words, size=12)) + f" note{n}"
+        index.apply(note(f"n{n:02d}.md", text))
+    index.commit()
+    directions = {f"n{n:02d}.md": rng.normal(size=4).tolist() for n in range(60)}
+    assert embed_first_chunks(index, lambda path: directions[path]) == 60
+    embedder = QueryEmbedder("127.0.0.1:9")  # never called: the queries' vectors are already known
+    try:
+        searcher = HybridSearcher(index, embedder, FusionParams(), "v")
+        queries = [" ".join(rng.choice(words, size=3)) for _ in range(20)]
+        for query in queries:
+            embedder.remember(query, rng.normal(size=4).astype(np.float32))
+        for query in queries:
+            ranked = {
+                limit: [h.path for h in searcher.search(retriever_pb2.SearchRequest(query=query, limit=limit)).hits]
+                for limit in (1, 5, 10)
+            }
+            assert ranked[1] == ranked[5][:1] == ranked[10][:1] and ranked[5] == ranked[10][:5], query
+    finally:
+        embedder.close()
+
+
 def test_a_query_that_is_a_notes_name_finds_that_note_first(index: NoteIndex):
     """Typed as a quick switcher is: "rename note" (or "how do I rename a note") is the note named
     Rename Note, however many changelogs say those words more often and sit nearer the query's
