@@ -10,7 +10,7 @@ from k0maru_retriever._graph import LinkGraph
 from k0maru_retriever._search import FusionParams
 
 Ranking = list[tuple[str, float]]
-POOL = 30  # max(3 * limit, 20) at limit 10
+POOL = 30  # the search's pool at limit 10 (max(3 * limit, MIN_POOL))
 K = 20  # the sweep leaves out notes graded -1 (known-item sources), then scores the top 10
 
 
