@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
@@ -359,6 +360,19 @@ def test_the_best_hits_do_not_hang_on_the_limit(index: NoteIndex):
         embedder.close()
 
 
+@contextlib.contextmanager
+def searching(index: NoteIndex, queries: tuple[str, ...]) -> Iterator[HybridSearcher]:
+    """A hybrid searcher whose embedder knows each query's vector: [1, 0, 0, 0], the direction the
+    `embed_around_the_query` notes fan out from (the embedder itself is never called)."""
+    embedder = QueryEmbedder("127.0.0.1:9")
+    try:
+        for query in queries:
+            embedder.remember(query, np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32))
+        yield HybridSearcher(index, embedder, FusionParams(), "v")
+    finally:
+        embedder.close()
+
+
 def test_a_query_that_is_a_notes_name_finds_that_note_first(index: NoteIndex):
     """Typed as a quick switcher is: "rename note" (or "how do I rename a note") is the note named
     Rename Note, however many changelogs say those words more often and sit nearer the query's
@@ -368,11 +382,7 @@ def test_a_query_that_is_a_notes_name_finds_that_note_first(index: NoteIndex):
         index.apply(note(f"changelog{n}.md", f"release {n}: rename note rename note fixes, rename note faster"))
     index.commit()
     assert embed_around_the_query(index, "changelog") == 11
-    embedder = QueryEmbedder("127.0.0.1:9")  # never called: the queries' vectors are already known
-    try:
-        searcher = HybridSearcher(index, embedder, FusionParams(), "v")
-        for query in ("rename note", "Rename Note", "how do I rename a note", "rename fixes faster"):
-            embedder.remember(query, np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32))
+    with searching(index, ("rename note", "Rename Note", "how do I rename a note", "rename fixes faster")) as searcher:
         for mode in (retriever_pb2.SEARCH_MODE_HYBRID, retriever_pb2.SEARCH_MODE_BM25):
             for query in ("rename note", "Rename Note", "how do I rename a note"):
                 reply = searcher.search(retriever_pb2.SearchRequest(query=query, limit=5, mode=mode, explain=True))
@@ -384,8 +394,6 @@ def test_a_query_that_is_a_notes_name_finds_that_note_first(index: NoteIndex):
             retriever_pb2.SearchRequest(query="rename note", mode=retriever_pb2.SEARCH_MODE_VECTOR)
         )
         assert vector.hits[0].path.startswith("changelog")  # the vector channel alone stays itself
-    finally:
-        embedder.close()
 
 
 def test_a_note_named_only_by_its_file_is_found_by_that_name(index: NoteIndex):
@@ -424,10 +432,7 @@ def test_a_line_pasted_from_a_note_finds_that_note_first(index: NoteIndex):
     index.commit()
     assert embed_around_the_query(index, "worker") == 11
     line = "restart the worker after the migration finishes"
-    embedder = QueryEmbedder("127.0.0.1:9")  # never called: the query's vector is already known
-    try:
-        embedder.remember(line, np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32))
-        searcher = HybridSearcher(index, embedder, FusionParams(), "v")
+    with searching(index, (line,)) as searcher:
         first = searcher.search(retriever_pb2.SearchRequest(query=line, limit=5, explain=True)).hits[0]
         assert (first.path, first.explain.exact) == ("runbook.md", "line")
         copy = note("copy.md", "## Deploys\nRestart the worker after the migration finishes, then check the queue.")
@@ -437,8 +442,6 @@ def test_a_line_pasted_from_a_note_finds_that_note_first(index: NoteIndex):
         assert index.apply_vectors([("copy.md#0", vector_key(copy, copy.chunks[0], index.model_id), far)]) == 1
         paths = [h.path for h in searcher.search(retriever_pb2.SearchRequest(query=line, limit=5)).hits]
         assert paths[0] == "worker0.md", paths  # fusion's order: the nearest note first
-    finally:
-        embedder.close()
 
 
 def test_the_one_note_holding_a_symbol_of_the_query_comes_first(index: NoteIndex):
@@ -451,12 +454,8 @@ def test_the_one_note_holding_a_symbol_of_the_query_comes_first(index: NoteIndex
         index.apply(note(f"errors{n}.md", f"how to fix an error: read the error, fix the error {n}, exit code docs"))
     index.commit()
     assert embed_around_the_query(index, "errors") == 12
-    embedder = QueryEmbedder("127.0.0.1:9")  # never called: the queries' vectors are already known
-    try:
-        searcher = HybridSearcher(index, embedder, FusionParams(), "v")
-        asked = {"how do I fix error E0502": "rust-borrow.md", "exit code 137": "oom.md", "read the error": ""}
-        for query in asked:
-            embedder.remember(query, np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32))
+    asked = {"how do I fix error E0502": "rust-borrow.md", "exit code 137": "oom.md", "read the error": ""}
+    with searching(index, tuple(asked)) as searcher:
         for query, wanted in asked.items():
             reply = searcher.search(retriever_pb2.SearchRequest(query=query, limit=5, explain=True))
             paths = [h.path for h in reply.hits]
@@ -471,8 +470,6 @@ def test_the_one_note_holding_a_symbol_of_the_query_comes_first(index: NoteIndex
         assert index.apply_vectors([("copy.md#0", vector_key(copy, copy.chunks[0], index.model_id), far)]) == 1
         paths = [h.path for h in searcher.search(retriever_pb2.SearchRequest(query="how do I fix error E0502")).hits]
         assert paths[0] == "errors0.md", paths
-    finally:
-        embedder.close()
 
 
 def test_a_scope_no_note_is_in_is_said_when_nothing_is_found(index: NoteIndex):

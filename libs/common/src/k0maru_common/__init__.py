@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ._limits import MAX_LOG_BYTES, MODEL_CHOICES, OFFLOAD_THRESHOLD_LINES, SEARCH_MODE_NAMES
     from ._logging import configure_logging
     from ._process import exit_without_teardown, orphan_guard, release_free_heap, stop_signals
-    from ._scripts import letters_by_script, unreadable_share
+    from ._scripts import letters_by_script, model_reads, unreadable_share
     from ._server import (
         HEALTH_NAMES,
         KEEPALIVE_CLIENT_OPTIONS,
@@ -169,6 +169,7 @@ _WHERE = {
     "relative_posix": "._vault",
     "letters_by_script": "._scripts",
     "unreadable_share": "._scripts",
+    "model_reads": "._scripts",
     "decode_text": "._encodings",
     "read_text": "._encodings",
     "guess_legacy": "._encodings",
@@ -271,6 +272,7 @@ __all__ = [
     "lazy_exports",
     "letters_by_script",
     "mode_name",
+    "model_reads",
     "mount_table",
     "name_day",
     "name_key",

@@ -43,6 +43,15 @@ def letters_by_script(text: str) -> dict[str, int]:
     return counts
 
 
+UNREADABLE_SHARE = 0.3  # a text with this share of its letters in scripts a model cannot read is not its
+
+
+def model_reads(text: str, reads: tuple[str, ...]) -> bool:
+    """Whether a model that reads `reads` (empty: every script) reads `text`: under
+    `UNREADABLE_SHARE` of its letters in other scripts (a query's vector channel, a tag's vector)."""
+    return not reads or text.isascii() or unreadable_share(text, reads) < UNREADABLE_SHARE
+
+
 def unreadable_share(text: str, reads: tuple[str, ...]) -> float:
     """The share of `text`'s counted letters in scripts a model reading `reads` cannot read."""
     counts = letters_by_script(text)

@@ -391,7 +391,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
         if not query.strip() and not (folder or tags or diary or since or until):
             raise ToolError("query is empty: say what to look for, or list notes by since/until, tags or folder")
         scope = retriever_pb2.Scope(
-            path_prefixes=[as_folder(folder)] if as_folder(folder) else [],  # `code` is `code/`, not `code-review/`
+            path_prefixes=[p for p in (as_folder(folder),) if p],  # `code` is `code/`, not `code-review/`
             tags=_listed(tags),
             diaries=[diary] if diary else [],
             since=since,

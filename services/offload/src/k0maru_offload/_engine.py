@@ -115,6 +115,7 @@ class OffloadEngine:
         self.vault = vault.resolve()
         self.folder = folder or VaultFolder(vault)  # logs are written only into a vault that is there
         self.refs = self.vault / ".k0maru" / "refs"
+        self._swept = False  # a killed process's temp files are removed at this engine's first log
         self.threshold = threshold
         self.max_bytes = max_bytes
 
@@ -141,8 +142,10 @@ class OffloadEngine:
             # `git add -A` from a commit
             if not (self.refs / ".gitignore").exists():  # failing (a full disk), the log could not be written either
                 replace_atomically(self.refs / ".gitignore", REFS_GITIGNORE, what)
-            with contextlib.suppress(OSError):
-                sweep_stale_temps(self.refs, ".tmp-", os.listdir(self.refs))
+            if not self._swept:  # once: the refs folder holds every log, and only a crash leaves them
+                with contextlib.suppress(OSError):
+                    sweep_stale_temps(self.refs, ".tmp-", os.listdir(self.refs))
+                self._swept = True
             replace_atomically(path, raw, what)
         f = scan_log(lines)
         rel = path.relative_to(self.vault).as_posix()

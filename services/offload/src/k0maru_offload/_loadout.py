@@ -203,8 +203,15 @@ def _about(project: str, name: str | None, vault: Path) -> Callable[[list[str]],
     # not inside a longer word or number (`kiwi` is not `kiwifruit`); `_` and `-` join words here
     names_it = re.compile(rf"(?<![^\W_])(?:{'|'.join(map(re.escape, forms))})(?![^\W_])", re.IGNORECASE)
 
+    verdicts: dict[str, bool] = {}  # each note read once (L2 orders the decisions and logs again)
+
+    def is_about(rel: str) -> bool:
+        if rel not in verdicts:
+            verdicts[rel] = bool(names_it.search(rel) or names_it.search(_read(vault / rel, 200_000)))
+        return verdicts[rel]
+
     def first(rels: list[str]) -> list[str]:
-        return sorted(rels, key=lambda rel: not (names_it.search(rel) or names_it.search(_read(vault / rel, 200_000))))
+        return sorted(rels, key=lambda rel: not is_about(rel))
 
     return first
 

@@ -21,8 +21,8 @@ from k0maru_common import (
     KEEPALIVE_CLIENT_OPTIONS,
     ROUND_ROBIN_CONFIG,
     InvalidInput,
+    model_reads,
     open_channel,
-    unreadable_share,
     utc_day,
 )
 
@@ -158,9 +158,7 @@ class QueryEmbedder:
     def reads(self, query: str) -> bool:
         """False when 30 % or more of the query's letters are in scripts the model declares it
         cannot read (Han, Hangul, kana, Cyrillic, … for the English model)."""
-        if not self.scripts or query.isascii():
-            return True
-        return unreadable_share(query, self.scripts) < 0.3
+        return model_reads(query, self.scripts)
 
     def model(self, timeout_s: float) -> tuple[str, int, tuple[str, ...]]:
         """(model id, dimension, scripts it reads) of the workers, waiting up to timeout_s for one."""
@@ -244,9 +242,10 @@ def _day(text: str, name: str, today: date | None = None) -> str:
 DEDUP_POOL = 20  # the results SVD deduplication chooses from (VCP's result list)
 EXACT_DEPTH = 10  # BM25's notes looked at for a name or a line the query is exactly
 QUOTE_MIN_WORDS = 4  # a query this long, found word for word in one note's passage, puts that note first
-# a query this short asks for its symbol (`how do I fix error E0502`); in a longer line pasted from a
-# note, a URL's or a template's symbol is one the note's indexed text may not hold (`{{fm.title}}`)
-SYMBOL_MAX_WORDS = 8
+# a query this short asks for its symbol (`how do I fix error E0502`) or names a note; in a longer
+# line pasted from a note, a URL's or a template's symbol is one the note's indexed text may not
+# hold (`{{fm.title}}`)
+SHORT_QUERY_WORDS = 8
 _NOT_WORD = re.compile(r"\W+")
 # a query term that is a symbol, not a word: a code with digits (`e0502`, `0xc0000005`), a number
 # of 3 digits or more (`137`), an identifier joined by `_`, `.` or `:` (`sqlite_busy`,
@@ -434,8 +433,7 @@ class HybridSearcher:
         asked = self._index.bm25.query_terms(query) if mode != VECTOR or request.explain else None
         if mode != VECTOR and asked is not None:
             exact = [path for path, _s, _c in bm25[:EXACT_DEPTH]]  # a name, a line or a symbol BM25 ranks high
-            short = len(_NOT_WORD.sub(" ", query).split()) <= SYMBOL_MAX_WORDS
-            symbols = sorted(t for t in asked.terms if _SYMBOL.match(t)) if short else []
+            symbols = sorted(t for t in asked.terms if _SYMBOL.match(t))
             fused = self._exact_first(
                 fused, query, exact, best_chunk, asked if p.name_match > 0 else None, symbols, scope
             )
@@ -522,22 +520,24 @@ class HybridSearcher:
         a named note the query's best score again, and a line's words are all in its note.
 
         Then the note that alone holds a symbol of a short query (`_SYMBOL`: `E0502`, `exit code 137`,
-        `SQLITE_BUSY`; `SYMBOL_MAX_WORDS`), when BM25 ranks it among `candidates`: an error code that one note of the
+        `SQLITE_BUSY`; `SHORT_QUERY_WORDS`), when BM25 ranks it among `candidates`: an error code that one note of the
         vault records is what "how do I fix error E0502" asks for, where the vector channel had
         ranked notes about errors in general above it (5th of 5). A symbol several notes hold
         decides nothing.
 
-        A note the query names as a `[[link]]` would (its file name or path, or the one note titled
+        A note a short query names as a `[[link]]` would (its file name or path, or the one note titled
         so: `ddia` for `reading/ddia.md`) is named too, found or not: a note whose name is in no
         text of it (a file name unlike its title, an empty note Obsidian made for a link) was
         never a candidate, and "no note holds these words" was the answer."""
-        linked = self._named_by_link(query, scope) if asked is not None else None
+        words = _NOT_WORD.sub(" ", query.lower()).split()
+        short = len(words) <= SHORT_QUERY_WORDS
+        symbols = symbols if short else []
+        linked = self._named_by_link(query, scope) if asked is not None and short else None
         if linked is not None and all(h.path != linked for h in fused):
             fused = [FusedHit(linked), *fused]
         if not fused or not (candidates or linked):
             return fused
         bm25 = self._index.bm25
-        words = _NOT_WORD.sub(" ", query.lower()).split()
         quote = f" {' '.join(words)} " if len(words) >= QUOTE_MIN_WORDS else ""
         named_notes: set[str] = set()
         holding: list[str] = []
@@ -566,11 +566,8 @@ class HybridSearcher:
 
     def _named_by_link(self, query: str, scope: Scope) -> str | None:
         """The note a short query names as a wikilink would (`_exact_first`), when it is in `scope`."""
-        typed = query.strip()
-        if not typed or len(typed) > 200 or "\n" in typed or len(typed.split()) > SYMBOL_MAX_WORDS:
-            return None
         with self._index.lock:
-            path = self._index.graph.resolve(typed)
+            path = self._index.graph.resolve(query.strip())
             doc = self._index.state.docs.get(path) if path is not None else None
             return path if doc is not None and note_in_scope(scope, doc) else None
 

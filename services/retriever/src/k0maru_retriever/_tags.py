@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import xxhash
 
-from k0maru_common import open_sqlite, unreadable_share
+from k0maru_common import model_reads, open_sqlite
 
 from ._epa import MIN_TAGS, EpaBasis
 from ._han import simplified_name
@@ -246,17 +246,13 @@ class TagIndex:
                 return space
             # not the tags in a script the model cannot read: MiniLM embeds 数据库, 运维 and 故障 all
             # alike (cosine 0.96–1.0), and a query's core tag 数据库 was merged into 故障
-            names = sorted(n for n in self.vectors if self._readable(n))
+            names = sorted(n for n in self.vectors if model_reads(n, self.scripts))
             space = None
             if names:
                 matrix = np.stack([self.vectors[n] for n in names])
                 space = TagSpace(names, matrix, self.epa, self.neighbours)
             self._space = (self._version, self.epa, space)
             return space
-
-    def _readable(self, name: str) -> bool:
-        """Whether the model reads the tag's letters (`QueryEmbedder.reads`, the rule for queries)."""
-        return not self.scripts or name.isascii() or unreadable_share(name, self.scripts) < 0.3
 
     def digest(self) -> str:
         with self.lock:
