@@ -530,9 +530,10 @@ class HybridSearcher:
         text of it (a file name unlike its title, an empty note Obsidian made for a link) was
         never a candidate, and "no note holds these words" was the answer."""
         words = _NOT_WORD.sub(" ", query.lower()).split()
-        short = len(words) <= SHORT_QUERY_WORDS
-        symbols = symbols if short else []
-        linked = self._named_by_link(query, scope) if asked is not None and short else None
+        symbols = symbols if len(words) <= SHORT_QUERY_WORDS else []  # `error[E0502]:` is two words
+        # a name as typed: words between spaces (`23 - Pedagogy`, `说明，用法` are three and one)
+        named_so = asked is not None and len(query.split()) <= SHORT_QUERY_WORDS
+        linked = self._named_by_link(query, scope) if named_so else None
         if linked is not None and all(h.path != linked for h in fused):
             fused = [FusedHit(linked), *fused]
         if not fused or not (candidates or linked):
