@@ -13,7 +13,7 @@ import zmq
 
 from k0maru.v1 import common_pb2
 from k0maru_cli import free_port
-from k0maru_common import ChangeSubscriber
+from k0maru_common import ChangePublisher, ChangeSubscriber
 from k0maru_retriever._analysis import BM25Analyzer
 from k0maru_retriever._bm25 import Bm25Index, Scope
 from k0maru_retriever._follower import EventFollower
@@ -177,3 +177,45 @@ def test_interrupt_ends_a_subscribers_wait_and_every_later_one(tmp_path: Path):
     finally:
         sub.close()
         context.term()
+
+
+def test_an_event_from_another_publisher_changes_nothing_the_scanner_did_not_journal(vault: Path, tmp_path: Path):
+    """ZeroMQ carries no token: whatever publishes on the events address (a stray scanner of
+    another folder, a squatted port) only wakes the follower. Its paths and seqs are not
+    applied: the journal, read through Scanner.Changes, says what changed. A stray event with
+    the next seq removed the note it named, and the change the scanner journaled under that seq
+    was then never applied."""
+    (vault / "kept.md").write_text("# Kept\n\nthe note a forged event names\n")
+    with running_scanner(vault, tmp_path / "scanner", watch=False) as (scanner, _events):
+        index = open_index(tmp_path / "retriever")
+        follow_until_ready(index, scanner, _events)
+        seq = index.state.last_applied_seq
+        context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+        stray_addr = f"tcp://127.0.0.1:{free_port()}"
+        stray = ChangePublisher(context, stray_addr)
+        follower = EventFollower(index, scanner.service.address, stray_addr, lambda jobs: None, 3600)
+        follower.start()
+        try:
+            assert follower.ready.wait(60)
+            forged = common_pb2.ChangeEvent(seq=seq + 1, kind=common_pb2.CHANGE_KIND_DELETED, path="kept.md")
+            for _ in range(30):  # past the slow joiner's first messages
+                stray.publish(forged)
+                time.sleep(0.05)
+            time.sleep(0.5)
+            assert "kept.md" in index.state.docs
+            assert index.state.last_applied_seq == seq
+
+            (vault / "later.md").write_text("# Later\n\nwritten after the forged event\n")
+            scanner.scanner.scan()  # journaled, published on the real address this follower does not hear
+            wake = common_pb2.ChangeEvent(seq=seq + 1, kind=common_pb2.CHANGE_KIND_ADDED, path="invented.md")
+            deadline = time.monotonic() + 30
+            while "later.md" not in index.state.docs and time.monotonic() < deadline:
+                stray.publish(wake)
+                time.sleep(0.05)
+            assert "later.md" in index.state.docs and "invented.md" not in index.state.docs
+            assert index.state.last_applied_seq == scanner.scanner.manifest.last_seq()
+        finally:
+            follower.stop()
+            stray.close()
+            context.term()
+            index.close()

@@ -2,9 +2,13 @@
 
 Start: catch up through the journal from last_applied_seq (when there is one), then
 reconcile (the scanner's manifest against the indexed hashes: missing, stale and extra
-documents all fixed), then follow ZeroMQ events in `seq` order. A gap, a quiet
-period or a restart triggers catch-up through Scanner.Changes; a journal that no longer
-reaches back far enough (OUT_OF_RANGE) triggers a reconcile. Every step is idempotent.
+documents all fixed), then follow the scanner's changes. A ZeroMQ event only says that
+there are changes: what changed is read from the journal through Scanner.Changes, which takes
+the stack's token. ZeroMQ carries no token, so anyone who reached the events port could send a
+"deleted" event, and an event's own path and `seq` emptied the index of that note or, with a
+high `seq`, stopped it following the vault; now a forged event costs one Changes call. A quiet
+period or a restart also triggers a catch-up; a journal that no longer reaches back far enough
+(OUT_OF_RANGE) triggers a reconcile. Every step is idempotent.
 
 A reconcile that fetches many notes (a first build, a restart after many edits, a reindex)
 commits along the way, one second after it starts and then at doubling intervals (at most
@@ -147,11 +151,13 @@ class EventFollower:
                     self.problem = ""
                     log.info("there is room again: the index caught up")
                 event = self._subscriber.receive(200)
-                if event is not None:
-                    events = [event]
-                    while len(events) < CHANGES_PAGE and (more := self._subscriber.receive(0)) is not None:
-                        events.append(more)
-                    self._apply_events(events)
+                if event is not None:  # a wake-up: the journal says what changed
+                    newest, drained = event.seq, 1
+                    while drained < CHANGES_PAGE and (more := self._subscriber.receive(0)) is not None:
+                        newest, drained = max(newest, more.seq), drained + 1
+                    if newest > self.last_applied_seq:
+                        self.catch_up()
+                        last_poll = time.monotonic()
                 elif time.monotonic() - last_poll >= self._interval:
                     self.catch_up()
                     last_poll = time.monotonic()
@@ -166,23 +172,6 @@ class EventFollower:
         if not self.problem:
             log.error("%s; changes wait until there is room (searches answer from the index as it is)", exc)
         self.problem = f"{exc}; changes wait until there is room (searches answer from the index as it is)"
-
-    def _apply_events(self, events: list[common_pb2.ChangeEvent]) -> None:
-        fresh = sorted((e for e in events if e.seq > self.last_applied_seq), key=lambda e: e.seq)
-        if not fresh:
-            return
-        expected = self.last_applied_seq + 1
-        contiguous = []
-        for event in fresh:
-            if event.seq != expected:
-                break
-            contiguous.append(event)
-            expected += 1
-        if contiguous:
-            self.apply(contiguous)
-        if len(contiguous) < len(fresh):
-            log.info("gap in events after seq %d; catching up", self.last_applied_seq)
-            self.catch_up()
 
     def catch_up(self) -> None:
         """Apply every journal entry after last_applied_seq; reconcile if the journal is too short."""
