@@ -310,12 +310,15 @@ def test_a_search_for_text_that_starts_with_a_dash_is_told_how(vault: Path):
     assert typo.returncode == 2 and "unrecognized arguments: --limt" in typo.stderr and "put --" not in typo.stderr
 
 
-def test_status_reads_a_team_deployment_from_its_addresses(vault: Path, tmp_path: Path):
+def test_status_and_search_read_a_team_deployment_from_its_addresses(vault: Path, tmp_path: Path):
     """The README says `k0maru status` lists a team deployment's workers; it read only a local
     stack's files and said no stack was running. With K0_SCANNER_ADDR, K0_RETRIEVER_ADDR and
-    K0_OFFLOAD_ADDR (and the token) it asks those services, as `k0maru mcp` does."""
+    K0_OFFLOAD_ADDR (and the token) it asks those services, as `k0maru mcp` does. `k0maru search`
+    said "no stack is running" there; it now searches the team's services."""
     from k0maru_cli import Launcher
 
+    (vault / "runbooks").mkdir()
+    (vault / "runbooks" / "pager.md").write_text("# Pager rotation\n\nThe on-call hands over the pager on Mondays.\n")
     launcher = Launcher(vault, tmp_path / "data", embedders=0, http_port=0)
     state = launcher.start()
     try:
@@ -331,6 +334,28 @@ def test_status_reads_a_team_deployment_from_its_addresses(vault: Path, tmp_path
         )
         assert out.returncode == 0, out.stdout + out.stderr
         assert "vault   /srv/team-notes" in out.stdout and "retriever    SERVING" in out.stdout
+        elsewhere = tmp_path / "no-stack-here"  # the vault named here runs no stack: the team's answers
+        elsewhere.mkdir()
+        found = subprocess.run(
+            [K0MARU, "search", "--vault", str(elsewhere), "--folder", "runbooks", "--json", "who hands over the pager"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert found.returncode == 0, found.stdout + found.stderr
+        assert [h["path"] for h in json.loads(found.stdout)["hits"]] == ["runbooks/pager.md"]
+        (vault / "runbooks" / "escalation.md").write_text("# Escalation\n\nPage the database owner after 15 minutes.\n")
+        scanned = subprocess.run(
+            [K0MARU, "scan", "--vault", str(elsewhere)], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert scanned.returncode == 0 and json.loads(scanned.stdout)["added"] == 1, scanned.stdout + scanned.stderr
+        assert list(elsewhere.iterdir()) == []  # the team's scanner scanned, nothing here
+        env["K0_GRPC_TOKEN"] = "wrong"
+        refused = subprocess.run(
+            [K0MARU, "search", "--vault", str(elsewhere), "pager"], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert refused.returncode == 1 and "token" in refused.stderr.lower() and "Traceback" not in refused.stderr
     finally:
         launcher.stop()
 

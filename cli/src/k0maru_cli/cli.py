@@ -40,6 +40,8 @@ from ._state import StackState, pid_alive, pointed_to, resolve_data_dir
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a whole-process CLI path); mypy knows the name
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._stack import Launcher
 
 
@@ -496,6 +498,25 @@ def _print_listed(label: str, what: str, count: int, lines: list[str]) -> None:
         print(f"        … and {count - LISTED_PRINTED} more (`k0maru status --json` names {len(lines)})")
 
 
+def _team_search(team: StackState, params: dict[str, str | int | list[str]]) -> dict[str, Any]:
+    """The console's search answer, computed here over the team deployment's gRPC services (its
+    console, if it has one, is published on its own host's loopback only)."""
+    from urllib.parse import urlencode
+
+    from starlette.datastructures import QueryParams
+
+    from k0maru_common import K0Error, StackClient
+    from k0maru_gateway import search_answer
+
+    from ._console_api import ConsoleError
+
+    try:
+        with StackClient(team.vault, team.addresses, team.grpc_token) as client:
+            return search_answer(client, QueryParams(urlencode(params, doseq=True)))
+    except K0Error as exc:
+        raise ConsoleError(str(exc)) from exc
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     from ._console_api import ConsoleError, call_console
 
@@ -505,7 +526,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    state = _require_stack(args)
+    team = _remote_stack(args)  # a team deployment's services (K0_SCANNER_ADDR, …), as `k0maru mcp` reads them
+    state = team or _require_stack(args)
     params: dict[str, str | int | list[str]] = {
         "q": args.query,
         "limit": args.limit,
@@ -518,7 +540,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         "until": args.until,
     }
     try:
-        answer = call_console(state, "GET", "/api/search", params)
+        answer = _team_search(state, params) if team else call_console(state, "GET", "/api/search", params)
     except ConsoleError as exc:
         print(f"k0maru: {exc}", file=sys.stderr)
         return 1
@@ -584,6 +606,19 @@ SCAN_FIELDS = ("added", "modified", "deleted", "renamed", "unchanged", "skipped"
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
+    team = _remote_stack(args)
+    if team is not None:  # the team deployment's scanner (its token allows a scan)
+        from k0maru.v1 import scanner_pb2
+        from k0maru_common import K0Error, StackClient
+
+        try:
+            with StackClient(team.vault, team.addresses, team.grpc_token) as client:
+                stats = client.call(client.scanner.Scan, scanner_pb2.ScanRequest(force_full=args.full), 660.0)
+        except K0Error as exc:
+            print(f"k0maru: {exc}", file=sys.stderr)
+            return 1
+        print(json.dumps({**{f: getattr(stats, f) for f in SCAN_FIELDS}, "ms": round(stats.ms, 3)}))
+        return 0
     vault, state = _running(args)
     if state is not None:  # the stack's scanner, through its console
         from ._console_api import ConsoleError, call_console

@@ -28,6 +28,7 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import QueryParams
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
@@ -376,8 +377,8 @@ class StatusSampler:
         return out
 
 
-def _int_param(req: Request, name: str, default: int, low: int, high: int) -> int:
-    raw = req.query_params.get(name, "")
+def _int_param(params: QueryParams, name: str, default: int, low: int, high: int) -> int:
+    raw = params.get(name, "")
     if raw == "":
         return default
     try:
@@ -389,8 +390,8 @@ def _int_param(req: Request, name: str, default: int, low: int, high: int) -> in
     return value
 
 
-def _flag(req: Request, name: str, default: bool) -> bool:
-    raw = req.query_params.get(name)
+def _flag(params: QueryParams, name: str, default: bool) -> bool:
+    raw = params.get(name)
     if raw is None:
         return default
     if raw not in ("0", "1", "true", "false"):
@@ -436,15 +437,15 @@ def note_links(doc: common_pb2.Document, resolutions: Sequence[retriever_pb2.Lin
     ]
 
 
-def _list_param(req: Request, name: str) -> list[str]:
-    values = [v.strip() for v in req.query_params.getlist(name) if v.strip()]
+def _list_param(params: QueryParams, name: str) -> list[str]:
+    values = [v.strip() for v in params.getlist(name) if v.strip()]
     if len(values) > MAX_SCOPE_ITEMS:
         raise InvalidInput(f"at most {MAX_SCOPE_ITEMS} values for {name}")
     return values
 
 
-def _path_param(req: Request) -> str:
-    path = req.query_params.get("path", "")
+def _path_param(params: QueryParams) -> str:
+    path = params.get("path", "")
     if not path:
         raise InvalidInput("parameter path is required")
     if len(path) > 4096 or "\x00" in path:
@@ -468,6 +469,84 @@ def _static_files() -> dict[str, tuple[bytes, str]]:
 
     walk(root, "")
     return files
+
+
+def search_answer(client: StackClient, params: QueryParams) -> dict[str, Any]:
+    """The console's `/api/search` answer for `params` (also `k0maru search`'s against a team
+    deployment, which has no local console to call)."""
+    q = params.get("q", "")
+    scoped = any(params.get(k, "").strip() for k in ("diary", "prefix", "tag", "since", "until"))
+    if not q.strip() and not scoped:  # no query, a scope: the notes in it, newest first
+        raise InvalidInput("parameter q is required (or a scope: diary, prefix, tag, since, until)")
+    if len(q) > MAX_QUERY_CHARS:
+        raise TooLarge(f"q is longer than {MAX_QUERY_CHARS} characters")
+    mode = params.get("mode", "hybrid")
+    if mode not in SEARCH_MODES:
+        raise InvalidInput(f"mode must be one of {', '.join(SEARCH_MODES)}")
+    limit = _int_param(params, "limit", 10, 1, 100)
+    explain = _flag(params, "explain", True)
+    scope = retriever_pb2.Scope(
+        diaries=_list_param(params, "diary"),
+        path_prefixes=_list_param(params, "prefix"),
+        tags=_list_param(params, "tag"),
+        since=params.get("since", ""),
+        until=params.get("until", ""),
+    )
+    request_pb = retriever_pb2.SearchRequest(
+        query=q, limit=limit, mode=SEARCH_MODES[mode], explain=explain, scope=scope
+    )
+    # TagMemo's base boost β₀: `tag_weight` as in recall_memory (`beta` accepted as an alias);
+    # checked even when TagMemo is off, so a bad value is never silently ignored
+    name = "tag_weight" if "tag_weight" in params else "beta"
+    try:
+        beta = float(params.get(name, "") or "0")
+    except ValueError as exc:
+        raise InvalidInput(f"{name} must be a number") from exc
+    if not 0 <= beta <= 1:
+        raise InvalidInput(f"{name} must be between 0 and 1 (0 = configured or dynamic)")
+    if _flag(params, "tagmemo", False):
+        core_tags = [t.strip() for t in params.get("core_tags", "").split(",") if t.strip()]
+        request_pb.tagmemo.CopyFrom(retriever_pb2.TagMemoOptions(enabled=True, beta=beta, core_tags=core_tags))
+    request_pb.dedup = _flag(params, "dedup", False)
+    reply = client.call(client.retriever.Search, request_pb, 10.0)
+    used = mode_name(reply.mode_used)
+    return {
+        "vault": reply.vault,
+        "query": q,
+        "mode": mode,
+        "mode_used": used,
+        "vector_coverage": reply.vector_coverage,
+        "took_ms": reply.took_ms,
+        "query_embedding_ms": reply.query_embedding_ms,  # overlaps BM25; 0: cached or not needed
+        "channels": channels(mode, reply.channels),
+        "partial": partial_channels(reply),  # channels that ran over part of the vault
+        "hits": [hit_json(h, explain) for h in reply.hits],
+        "highlights": [  # what the snippets were placed by
+            {"text": x.text, "word_start": x.word_start, "whole_word": x.whole_word} for x in reply.highlights
+        ],
+        "empty_scope": list(reply.empty_scope),  # no hits: the scope's parts no note is in
+        "by_meaning_only": reply.by_meaning_only,  # no note holds the query's words
+        "tagmemo": json_format.MessageToDict(reply.tagmemo, preserving_proto_field_name=True)
+        if reply.HasField("tagmemo")
+        else None,
+        "extra": _extra(  # index_progress: in `partial`
+            reply,
+            {
+                "hits",
+                "vault",
+                "mode_used",
+                "vector_coverage",
+                "took_ms",
+                "query_embedding_ms",
+                "channels",
+                "tagmemo",
+                "index_progress",
+                "highlights",
+                "empty_scope",
+                "by_meaning_only",
+            },
+        ),
+    }
 
 
 def build_console(
@@ -530,81 +609,7 @@ def build_console(
         return JSONResponse(body, status_code=200 if ok else 503)
 
     async def search(req: Request) -> Response:
-        q = req.query_params.get("q", "")
-        scoped = any(req.query_params.get(k, "").strip() for k in ("diary", "prefix", "tag", "since", "until"))
-        if not q.strip() and not scoped:  # no query, a scope: the notes in it, newest first
-            raise InvalidInput("parameter q is required (or a scope: diary, prefix, tag, since, until)")
-        if len(q) > MAX_QUERY_CHARS:
-            raise TooLarge(f"q is longer than {MAX_QUERY_CHARS} characters")
-        mode = req.query_params.get("mode", "hybrid")
-        if mode not in SEARCH_MODES:
-            raise InvalidInput(f"mode must be one of {', '.join(SEARCH_MODES)}")
-        limit = _int_param(req, "limit", 10, 1, 100)
-        explain = _flag(req, "explain", True)
-        scope = retriever_pb2.Scope(
-            diaries=_list_param(req, "diary"),
-            path_prefixes=_list_param(req, "prefix"),
-            tags=_list_param(req, "tag"),
-            since=req.query_params.get("since", ""),
-            until=req.query_params.get("until", ""),
-        )
-        request_pb = retriever_pb2.SearchRequest(
-            query=q, limit=limit, mode=SEARCH_MODES[mode], explain=explain, scope=scope
-        )
-        # TagMemo's base boost β₀: `tag_weight` as in recall_memory (`beta` accepted as an alias);
-        # checked even when TagMemo is off, so a bad value is never silently ignored
-        name = "tag_weight" if "tag_weight" in req.query_params else "beta"
-        try:
-            beta = float(req.query_params.get(name, "") or "0")
-        except ValueError as exc:
-            raise InvalidInput(f"{name} must be a number") from exc
-        if not 0 <= beta <= 1:
-            raise InvalidInput(f"{name} must be between 0 and 1 (0 = configured or dynamic)")
-        if _flag(req, "tagmemo", False):
-            core_tags = [t.strip() for t in req.query_params.get("core_tags", "").split(",") if t.strip()]
-            request_pb.tagmemo.CopyFrom(retriever_pb2.TagMemoOptions(enabled=True, beta=beta, core_tags=core_tags))
-        request_pb.dedup = _flag(req, "dedup", False)
-        reply = await call(client.retriever.Search, request_pb)
-        used = mode_name(reply.mode_used)
-        return JSONResponse(
-            {
-                "vault": reply.vault,
-                "query": q,
-                "mode": mode,
-                "mode_used": used,
-                "vector_coverage": reply.vector_coverage,
-                "took_ms": reply.took_ms,
-                "query_embedding_ms": reply.query_embedding_ms,  # overlaps BM25; 0: cached or not needed
-                "channels": channels(mode, reply.channels),
-                "partial": partial_channels(reply),  # channels that ran over part of the vault
-                "hits": [hit_json(h, explain) for h in reply.hits],
-                "highlights": [  # what the snippets were placed by
-                    {"text": x.text, "word_start": x.word_start, "whole_word": x.whole_word} for x in reply.highlights
-                ],
-                "empty_scope": list(reply.empty_scope),  # no hits: the scope's parts no note is in
-                "by_meaning_only": reply.by_meaning_only,  # no note holds the query's words
-                "tagmemo": json_format.MessageToDict(reply.tagmemo, preserving_proto_field_name=True)
-                if reply.HasField("tagmemo")
-                else None,
-                "extra": _extra(  # index_progress: in `partial`
-                    reply,
-                    {
-                        "hits",
-                        "vault",
-                        "mode_used",
-                        "vector_coverage",
-                        "took_ms",
-                        "query_embedding_ms",
-                        "channels",
-                        "tagmemo",
-                        "index_progress",
-                        "highlights",
-                        "empty_scope",
-                        "by_meaning_only",
-                    },
-                ),
-            }
-        )
+        return JSONResponse(await run_in_threadpool(search_answer, client, req.query_params))
 
     async def scan(req: Request) -> Response:
         if not may_change(req):
@@ -625,7 +630,7 @@ def build_console(
         return JSONResponse({**{f: getattr(stats, f) for f in fields}, "ms": stats.ms})
 
     async def note(req: Request) -> Response:
-        path = _path_param(req)
+        path = _path_param(req.query_params)
         reply = await call(client.retriever.GetNote, retriever_pb2.GetNoteRequest(path=path))
         doc = reply.document
         try:
@@ -668,8 +673,8 @@ def build_console(
 
     async def graph(req: Request) -> Response:
         path = req.query_params.get("path", "")
-        hops = _int_param(req, "hops", 1, 1, 2)
-        max_nodes = _int_param(req, "max_nodes", 0, 0, 1_000_000)
+        hops = _int_param(req.query_params, "hops", 1, 1, 2)
+        max_nodes = _int_param(req.query_params, "max_nodes", 0, 0, 1_000_000)
         key = (-1, max_nodes)
         if not path:  # the whole vault changes only when the index applies an event
             index = await call(client.retriever.IndexStatus, retriever_pb2.IndexStatusRequest(), 5.0)
@@ -697,7 +702,7 @@ def build_console(
         return response
 
     async def logs(req: Request) -> Response:
-        limit = _int_param(req, "limit", 200, 1, 1000)
+        limit = _int_param(req.query_params, "limit", 200, 1, 1000)
         reply = await call(client.offload.ListLogs, offload_pb2.ListLogsRequest(limit=limit))
         items = []
         for entry in reply.logs:
@@ -716,11 +721,11 @@ def build_console(
             raise InvalidInput("grep is longer than 500 characters")
         request_pb = offload_pb2.InspectRequest(
             node_id=node_id,
-            start_line=_int_param(req, "start", 0, 0, 10_000_000),
-            end_line=_int_param(req, "end", 0, 0, 10_000_000),
+            start_line=_int_param(req.query_params, "start", 0, 0, 10_000_000),
+            end_line=_int_param(req.query_params, "end", 0, 0, 10_000_000),
             grep=grep,
-            context=_int_param(req, "context", 0, 0, 50),
-            around_first_error=_flag(req, "around_error", False),
+            context=_int_param(req.query_params, "context", 0, 0, 50),
+            around_first_error=_flag(req.query_params, "around_error", False),
         )
         reply = await call(client.offload.InspectLogNode, request_pb)
         return JSONResponse(
