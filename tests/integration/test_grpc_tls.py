@@ -66,7 +66,13 @@ def tls_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_tls_service_answers_tls_and_refuses_plaintext(vault: Path, tmp_path: Path, tls_env: Path):
     write_notes(vault, {"a.md": "# Alpha\n\nlighthouses\n"})
     scanner = build_scanner(
-        ScannerSettings(vault=vault, data_dir=tmp_path, events_addr=f"tcp://127.0.0.1:{free_port()}", watch=False)
+        ScannerSettings(
+            vault=vault,
+            data_dir=tmp_path,
+            grpc_addr="127.0.0.1:0",
+            events_addr=f"tcp://127.0.0.1:{free_port()}",
+            watch=False,
+        )
     )
     scanner.service.start()
     scanner.scanner.scan()

@@ -24,7 +24,9 @@ def test_token_is_required_and_carried(vault: Path, tmp_path: Path):
     write_notes(vault, {"a.md": "# Alpha\n\nlighthouses\n"})
     events = f"tcp://127.0.0.1:{free_port()}"
     scanner = build_scanner(
-        ScannerSettings(vault=vault, data_dir=tmp_path, events_addr=events, watch=False, grpc_token=TOKEN)
+        ScannerSettings(
+            vault=vault, data_dir=tmp_path, grpc_addr="127.0.0.1:0", events_addr=events, watch=False, grpc_token=TOKEN
+        )
     )
     scanner.service.start()
     scanner.scanner.scan()
@@ -47,7 +49,12 @@ def test_token_is_required_and_carried(vault: Path, tmp_path: Path):
             assert [e.path for e in stub.Changes(scanner_pb2.ChangesRequest(), timeout=10)] == ["a.md"]
         retriever = build_retriever(  # its follower reaches the scanner only with the token
             RetrieverSettings(
-                vault=vault, data_dir=tmp_path, scanner_addr=address, events_addr=events, grpc_token=TOKEN
+                vault=vault,
+                data_dir=tmp_path,
+                grpc_addr="127.0.0.1:0",
+                scanner_addr=address,
+                events_addr=events,
+                grpc_token=TOKEN,
             )
         )
         retriever.follower.start()

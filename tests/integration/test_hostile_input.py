@@ -33,7 +33,11 @@ def stubs(
     with running_scanner(vault, root / "data", watch=False) as (scanner, events):
         app: RetrieverApp = build_retriever(
             RetrieverSettings(
-                vault=vault, data_dir=root / "data", scanner_addr=scanner.service.address, events_addr=events
+                vault=vault,
+                data_dir=root / "data",
+                grpc_addr="127.0.0.1:0",
+                scanner_addr=scanner.service.address,
+                events_addr=events,
             )
         )
         app.service.start()

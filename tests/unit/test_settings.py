@@ -116,3 +116,22 @@ def test_the_launcher_shares_the_cores_out_among_embedders(monkeypatch: pytest.M
         assert _stack.embedder_threads(embedders) == threads, (cores, embedders)
     monkeypatch.delenv("K0_QUERY_THREADS", raising=False)
     assert EmbedderSettings().query_threads == 0  # queries follow K0_THREADS
+
+
+def test_a_service_started_without_an_address_binds_where_its_clients_look(tmp_path: Path):
+    """A service started by hand with no K0_GRPC_ADDR bound a free port, while the services
+    calling it default to 50051 (scanner), 50053 (retriever) and 50054 (offload): a hand-started
+    topology never found itself. Each now binds its clients' default (the embedder and the
+    gateway the ports compose gives them)."""
+    from k0maru_offload.config import OffloadSettings
+
+    gateway = GatewaySettings(vault=tmp_path)
+    retriever = RetrieverSettings(vault=tmp_path, data_dir=tmp_path)
+    assert (
+        ScannerSettings(vault=tmp_path, data_dir=tmp_path).grpc_addr == gateway.scanner_addr == retriever.scanner_addr
+    )
+    assert retriever.grpc_addr == gateway.retriever_addr
+    assert OffloadSettings(vault=tmp_path).grpc_addr == gateway.offload_addr
+    assert EmbedderSettings().grpc_addr == "127.0.0.1:50052" and gateway.grpc_addr == "127.0.0.1:50055"
+    ports = {s.grpc_addr for s in (gateway, retriever, EmbedderSettings(), OffloadSettings(vault=tmp_path))}
+    assert len(ports) == 4  # and none shares another's

@@ -8,6 +8,10 @@ from k0maru_common import Field, K0Settings
 
 
 class EmbedderSettings(K0Settings):
+    grpc_addr: str = Field(
+        "127.0.0.1:50052",
+        description="host:port this service's gRPC server binds: the port compose gives it (K0_EMBEDDER_TARGET names it, dns:///embedder:50052)",
+    )
     model: str = Field("minilm-l6-int8", description="model preset: minilm-l6-int8, use-multilingual, custom, or http")
     model_path: Path | None = Field(None, description="ONNX file for the custom preset")
     tokenizer_path: Path | None = Field(None, description="tokenizer.json for the custom preset")

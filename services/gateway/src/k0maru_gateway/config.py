@@ -8,6 +8,9 @@ from k0maru_common import Field, K0Settings, SettingsError, is_loopback_host
 
 
 class GatewaySettings(K0Settings):
+    grpc_addr: str = Field(
+        "127.0.0.1:50055", description="host:port this service's gRPC server binds: the port compose gives it"
+    )
     vault: Path = Field(description="the vault this gateway answers for")
     scanner_addr: str = Field("127.0.0.1:50051", description="scanner gRPC address")
     retriever_addr: str = Field(

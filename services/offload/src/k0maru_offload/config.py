@@ -8,6 +8,10 @@ from k0maru_common import MAX_LOG_BYTES, OFFLOAD_THRESHOLD_LINES, Field, K0Setti
 
 
 class OffloadSettings(K0Settings):
+    grpc_addr: str = Field(
+        "127.0.0.1:50054",
+        description="host:port this service's gRPC server binds: the port clients default to (K0_OFFLOAD_ADDR)",
+    )
     vault: Path = Field(description="the vault: refs go to <vault>/.k0maru/refs, notes into the vault")
     redis_url: str = Field("redis://127.0.0.1:6379/0", description="Redis/Valkey for the token ledger")
     threshold_lines: int = Field(OFFLOAD_THRESHOLD_LINES, description="logs longer than this are offloaded")

@@ -9,6 +9,10 @@ from k0maru_common import Field, K0Settings
 
 
 class RetrieverSettings(K0Settings):
+    grpc_addr: str = Field(
+        "127.0.0.1:50053",
+        description="host:port this service's gRPC server binds: the port clients default to (K0_RETRIEVER_ADDR)",
+    )
     vault: Path = Field(description="the vault (for naming it in responses)")
     data_dir: Path = Field(description="where the retriever keeps its indexes")
     scanner_addr: str = Field("127.0.0.1:50051", description="scanner gRPC address")

@@ -8,6 +8,10 @@ from k0maru_common import IGNORED_FOLDERS, Field, K0Settings
 
 
 class ScannerSettings(K0Settings):
+    grpc_addr: str = Field(
+        "127.0.0.1:50051",
+        description="host:port this service's gRPC server binds: the port clients default to (K0_SCANNER_ADDR)",
+    )
     vault: Path = Field(description="the vault folder to read")
     data_dir: Path = Field(description="where the scanner keeps its manifest")
     events_addr: str = Field("tcp://127.0.0.1:5561", description="ZeroMQ PUB bind address")
