@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from k0maru_retriever._params import ParamsFile, RagParams
+from k0maru_retriever._params import FILE_NAME, ParamsFile, RagParams
 
 
 def write(path: Path, content: str) -> None:
@@ -84,3 +84,40 @@ def test_fusion_knobs_override_the_settings_and_a_boost_of_one_is_refused() -> N
             return RagParams.parse({"Retriever": {"vectorGapScale": 0}})
 
     assert QueryShaper(None, ZeroScale()).fusion(FusionParams(gap_scale=0.63)).gap_scale == 0.63  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('{"Retriever": {"weightBm25": Infinity}}', "weightBm25=inf: must be a finite number"),
+        ('{"Retriever": {"weightBm25": 1e400}}', "weightBm25=inf: must be a finite number"),
+        ('{"Retriever": {"weightBm25": 1e308, "weightVector": 1e308}}', "weightBm25"),
+        ('{"Retriever": {"nameMatch": 1e308}}', "nameMatch"),
+        ('{"Retriever": {"fusionAdaptive": 1e308}}', "fusionAdaptive"),
+        ('{"Retriever": {"fusion": "rrf", "rrfK": 99999999999999999999}}', "rrfK"),
+        ('{"Retriever": {"weightBm25": 0, "weightVector": 0}}', "cannot both be 0"),
+        ('{"Retriever": {"vectorGapScale": 1e-300}}', "vectorGapScale"),
+        ('{"KnowledgeBaseManager": {"dynamicBoostRange": [-5, -1]}}', "dynamicBoostRange must lie within"),
+        ('{"RAGDiaryPlugin": {"tagTruncationRange": [5, 9]}}', "tagTruncationRange must lie within"),
+        ('{"RAGDiaryPlugin": {"tagTruncationBase": -3}}', "tagTruncationBase"),
+    ],
+)
+def test_values_no_search_could_use_are_refused_and_the_previous_ones_kept(tmp_path: Path, text: str, said: str):
+    """Infinity, 1e400 or 1e308 as a weight was loaded without an error while every search then
+    failed (an overflow in the fusion, NaN scores the console could not send); a negative boost
+    range made TagMemo "applied" with β 0, both weights 0 were read as 0.5 each."""
+    path = tmp_path / FILE_NAME
+    write(path, '{"Retriever": {"weightBm25": 0.7}}')
+    file = ParamsFile(path)
+    assert file.current().retriever.weight_bm25 == 0.7 and file.error == ""
+    write(path, text)
+    assert file.current().retriever.weight_bm25 == 0.7  # the previous values stay in force
+    assert said in file.error, file.error
+
+
+def test_a_file_saved_with_a_byte_order_mark_is_read(tmp_path: Path):
+    """Windows Notepad's UTF-8 begins with a BOM; the file was refused for it."""
+    path = tmp_path / FILE_NAME
+    path.write_bytes(b"\xef\xbb\xbf" + b'{"Retriever": {"weightBm25": 0.7}}')
+    file = ParamsFile(path)
+    assert file.current().retriever.weight_bm25 == 0.7 and file.error == ""

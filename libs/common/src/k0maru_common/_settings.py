@@ -18,6 +18,7 @@ start of every process (five such processes per stack).
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import types
@@ -152,11 +153,13 @@ def _as_type(kind: Any, value: Any, from_text: bool) -> Any:
             return value
         raise ValueError("must be an integer")
     if kind is float:
-        if from_text and isinstance(value, str):
-            return float(value)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        raise ValueError("must be a number")
+        if (from_text and isinstance(value, str)) or (isinstance(value, int | float) and not isinstance(value, bool)):
+            number = float(value)
+        else:
+            raise ValueError("must be a number")
+        if not math.isfinite(number):  # `Infinity`, `1e400` and `nan` parse; every use of them broke
+            raise ValueError("must be a finite number")
+        return number
     if kind is Path:
         if not isinstance(value, str | Path):
             raise ValueError("must be a path")

@@ -16,6 +16,7 @@ import asyncio
 import gzip
 import hmac
 import json
+import logging
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -60,6 +61,8 @@ from ._openapi import openapi_spec
 MAX_QUERY_CHARS = 10_000
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 WILDCARDS = frozenset({"", "0.0.0.0", "::"})
+
+log = logging.getLogger(__name__)
 
 
 def allowed_hosts(bind_host: str, extra: list[str]) -> frozenset[str] | None:
@@ -587,6 +590,9 @@ def build_console(
             return await handler(request)
         except K0Error as exc:
             return JSONResponse({"error": str(exc)}, status_code=_status_for(exc))
+        except Exception as exc:  # the API answers JSON, a failure too (it answered a bare "Internal Server Error")
+            log.exception("console %s failed", request.url.path)
+            return JSONResponse({"error": f"the console failed: {type(exc).__name__}: {exc}"}, status_code=500)
 
     def api(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:

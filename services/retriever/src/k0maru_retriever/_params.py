@@ -2,8 +2,8 @@
 
 The file is optional; every key has a default, and a file may give any subset. It is read
 again when its modification time or size changes, checked before each search (one stat).
-A file that does not parse or does not validate (unknown key, wrong type, a range whose
-low end exceeds its high end) is rejected: the error is logged once and reported by
+A file that does not parse or does not validate (unknown key, wrong type, a number that is not
+finite or out of its bounds, a range whose low end exceeds its high end) is rejected: the error is logged once and reported by
 IndexStatus, and the previous values stay in force.
 """
 
@@ -29,16 +29,17 @@ def _ordered(pair: tuple[float, float], name: str) -> None:
 class RagDiaryParams(TypedFields):
     """How the plugin level turns the query into a base tag weight and a core-tag cut (A.6.2)."""
 
-    noise_penalty: float = Field(0.05, ge=0)
+    noise_penalty: float = Field(0.05, ge=0, le=1)
     tag_weight_range: tuple[float, float] = Field((0.05, 0.45), alias="tagWeightRange")
-    tag_truncation_base: float = Field(0.6, alias="tagTruncationBase")
+    tag_truncation_base: float = Field(0.6, ge=0, le=1, alias="tagTruncationBase")
     tag_truncation_range: tuple[float, float] = Field((0.5, 0.9), alias="tagTruncationRange")
 
     def validate(self) -> None:
         _ordered(self.tag_weight_range, "tagWeightRange")
         _ordered(self.tag_truncation_range, "tagTruncationRange")
-        if not (self.tag_weight_range[0] >= 0 and self.tag_weight_range[1] <= 1):
-            raise SettingsError("tagWeightRange must lie within [0, 1]")
+        for pair, key in ((self.tag_weight_range, "tagWeightRange"), (self.tag_truncation_range, "tagTruncationRange")):
+            if not (pair[0] >= 0 and pair[1] <= 1):
+                raise SettingsError(f"{key} must lie within [0, 1]")
 
 
 class LanguageCompensator(TypedFields):
@@ -64,7 +65,10 @@ class KnowledgeBaseParams(TypedFields):
             ("dynamic_boost_range", "dynamicBoostRange"),
             ("core_boost_range", "coreBoostRange"),
         ):
-            _ordered(getattr(self, name), key)
+            pair = getattr(self, name)
+            _ordered(pair, key)
+            if not (pair[0] >= 0 and pair[1] <= 100):  # a negative range made TagMemo "applied" with β 0
+                raise SettingsError(f"{key} must lie within [0, 100]")
 
 
 class RetrieverParams(TypedFields):
@@ -72,14 +76,14 @@ class RetrieverParams(TypedFields):
 
     # None everywhere: the K0_* setting of the same name stays in force
     fusion: Literal["convex", "rrf"] | None = Field(None, alias="fusion")
-    rrf_k: int | None = Field(None, ge=1, alias="rrfK")
-    weight_bm25: float | None = Field(None, ge=0, alias="weightBm25")
-    weight_vector: float | None = Field(None, ge=0, alias="weightVector")
-    fusion_adaptive: float | None = Field(None, ge=0, alias="fusionAdaptive")
+    rrf_k: int | None = Field(None, ge=1, le=1_000_000, alias="rrfK")
+    weight_bm25: float | None = Field(None, ge=0, le=1000, alias="weightBm25")
+    weight_vector: float | None = Field(None, ge=0, le=1000, alias="weightVector")
+    fusion_adaptive: float | None = Field(None, ge=0, le=10, alias="fusionAdaptive")
     # 0, as K0_VECTOR_GAP_SCALE's 0: the setting in force, by default the model's own (it rejected the file)
-    vector_gap_scale: float | None = Field(None, ge=0, alias="vectorGapScale")
+    vector_gap_scale: float | None = Field(None, ge=0, le=10, alias="vectorGapScale")
     graph_boost: float | None = Field(None, ge=0, lt=1, alias="graphBoost")
-    name_match: float | None = Field(None, ge=0, alias="nameMatch")
+    name_match: float | None = Field(None, ge=0, le=100, alias="nameMatch")
     tagmemo_beta: float | None = Field(
         None, ge=0, le=1, alias="tagMemoBeta"
     )  # base weight when a request gives none; None = the dynamic weight of A.6.2
@@ -90,6 +94,14 @@ class RetrieverParams(TypedFields):
     sense_core_tags: bool = Field(True, alias="senseCoreTags")
     tag_blacklist: tuple[str, ...] = Field((), alias="tagBlacklist")  # tags (any case) never indexed
     epa_rebuild_share: float = Field(0.05, gt=0, le=1, alias="epaRebuildShare")
+
+    def validate(self) -> None:
+        if self.weight_bm25 == 0 and self.weight_vector == 0:  # was read as 0.5 / 0.5 without a word
+            raise SettingsError(
+                "weightBm25 and weightVector cannot both be 0 (use mode bm25 or vector for one channel)"
+            )
+        if self.vector_gap_scale is not None and 0 < self.vector_gap_scale < 0.01:  # its ratio overflowed
+            raise SettingsError("vectorGapScale must be 0 (the model's own) or at least 0.01")
 
 
 class RagParams(TypedFields):
@@ -135,7 +147,7 @@ class ParamsFile:
             self._params, self.error = RagParams(), ""
             return
         try:
-            raw = json.loads(self.path.read_text(encoding="utf-8") or "{}")
+            raw = json.loads(self.path.read_text(encoding="utf-8-sig") or "{}")  # Notepad writes a BOM
             params = RagParams.parse(raw)
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, SettingsError) as exc:
             detail = str(exc).replace("\n", "; ")
