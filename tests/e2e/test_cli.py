@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from k0maru_cli import Launcher
-from k0maru_cli._state import pid_alive
+from k0maru_cli._console_api import call_console
+from k0maru_cli._state import StackState, pid_alive
 from tests.conftest import wait_for, write_notes
 
 pytestmark = pytest.mark.e2e
@@ -444,6 +445,13 @@ def test_a_stack_started_with_its_own_data_dir_is_found_without_it(vault: Path, 
 
     try:
         wait_for(lambda: cli("status", *where).returncode == 0, 90, "the stack, found without --data-dir")
+        # offload too: a local engine wrote the log without the stack's ledger ("(piped)", "exit ?")
+        offloaded = cli("offload", *where, "--", "bash", "-c", "seq 1 80; exit 3")
+        assert offloaded.returncode == 3, offloaded.stderr
+        state = StackState.load(tmp_path / "elsewhere")
+        assert state is not None
+        logs = call_console(state, "GET", "/api/logs")["logs"]
+        assert [(e["command"], e["exit_code"]) for e in logs] == [("bash -c seq 1 80; exit 3", 3)], logs
         stop = cli("stop", *where)
         assert stop.returncode == 0 and stop.stdout.startswith(f"stopped the stack for {vault}"), stop
         assert up.wait(timeout=30) == 0

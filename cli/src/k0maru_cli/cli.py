@@ -117,12 +117,18 @@ def _running(args: argparse.Namespace) -> tuple[Path, StackState | None]:
     if state is not None and state.vault == str(typed):
         return typed, state
     vault = _vault(args)
+    return vault, _stack_of(vault, args)
+
+
+def _stack_of(vault: Path, args: argparse.Namespace) -> StackState | None:
+    """The stack running for `vault` (resolved): in the data dir asked for, else in the one
+    `up --data-dir D` pointed to from the default data dir (found without D)."""
     state = StackState.load(resolve_data_dir(vault, args.data_dir))
     if state is None and args.data_dir is None and not os.environ.get("K0_DATA_DIR"):
-        elsewhere = pointed_to(vault)  # started with `up --data-dir D`: found without it
+        elsewhere = pointed_to(vault)
         state = StackState.load(elsewhere) if elsewhere is not None else None
         state = state if state is not None and state.vault == str(vault) else None
-    return vault, state
+    return state
 
 
 def _require_stack(args: argparse.Namespace) -> StackState:
@@ -713,7 +719,9 @@ def cmd_offload(args: argparse.Namespace) -> int:
     interrupted = bool(interrupts)
     if interrupted:
         print("\n[k0maru] interrupted: offloading what was captured", file=sys.stderr)
-    state = StackState.load(resolve_data_dir(vault, args.data_dir))
+    # the stack's offload service records the command, its exit and the tokens saved in the ledger
+    # the console and the scoreboard read (a local engine left "(piped)", "exit ?", no tokens)
+    state = _remote_stack(args) or _stack_of(vault, args)
     request = offload_pb2.OffloadLogRequest(
         text=text,
         task_id=args.task_id,
