@@ -179,6 +179,25 @@ def test_a_steep_bm25_pool_keeps_the_lead_and_few_bm25_matches_are_confident():
     assert confident_weights(steep, deep, 0.5, 0.5, 1.0, 0.2) == confident_weights(steep, vector, 0.5, 0.5, 1.0, 0.2)
 
 
+def test_a_sure_bm25_is_never_outweighed_by_a_wide_vector_gap():
+    """A small vault's nearest notes by meaning stand far apart: "useEffect" got a vector gap of
+    0.35 and 71 % of the weight against a BM25 whose best note scored 11x its 10th, and a passing
+    mention came first. Where BM25's best scores at least twice its 10th, the vector weight is
+    at most its configured one; where BM25 is unsure, a wide gap still raises it."""
+    wide = [(f"v{i}", 0.58 - 0.035 * i) for i in range(12)]  # gap 0.315
+    sure = [(f"b{i}", 21.0 - 2.1 * i) for i in range(12)]  # 10th: 2.1, spread 0.9
+    unsure = [(f"b{i}", 10.0 - 0.6 * i) for i in range(12)]  # 10th: 4.6, spread 0.54 -> just sure
+    flat = [(f"b{i}", 10.0 - 0.3 * i) for i in range(12)]  # 10th: 7.3, spread 0.27
+    assert confident_weights(sure, wide, 0.5, 0.5, 1.25, 0.19) == (0.5, 0.5)
+    assert confident_weights(unsure, wide, 0.5, 0.5, 1.25, 0.19) == (0.5, 0.5)
+    assert confident_weights(sure[:3], wide, 0.5, 0.5, 1.25, 0.19) == (0.5, 0.5)  # few matches: sure
+    _, wv_flat = confident_weights(flat, wide, 0.5, 0.5, 1.25, 0.19)
+    assert wv_flat == pytest.approx(0.5 * (0.315 / (0.19 * 0.27)) ** 1.25) and wv_flat > 0.5
+    narrow = [(f"v{i}", 0.58 - 0.002 * i) for i in range(12)]
+    assert confident_weights(sure, narrow, 0.5, 0.5, 1.25, 0.19)[1] < 0.5  # lowered as before
+    assert confident_weights(sure, wide, 0.2, 0.8, 1.25, 0.19) == (0.2, 0.8)  # the configured weights kept
+
+
 def test_boost_outside_its_range_is_refused():
     with pytest.raises(ValueError):
         rrf_fuse(ranked("a"), [], boost=1.0)

@@ -112,6 +112,12 @@ def rrf_fuse(
 
 CONFIDENCE_RANK = 10  # each channel's confidence: how far its best note stands above its 10th
 MIN_BM25_SPREAD = 0.05  # BM25 scores all equal to the 10th: unsure, not infinitely so
+# BM25's best note scores at least twice its 10th (or BM25 found fewer than 10): the vector
+# channel's weight is not raised above its own. In a small vault the nearest notes by meaning
+# stand far apart (the 10th is about something else), so the vector gap gave that channel 71 % of
+# the weight against a BM25 this sure, and a passing mention of `useEffect` came before the note
+# about it. Chosen among 0.3-0.9 and "never" on the development sets (bench/README.md, 35th wave).
+BM25_SURE_SPREAD = 0.5
 
 
 def confident_weights(
@@ -132,12 +138,16 @@ def confident_weights(
     scores are flat and the embedding model separates a few notes (code search, duplicate
     questions, a vault's notes described in other words) the vector channel does. Chosen on six
     development sets and two linked vaults at once (bench/README.md, issue 10); `gap_scale` is the
-    model's own (`model_gap_scale`): each model has its own cosine scale.
+    model's own (`model_gap_scale`): each model has its own cosine scale. Where BM25 is sure
+    (`BM25_SURE_SPREAD`), the vector channel's weight is only ever lowered.
     """
     if power <= 0 or not bm25 or not vector:
         return w_bm25, w_vector
     spread, gap = channel_confidence(bm25, vector)
-    return w_bm25, w_vector * (gap / (gap_scale * spread)) ** power
+    factor = (gap / (gap_scale * spread)) ** power
+    if spread >= BM25_SURE_SPREAD:  # BM25 is sure: the vector channel does not gain on it
+        factor = min(factor, 1.0)
+    return w_bm25, w_vector * factor
 
 
 def channel_confidence(bm25: list[tuple[str, float]], vector: list[tuple[str, float]]) -> tuple[float, float]:
