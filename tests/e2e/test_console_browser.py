@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ NOTES = {
     "ops/lighthouse.md": "---\ntags: [ops, coast]\nowner: keeper\n---\n# Lighthouse\n\nThe lighthouse keeper logs every storm. See [[storm log]] and [[missing note]].\n",
     "ops/storm log.md": "# Storm log\n\n## Winter\n\nEvery storm at the lighthouse is written down here. #weather\n",
     "misc/storm drain.md": "# Storm drain\n\nA storm drain by the lighthouse road, unrelated to the keeper.\n",
-    "evil.md": '# Evil\n\n<script>window.__pwned = 1</script>\n\n<img src=x onerror="window.__pwned = 2">\n\n[click](javascript:window.__pwned=3)\n\n![Screenshot](https://example.invalid/shot.png)\n\nlighthouse\n',
+    "evil.md": '# Evil\n\n<script>window.__pwned = 1</script>\n\n<img src=x onerror="window.__pwned = 2">\n\n[click](javascript:window.__pwned=3)\n\n![Screenshot](https://example.invalid/shot.png)\n\nlighthouse\n\nSee [Rust](https://en.wikipedia.org/wiki/Rust_(programming_language)) here.\n',
     "中文/借用.md": "# 借用检查器\n\n可变借用与共享借用重叠时报错 E0502。参见 [[Lighthouse]]。\n",
     # Dendron writes the label first: `[[label|dendron://vault/note]]`, `[[label|note]]`
     "wiki/from dendron.md": "# From Dendron\n\n[[the drain|dendron://site/misc/storm drain]], [[borrowing|借用]], [[Storm drain|a drain]]\n"
@@ -400,6 +401,47 @@ def test_note_is_rendered_safely_and_backlinks_are_followed(page: Any, stack: St
     assert page.evaluate("document.fonts.check(\"14px 'Noto Sans SC'\", '借用检查器')")
 
 
+def test_a_link_whose_address_holds_parentheses_keeps_them(page: Any, stack: Stack):
+    """A Wikipedia or MSDN link was cut at its first ")": a broken address and a stray ")" in the text."""
+    open_page(page, stack, "note/" + urllib.request.quote("evil.md", safe=""))
+    page.wait_for_selector("#note-body h1")
+    link = page.locator("#note-body a[href*='wikipedia']")
+    assert link.get_attribute("href") == "https://en.wikipedia.org/wiki/Rust_(programming_language)"
+    assert link.inner_text() == "Rust" and "See Rust here." in page.inner_text("#note-body")
+
+
+def test_the_query_box_keeps_the_focus_and_back_stays_in_the_console(page: Any, stack: Stack):
+    """After a search the focus was on the page, so typing to refine the query went nowhere; "← back"
+    on a note opened in a new tab or from a bookmark left the console (about:blank)."""
+    open_page(page, stack, "search")
+    page.fill("#q", "storm")
+    page.press("#q", "Enter")
+    page.wait_for_selector("#hits .hit")
+    assert page.evaluate("document.activeElement.id") == "q"
+    page.keyboard.type(" log")
+    assert page.input_value("#q") == "storm log"
+    page.click("#hits .hit a")  # within the console, back returns to the search
+    page.wait_for_selector("#note-body h1")
+    page.click("#back")
+    page.wait_for_function("() => location.hash.startsWith('#/search?')")
+    direct = page.context.new_page()
+    direct.goto(f"{stack.base}/#/note/" + urllib.request.quote("ops/storm log.md", safe=""))
+    direct.wait_for_selector("#note-body h1")
+    direct.click("#back")
+    direct.wait_for_function("() => location.hash === '#/search'")
+    assert direct.url.startswith(stack.base)
+    direct.close()
+
+
+def test_the_tagmemo_chip_says_why_tagmemo_did_not_apply(page: Any, stack: Stack):
+    """It showed "not applied · β 0.000" and zeros; the answer holds the reason."""
+    open_page(page, stack, "search?q=" + urllib.request.quote("借用检查器") + "&tagmemo=1")
+    chip = page.locator(".chan.tagmemo")
+    chip.wait_for()
+    assert chip.inner_text().startswith("TagMemo not applied: ") and "β" not in chip.inner_text()
+    assert "script" in chip.inner_text()  # the English model reads no Han: the reason says so
+
+
 def test_links_written_label_first_lead_to_their_notes(page: Any, stack: Stack):
     """Dendron's `[[label|note]]`: the list of links and the rendered note show the label and
     lead to the note; Obsidian's `[[note|label]]` beside them still does."""
@@ -605,9 +647,9 @@ def test_live_changes_open_on_the_last_ones_recorded_and_follow_new_ones(page: A
     assert page.locator("#changes .change >> nth=0").locator("a").count() == 0  # a deleted note: no link
 
 
-@pytest.fixture(scope="module")
-def token_console(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A second gateway on the same stack, in token mode."""
+@contextmanager
+def own_console(stack: Stack, folder: Path, token: str = "") -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A second gateway process on the same stack (its console's base URL, its process)."""
     addresses = stack.launcher.state.addresses if stack.launcher.state else {}
     port = free_port()
     env = {
@@ -618,11 +660,10 @@ def token_console(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Ite
         "K0_OFFLOAD_ADDR": addresses["offload"],
         "K0_GRPC_ADDR": f"127.0.0.1:{free_port()}",
         "K0_HTTP_PORT": str(port),
-        "K0_CONSOLE_TOKEN": TOKEN,
+        "K0_CONSOLE_TOKEN": token,
         "K0_GRPC_TOKEN": stack.launcher.state.grpc_token if stack.launcher.state else "",
     }
-    log = tmp_path_factory.mktemp("token") / "gateway.log"
-    with open(log, "wb") as out:
+    with open(folder / "gateway.log", "wb") as out:
         proc = subprocess.Popen([sys.executable, "-m", "k0maru_gateway"], env=env, stdout=out, stderr=out)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -633,10 +674,40 @@ def token_console(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Ite
                 break
             except (OSError, urllib.error.HTTPError):
                 time.sleep(0.2)
-        yield base
+        yield base, proc
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def token_console(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A second gateway on the same stack, in token mode."""
+    with own_console(stack, tmp_path_factory.mktemp("token"), TOKEN) as (base, _proc):
+        yield base
+
+
+def test_a_console_that_stops_answering_shows_no_service_as_serving(browser: Any, stack: Stack, tmp_path: Path):
+    """With the stack stopped or the gateway killed, the status page kept its last snapshot (every
+    service SERVING, green) for the whole outage, and a search said only "Failed to fetch"."""
+    with own_console(stack, tmp_path) as (base, proc):
+        context = browser.new_context()
+        tab = context.new_page()
+        tab.goto(base + "/#/status")
+        tab.wait_for_function("() => document.querySelectorAll('#services .dot.ok').length >= 3")
+        assert tab.locator("#console-down").count() == 0
+        proc.kill()
+        proc.wait(timeout=10)
+        tab.wait_for_selector("#console-down")
+        assert tab.locator("#services .dot.ok, #health-dots .dot.ok").count() == 0
+        assert "not answering" in tab.inner_text("#mini-text")
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        tab.screenshot(path=str(SHOTS / "test_a_console_that_stops_answering.png"), full_page=True)
+        tab.evaluate("location.hash = '#/search?q=storm'")
+        tab.wait_for_selector("#view .err")
+        said = tab.inner_text("#view .err")
+        assert f"The console at {base} is not answering" in said and "Failed to fetch" not in said
+        context.close()
 
 
 def test_token_login_form(browser: Any, token_console: str):

@@ -36,7 +36,13 @@ let navigation = 0;
 async function api(path) {
   const asked = navigation;
   const headers = token() ? { Authorization: "Bearer " + token() } : {};
-  const r = await fetch(path, { headers });
+  let r;
+  try {
+    r = await fetch(path, { headers });
+  } catch (e) {  // the browser's own "Failed to fetch": say what is not answering
+    if (asked !== navigation) throw new Stale(path);
+    throw new Error(`The console at ${location.origin} is not answering: is the stack running? (k0maru up, or k0maru status)`);
+  }
   let body = null;
   try { body = await r.json(); } catch (e) { body = { error: "not JSON (HTTP " + r.status + ")" }; }
   if (asked !== navigation) throw new Stale(path);
@@ -70,24 +76,39 @@ $("#login-form").addEventListener("submit", async (e) => {
 // ---------- live status (SSE, survives reloads: last snapshot kept in the session) ----------
 let live = null;
 let lastStatus = JSON.parse(sessionStorage.getItem("k0maru.status") || "null");
+let consoleDown = false;  // the live stream broke: what lastStatus says may no longer hold
+const DOWN_TEXT = "the console is not answering: reconnecting… (is the stack running? k0maru up)";
 const statusListeners = new Set();
 
 function startLive() {
   if (live) live.close();
   live = new EventSource(withToken("/api/live"));
   live.addEventListener("status", (m) => {
+    consoleDown = false;
     lastStatus = JSON.parse(m.data);
     sessionStorage.setItem("k0maru.status", m.data);
     paintPulse();
     statusListeners.forEach((f) => f(lastStatus));
   });
-  live.onerror = () => { $("#mini-text").textContent = "reconnecting…"; };
+  // the console itself stopped answering (the stack stopped, the gateway killed): its last snapshot
+  // is no longer news, so no service is shown as serving until it answers again
+  live.onerror = () => {
+    consoleDown = true;
+    paintPulse();
+    statusListeners.forEach((f) => f(lastStatus));
+  };
 }
 
 function healthClass(state) { return state === "SERVING" ? "ok" : state === "NOT_SERVING" || state === "UNKNOWN" ? "warn" : ""; }
 
 function paintPulse() {
   const s = lastStatus;
+  document.body.classList.toggle("down", consoleDown);  // what the page shows is the last snapshot
+  if (consoleDown) {
+    $("#health-dots").innerHTML = Object.keys(s ? s.services : {}).map((n) => `<span class="dot unknown" title="${esc(n)}: unknown (the console is not answering)"></span>`).join("");
+    $("#mini-text").textContent = DOWN_TEXT;
+    return;
+  }
   if (!s) return;
   $("#health-dots").innerHTML = Object.entries(s.services).map(([n, st]) => `<span class="dot ${healthClass(st)}" title="${esc(n)}: ${esc(st)}"></span>`).join("");
   const q = s.queue;
@@ -170,7 +191,7 @@ async function searchView(_arg, params) {
     <select id="mode" aria-label="mode">${["hybrid", "bm25", "vector"].map((m) => `<option${m === mode ? " selected" : ""}>${m}</option>`).join("")}</select>
     <button>Search</button></div>
     <div class="row dim">scope:
-      <input id="diary" placeholder="folder / diary" value="${esc(params.get("diary") || "")}" size="14" aria-label="diary">
+      <input id="diary" placeholder="diary (top folder)" value="${esc(params.get("diary") || "")}" size="14" aria-label="diary">
       <input id="prefix" placeholder="path prefix" value="${esc(params.get("prefix") || "")}" size="14" aria-label="path prefix">
       <input id="tag" placeholder="tags (comma)" value="${esc(params.get("tag") || "")}" size="16" aria-label="tags">
       <input id="since" type="date" value="${esc(params.get("since") || "")}" aria-label="dated since" title="notes dated this day or later">
@@ -191,6 +212,9 @@ async function searchView(_arg, params) {
     if ($("#dedup").checked) p.set("dedup", "1");
     location.hash = "#/search?" + p;
   });
+  const box = $("#q");  // the form is drawn anew for each search: keep typing where the query is
+  box.focus({ preventScroll: true });
+  box.setSelectionRange(box.value.length, box.value.length);
   const scoped = ["diary", "prefix", "tag", "since", "until"].some((k) => (params.get(k) || "").trim());
   if (!q.trim() && !scoped) { $("#hits").innerHTML = `<p class="dim">Type a query, or set a scope alone to list its notes, newest first. Every hit shows why it ranked where it did; click a hit to open the note.</p>`; return; }
   const p = new URLSearchParams({ q, mode, explain: "1", limit: params.get("limit") || "10" });
@@ -267,7 +291,8 @@ function tagmemoChip(t) {
   const detail = [`β ${num(t.beta)} (β₀ ${num(t.base_beta)})`, tags && "tags " + tags, (t.core_tags || []).length && "core " + t.core_tags.map(esc).join(", "),
     t.dominant_axis && "axis " + esc(t.dominant_axis), t.dedup_dropped && `dedup −${esc(t.dedup_dropped)}`].filter(Boolean).join(" · ");
   const title = `logic depth ${num(t.logic_depth)} · entropy ${num(t.entropy)} · resonance ${num(t.resonance)} · coverage ${num(t.coverage)} · novelty ${num(t.novelty)}`;
-  return `<span class="chan tagmemo ${t.applied ? "ran" : ""}" title="${esc(title)}">TagMemo ${t.applied ? "applied" : "not applied"} · ${detail}</span>`;
+  if (!t.applied) return `<span class="chan tagmemo" title="${esc(t.reason || "")}">TagMemo not applied${t.reason ? ": " + esc(t.reason) : ""}</span>`;
+  return `<span class="chan tagmemo ran" title="${esc(title)}">TagMemo applied · ${detail}</span>`;
 }
 
 // ---------- safe Markdown ----------
@@ -295,7 +320,8 @@ function inlineMd(text, resolved) {
   // scanner reads it: percent-decoded, without #heading and .md
   // ![alt](src), an image: a link to it with its alt text, not fetched (a remote image would tell its
   // host who reads the note; it showed as "!" and a link)
-  s = s.replace(/(!?)\[([^\]]*)\]\((&lt;.+?&gt;|[^)\s]+)(?:\s+&quot;[^)]*?&quot;)?\)/g, (whole, bang, label, url) => {
+  // a URL may hold balanced parentheses, as CommonMark reads it: `wiki/Rust_(programming_language)`
+  s = s.replace(/(!?)\[([^\]]*)\]\((&lt;.+?&gt;|(?:[^()\s]|\([^()\s]*\))+)(?:\s+&quot;[^)]*?&quot;)?\)/g, (whole, bang, label, url) => {
     if (!bang && !label) return whole;
     if (bang) label = `<span class="image-link" title="an image, not shown here">🖼 ${label || "image"}</span>`;
     const raw = unesc(url.replace(/^&lt;|&gt;$/g, ""));
@@ -374,7 +400,8 @@ async function noteView(path) {
     <div class="card"><h2>Backlinks (${n.backlinks.length})</h2><ul id="backlinks">${n.backlinks.map((b) => `<li><a href="${esc(noteHref(b))}">${esc(b)}</a></li>`).join("") || '<li class="dim">none</li>'}</ul></div>
     ${n.problems.length ? `<div class="card warn">${n.problems.map(esc).join("<br>")}</div>` : ""}
   </aside></div>`;
-  $("#back").addEventListener("click", (e) => { e.preventDefault(); history.back(); });
+  // back within the console; a note opened directly (a new tab, a bookmark) goes to search, not away
+  $("#back").addEventListener("click", (e) => { e.preventDefault(); if (navigation > 1) history.back(); else location.hash = "#/search"; });
   $("#note-body").innerHTML = renderMarkdown(n.markdown || "", resolved) || '<p class="dim">(empty note)</p>';
   document.title = (n.title || n.path) + " · k0maru";
 }
@@ -653,7 +680,9 @@ async function statusView() {
       + (s.scanner && s.scanner.commit_days ? `<div class="card" id="commit-days"><div class="dim">dates (a vault in git)</div><div>${esc(s.scanner.commit_days)}</div></div>` : "")
       + (i && i.notes_with_problems ? `<div class="card" id="problem-notes"><div class="dim">${fmt(i.notes_with_problems)} note${i.notes_with_problems === 1 ? "" : "s"} indexed with problems${i.notes_with_problems > (i.problem_notes || []).length ? ` (the first ${(i.problem_notes || []).length} by path)` : ""}</div>${(i.problem_notes || []).map((x) => `<div><a href="${noteHref(x.path)}">${esc(x.path)}</a>: ${esc(x.problems.join("; "))}</div>`).join("")}</div>` : "")
       + (s.scanner && s.scanner.skipped ? `<div class="card" id="skipped-files"><div class="dim">${fmt(s.scanner.skipped)} file${s.scanner.skipped === 1 ? "" : "s"} not indexed${s.scanner.skipped > (s.scanner.skipped_files || []).length ? ` (the first ${(s.scanner.skipped_files || []).length} by path)` : ""}</div>${(s.scanner.skipped_files || []).map((x) => `<div>${esc(x.path)}: ${esc(x.reason)}</div>`).join("")}</div>` : "");
-    $("#services").innerHTML = Object.entries(s.services).map(([n, st]) => `<div class="card"><span class="dot ${healthClass(st)}"></span>${esc(n)}<div class="dim">${esc(st)}</div></div>`).join("");
+    $("#services").innerHTML = consoleDown
+      ? `<div class="card err" id="console-down">${esc(DOWN_TEXT)}</div>` + Object.keys(s.services).map((n) => `<div class="card"><span class="dot unknown"></span>${esc(n)}<div class="dim">unknown</div></div>`).join("")
+      : Object.entries(s.services).map(([n, st]) => `<div class="card"><span class="dot ${healthClass(st)}"></span>${esc(n)}<div class="dim">${esc(st)}</div></div>`).join("");
     const w = s.workers || [];
     $("#workers").innerHTML = w.length ? w.map((x) => `<div class="card worker"><span class="dot ${x.gone || x.idle_ms >= 5000 ? "warn" : "ok"}"></span>${esc(x.name)}<div class="dim">${x.gone ? "gone" : x.idle_ms < 5000 ? "live" : "silent (busy, or stopped)"} · ${fmt(x.pending)} jobs held · idle ${(x.idle_ms / 1000).toFixed(1)} s</div></div>`).join("")
       : `<div class="card dim">no worker on the job stream</div>`;
