@@ -441,6 +441,13 @@ def test_the_tagmemo_chip_says_why_tagmemo_did_not_apply(page: Any, stack: Stack
     assert chip.inner_text().startswith("TagMemo not applied: ") and "β" not in chip.inner_text()
     assert "script" in chip.inner_text()  # the English model reads no Han: the reason says so
 
+    def names_the_ignored_core_tag() -> bool:  # once the vault's tags have vectors
+        open_page(page, stack, "search?q=storm%20at%20the%20lighthouse&tagmemo=1&core_tags=nosuchtag")
+        page.locator(".chan.tagmemo").wait_for()
+        return "core tags ignored: nosuchtag: no note carries it" in page.inner_text(".chan.tagmemo")
+
+    wait_for(names_the_ignored_core_tag, 60, "the core tag no note carries, named")
+
 
 def test_links_written_label_first_lead_to_their_notes(page: Any, stack: Stack):
     """Dendron's `[[label|note]]`: the list of links and the rendered note show the label and

@@ -107,7 +107,10 @@ def test_tagged_notes_feed_the_tag_index_epa_and_the_query(stack):
     assert "battery" in [t.tag for t in top.explain.tagmemo_tags]
     # core tags given by the caller take part, in any case
     core = search(client, "my phone battery dies overnight", HYBRID, tagmemo=True, beta=0.4, core_tags=["CAMERA"])
-    assert "camera" in core.tagmemo.core_tags
+    assert "camera" in core.tagmemo.core_tags and not core.tagmemo.core_tags_ignored
+    # a core tag that takes no part says why (it vanished from the explanation without a word)
+    odd = search(client, "my phone battery dies overnight", HYBRID, tagmemo=True, core_tags=["nosuchtag", "电池"])
+    assert list(odd.tagmemo.core_tags_ignored) == ["nosuchtag: no note carries it", "电池: no note carries it"]
     # the last note carrying a tag takes the tag with it
     (vault / "tagged/camera.md").unlink()
     wait_for(lambda: status(client).tags == s.tags - 2, 30, "camera and photos to leave the tag index")

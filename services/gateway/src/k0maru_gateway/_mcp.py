@@ -102,6 +102,7 @@ class TagMemoExplain(BaseModel):
     pyramid_levels: list[float]
     dedup_dropped: int
     reason: str = ""  # when not applied: why (no tag vectors, no tag matched, no query vector)
+    core_tags_ignored: list[str] | None = None  # the caller's core tags that took no part, "tag: why"
 
 
 class RecallResult(BaseModel):
@@ -470,6 +471,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
                 pyramid_levels=[round(x, 4) for x in tm.pyramid_levels],
                 dedup_dropped=tm.dedup_dropped,
                 reason=tm.reason,
+                core_tags_ignored=list(tm.core_tags_ignored) or None,
             )
             if explain and reply.HasField("tagmemo")
             else None,

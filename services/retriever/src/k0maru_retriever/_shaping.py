@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from k0maru.v1 import retriever_pb2
-from k0maru_common import InvalidInput
+from k0maru_common import InvalidInput, model_reads
 
 from ._dedup import deduplicate
 from ._fusion import FusedHit
 from ._index import NoteIndex
 from ._params import ParamsFile
-from ._tagmemo import TagMemo
+from ._tagmemo import TagMemo, TagSpace
 from ._tags import normalise_tag
 
 if TYPE_CHECKING:
@@ -71,13 +71,17 @@ class QueryShaper:
         if beta0 is None:
             beta0 = memo.base_weight()
         core = list(dict.fromkeys(n for n in (normalise_tag(t) for t in request.tagmemo.core_tags) if n))
+        ignored = self._ignored(core, space)  # dropped without a word before
         if params.retriever.sense_core_tags:
             core = list(dict.fromkeys([*core, *memo.sense_core()]))
         shaped = memo.reshape(beta0, core, details=request.explain)
         info = shaped.info
         if info is None:
             return [q], retriever_pb2.TagMemoExplanation(
-                applied=False, base_beta=beta0, reason="no tag of the vault matched the query"
+                applied=False,
+                base_beta=beta0,
+                reason="no tag of the vault matched the query",
+                core_tags_ignored=ignored,
             )
         vectors = [q, shaped.vector] if params.retriever.vector_query == "raw+fused" else [shaped.vector]
         if not request.explain:  # the explanation is only read with explain: skip building it
@@ -95,8 +99,28 @@ class QueryShaper:
             novelty=info.novelty,
             dominant_axis=info.world,
             pyramid_levels=list(info.level_energies),
+            core_tags_ignored=ignored,
         )
         return vectors, explanation
+
+    def _ignored(self, core: list[str], space: TagSpace) -> list[str]:
+        """The caller's core tags the tag space has no row for, each as "tag: why"."""
+        tags = self._index.tags
+        out = []
+        for name in core:
+            if name in space.row_of or name in space.row_of_lower:
+                continue
+            why = (
+                "blacklisted (tagBlacklist)"
+                if name in tags.blacklist
+                else "no note carries it"
+                if not tags.note_count.get(name)
+                else "in a script the embedding model does not read"
+                if not model_reads(name, tags.scripts)
+                else "no vector yet"
+            )
+            out.append(f"{name}: {why}")
+        return out
 
     def dedup(self, hits: list[FusedHit], best_chunk: dict[str, str], q: np.ndarray, limit: int) -> list[FusedHit]:
         """The hits SVD-residual deduplication keeps (at most `limit`), in their rank order."""

@@ -27,7 +27,7 @@ _sym_db = _symbol_database.Default()
 from k0maru.v1 import common_pb2 as k0maru_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19k0maru/v1/retriever.proto\x12\tk0maru.v1\x1a\x16k0maru/v1/common.proto\"[\n\x05Scope\x12\x0f\n\x07\x64iaries\x18\x01 \x03(\t\x12\x15\n\rpath_prefixes\x18\x02 \x03(\t\x12\x0c\n\x04tags\x18\x03 \x03(\t\x12\r\n\x05since\x18\x04 \x01(\t\x12\r\n\x05until\x18\x05 \x01(\t\"B\n\x0eTagMemoOptions\x12\x0f\n\x07\x65nabled\x18\x01 \x01(\x08\x12\x11\n\tcore_tags\x18\x02 \x03(\t\x12\x0c\n\x04\x62\x65ta\x18\x03 \x01(\x02\"\xbf\x01\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\r\x12#\n\x04mode\x18\x03 \x01(\x0e\x32\x15.k0maru.v1.SearchMode\x12\x1f\n\x05scope\x18\x04 \x01(\x0b\x32\x10.k0maru.v1.Scope\x12*\n\x07tagmemo\x18\x05 \x01(\x0b\x32\x19.k0maru.v1.TagMemoOptions\x12\x0f\n\x07\x65xplain\x18\x06 \x01(\x08\x12\r\n\x05\x64\x65\x64up\x18\x07 \x01(\x08\"B\n\x12\x43hannelExplanation\x12\x0f\n\x07present\x18\x01 \x01(\x08\x12\x0c\n\x04rank\x18\x02 \x01(\r\x12\r\n\x05score\x18\x03 \x01(\x01\"(\n\tTagFactor\x12\x0b\n\x03tag\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\x01\"\x8e\x02\n\x0b\x45xplanation\x12+\n\x04\x62m25\x18\x01 \x01(\x0b\x32\x1d.k0maru.v1.ChannelExplanation\x12-\n\x06vector\x18\x02 \x01(\x0b\x32\x1d.k0maru.v1.ChannelExplanation\x12\x13\n\x0bgraph_boost\x18\x03 \x01(\x01\x12\x13\n\x0b\x66used_score\x18\x04 \x01(\x01\x12*\n\x0ctagmemo_tags\x18\x05 \x03(\x0b\x32\x14.k0maru.v1.TagFactor\x12\x14\n\x0cheading_path\x18\x06 \x03(\t\x12\x12\n\nname_match\x18\x07 \x01(\x01\x12\x14\n\x0cnot_embedded\x18\x08 \x01(\x08\x12\r\n\x05\x65xact\x18\t \x01(\t\"\xbe\x02\n\tSearchHit\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0f\n\x07snippet\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\x01\x12\r\n\x05\x64iary\x18\x05 \x01(\t\x12\x0c\n\x04tags\x18\x06 \x03(\t\x12\x13\n\x0b\x63hunk_index\x18\x07 \x01(\r\x12\x12\n\nstart_line\x18\x08 \x01(\r\x12\x10\n\x08\x65nd_line\x18\t \x01(\r\x12\'\n\x07\x65xplain\x18\n \x01(\x0b\x32\x16.k0maru.v1.Explanation\x12\x0c\n\x04\x64\x61te\x18\x0b \x01(\t\x12\x10\n\x08modified\x18\x0c \x01(\t\x12\x11\n\tcommitted\x18\r \x01(\t\x12\x10\n\x08problems\x18\x0e \x03(\t\x12\x17\n\x0fsame_passage_as\x18\x0f \x01(\t\x12\x15\n\rsuperseded_by\x18\x10 \x03(\t\"r\n\rChannelReport\x12\x0f\n\x07\x63hannel\x18\x01 \x01(\t\x12\x0b\n\x03ran\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0e\n\x06weight\x18\x04 \x01(\x01\x12\x12\n\nconfidence\x18\x05 \x01(\x01\x12\x0f\n\x07took_ms\x18\x06 \x01(\x01\"\xb7\x02\n\x12TagMemoExplanation\x12\x0f\n\x07\x61pplied\x18\x01 \x01(\x08\x12*\n\x0cmatched_tags\x18\x02 \x03(\x0b\x32\x14.k0maru.v1.TagFactor\x12\x11\n\tcore_tags\x18\x03 \x03(\t\x12\x0c\n\x04\x62\x65ta\x18\x04 \x01(\x01\x12\x11\n\tbase_beta\x18\x05 \x01(\x01\x12\x13\n\x0blogic_depth\x18\x06 \x01(\x01\x12\x0f\n\x07\x65ntropy\x18\x07 \x01(\x01\x12\x11\n\tresonance\x18\x08 \x01(\x01\x12\x10\n\x08\x63overage\x18\t \x01(\x01\x12\x0f\n\x07novelty\x18\n \x01(\x01\x12\x15\n\rdominant_axis\x18\x0b \x01(\t\x12\x16\n\x0epyramid_levels\x18\x0c \x03(\x01\x12\x15\n\rdedup_dropped\x18\r \x01(\r\x12\x0e\n\x06reason\x18\x0e \x01(\t\"\x99\x03\n\x0eSearchResponse\x12\"\n\x04hits\x18\x01 \x03(\x0b\x32\x14.k0maru.v1.SearchHit\x12\r\n\x05vault\x18\x02 \x01(\t\x12(\n\tmode_used\x18\x03 \x01(\x0e\x32\x15.k0maru.v1.SearchMode\x12\x17\n\x0fvector_coverage\x18\x04 \x01(\x01\x12\x0f\n\x07took_ms\x18\x05 \x01(\x01\x12*\n\x08\x63hannels\x18\x06 \x03(\x0b\x32\x18.k0maru.v1.ChannelReport\x12.\n\x07tagmemo\x18\x07 \x01(\x0b\x32\x1d.k0maru.v1.TagMemoExplanation\x12\x30\n\x0eindex_progress\x18\x08 \x01(\x0b\x32\x18.k0maru.v1.IndexProgress\x12\x1a\n\x12query_embedding_ms\x18\t \x01(\x01\x12(\n\nhighlights\x18\n \x03(\x0b\x32\x14.k0maru.v1.Highlight\x12\x13\n\x0b\x65mpty_scope\x18\x0b \x03(\t\x12\x17\n\x0f\x62y_meaning_only\x18\x0c \x01(\x08\"A\n\tHighlight\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x12\n\nword_start\x18\x02 \x01(\x08\x12\x12\n\nwhole_word\x18\x03 \x01(\x08\";\n\rIndexProgress\x12\x15\n\rnotes_indexed\x18\x01 \x01(\x03\x12\x13\n\x0bnotes_total\x18\x02 \x01(\x03\"\x1e\n\x0eGetNoteRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"\xc9\x01\n\x04Note\x12%\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x13.k0maru.v1.Document\x12\x11\n\tbacklinks\x18\x02 \x03(\t\x12\x10\n\x08markdown\x18\x03 \x01(\t\x12\x10\n\x08outgoing\x18\x04 \x03(\t\x12(\n\x05links\x18\x06 \x03(\x0b\x32\x19.k0maru.v1.LinkResolution\x12\x12\n\nunreadable\x18\x07 \x01(\t\x12\x15\n\rsuperseded_by\x18\x08 \x03(\tJ\x04\x08\x05\x10\x06R\x08resolved\"\x13\n\x11SupersededRequest\"<\n\x12SupersededResponse\x12&\n\x05notes\x18\x01 \x03(\x0b\x32\x17.k0maru.v1.Supersession\".\n\x0eLinkResolution\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\" \n\x10\x42\x61\x63klinksRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"\"\n\x11\x42\x61\x63klinksResponse\x12\r\n\x05paths\x18\x01 \x03(\t\"\x14\n\x12IndexStatusRequest\"\xcb\x05\n\x13IndexStatusResponse\x12\r\n\x05vault\x18\x01 \x01(\t\x12\x18\n\x10last_applied_seq\x18\x02 \x01(\x04\x12\x11\n\tdocuments\x18\x03 \x01(\r\x12\x0e\n\x06\x63hunks\x18\x04 \x01(\r\x12\x1b\n\x13\x63hunks_with_vectors\x18\x05 \x01(\r\x12(\n\x07workers\x18\x06 \x03(\x0b\x32\x17.k0maru.v1.WorkerHealth\x12\x16\n\x0e\x62m25_documents\x18\x07 \x01(\x04\x12\x15\n\rvector_points\x18\x08 \x01(\x04\x12\x12\n\ngeneration\x18\t \x01(\t\x12\x12\n\nconsistent\x18\n \x01(\x08\x12\x0f\n\x07problem\x18\x0b \x01(\t\x12\x1b\n\x13\x65mbed_queue_pending\x18\x0c \x01(\x03\x12\x19\n\x11\x65mbed_dead_letter\x18\r \x01(\x03\x12\x0c\n\x04tags\x18\x0e \x01(\r\x12\x19\n\x11tags_with_vectors\x18\x0f \x01(\r\x12\x10\n\x08\x65pa_axes\x18\x10 \x01(\r\x12\x14\n\x0cparams_error\x18\x11 \x01(\t\x12\x17\n\x0f\x65mbedding_model\x18\x1e \x01(\t\x12.\n\tembedders\x18< \x03(\x0b\x32\x1b.k0maru.v1.EmbedderConsumer\x12\x10\n\x08instance\x18= \x01(\t\x12\x17\n\x0fvectors_indexed\x18> \x01(\x04\x12\x16\n\x0eindex_building\x18? \x01(\x08\x12\'\n\x05\x62uild\x18@ \x01(\x0b\x32\x18.k0maru.v1.IndexProgress\x12\x14\n\x0c\x62m25_deleted\x18\x41 \x01(\x04\x12\x18\n\x10\x62m25_compactions\x18\x42 \x01(\r\x12\x1b\n\x13notes_with_problems\x18\x43 \x01(\r\x12.\n\rproblem_notes\x18\x44 \x03(\x0b\x32\x17.k0maru.v1.NoteProblems\".\n\x0cNoteProblems\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x10\n\x08problems\x18\x02 \x03(\t\"P\n\x10\x45mbedderConsumer\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07pending\x18\x02 \x01(\x03\x12\x0f\n\x07idle_ms\x18\x03 \x01(\x03\x12\x0c\n\x04gone\x18\x04 \x01(\x08\"\x10\n\x0eReindexRequest\"$\n\x0fReindexResponse\x12\x11\n\tdocuments\x18\x01 \x01(\r\"=\n\x0cGraphRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04hops\x18\x02 \x01(\r\x12\x11\n\tmax_nodes\x18\x03 \x01(\r\"T\n\tGraphNode\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\r\n\x05\x64iary\x18\x03 \x01(\t\x12\x0e\n\x06\x64\x65gree\x18\x04 \x01(\r\x12\x0b\n\x03hop\x18\x05 \x01(\r\"k\n\rGraphResponse\x12#\n\x05nodes\x18\x01 \x03(\x0b\x32\x14.k0maru.v1.GraphNode\x12\r\n\x05\x65\x64ges\x18\x02 \x03(\r\x12\x11\n\ttruncated\x18\x03 \x01(\x08\x12\x13\n\x0btotal_notes\x18\x04 \x01(\r*o\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x14\n\x10SEARCH_MODE_BM25\x10\x01\x12\x16\n\x12SEARCH_MODE_VECTOR\x10\x02\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x03\x32\xe0\x03\n\tRetriever\x12=\n\x06Search\x12\x18.k0maru.v1.SearchRequest\x1a\x19.k0maru.v1.SearchResponse\x12\x35\n\x07GetNote\x12\x19.k0maru.v1.GetNoteRequest\x1a\x0f.k0maru.v1.Note\x12\x46\n\tBacklinks\x12\x1b.k0maru.v1.BacklinksRequest\x1a\x1c.k0maru.v1.BacklinksResponse\x12L\n\x0bIndexStatus\x12\x1d.k0maru.v1.IndexStatusRequest\x1a\x1e.k0maru.v1.IndexStatusResponse\x12@\n\x07Reindex\x12\x19.k0maru.v1.ReindexRequest\x1a\x1a.k0maru.v1.ReindexResponse\x12:\n\x05Graph\x12\x17.k0maru.v1.GraphRequest\x1a\x18.k0maru.v1.GraphResponse\x12I\n\nSuperseded\x12\x1c.k0maru.v1.SupersededRequest\x1a\x1d.k0maru.v1.SupersededResponseB\"Z k0maru/gen/go/k0maru/v1;k0maruv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19k0maru/v1/retriever.proto\x12\tk0maru.v1\x1a\x16k0maru/v1/common.proto\"[\n\x05Scope\x12\x0f\n\x07\x64iaries\x18\x01 \x03(\t\x12\x15\n\rpath_prefixes\x18\x02 \x03(\t\x12\x0c\n\x04tags\x18\x03 \x03(\t\x12\r\n\x05since\x18\x04 \x01(\t\x12\r\n\x05until\x18\x05 \x01(\t\"B\n\x0eTagMemoOptions\x12\x0f\n\x07\x65nabled\x18\x01 \x01(\x08\x12\x11\n\tcore_tags\x18\x02 \x03(\t\x12\x0c\n\x04\x62\x65ta\x18\x03 \x01(\x02\"\xbf\x01\n\rSearchRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\r\x12#\n\x04mode\x18\x03 \x01(\x0e\x32\x15.k0maru.v1.SearchMode\x12\x1f\n\x05scope\x18\x04 \x01(\x0b\x32\x10.k0maru.v1.Scope\x12*\n\x07tagmemo\x18\x05 \x01(\x0b\x32\x19.k0maru.v1.TagMemoOptions\x12\x0f\n\x07\x65xplain\x18\x06 \x01(\x08\x12\r\n\x05\x64\x65\x64up\x18\x07 \x01(\x08\"B\n\x12\x43hannelExplanation\x12\x0f\n\x07present\x18\x01 \x01(\x08\x12\x0c\n\x04rank\x18\x02 \x01(\r\x12\r\n\x05score\x18\x03 \x01(\x01\"(\n\tTagFactor\x12\x0b\n\x03tag\x18\x01 \x01(\t\x12\x0e\n\x06weight\x18\x02 \x01(\x01\"\x8e\x02\n\x0b\x45xplanation\x12+\n\x04\x62m25\x18\x01 \x01(\x0b\x32\x1d.k0maru.v1.ChannelExplanation\x12-\n\x06vector\x18\x02 \x01(\x0b\x32\x1d.k0maru.v1.ChannelExplanation\x12\x13\n\x0bgraph_boost\x18\x03 \x01(\x01\x12\x13\n\x0b\x66used_score\x18\x04 \x01(\x01\x12*\n\x0ctagmemo_tags\x18\x05 \x03(\x0b\x32\x14.k0maru.v1.TagFactor\x12\x14\n\x0cheading_path\x18\x06 \x03(\t\x12\x12\n\nname_match\x18\x07 \x01(\x01\x12\x14\n\x0cnot_embedded\x18\x08 \x01(\x08\x12\r\n\x05\x65xact\x18\t \x01(\t\"\xbe\x02\n\tSearchHit\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0f\n\x07snippet\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\x01\x12\r\n\x05\x64iary\x18\x05 \x01(\t\x12\x0c\n\x04tags\x18\x06 \x03(\t\x12\x13\n\x0b\x63hunk_index\x18\x07 \x01(\r\x12\x12\n\nstart_line\x18\x08 \x01(\r\x12\x10\n\x08\x65nd_line\x18\t \x01(\r\x12\'\n\x07\x65xplain\x18\n \x01(\x0b\x32\x16.k0maru.v1.Explanation\x12\x0c\n\x04\x64\x61te\x18\x0b \x01(\t\x12\x10\n\x08modified\x18\x0c \x01(\t\x12\x11\n\tcommitted\x18\r \x01(\t\x12\x10\n\x08problems\x18\x0e \x03(\t\x12\x17\n\x0fsame_passage_as\x18\x0f \x01(\t\x12\x15\n\rsuperseded_by\x18\x10 \x03(\t\"r\n\rChannelReport\x12\x0f\n\x07\x63hannel\x18\x01 \x01(\t\x12\x0b\n\x03ran\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0e\n\x06weight\x18\x04 \x01(\x01\x12\x12\n\nconfidence\x18\x05 \x01(\x01\x12\x0f\n\x07took_ms\x18\x06 \x01(\x01\"\xd2\x02\n\x12TagMemoExplanation\x12\x0f\n\x07\x61pplied\x18\x01 \x01(\x08\x12*\n\x0cmatched_tags\x18\x02 \x03(\x0b\x32\x14.k0maru.v1.TagFactor\x12\x11\n\tcore_tags\x18\x03 \x03(\t\x12\x0c\n\x04\x62\x65ta\x18\x04 \x01(\x01\x12\x11\n\tbase_beta\x18\x05 \x01(\x01\x12\x13\n\x0blogic_depth\x18\x06 \x01(\x01\x12\x0f\n\x07\x65ntropy\x18\x07 \x01(\x01\x12\x11\n\tresonance\x18\x08 \x01(\x01\x12\x10\n\x08\x63overage\x18\t \x01(\x01\x12\x0f\n\x07novelty\x18\n \x01(\x01\x12\x15\n\rdominant_axis\x18\x0b \x01(\t\x12\x16\n\x0epyramid_levels\x18\x0c \x03(\x01\x12\x15\n\rdedup_dropped\x18\r \x01(\r\x12\x0e\n\x06reason\x18\x0e \x01(\t\x12\x19\n\x11\x63ore_tags_ignored\x18\x0f \x03(\t\"\x99\x03\n\x0eSearchResponse\x12\"\n\x04hits\x18\x01 \x03(\x0b\x32\x14.k0maru.v1.SearchHit\x12\r\n\x05vault\x18\x02 \x01(\t\x12(\n\tmode_used\x18\x03 \x01(\x0e\x32\x15.k0maru.v1.SearchMode\x12\x17\n\x0fvector_coverage\x18\x04 \x01(\x01\x12\x0f\n\x07took_ms\x18\x05 \x01(\x01\x12*\n\x08\x63hannels\x18\x06 \x03(\x0b\x32\x18.k0maru.v1.ChannelReport\x12.\n\x07tagmemo\x18\x07 \x01(\x0b\x32\x1d.k0maru.v1.TagMemoExplanation\x12\x30\n\x0eindex_progress\x18\x08 \x01(\x0b\x32\x18.k0maru.v1.IndexProgress\x12\x1a\n\x12query_embedding_ms\x18\t \x01(\x01\x12(\n\nhighlights\x18\n \x03(\x0b\x32\x14.k0maru.v1.Highlight\x12\x13\n\x0b\x65mpty_scope\x18\x0b \x03(\t\x12\x17\n\x0f\x62y_meaning_only\x18\x0c \x01(\x08\"A\n\tHighlight\x12\x0c\n\x04text\x18\x01 \x01(\t\x12\x12\n\nword_start\x18\x02 \x01(\x08\x12\x12\n\nwhole_word\x18\x03 \x01(\x08\";\n\rIndexProgress\x12\x15\n\rnotes_indexed\x18\x01 \x01(\x03\x12\x13\n\x0bnotes_total\x18\x02 \x01(\x03\"\x1e\n\x0eGetNoteRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"\xc9\x01\n\x04Note\x12%\n\x08\x64ocument\x18\x01 \x01(\x0b\x32\x13.k0maru.v1.Document\x12\x11\n\tbacklinks\x18\x02 \x03(\t\x12\x10\n\x08markdown\x18\x03 \x01(\t\x12\x10\n\x08outgoing\x18\x04 \x03(\t\x12(\n\x05links\x18\x06 \x03(\x0b\x32\x19.k0maru.v1.LinkResolution\x12\x12\n\nunreadable\x18\x07 \x01(\t\x12\x15\n\rsuperseded_by\x18\x08 \x03(\tJ\x04\x08\x05\x10\x06R\x08resolved\"\x13\n\x11SupersededRequest\"<\n\x12SupersededResponse\x12&\n\x05notes\x18\x01 \x03(\x0b\x32\x17.k0maru.v1.Supersession\".\n\x0eLinkResolution\x12\x0e\n\x06target\x18\x01 \x01(\t\x12\x0c\n\x04path\x18\x02 \x01(\t\" \n\x10\x42\x61\x63klinksRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\"\"\n\x11\x42\x61\x63klinksResponse\x12\r\n\x05paths\x18\x01 \x03(\t\"\x14\n\x12IndexStatusRequest\"\xcb\x05\n\x13IndexStatusResponse\x12\r\n\x05vault\x18\x01 \x01(\t\x12\x18\n\x10last_applied_seq\x18\x02 \x01(\x04\x12\x11\n\tdocuments\x18\x03 \x01(\r\x12\x0e\n\x06\x63hunks\x18\x04 \x01(\r\x12\x1b\n\x13\x63hunks_with_vectors\x18\x05 \x01(\r\x12(\n\x07workers\x18\x06 \x03(\x0b\x32\x17.k0maru.v1.WorkerHealth\x12\x16\n\x0e\x62m25_documents\x18\x07 \x01(\x04\x12\x15\n\rvector_points\x18\x08 \x01(\x04\x12\x12\n\ngeneration\x18\t \x01(\t\x12\x12\n\nconsistent\x18\n \x01(\x08\x12\x0f\n\x07problem\x18\x0b \x01(\t\x12\x1b\n\x13\x65mbed_queue_pending\x18\x0c \x01(\x03\x12\x19\n\x11\x65mbed_dead_letter\x18\r \x01(\x03\x12\x0c\n\x04tags\x18\x0e \x01(\r\x12\x19\n\x11tags_with_vectors\x18\x0f \x01(\r\x12\x10\n\x08\x65pa_axes\x18\x10 \x01(\r\x12\x14\n\x0cparams_error\x18\x11 \x01(\t\x12\x17\n\x0f\x65mbedding_model\x18\x1e \x01(\t\x12.\n\tembedders\x18< \x03(\x0b\x32\x1b.k0maru.v1.EmbedderConsumer\x12\x10\n\x08instance\x18= \x01(\t\x12\x17\n\x0fvectors_indexed\x18> \x01(\x04\x12\x16\n\x0eindex_building\x18? \x01(\x08\x12\'\n\x05\x62uild\x18@ \x01(\x0b\x32\x18.k0maru.v1.IndexProgress\x12\x14\n\x0c\x62m25_deleted\x18\x41 \x01(\x04\x12\x18\n\x10\x62m25_compactions\x18\x42 \x01(\r\x12\x1b\n\x13notes_with_problems\x18\x43 \x01(\r\x12.\n\rproblem_notes\x18\x44 \x03(\x0b\x32\x17.k0maru.v1.NoteProblems\".\n\x0cNoteProblems\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x10\n\x08problems\x18\x02 \x03(\t\"P\n\x10\x45mbedderConsumer\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07pending\x18\x02 \x01(\x03\x12\x0f\n\x07idle_ms\x18\x03 \x01(\x03\x12\x0c\n\x04gone\x18\x04 \x01(\x08\"\x10\n\x0eReindexRequest\"$\n\x0fReindexResponse\x12\x11\n\tdocuments\x18\x01 \x01(\r\"=\n\x0cGraphRequest\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04hops\x18\x02 \x01(\r\x12\x11\n\tmax_nodes\x18\x03 \x01(\r\"T\n\tGraphNode\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\r\n\x05\x64iary\x18\x03 \x01(\t\x12\x0e\n\x06\x64\x65gree\x18\x04 \x01(\r\x12\x0b\n\x03hop\x18\x05 \x01(\r\"k\n\rGraphResponse\x12#\n\x05nodes\x18\x01 \x03(\x0b\x32\x14.k0maru.v1.GraphNode\x12\r\n\x05\x65\x64ges\x18\x02 \x03(\r\x12\x11\n\ttruncated\x18\x03 \x01(\x08\x12\x13\n\x0btotal_notes\x18\x04 \x01(\r*o\n\nSearchMode\x12\x1b\n\x17SEARCH_MODE_UNSPECIFIED\x10\x00\x12\x14\n\x10SEARCH_MODE_BM25\x10\x01\x12\x16\n\x12SEARCH_MODE_VECTOR\x10\x02\x12\x16\n\x12SEARCH_MODE_HYBRID\x10\x03\x32\xe0\x03\n\tRetriever\x12=\n\x06Search\x12\x18.k0maru.v1.SearchRequest\x1a\x19.k0maru.v1.SearchResponse\x12\x35\n\x07GetNote\x12\x19.k0maru.v1.GetNoteRequest\x1a\x0f.k0maru.v1.Note\x12\x46\n\tBacklinks\x12\x1b.k0maru.v1.BacklinksRequest\x1a\x1c.k0maru.v1.BacklinksResponse\x12L\n\x0bIndexStatus\x12\x1d.k0maru.v1.IndexStatusRequest\x1a\x1e.k0maru.v1.IndexStatusResponse\x12@\n\x07Reindex\x12\x19.k0maru.v1.ReindexRequest\x1a\x1a.k0maru.v1.ReindexResponse\x12:\n\x05Graph\x12\x17.k0maru.v1.GraphRequest\x1a\x18.k0maru.v1.GraphResponse\x12I\n\nSuperseded\x12\x1c.k0maru.v1.SupersededRequest\x1a\x1d.k0maru.v1.SupersededResponseB\"Z k0maru/gen/go/k0maru/v1;k0maruv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,8 +35,8 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'k0maru.v1.retriever_pb2', _
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z k0maru/gen/go/k0maru/v1;k0maruv1'
-  _globals['_SEARCHMODE']._serialized_start=3714
-  _globals['_SEARCHMODE']._serialized_end=3825
+  _globals['_SEARCHMODE']._serialized_start=3741
+  _globals['_SEARCHMODE']._serialized_end=3852
   _globals['_SCOPE']._serialized_start=64
   _globals['_SCOPE']._serialized_end=155
   _globals['_TAGMEMOOPTIONS']._serialized_start=157
@@ -54,45 +54,45 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CHANNELREPORT']._serialized_start=1123
   _globals['_CHANNELREPORT']._serialized_end=1237
   _globals['_TAGMEMOEXPLANATION']._serialized_start=1240
-  _globals['_TAGMEMOEXPLANATION']._serialized_end=1551
-  _globals['_SEARCHRESPONSE']._serialized_start=1554
-  _globals['_SEARCHRESPONSE']._serialized_end=1963
-  _globals['_HIGHLIGHT']._serialized_start=1965
-  _globals['_HIGHLIGHT']._serialized_end=2030
-  _globals['_INDEXPROGRESS']._serialized_start=2032
-  _globals['_INDEXPROGRESS']._serialized_end=2091
-  _globals['_GETNOTEREQUEST']._serialized_start=2093
-  _globals['_GETNOTEREQUEST']._serialized_end=2123
-  _globals['_NOTE']._serialized_start=2126
-  _globals['_NOTE']._serialized_end=2327
-  _globals['_SUPERSEDEDREQUEST']._serialized_start=2329
-  _globals['_SUPERSEDEDREQUEST']._serialized_end=2348
-  _globals['_SUPERSEDEDRESPONSE']._serialized_start=2350
-  _globals['_SUPERSEDEDRESPONSE']._serialized_end=2410
-  _globals['_LINKRESOLUTION']._serialized_start=2412
-  _globals['_LINKRESOLUTION']._serialized_end=2458
-  _globals['_BACKLINKSREQUEST']._serialized_start=2460
-  _globals['_BACKLINKSREQUEST']._serialized_end=2492
-  _globals['_BACKLINKSRESPONSE']._serialized_start=2494
-  _globals['_BACKLINKSRESPONSE']._serialized_end=2528
-  _globals['_INDEXSTATUSREQUEST']._serialized_start=2530
-  _globals['_INDEXSTATUSREQUEST']._serialized_end=2550
-  _globals['_INDEXSTATUSRESPONSE']._serialized_start=2553
-  _globals['_INDEXSTATUSRESPONSE']._serialized_end=3268
-  _globals['_NOTEPROBLEMS']._serialized_start=3270
-  _globals['_NOTEPROBLEMS']._serialized_end=3316
-  _globals['_EMBEDDERCONSUMER']._serialized_start=3318
-  _globals['_EMBEDDERCONSUMER']._serialized_end=3398
-  _globals['_REINDEXREQUEST']._serialized_start=3400
-  _globals['_REINDEXREQUEST']._serialized_end=3416
-  _globals['_REINDEXRESPONSE']._serialized_start=3418
-  _globals['_REINDEXRESPONSE']._serialized_end=3454
-  _globals['_GRAPHREQUEST']._serialized_start=3456
-  _globals['_GRAPHREQUEST']._serialized_end=3517
-  _globals['_GRAPHNODE']._serialized_start=3519
-  _globals['_GRAPHNODE']._serialized_end=3603
-  _globals['_GRAPHRESPONSE']._serialized_start=3605
-  _globals['_GRAPHRESPONSE']._serialized_end=3712
-  _globals['_RETRIEVER']._serialized_start=3828
-  _globals['_RETRIEVER']._serialized_end=4308
+  _globals['_TAGMEMOEXPLANATION']._serialized_end=1578
+  _globals['_SEARCHRESPONSE']._serialized_start=1581
+  _globals['_SEARCHRESPONSE']._serialized_end=1990
+  _globals['_HIGHLIGHT']._serialized_start=1992
+  _globals['_HIGHLIGHT']._serialized_end=2057
+  _globals['_INDEXPROGRESS']._serialized_start=2059
+  _globals['_INDEXPROGRESS']._serialized_end=2118
+  _globals['_GETNOTEREQUEST']._serialized_start=2120
+  _globals['_GETNOTEREQUEST']._serialized_end=2150
+  _globals['_NOTE']._serialized_start=2153
+  _globals['_NOTE']._serialized_end=2354
+  _globals['_SUPERSEDEDREQUEST']._serialized_start=2356
+  _globals['_SUPERSEDEDREQUEST']._serialized_end=2375
+  _globals['_SUPERSEDEDRESPONSE']._serialized_start=2377
+  _globals['_SUPERSEDEDRESPONSE']._serialized_end=2437
+  _globals['_LINKRESOLUTION']._serialized_start=2439
+  _globals['_LINKRESOLUTION']._serialized_end=2485
+  _globals['_BACKLINKSREQUEST']._serialized_start=2487
+  _globals['_BACKLINKSREQUEST']._serialized_end=2519
+  _globals['_BACKLINKSRESPONSE']._serialized_start=2521
+  _globals['_BACKLINKSRESPONSE']._serialized_end=2555
+  _globals['_INDEXSTATUSREQUEST']._serialized_start=2557
+  _globals['_INDEXSTATUSREQUEST']._serialized_end=2577
+  _globals['_INDEXSTATUSRESPONSE']._serialized_start=2580
+  _globals['_INDEXSTATUSRESPONSE']._serialized_end=3295
+  _globals['_NOTEPROBLEMS']._serialized_start=3297
+  _globals['_NOTEPROBLEMS']._serialized_end=3343
+  _globals['_EMBEDDERCONSUMER']._serialized_start=3345
+  _globals['_EMBEDDERCONSUMER']._serialized_end=3425
+  _globals['_REINDEXREQUEST']._serialized_start=3427
+  _globals['_REINDEXREQUEST']._serialized_end=3443
+  _globals['_REINDEXRESPONSE']._serialized_start=3445
+  _globals['_REINDEXRESPONSE']._serialized_end=3481
+  _globals['_GRAPHREQUEST']._serialized_start=3483
+  _globals['_GRAPHREQUEST']._serialized_end=3544
+  _globals['_GRAPHNODE']._serialized_start=3546
+  _globals['_GRAPHNODE']._serialized_end=3630
+  _globals['_GRAPHRESPONSE']._serialized_start=3632
+  _globals['_GRAPHRESPONSE']._serialized_end=3739
+  _globals['_RETRIEVER']._serialized_start=3855
+  _globals['_RETRIEVER']._serialized_end=4335
 # @@protoc_insertion_point(module_scope)

@@ -156,7 +156,7 @@ class ChannelReport(_message.Message):
     def __init__(self, channel: _Optional[str] = ..., ran: _Optional[bool] = ..., reason: _Optional[str] = ..., weight: _Optional[float] = ..., confidence: _Optional[float] = ..., took_ms: _Optional[float] = ...) -> None: ...
 
 class TagMemoExplanation(_message.Message):
-    __slots__ = ("applied", "matched_tags", "core_tags", "beta", "base_beta", "logic_depth", "entropy", "resonance", "coverage", "novelty", "dominant_axis", "pyramid_levels", "dedup_dropped", "reason")
+    __slots__ = ("applied", "matched_tags", "core_tags", "beta", "base_beta", "logic_depth", "entropy", "resonance", "coverage", "novelty", "dominant_axis", "pyramid_levels", "dedup_dropped", "reason", "core_tags_ignored")
     APPLIED_FIELD_NUMBER: _ClassVar[int]
     MATCHED_TAGS_FIELD_NUMBER: _ClassVar[int]
     CORE_TAGS_FIELD_NUMBER: _ClassVar[int]
@@ -171,6 +171,7 @@ class TagMemoExplanation(_message.Message):
     PYRAMID_LEVELS_FIELD_NUMBER: _ClassVar[int]
     DEDUP_DROPPED_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    CORE_TAGS_IGNORED_FIELD_NUMBER: _ClassVar[int]
     applied: bool
     matched_tags: _containers.RepeatedCompositeFieldContainer[TagFactor]
     core_tags: _containers.RepeatedScalarFieldContainer[str]
@@ -185,7 +186,8 @@ class TagMemoExplanation(_message.Message):
     pyramid_levels: _containers.RepeatedScalarFieldContainer[float]
     dedup_dropped: int
     reason: str
-    def __init__(self, applied: _Optional[bool] = ..., matched_tags: _Optional[_Iterable[_Union[TagFactor, _Mapping]]] = ..., core_tags: _Optional[_Iterable[str]] = ..., beta: _Optional[float] = ..., base_beta: _Optional[float] = ..., logic_depth: _Optional[float] = ..., entropy: _Optional[float] = ..., resonance: _Optional[float] = ..., coverage: _Optional[float] = ..., novelty: _Optional[float] = ..., dominant_axis: _Optional[str] = ..., pyramid_levels: _Optional[_Iterable[float]] = ..., dedup_dropped: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+    core_tags_ignored: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, applied: _Optional[bool] = ..., matched_tags: _Optional[_Iterable[_Union[TagFactor, _Mapping]]] = ..., core_tags: _Optional[_Iterable[str]] = ..., beta: _Optional[float] = ..., base_beta: _Optional[float] = ..., logic_depth: _Optional[float] = ..., entropy: _Optional[float] = ..., resonance: _Optional[float] = ..., coverage: _Optional[float] = ..., novelty: _Optional[float] = ..., dominant_axis: _Optional[str] = ..., pyramid_levels: _Optional[_Iterable[float]] = ..., dedup_dropped: _Optional[int] = ..., reason: _Optional[str] = ..., core_tags_ignored: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SearchResponse(_message.Message):
     __slots__ = ("hits", "vault", "mode_used", "vector_coverage", "took_ms", "channels", "tagmemo", "index_progress", "query_embedding_ms", "highlights", "empty_scope", "by_meaning_only")
