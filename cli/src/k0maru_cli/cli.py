@@ -511,13 +511,13 @@ def _team_search(team: StackState, params: dict[str, str | int | list[str]]) -> 
 
     from starlette.datastructures import QueryParams
 
-    from k0maru_common import K0Error, StackClient
+    from k0maru_common import K0Error
     from k0maru_gateway import search_answer
 
     from ._console_api import ConsoleError
 
     try:
-        with StackClient(team.vault, team.addresses, team.grpc_token) as client:
+        with team.client() as client:
             return search_answer(client, QueryParams(urlencode(params, doseq=True)))
     except K0Error as exc:
         raise ConsoleError(str(exc)) from exc
@@ -615,10 +615,10 @@ def cmd_scan(args: argparse.Namespace) -> int:
     team = _remote_stack(args)
     if team is not None:  # the team deployment's scanner (its token allows a scan)
         from k0maru.v1 import scanner_pb2
-        from k0maru_common import K0Error, StackClient
+        from k0maru_common import K0Error
 
         try:
-            with StackClient(team.vault, team.addresses, team.grpc_token) as client:
+            with team.client() as client:
                 stats = client.call(client.scanner.Scan, scanner_pb2.ScanRequest(force_full=args.full), 660.0)
         except K0Error as exc:
             print(f"k0maru: {exc}", file=sys.stderr)
