@@ -289,7 +289,7 @@ function tagmemoChip(t) {
   const num = (v) => (+(v || 0)).toFixed(3);
   const tags = (t.matched_tags || []).map((x) => `${esc(x.tag)} ${num(x.weight)}`).join(", ");
   const ignored = (t.core_tags_ignored || []).length ? " · core tags ignored: " + t.core_tags_ignored.map(esc).join(", ") : "";
-  const detail = [`β ${num(t.beta)} (β₀ ${num(t.base_beta)})`, tags && "tags " + tags, (t.core_tags || []).length && "core " + t.core_tags.map(esc).join(", "),
+  const detail = [`β ${num(t.beta)} (β₀ ${num(t.base_beta)})`, tags && "nearest tags " + tags, (t.core_tags || []).length && "core " + t.core_tags.map(esc).join(", "),
     t.dominant_axis && "axis " + esc(t.dominant_axis), t.dedup_dropped && `dedup −${esc(t.dedup_dropped)}`].filter(Boolean).join(" · ");
   const title = `logic depth ${num(t.logic_depth)} · entropy ${num(t.entropy)} · resonance ${num(t.resonance)} · coverage ${num(t.coverage)} · novelty ${num(t.novelty)}`;
   if (!t.applied) return `<span class="chan tagmemo" title="${esc(t.reason || "")}">TagMemo not applied${t.reason ? ": " + esc(t.reason) : ""}${ignored}</span>`;
