@@ -373,3 +373,25 @@ def test_a_question_in_plain_words_is_searched_by_what_it_asks_about(tmp_path: P
     assert idx.search("who are you?", 1, Scope())[0][0] == "who.md#0"
     assert idx.name_coverage(idx.query_terms("why we use sqlite"), "Why we use SQLite") == 1.0
     assert idx.name_coverage(idx.query_terms("why sqlite"), "Why we use SQLite") < 1.0
+
+
+def test_a_chinese_question_is_searched_by_what_it_asks_about(tmp_path: Path):
+    """ "磁盘为什么被写满了" put a 4-line FAQ that says 为什么 and 怎么办 before the postmortem about
+    the full disk: Chinese question words were searched as terms, rare and so weighty. They are
+    left out as the English ones are (a Traditional question's too); a query of nothing else still
+    searches them."""
+    idx = Bm25Index(tmp_path / "i", BM25Analyzer())
+    notes = {
+        "faq.md": "新人常见问题\n为什么连不上VPN？怎么办：重启客户端。显示器怎么申请？",
+        "postmortem.md": "2024-08-15 磁盘写满\n日志轮转失效，磁盘被写满，服务停止写入。清理后恢复。",
+        "image.md": "Docker镜像瘦身\n镜像太大时用多阶段构建，基础镜像换成 alpine。",
+    }
+    for i in range(20):
+        notes[f"o{i}.md"] = f"会议纪要 {i}\n讨论了第 {i} 项工作的排期和人员安排，下周继续。"
+    for path, text in notes.items():
+        idx.add_note(path, "Root", [], [(f"{path}#0", text)], text.splitlines()[0])
+    idx.commit()
+    assert idx.search("磁盘为什么被写满了", 1, Scope())[0][0] == "postmortem.md#0"
+    assert idx.search("為什麼磁碟寫滿了", 1, Scope())[0][0] == "postmortem.md#0"
+    assert idx.search("镜像太大怎么办", 1, Scope())[0][0] == "image.md#0"
+    assert idx.search("为什么", 1, Scope())[0][0] == "faq.md#0"  # nothing else asked: still searched

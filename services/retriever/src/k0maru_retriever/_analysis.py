@@ -175,6 +175,44 @@ am about from so than too very just also any some each other own only because wh
 _QUESTION_WORD = re.compile(r"(?<![\w'’])(?:" + "|".join(QUESTION_WORDS.split()) + r")(?![\w'’])", re.IGNORECASE)
 
 
+# The same for Chinese, as jieba cuts a question (in Simplified: a Traditional query's terms are
+# read in Simplified): question words, the pronouns of who asks, and the particles that end a
+# question. Rare in notes, so each had a high IDF: a 4-line FAQ that says 为什么 and 怎么办 came
+# before the postmortem `磁盘为什么被写满了` asks about. Matched as whole jieba words.
+HAN_QUESTION_WORDS = frozenset(
+    [
+        "为什么",
+        "什么",
+        "怎么",
+        "怎么办",
+        "怎么样",
+        "怎样",
+        "如何",
+        "为何",
+        "哪个",
+        "哪些",
+        "哪里",
+        "哪儿",
+        "多少",
+        "是否",
+        "是不是",
+        "能否",
+        "请问",
+        "一下",
+        "我",
+        "我们",
+        "你",
+        "你们",
+        "吗",
+        "呢",
+        "吧",
+        "啊",
+        "呀",
+        "的",
+        "了",
+        "是",
+    ]
+)
 _WORDS = re.compile(r"\w+")
 
 
@@ -244,5 +282,10 @@ class BM25Analyzer:
         return set(self._asking_terms(name, case_parts=False))
 
     def _asking_terms(self, text: str, case_parts: bool = True) -> list[str]:
-        """`terms` of `text` without its `QUESTION_WORDS`; all of them when it holds nothing else."""
-        return self.terms(_QUESTION_WORD.sub(" ", text), case_parts) or self.terms(text, case_parts)
+        """`terms` of `text` without its `QUESTION_WORDS` (and `HAN_QUESTION_WORDS`); all of them
+        when it holds nothing else."""
+        terms = self.terms(_QUESTION_WORD.sub(" ", text), case_parts)
+        if text.isascii():
+            return terms or self.terms(text, case_parts)
+        asking = [t for t in terms if t not in HAN_QUESTION_WORDS]
+        return asking or terms or self.terms(text, case_parts)
