@@ -22,14 +22,14 @@ def test_an_english_vault_keeps_the_english_model(tmp_path: Path) -> None:
     vault = write_notes(tmp_path / "v", {f"n{i}.md": ENGLISH for i in range(20)})
     choice = choose_model(vault, tmp_path / "data")
     assert choice.model == DEFAULT_MODEL
-    assert "0%" in choice.reason
+    assert "0 of 20 notes (0%)" in choice.reason
 
 
 def test_a_chinese_vault_gets_the_multilingual_model_with_no_flag(tmp_path: Path) -> None:
     notes = {f"笔记/{i}.md": CHINESE for i in range(10)} | {f"en/{i}.md": ENGLISH for i in range(10)}
     vault = write_notes(tmp_path / "v", notes)
-    letters, read = script_mix(vault)
-    assert read == 20 and letters["han"] > 0 and letters["latin"] > 0
+    mix = script_mix(vault)
+    assert (mix.read, mix.other) == (20, 10) and mix.letters["han"] > 0 and mix.letters["latin"] > 0
     assert choose_model(vault, tmp_path / "data").model == MULTILINGUAL_MODEL
 
 
@@ -40,9 +40,25 @@ def test_a_projects_packages_do_not_outvote_its_chinese_notes(tmp_path: Path) ->
     notes |= {f"node_modules/pkg{i}/README.md": ENGLISH for i in range(200)}
     notes |= {"venv/pyvenv.cfg": "home = /usr/bin\n"} | {f"venv/lib/p{i}/README.md": ENGLISH for i in range(200)}
     vault = write_notes(tmp_path / "v", notes)
-    letters, read = script_mix(vault)
-    assert read == 10 and letters["latin"] == 0
+    mix = script_mix(vault)
+    assert mix.read == 10 and mix.letters["latin"] == 0
     assert choose_model(vault, tmp_path / "data").model == MULTILINGUAL_MODEL
+
+
+def test_a_vault_of_chinese_notes_is_not_outvoted_by_a_few_long_english_pages(tmp_path: Path) -> None:
+    """72 Chinese notes (half of their letters Latin identifiers) and 5 long English pages: by
+    letters, 14 % Han, and the vault got the English model, which reads no Han; by notes, 94 %."""
+    chinese = "Redis 连接池超时：把 maxTotal 调大，JedisConnectionException 就不再出现。\n"
+    notes = {f"技术/{i}.md": chinese for i in range(72)} | {f"en/{i}.md": ENGLISH * 60 for i in range(5)}
+    vault = write_notes(tmp_path / "v", notes)
+    mix = script_mix(vault)
+    assert sum(n for s, n in mix.letters.items() if s != "latin") / sum(mix.letters.values()) < 0.15
+    choice = choose_model(vault, tmp_path / "data")
+    assert choice.model == MULTILINGUAL_MODEL and "72 of 77 notes" in choice.reason
+    few = write_notes(
+        tmp_path / "few", {f"en/{i}.md": ENGLISH for i in range(90)} | {f"{i}.md": chinese for i in range(10)}
+    )
+    assert choose_model(few, tmp_path / "few-data").model == DEFAULT_MODEL  # 10 % of the notes: English
 
 
 @pytest.mark.parametrize(

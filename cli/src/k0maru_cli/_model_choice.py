@@ -5,8 +5,13 @@ semantic search with no flag and an English vault keeps the stronger English mod
 The default model (all-MiniLM-L6-v2) reads Latin letters only (244 Han characters in its
 vocabulary; Hangul, kana, Cyrillic become noise); the multilingual preset reads Han, Hangul,
 kana, Cyrillic, Arabic and Thai too but is weaker on English (bench/README.md, issue 10). A vault
-whose letters are at least `OTHER_SCRIPTS_SHARE_FOR_MULTILINGUAL` in scripts the default cannot
-read gets the multilingual preset (it counted Han only: a Korean vault got the English model). The choice is written once and reused, so adding a few Chinese notes later
+whose notes are at least `OTHER_SCRIPTS_SHARE_FOR_MULTILINGUAL` written in scripts the default
+cannot read (a note is, when at least `NOTE_OTHER_SHARE` of its letters are) gets the
+multilingual preset. Notes are counted, not letters: a Han character is a syllable where an
+English word is five letters, and Chinese technical notes are half Latin identifiers, so five
+long English pages outweighed 72 Chinese notes and the vault got a model that reads no Han
+(before that, Han alone was counted: a Korean vault got the English model). The choice is
+written once and reused, so adding a few Chinese notes later
 never silently re-embeds the vault with another model; `--model` (or `K0_MODEL`) overrides it,
 and that choice is kept too.
 """
@@ -21,11 +26,15 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from k0maru_common import MODEL_CHOICES, decode_text, letters_by_script, vault_notes
+from k0maru_common import MODEL_CHOICES, decode_text, letters_by_script, unreadable_share, vault_notes
 
 DEFAULT_MODEL = "minilm-l6-int8"
 MULTILINGUAL_MODEL = "use-multilingual"
-OTHER_SCRIPTS_SHARE_FOR_MULTILINGUAL = 0.15
+ENGLISH_READS = ("latin",)  # the scripts the default model reads
+OTHER_SCRIPTS_SHARE_FOR_MULTILINGUAL = 0.15  # of the notes read
+# of a note's letters: a Chinese note that names `JedisConnectionException` and `maxTotal` is a
+# quarter Han letters, and its meaning is all in them
+NOTE_OTHER_SHARE = 0.15
 CHOICE_FILE = "embedding-model.json"
 SAMPLE_FILES = 2000  # at most this many notes are read, spread evenly over the vault's paths
 SAMPLE_BYTES = 8192  # from the start of each
@@ -37,14 +46,21 @@ class ModelChoice:
     reason: str
 
 
-def script_mix(vault: Path) -> tuple[dict[str, int], int]:
-    """(letters per script, notes read) over an even sample of the vault's notes."""
+@dataclass(frozen=True)
+class ScriptMix:
+    letters: dict[str, int]  # per script, over the notes read
+    read: int  # notes read
+    other: int  # of them, those the English model cannot read (mostly in other scripts)
+
+
+def script_mix(vault: Path) -> ScriptMix:
+    """The scripts of an even sample of the vault's notes."""
     # the notes the scanner would walk: a project's packages (node_modules, a virtual
     # environment) would speak English for notes written in Chinese, and take seconds to walk
     paths = vault_notes(vault, (".md", ".markdown"))
     step = max(1, len(paths) // SAMPLE_FILES)
     letters: Counter[str] = Counter()
-    read = 0
+    read = other = 0
     for path in paths[::step][:SAMPLE_FILES]:
         try:  # non-blocking: a FIFO named like a note must not hang the start
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -58,9 +74,11 @@ def script_mix(vault: Path) -> tuple[dict[str, int], int]:
             continue
         finally:
             os.close(fd)
-        letters.update(letters_by_script(decode_text(data, "ignore")))
+        text = decode_text(data, "ignore")
+        letters.update(letters_by_script(text))
         read += 1
-    return dict(letters), read
+        other += unreadable_share(text, ENGLISH_READS) >= NOTE_OTHER_SHARE
+    return ScriptMix(dict(letters), read, other)
 
 
 def choose_model(vault: Path, data_dir: Path, requested: str = "") -> ModelChoice:
@@ -79,15 +97,16 @@ def choose_model(vault: Path, data_dir: Path, requested: str = "") -> ModelChoic
     elif kept:
         return ModelChoice(kept, f"kept from the first start ({record})")
     else:
-        letters, read = script_mix(vault)
-        other = {script: n for script, n in letters.items() if script != "latin" and n}
-        share = sum(other.values()) / sum(letters.values()) if sum(letters.values()) else 0.0
+        mix = script_mix(vault)
+        scripts = {script: n for script, n in mix.letters.items() if script not in ENGLISH_READS and n}
+        share = mix.other / mix.read if mix.read else 0.0
         model = MULTILINGUAL_MODEL if share >= OTHER_SCRIPTS_SHARE_FOR_MULTILINGUAL else DEFAULT_MODEL
-        named = ", ".join(sorted(other, key=lambda s: -other[s])) or "none"
+        named = ", ".join(sorted(scripts, key=lambda s: -scripts[s])) or "none"
         choice = ModelChoice(
             model,
-            f"{share:.0%} of the letters in {read} notes are in scripts the English model cannot read ({named}; "
-            f"{'≥' if model == MULTILINGUAL_MODEL else '<'} {OTHER_SCRIPTS_SHARE_FOR_MULTILINGUAL:.0%}); kept in {record}",
+            f"{mix.other} of {mix.read} notes ({share:.0%}) are mostly in scripts the English model cannot read "
+            f"({named}; {'≥' if model == MULTILINGUAL_MODEL else '<'} {OTHER_SCRIPTS_SHARE_FOR_MULTILINGUAL:.0%}); "
+            f"kept in {record}",
         )
     data_dir.mkdir(parents=True, exist_ok=True)
     tmp = record.with_suffix(".tmp")
