@@ -689,3 +689,31 @@ def test_a_note_name_that_no_link_can_hold_is_refused_and_nothing_is_written(vau
     with pytest.raises(InvalidInput, match="is no note name"):
         FlushEngine(vault).flush(FlushNote("Use OIDC", "Sessions move to OIDC.", "decision", **{field: names}), DAY)
     assert sorted(p.name for p in (vault / "decisions").iterdir()) == ["old.md"]
+
+
+def test_a_chinese_vaults_decision_and_log_folders_are_found(vault: Path):
+    """A vault with 决策/ (numbered records) and 日志/: an agent's decision and its session note went
+    unnumbered into the vault's root and the loadout listed no recent decision; only the folders'
+    English names were known. A rules file's full-width colon maps a kind too."""
+    from k0maru_offload._loadout import build_loadout
+
+    write_notes(
+        vault,
+        {
+            "决策/0001-采用gRPC.md": "# 采用 gRPC\n\n服务之间用 gRPC 调用。\n",
+            "决策/0002-日志接入Loki.md": "# 日志接入 Loki\n\n所有服务的日志进 Loki。\n",
+            "日志/2024-11-02-会话记录.md": "# 会话记录\n\n修好了 flaky 测试。\n",
+            "技能/重启服务.md": "# 重启服务\n\n先摘流量再重启。\n",
+        },
+    )
+    engine = FlushEngine(vault)
+    path, outcome = engine.flush(
+        FlushNote(title="采用 Qdrant 作为向量库", content="决定采用 Qdrant。", category="decision"), DAY
+    )
+    assert (path.split("/")[0], path.split("/")[1][:5], outcome) == ("决策", "0003-", "created")
+    log, _ = engine.flush(FlushNote(title="今天的会话记录", content="修复了 flaky 测试。"), DAY)
+    assert log.startswith("日志/2026-08-05-")
+    text = build_loadout(vault, max_tokens=800).markdown
+    assert "L2 recent" in text and "采用-qdrant" in text.lower()
+    write_notes(vault, {"AGENTS.md": "- 技能：手册/\n", "手册/.keep": ""})
+    assert sniff(vault).folder_for("skill") == "手册"

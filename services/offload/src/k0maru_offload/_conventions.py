@@ -60,11 +60,34 @@ _KEYS = {
     "playbook": "skill",
     "playbooks": "skill",
 }
+# A Chinese vault's folders and rules-file keys, Simplified and Traditional (a vault with 决策/ and
+# 日志/ had its decisions and session notes written unnumbered into its root)
+_HAN_KINDS = {
+    "decision": ("决策", "決策", "决策记录", "決策記錄", "架构决策", "架構決策", "决议", "決議"),
+    "log": (
+        "日志",
+        "日誌",
+        "日记",
+        "日記",
+        "会话",
+        "會話",
+        "会话记录",
+        "會話記錄",
+        "工作日志",
+        "工作日誌",
+        "记录",
+        "紀錄",
+        "記錄",
+    ),
+    "concept": ("概念", "知识", "知識", "知识库", "知識庫", "卡片"),
+    "skill": ("技能", "手册", "手冊", "操作手册", "操作手冊"),
+}
+_KEYS |= {name: kind for kind, names in _HAN_KINDS.items() for name in names}
 _TOPOLOGY = {
-    "decision": ("decisions", "adr", "adrs", "docs/adr", "docs/decisions", "architecture"),
-    "log": ("logs", "journal", "daily", "records", "sessions", "notes"),
-    "concept": ("concepts", "cards", "wiki", "notes"),
-    "skill": ("skills", "playbooks"),
+    "decision": ("decisions", "adr", "adrs", "docs/adr", "docs/decisions", "architecture", *_HAN_KINDS["decision"]),
+    "log": ("logs", "journal", "daily", "records", "sessions", "notes", *_HAN_KINDS["log"]),
+    "concept": ("concepts", "cards", "wiki", "notes", *_HAN_KINDS["concept"]),
+    "skill": ("skills", "playbooks", *_HAN_KINDS["skill"]),
 }
 _TEMPLATE_DIRS = ("templates", "_templates", ".obsidian/templates", "Templates")
 _TEMPLATE_NAMES = {
@@ -321,7 +344,7 @@ def _parse_rules(conv: Conventions, vault: Path, name: str, text: str) -> None:
                     conv.rule_sections[kind] = sections
                     conv.evidence.append(f"{name}: {kind} notes have sections {', '.join(sections)}")
                 continue
-        key, sep, value = line.partition(":")
+        key, sep, value = line.replace("：", ":", 1).partition(":")  # a Chinese rules file's full-width colon
         if not sep:
             continue
         category = _KEYS.get(key.strip().strip("*_`").lower())
