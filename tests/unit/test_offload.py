@@ -462,3 +462,16 @@ def test_hermes_export_never_overwrites(tmp_path: Path):
     assert first.name == "fix-keyerror-v2.md" and (skills / "fix-keyerror.md").read_text() == "someone else's card\n"
     assert export_hermes(card, skills, "fix-keyerror") == first  # the same card again: left as it is
     assert sorted(p.name for p in skills.iterdir()) == ["fix-keyerror-v2.md", "fix-keyerror.md"]
+
+
+def test_a_task_id_in_any_script_names_the_log_and_a_path_in_it_is_refused(vault: Path):
+    """A Chinese task id (`支付构建`: letters) refused the whole log, which the agent then held in its
+    context; a task id is a file name, so a separator or `..` is still refused."""
+    from k0maru_common import InvalidInput
+
+    text = "".join(f"line {i}\n" for i in range(80))
+    result = OffloadEngine(vault, 50, 10**8).offload(text, task_id="支付构建")
+    assert result.offloaded and (vault / result.ref_path).name.startswith("支付构建_node_")
+    for bad in ("../escape", "a/b", "x" * 65, "with space"):
+        with pytest.raises(InvalidInput, match="task_id"):
+            OffloadEngine(vault, 50, 10**8).offload(text, task_id=bad)

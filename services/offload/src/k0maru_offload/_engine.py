@@ -13,6 +13,7 @@ import contextlib
 import os
 import re
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,10 +55,12 @@ class Offloaded:
 
 
 def sanitize_task_id(task_id: str) -> str:
-    """Task ids name files: letters, digits, `_` and `-` only, at most 64; others refused."""
+    """Task ids name files: letters and digits of any script (`支付构建`: ASCII alone refused the
+    log with it), `_` and `-` only, at most 64, composed (NFC); others refused."""
     if not task_id:
         return ""
-    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", task_id):
+    task_id = unicodedata.normalize("NFC", task_id)
+    if not re.fullmatch(r"[\w-]{1,64}", task_id):
         raise InvalidInput("task_id may contain only letters, digits, '_' and '-' (at most 64)")
     return task_id
 
