@@ -90,6 +90,9 @@ def test_bm25_vector_and_hybrid_find_the_right_note(stack):
     for query in ("서버 배포 절차", "Сервер перезапуск"):  # nor Korean, nor Russian (it checked Han only)
         reply = client.call(client.retriever.Search, retriever_pb2.SearchRequest(query=query))
         assert reply.mode_used == BM25 and "not this query's script" in reply.channels[1].reason, query
+    # asked for the vector channel alone, it answered notes near by noise as if it had run
+    alone = client.call(client.retriever.Search, retriever_pb2.SearchRequest(query="检查器", mode=VECTOR))
+    assert not alone.hits and not alone.channels[0].ran and "not this query's script" in alone.channels[0].reason
     reply = client.call(
         client.retriever.Search, retriever_pb2.SearchRequest(query="write-through cache sqlite", explain=True)
     )

@@ -596,7 +596,7 @@ class HybridSearcher:
             return "no embedder is configured (BM25 only)"
         if not with_vectors:
             return f"no vectors yet: 0 of {chunks} chunks embedded"
-        if mode == HYBRID and not self._embedder.reads(query):
+        if not self._embedder.reads(query):  # a vector search alone answered noise as if it had run
             return f"the embedding model reads {', '.join(self._embedder.scripts)} only, not this query's script"
         return ""
 
