@@ -194,3 +194,13 @@ def test_notes_set_in_batches_equal_one_at_a_time():
         assert batched.outgoing(path) == one_by_one.outgoing(path), path
         assert batched.backlinks(path) == one_by_one.backlinks(path), path
     assert batched.connected_among(live) == one_by_one.connected_among(live)
+
+
+def test_a_link_in_full_width_forms_finds_the_note_named_in_the_usual_ones():
+    """A Chinese input method types `（Linux）` and `Ｒｅｄｉｓ`; an agent quoting the name writes
+    `(Linux)` and `Redis`: the links stayed unresolved (a broken link in graph and backlinks)."""
+    g = LinkGraph()
+    g.set_note("工具/常用命令 速查（Linux）.md", [])
+    g.set_note("技术/Redis连接池超时排查.md", [])
+    g.set_note("链接测试.md", ["常用命令 速查(Linux)", "Ｒｅｄｉｓ连接池超时排查", "常用命令 速查（Linux）"])
+    assert g.outgoing("链接测试.md") == {"工具/常用命令 速查（Linux）.md", "技术/Redis连接池超时排查.md"}

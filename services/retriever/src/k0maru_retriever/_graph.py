@@ -27,6 +27,7 @@ the other note's title, one of its aliases, its file stem or its path (without e
 from __future__ import annotations
 
 import posixpath
+import unicodedata
 from collections import defaultdict
 from collections.abc import Container, Iterable
 from pathlib import PurePosixPath
@@ -57,11 +58,13 @@ def _sides(target: str) -> list[str]:
 
 
 def folded_key(name: str) -> str:
-    """A name as names compare in a vault: `name_key` (any case, any Unicode normal form), and in
+    """A name as names compare in a vault: `name_key` (any case, any Unicode normal form), in
     Simplified characters (`simplified_name`): a link a teammate in Taiwan writes `[[資料庫連線]]`
-    finds the mainland's `数据库连接.md`, and the other way round."""
+    finds the mainland's `数据库连接.md`, and the other way round; and full-width forms as their
+    usual ones (NFKC, as tags compare): a Chinese input method types `（Linux）` and `Ｒｅｄｉｓ`, an
+    agent quoting the name writes `(Linux)` and `Redis`, and the link stayed unresolved."""
     key = name_key(name)
-    return key if key.isascii() else simplified_name(key)
+    return key if key.isascii() else simplified_name(unicodedata.normalize("NFKC", key))
 
 
 def _name(path_or_target: str) -> str:
