@@ -395,3 +395,20 @@ def test_a_chinese_question_is_searched_by_what_it_asks_about(tmp_path: Path):
     assert idx.search("為什麼磁碟寫滿了", 1, Scope())[0][0] == "postmortem.md#0"
     assert idx.search("镜像太大怎么办", 1, Scope())[0][0] == "image.md#0"
     assert idx.search("为什么", 1, Scope())[0][0] == "faq.md#0"  # nothing else asked: still searched
+
+
+def test_a_chinese_date_finds_the_note_named_by_that_day(tmp_path: Path):
+    """ "2024年3月18日 故障": its 3 never matched the 03 of `2024-03-18 支付服务宕机`, and 2024, 年 and
+    月 put another month's meeting note first."""
+    idx = Bm25Index(tmp_path / "i", BM25Analyzer())
+    notes = {
+        "复盘/2024-03-18 支付服务宕机.md": "2024-03-18 支付服务宕机\n支付服务因为连接池耗尽宕机 40 分钟。",
+        "会议/2024年6月 季度复盘会.md": "2024年6月 季度复盘会\n2024年6月的会议：回顾了季度目标和故障。",
+    }
+    for i in range(20):
+        notes[f"o{i}.md"] = f"笔记 {i}\n关于第 {i} 个话题的记录。"
+    for path, text in notes.items():
+        idx.add_note(path, "Root", [], [(f"{path}#0", text)], text.splitlines()[0])
+    idx.commit()
+    assert idx.search("2024年3月18日 故障", 1, Scope())[0][0] == "复盘/2024-03-18 支付服务宕机.md#0"
+    assert idx.search("2024年6月 会议", 1, Scope())[0][0] == "会议/2024年6月 季度复盘会.md#0"

@@ -214,6 +214,22 @@ HAN_QUESTION_WORDS = frozenset(
     ]
 )
 _WORDS = re.compile(r"\w+")
+_HAN_DATE = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月(?:\s*(\d{1,2})\s*[日号])?")
+
+
+def _with_iso_dates(query: str) -> str:
+    """`query` with each Chinese date read as notes name days: `2024年3月18日` asks for `2024-03-18`
+    and its numbers as written (its `3` never matched the `03` of the postmortem named by that
+    day, while `2024`, `年` and `月` put another month's meeting note first)."""
+    if "年" not in query:
+        return query
+
+    def iso(found: re.Match[str]) -> str:
+        y, m, d = found.groups()
+        day = f"{y}-{int(m):02d}" + (f"-{int(d):02d}" if d else "")
+        return f" {day} {m} {d or ''} "
+
+    return _HAN_DATE.sub(iso, query)
 
 
 def asking_words(query: str) -> list[str]:
@@ -274,7 +290,7 @@ class BM25Analyzer:
 
     def query_terms(self, query: str) -> list[str]:
         """Distinct terms of a query, bounded, in first-seen order."""
-        return list(dict.fromkeys(self._asking_terms(query[:10_000])))[:MAX_QUERY_TERMS]
+        return list(dict.fromkeys(self._asking_terms(_with_iso_dates(query[:10_000]))))[:MAX_QUERY_TERMS]
 
     def name_terms(self, name: str) -> set[str]:
         """The terms of a note's name (its title, an alias) as the name match counts them: its
