@@ -54,6 +54,16 @@ def test_han_queries_are_found_by_their_bigrams(snippet: Snippets) -> None:
     assert "向量检索" in snippet(body, "向量检索召回")
 
 
+def test_a_chinese_question_word_is_not_marked_nor_chooses_the_window(snippet: Snippets) -> None:
+    """`熔断器打开怎么处理` marked 怎么 (and 开怎, 么处) in every snippet, and a line that said 怎么办
+    drew the window; the search leaves Chinese question words out, and so do the needles."""
+    body = "怎么办？怎么说？" * 30 + "熔断器打开后，先处理下游超时。" + "其他的内容。" * 40
+    needles = {n.text for n in snippet.needles("熔断器打开怎么处理")}
+    assert "怎么" not in needles and "开怎" not in needles and {"熔断", "打开", "处理"} <= needles
+    assert "熔断器打开" in snippet(body, "熔断器打开怎么处理")
+    assert {n.text for n in snippet.needles("怎么办")} == {"怎么", "么办"}  # nothing else asked: still marked
+
+
 def test_a_traditional_query_finds_its_window_in_a_simplified_note_and_the_reverse(snippet: Snippets) -> None:
     """The search reads Traditional as Simplified (`回滾` finds `回滚`), the snippet did not: its
     needles were the Traditional bigrams only, the window stayed at the start, nothing was marked."""

@@ -17,10 +17,16 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
-from ._analysis import MAX_QUERY_TERMS, BM25Analyzer, asking_words, word_parts
+from ._analysis import HAN_QUESTION_WORDS, MAX_QUERY_TERMS, BM25Analyzer, asking_words, word_parts
 from ._han import HAN_CHARS, simplified
 
 _HAN_RUN = re.compile(f"[{HAN_CHARS}]+")  # as the analyzer reads Han
+# the question words of several characters and the particles that end a question, which the
+# search leaves out (`HAN_QUESTION_WORDS`): `熔断器打开怎么处理` marked 怎么 (and 开怎, 么处) in
+# every snippet; the longest first, so 怎么办 goes whole
+_HAN_ASKING = re.compile(
+    "|".join(sorted((w for w in HAN_QUESTION_WORDS if len(w) > 1 or w in "吗呢"), key=len, reverse=True))
+)
 _HEADING_MARKS = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+", re.MULTILINE)
 MIN_PREFIX = 3  # a shorter common part with the stem matches the whole word only
 MAX_MATCHES = 400  # of each needle in one chunk: enough to place a window, bounded on a huge one
@@ -112,7 +118,8 @@ class Snippets:
                 break
             # a Han run as typed and in Simplified, as the search reads it (`回滾` finds `回滚`: its
             # needles were only the Traditional ones, and nothing in the note was marked)
-            runs = [form for run in _HAN_RUN.findall(word) for form in dict.fromkeys((run, simplified(run)))]
+            forms = (form for run in _HAN_RUN.findall(word) for form in dict.fromkeys((run, simplified(run))))
+            runs = [piece for form in forms for piece in _HAN_ASKING.split(form) if piece] or _HAN_RUN.findall(word)
             for run in runs:
                 for gram in [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]:
                     if gram not in seen:
