@@ -59,6 +59,24 @@ def test_add_touch_edit_delete(vault: Path, tmp_path: Path):
     assert kinds(scanner.scan()) == [(K.CHANGE_KIND_DELETED, "a.md")]
 
 
+def test_a_date_past_2262_or_before_1678_stops_nothing(vault: Path, tmp_path: Path):
+    """A note dated after 2262-04-11 (a broken archive's date, a typo in `touch -d`): its mtime in
+    ns overflowed SQLite's INTEGER at every commit, the scanner exited, and the launcher's restarts
+    met it again: no change of the vault was indexed any more, and a cold start failed."""
+    for name, seconds in (("future.md", 9_300_000_000), ("past.md", -9_300_000_000)):
+        (vault / name).write_text(f"# {name}\n\nkept\n")
+        os.utime(vault / name, ns=(seconds * 10**9, seconds * 10**9))
+    (vault / "later.md").write_text("# Later\n")
+    scanner = make(vault, tmp_path)
+    added = scanner.scan()
+    assert sorted(p for _, p in kinds(added)) == ["future.md", "later.md", "past.md"]
+    assert scanner.manifest.files["future.md"].mtime_ns == 2**63 - 1
+    assert scanner.scan().unchanged == 3  # read as unchanged from then on, not re-read each scan
+    (vault / "later.md").write_text("# Later, edited\n")
+    assert kinds(scanner.scan()) == [(K.CHANGE_KIND_MODIFIED, "later.md")]
+    assert parse_document(scanner, "future.md").mtime_ns == 2**63 - 1  # the proto's int64 holds it
+
+
 def test_unchanged_files_are_not_read(vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     an_hour_ago = time.time_ns() - 3600 * 10**9  # written earlier: not within a tick of the scan
     for i in range(20):

@@ -8,6 +8,7 @@ rows included, so `seq` and the manifest never disagree after a crash.
 from __future__ import annotations
 
 import errno
+import os
 import sqlite3
 import threading
 import time
@@ -39,6 +40,16 @@ CREATE TABLE IF NOT EXISTS meta (
     value TEXT NOT NULL
 );
 """
+
+
+INT64 = (-(2**63), 2**63 - 1)  # SQLite's INTEGER and the protos' int64
+
+
+def mtime_ns_of(st: os.stat_result) -> int:
+    """A file's mtime in ns as the manifest keeps it: within int64. A date past 2262-04-11 (a
+    broken archive's, a typo in `touch -d`) raised OverflowError at every commit, and that one
+    file stopped the scanner, and with it the indexing of the whole vault."""
+    return min(max(st.st_mtime_ns, INT64[0]), INT64[1])
 
 
 @dataclass(frozen=True)

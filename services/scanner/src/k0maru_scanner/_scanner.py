@@ -39,7 +39,7 @@ from k0maru_common import (
 
 from ._gitignore import GitIgnores
 from ._journals import JournalFormat
-from ._manifest import Batch, FileRecord, JournalEntry, Manifest
+from ._manifest import Batch, FileRecord, JournalEntry, Manifest, mtime_ns_of
 from ._markdown import opaque_size
 from ._tool_settings import ToolExcludes, VaultToolSettings
 
@@ -571,7 +571,7 @@ class IncrementalScanner:
                 old is not None
                 and not force_full
                 and old.size == st.st_size
-                and old.mtime_ns == st.st_mtime_ns
+                and old.mtime_ns == mtime_ns_of(st)
                 and not -FUTURE_NS < old.parsed_at_ms * 1_000_000 - old.mtime_ns < RACY_NS
             )
             if old is not None and unchanged and (old.indexed or self._skipped_examined):
@@ -581,7 +581,7 @@ class IncrementalScanner:
                     result.skipped += 1
                 continue
             record = (
-                FileRecord(rel, st.st_size, st.st_mtime_ns, "", now_ms, problem)
+                FileRecord(rel, st.st_size, mtime_ns_of(st), "", now_ms, problem)
                 if problem
                 else self._examine(rel, st, now_ms, on_disk)
             )
@@ -640,7 +640,7 @@ class IncrementalScanner:
         """The record of a note to index (its hash) or to skip (why); `listed` is every path this
         scan found, so a symlink to one of them is not indexed a second time under its own name."""
         if st.st_size > DATA_ALLOWANCE * self.max_file_bytes:
-            return FileRecord(rel, st.st_size, st.st_mtime_ns, "", now_ms, too_large(st.st_size, self.max_file_bytes))
+            return FileRecord(rel, st.st_size, mtime_ns_of(st), "", now_ms, too_large(st.st_size, self.max_file_bytes))
         try:
             path = self.vault / rel
             if path.is_symlink():
@@ -652,6 +652,6 @@ class IncrementalScanner:
                     raise ContentError(f"a symlink to {target_rel}, which is indexed under its own path")
             data, _text, _how = read_note_text(path, self.max_file_bytes)
         except (ContentError, OSError, RuntimeError) as exc:
-            return FileRecord(rel, st.st_size, st.st_mtime_ns, "", now_ms, str(exc) or type(exc).__name__)
+            return FileRecord(rel, st.st_size, mtime_ns_of(st), "", now_ms, str(exc) or type(exc).__name__)
         self._keep_fresh(rel, st, data)
-        return FileRecord(rel, st.st_size, st.st_mtime_ns, xxhash.xxh3_64_hexdigest(data), now_ms)
+        return FileRecord(rel, st.st_size, mtime_ns_of(st), xxhash.xxh3_64_hexdigest(data), now_ms)
