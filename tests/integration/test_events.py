@@ -22,6 +22,7 @@ from k0maru_retriever._state import IndexState
 from k0maru_retriever._vectors import EdgeVectorStore
 from k0maru_scanner.config import ScannerSettings
 from k0maru_scanner.server import ScannerApp, build_server
+from tests.conftest import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -219,3 +220,46 @@ def test_an_event_from_another_publisher_changes_nothing_the_scanner_did_not_jou
             stray.close()
             context.term()
             index.close()
+
+
+def test_a_scanner_whose_manifest_was_lost_is_followed_again(vault: Path, tmp_path: Path):
+    """The scanner's manifest lost (deleted to reset the index, its folder gone, then a restart):
+    the new journal began at seq 1 while the retriever had applied the old one up to N, so it took
+    every new change for one it had seen, and `Changes(since N)` answered nothing: no later edit,
+    note or deletion reached the index, with every service SERVING. Now a new journal numbers
+    from past any old one, a `since_seq` past a journal's end is refused, and the reconcile that
+    follows records the new journal's seq."""
+    for i in range(30):
+        (vault / f"n{i}.md").write_text(f"note {i} first")
+    grpc_addr, events = f"127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
+    index = open_index(tmp_path / "retriever")
+    with running_scanner(vault, tmp_path / "scanner-a", False, grpc_addr, events) as (scanner, _):
+        for round_ in range(3):  # the old journal goes well past what a new one starts with
+            for i in range(30):
+                (vault / f"n{i}.md").write_text(f"note {i} round {round_}")
+            scanner.scanner.scan()
+        follower = EventFollower(index, grpc_addr, events, lambda jobs: None, 0.2)
+        follower.start()
+        assert follower.ready.wait(60)
+        old_seq = index.state.last_applied_seq
+        assert old_seq >= 120
+    try:
+        with running_scanner(vault, tmp_path / "scanner-b", False, grpc_addr, events) as (scanner, _):
+            assert scanner.scanner.manifest.oldest_seq() > old_seq  # numbered past the old journal
+            (vault / "n0.md").write_text("note 0 zqafterloss")
+            (vault / "n1.md").unlink()
+            (vault / "new.md").write_text("a new note zqnewafterloss")
+            scanner.scanner.scan()
+
+            def followed() -> bool:
+                docs, last = index.state.docs, scanner.scanner.manifest.last_seq()
+                changed = "n1.md" not in docs and "new.md" in docs and "zqafterloss" in docs["n0.md"].chunks[0].text
+                return changed and index.state.last_applied_seq == last
+
+            wait_for(followed, 30, "the changes made after the manifest was lost, and the new journal's seq")
+            (vault / "n2.md").write_text("note 2 zqlaterstill")  # and it goes on following the new journal
+            scanner.scanner.scan()
+            wait_for(lambda: "zqlaterstill" in index.state.docs["n2.md"].chunks[0].text, 30, "a later edit")
+    finally:
+        follower.stop()
+        index.close()

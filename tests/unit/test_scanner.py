@@ -680,8 +680,27 @@ def test_a_damaged_manifest_is_set_aside_and_its_journal_goes_on_past_the_old_on
     again = IncrementalScanner(vault, open_manifest(path, 100_000), IgnoreRules(), 1 << 20)
     assert len(list(tmp_path.glob("m.sqlite.unreadable-*"))) == 1
     result = again.scan()
-    assert result.added == 60 and result.entries[0].seq > old_last + 1_000_000
+    assert result.added == 60 and result.entries[0].seq > old_last
     assert open_manifest(path, 100_000).last_seq() == result.entries[-1].seq  # and it reopens as it is
+
+
+def test_changes_since_a_seq_past_the_journals_end_is_refused(vault: Path, tmp_path: Path):
+    """A `since_seq` this journal never gave out is another journal's (one made anew since): the
+    answer was an empty stream, and the retriever waited for changes that never came. It is
+    refused as a truncated journal is, so the retriever reconciles."""
+    from k0maru.v1 import scanner_pb2
+    from k0maru_common import JournalTruncated
+    from k0maru_scanner.server import ScannerServicer
+
+    (vault / "a.md").write_text("a")
+    scanner = make(vault, tmp_path)
+    last = scanner.scan().entries[-1].seq
+    servicer = ScannerServicer(scanner, "v", None)
+    assert [e.path for e in servicer.Changes(scanner_pb2.ChangesRequest(since_seq=last - 1), None)] == ["a.md"]
+    assert list(servicer.Changes(scanner_pb2.ChangesRequest(since_seq=last), None)) == []
+    with pytest.raises(JournalTruncated, match="past it"):
+        list(servicer.Changes(scanner_pb2.ChangesRequest(since_seq=last + 1000), None))
+    scanner.manifest.close()
 
 
 def test_undecodable_file_name_is_skipped_with_reason_and_survives_restart(vault: Path, tmp_path: Path):

@@ -230,7 +230,9 @@ class EventFollower:
             checkpoint = self._checkpoint(current, total)
             self._sync_paths(stale, extra, enqueue=False, checkpoint=checkpoint)  # missing_vectors() enqueues
             self._index.state.parser_version = status.parser_version
-            self._index.commit(max(status.last_seq, self.last_applied_seq))
+            # the index now holds the manifest as of this seq; a journal made anew since the last
+            # run ends before `last_applied_seq`, which then named another journal's entries
+            self._index.commit(status.last_seq)
         finally:
             self._progress = None
         # the stores themselves, not only the bookkeeping, must agree; a BM25 rebuild holds the

@@ -162,6 +162,12 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
             raise JournalTruncated(
                 f"journal starts at seq {oldest}; since_seq {request.since_seq} is older: reconcile from ListDocuments"
             )
+        last = manifest.last_seq()
+        if request.since_seq > last:  # another journal's seq: this one was made anew since
+            raise JournalTruncated(
+                f"journal ends at seq {last}; since_seq {request.since_seq} is past it (the journal was made anew): "
+                "reconcile from ListDocuments"
+            )
         for entry in manifest.changes(request.since_seq, request.limit):
             yield to_event(entry, self._vid)
 
