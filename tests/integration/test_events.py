@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -263,3 +264,27 @@ def test_a_scanner_whose_manifest_was_lost_is_followed_again(vault: Path, tmp_pa
     finally:
         follower.stop()
         index.close()
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_found_by_the_watch(vault: Path, tmp_path: Path):
+    """`cp -p` or `rsync -a` of another copy into a running vault: same size, mtime kept. The OS
+    reports the path; the scan skipped it by size and mtime, and the old text stayed searchable."""
+    note = vault / "same.md"
+    note.write_text("version zqaaaaaaaaaa")
+    hour_ago = time.time_ns() - 3600 * 10**9
+    os.utime(note, ns=(hour_ago, hour_ago))
+    with running_scanner(vault, tmp_path / "scanner", watch=True) as (scanner, events):
+        context: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+        sub = ChangeSubscriber(context, events)
+        try:
+            time.sleep(0.3)  # the subscription reaches the publisher (slow joiner)
+            note.write_text("version zqbbbbbbbbbb")
+            os.utime(note, ns=(hour_ago, hour_ago))
+            deadline, event = time.monotonic() + 20, None
+            while time.monotonic() < deadline and (event is None or event.path != "same.md"):
+                event = sub.receive(200)
+            assert event is not None and event.kind == common_pb2.CHANGE_KIND_MODIFIED
+            assert scanner.scanner.manifest.files["same.md"].hash != ""
+        finally:
+            sub.close()
+            context.term()

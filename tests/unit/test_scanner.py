@@ -77,6 +77,23 @@ def test_a_date_past_2262_or_before_1678_stops_nothing(vault: Path, tmp_path: Pa
     assert parse_document(scanner, "future.md").mtime_ns == 2**63 - 1  # the proto's int64 holds it
 
 
+def test_a_path_the_os_reported_is_read_whatever_its_size_and_mtime(vault: Path, tmp_path: Path):
+    """`touch -r`, `cp -p`, `rsync -a` keep a file's mtime: an edit of the same size made so was
+    never indexed. A path the OS reported written is read and hashed again (no event when its text
+    is the same); other files keep the size-and-mtime shortcut."""
+    note = vault / "a.md"
+    note.write_text("zqaaaaaaaaaa")
+    hour_ago = time.time_ns() - 3600 * 10**9
+    os.utime(note, ns=(hour_ago, hour_ago))
+    scanner = make(vault, tmp_path)
+    scanner.scan()
+    note.write_text("zqbbbbbbbbbb")  # the same size
+    os.utime(note, ns=(hour_ago, hour_ago))
+    assert scanner.scan().entries == ()  # the shortcut, as documented
+    assert kinds(scanner.scan(recheck=["a.md"])) == [(K.CHANGE_KIND_MODIFIED, "a.md")]
+    assert scanner.scan(recheck=["a.md"]).entries == ()  # read again: the same text, no event
+
+
 def test_unchanged_files_are_not_read(vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     an_hour_ago = time.time_ns() - 3600 * 10**9  # written earlier: not within a tick of the scan
     for i in range(20):
@@ -774,7 +791,7 @@ def test_a_tools_excluded_files_apply_at_once_and_its_other_settings_files_wake_
     scanner.scan()
     scans: list[float] = []
     real_scan = scanner.scan
-    scanner.scan = lambda: (scans.append(time.monotonic()), real_scan())[1]  # type: ignore[method-assign]
+    scanner.scan = lambda **kw: (scans.append(time.monotonic()), real_scan(**kw))[1]  # type: ignore[method-assign]
     watcher = ChangeWatcher(scanner, 0.05, 50, 3600)  # no rescan: only events make scans
     watcher.start()
 

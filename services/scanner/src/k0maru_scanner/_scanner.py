@@ -17,7 +17,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -451,17 +451,20 @@ class IncrementalScanner:
             return entry.stat(follow_symlinks=False), SYMLINKED_FOLDER
         return st, f"not a regular file ({_special_kind(st.st_mode)})"
 
-    def scan(self, force_full: bool = False) -> ScanResult:
+    def scan(self, force_full: bool = False, recheck: Collection[str] = ()) -> ScanResult:
         """CannotWrite when the manifest's disk is full, VaultUnavailable when the vault cannot be
         listed or is an empty mount point: nothing is recorded, the manifest and journal stay as
-        they were (the index keeps what it has), and `problem` says so until a scan records again."""
+        they were (the index keeps what it has), and `problem` says so until a scan records again.
+        `recheck`: vault-relative paths the OS reported written, read and hashed even when their size
+        and mtime are as recorded (`touch -r`, `cp -p` and `rsync -a` keep the mtime; an edit of the
+        same size made so was never indexed)."""
         with self._lock:
             with self._fresh_lock:
                 if self._fresh and time.monotonic() - self._fresh_since > FRESH_KEEP_S:
                     self._fresh, self._fresh_bytes = {}, 0
             self._scan_started = time.monotonic()
             try:
-                result = self._scan(force_full)
+                result = self._scan(force_full, frozenset(recheck))
             except CannotWrite as exc:
                 self.problem = f"{exc}; changes are recorded once there is room (the index keeps what it has)"
                 raise
@@ -550,7 +553,7 @@ class IncrementalScanner:
         permissions is not waited for so: a chmod is an event on the folder above it."""
         return bool(self.problem) or any(prefix not in self.refused for prefix in self.out_of_sight)
 
-    def _scan(self, force_full: bool) -> ScanResult:
+    def _scan(self, force_full: bool, recheck: frozenset[str]) -> ScanResult:
         started = time.perf_counter()
         now_ms = int(time.time() * 1000)
         result = ScanResult()
@@ -572,6 +575,7 @@ class IncrementalScanner:
                 and not force_full
                 and old.size == st.st_size
                 and old.mtime_ns == mtime_ns_of(st)
+                and rel not in recheck
                 and not -FUTURE_NS < old.parsed_at_ms * 1_000_000 - old.mtime_ns < RACY_NS
             )
             if old is not None and unchanged and (old.indexed or self._skipped_examined):

@@ -45,7 +45,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import closing
 from pathlib import Path
 
@@ -355,7 +355,7 @@ class ChangeWatcher:
             due = deadline is not None and (now >= deadline or len(pending) >= self._max_files)
             due = due or (self._scanner.awaiting_return() and now - last_scan >= RETRY_S)
             if due or now - last_scan >= self._rescan_s:
-                self._scan()
+                self._scan(pending)
                 if self._folders_changed(watching):
                     return None
                 if now - last_scan >= self._rescan_s and (unwatched := self._unwatched()) != "":
@@ -403,12 +403,15 @@ class ChangeWatcher:
         total = len(self._scanner.folders)
         return f"{still} of {total} folders are not watched: {_limit_reached()}"
 
-    def _scan(self) -> None:
+    def _scan(self, written: Iterable[str] = ()) -> None:
         """A failing scan ends this run of the loop: the worker records why and retries with
-        backoff. One that found no room on the disk is not a failure: it is tried again."""
+        backoff. One that found no room on the disk is not a failure: it is tried again.
+        `written`: the paths the OS reported, read again whatever their size and mtime."""
         problem = self._scanner.problem
+        root = str(self._scanner.vault).rstrip("/") + "/"
+        recheck = [p[len(root) :] for p in written if p.startswith(root)]
         try:
-            result = self._scanner.scan()
+            result = self._scanner.scan(recheck=recheck)
         except CannotWrite as exc:
             if not problem:
                 log.error("%s; changes are recorded once there is room", exc)
