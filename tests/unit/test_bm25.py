@@ -375,22 +375,26 @@ def test_a_question_in_plain_words_is_searched_by_what_it_asks_about(tmp_path: P
     assert idx.name_coverage(idx.query_terms("why sqlite"), "Why we use SQLite") < 1.0
 
 
+def _among_filler(tmp_path: Path, notes: dict[str, str], filler: str) -> Bm25Index:
+    """An index of `notes` and 20 notes of `filler` (formatted with i), each note one chunk named by its first line."""
+    idx = Bm25Index(tmp_path / "i", BM25Analyzer())
+    for path, text in (notes | {f"o{i}.md": filler.format(i=i) for i in range(20)}).items():
+        idx.add_note(path, "Root", [], [(f"{path}#0", text)], text.splitlines()[0])
+    idx.commit()
+    return idx
+
+
 def test_a_chinese_question_is_searched_by_what_it_asks_about(tmp_path: Path):
     """ "磁盘为什么被写满了" put a 4-line FAQ that says 为什么 and 怎么办 before the postmortem about
     the full disk: Chinese question words were searched as terms, rare and so weighty. They are
     left out as the English ones are (a Traditional question's too); a query of nothing else still
     searches them."""
-    idx = Bm25Index(tmp_path / "i", BM25Analyzer())
     notes = {
         "faq.md": "新人常见问题\n为什么连不上VPN？怎么办：重启客户端。显示器怎么申请？",
         "postmortem.md": "2024-08-15 磁盘写满\n日志轮转失效，磁盘被写满，服务停止写入。清理后恢复。",
         "image.md": "Docker镜像瘦身\n镜像太大时用多阶段构建，基础镜像换成 alpine。",
     }
-    for i in range(20):
-        notes[f"o{i}.md"] = f"会议纪要 {i}\n讨论了第 {i} 项工作的排期和人员安排，下周继续。"
-    for path, text in notes.items():
-        idx.add_note(path, "Root", [], [(f"{path}#0", text)], text.splitlines()[0])
-    idx.commit()
+    idx = _among_filler(tmp_path, notes, "会议纪要 {i}\n讨论了第 {i} 项工作的排期和人员安排，下周继续。")
     assert idx.search("磁盘为什么被写满了", 1, Scope())[0][0] == "postmortem.md#0"
     assert idx.search("為什麼磁碟寫滿了", 1, Scope())[0][0] == "postmortem.md#0"
     assert idx.search("镜像太大怎么办", 1, Scope())[0][0] == "image.md#0"
@@ -400,15 +404,10 @@ def test_a_chinese_question_is_searched_by_what_it_asks_about(tmp_path: Path):
 def test_a_chinese_date_finds_the_note_named_by_that_day(tmp_path: Path):
     """ "2024年3月18日 故障": its 3 never matched the 03 of `2024-03-18 支付服务宕机`, and 2024, 年 and
     月 put another month's meeting note first."""
-    idx = Bm25Index(tmp_path / "i", BM25Analyzer())
     notes = {
         "复盘/2024-03-18 支付服务宕机.md": "2024-03-18 支付服务宕机\n支付服务因为连接池耗尽宕机 40 分钟。",
         "会议/2024年6月 季度复盘会.md": "2024年6月 季度复盘会\n2024年6月的会议：回顾了季度目标和故障。",
     }
-    for i in range(20):
-        notes[f"o{i}.md"] = f"笔记 {i}\n关于第 {i} 个话题的记录。"
-    for path, text in notes.items():
-        idx.add_note(path, "Root", [], [(f"{path}#0", text)], text.splitlines()[0])
-    idx.commit()
+    idx = _among_filler(tmp_path, notes, "笔记 {i}\n关于第 {i} 个话题的记录。")
     assert idx.search("2024年3月18日 故障", 1, Scope())[0][0] == "复盘/2024-03-18 支付服务宕机.md#0"
     assert idx.search("2024年6月 会议", 1, Scope())[0][0] == "会议/2024年6月 季度复盘会.md#0"
