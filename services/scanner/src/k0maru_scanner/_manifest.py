@@ -180,16 +180,16 @@ class Manifest:
 
 def open_manifest(path: Path, journal_keep: int) -> Manifest:
     """The manifest at `path`; one that cannot be read (damaged by a crash of the machine) is set
-    aside and a new one made, which the first scan fills from the vault. A new journal (that one,
-    or one for a manifest that is missing: deleted to reset the index, lost with its folder)
-    numbers its entries from past any an old one can have reached (the time in µs, which no
-    journal outpaces, and which JSON's numbers still hold exactly): a retriever
-    that applied an old journal up to seq N would take a new journal's seqs ≤ N for ones it has
-    seen, and ignored every later change; with the jump it asks for changes since N, is told the
-    journal starts later, and reconciles with the whole manifest."""
+    aside and a new one made, which the first scan fills from the vault. Its journal goes on
+    from a number past any the old one can have reached (the time in ms): a retriever that
+    applied the old journal up to seq N would take a new journal's seqs ≤ N for ones it has
+    seen; with the jump it finds the gap, asks for changes since N, is told the journal starts
+    later, and reconciles with the whole manifest. A manifest that is missing (deleted to reset
+    the index, lost with its folder) starts again at 1: `Changes` refuses a `since_seq` past
+    the journal's end, and the retriever reconciles."""
     return opened_or_set_aside(
         "the scanner's manifest",
         path,
-        lambda: Manifest(path, journal_keep, first_seq=time.time_ns() // 1_000),
-        lambda: Manifest(path, journal_keep, first_seq=time.time_ns() // 1_000),
+        lambda: Manifest(path, journal_keep),
+        lambda: Manifest(path, journal_keep, first_seq=time.time_ns() // 1_000_000),
     )
