@@ -613,6 +613,7 @@ SCAN_FIELDS = ("added", "modified", "deleted", "renamed", "unchanged", "skipped"
 
 def cmd_scan(args: argparse.Namespace) -> int:
     team = _remote_stack(args)
+    vault, state = (Path(team.vault), None) if team is not None else _running(args)
     if team is not None:  # the team deployment's scanner (its token allows a scan)
         from k0maru.v1 import scanner_pb2
         from k0maru_common import K0Error
@@ -623,10 +624,8 @@ def cmd_scan(args: argparse.Namespace) -> int:
         except K0Error as exc:
             print(f"k0maru: {exc}", file=sys.stderr)
             return 1
-        print(json.dumps({**{f: getattr(stats, f) for f in SCAN_FIELDS}, "ms": round(stats.ms, 3)}))
-        return 0
-    vault, state = _running(args)
-    if state is not None:  # the stack's scanner, through its console
+        counts, ms = {f: getattr(stats, f) for f in SCAN_FIELDS}, stats.ms
+    elif state is not None:  # the stack's scanner, through its console
         from ._console_api import ConsoleError, call_console
 
         try:

@@ -179,40 +179,9 @@ _QUESTION_WORD = re.compile(r"(?<![\w'’])(?:" + "|".join(QUESTION_WORDS.split(
 # read in Simplified): question words, the pronouns of who asks, and the particles that end a
 # question. Rare in notes, so each had a high IDF: a 4-line FAQ that says 为什么 and 怎么办 came
 # before the postmortem `磁盘为什么被写满了` asks about. Matched as whole jieba words.
-HAN_QUESTION_WORDS = frozenset(
-    [
-        "为什么",
-        "什么",
-        "怎么",
-        "怎么办",
-        "怎么样",
-        "怎样",
-        "如何",
-        "为何",
-        "哪个",
-        "哪些",
-        "哪里",
-        "哪儿",
-        "多少",
-        "是否",
-        "是不是",
-        "能否",
-        "请问",
-        "一下",
-        "我",
-        "我们",
-        "你",
-        "你们",
-        "吗",
-        "呢",
-        "吧",
-        "啊",
-        "呀",
-        "的",
-        "了",
-        "是",
-    ]
-)
+HAN_QUESTION_WORDS = """为什么 什么 怎么 怎么办 怎么样 怎样 如何 为何 哪个 哪些 哪里 哪儿 多少 是否 是不是 能否 请问 一下
+我 我们 你 你们 吗 呢 吧 啊 呀 的 了 是"""
+_HAN_ASKING_TERMS = frozenset(HAN_QUESTION_WORDS.split())
 _WORDS = re.compile(r"\w+")
 _HAN_DATE = re.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月(?:\s*(\d{1,2})\s*[日号])?")
 
@@ -303,5 +272,5 @@ class BM25Analyzer:
         terms = self.terms(_QUESTION_WORD.sub(" ", text), case_parts)
         if text.isascii():
             return terms or self.terms(text, case_parts)
-        asking = [t for t in terms if t not in HAN_QUESTION_WORDS]
+        asking = [t for t in terms if t not in _HAN_ASKING_TERMS]
         return asking or terms or self.terms(text, case_parts)

@@ -3,8 +3,8 @@
 The file is optional; every key has a default, and a file may give any subset. It is read
 again when its modification time or size changes, checked before each search (one stat).
 A file that does not parse or does not validate (unknown key, wrong type, a number that is not
-finite or out of its bounds, a range whose low end exceeds its high end) is rejected: the error is logged once and reported by
-IndexStatus, and the previous values stay in force.
+finite or out of its bounds, a range whose low end exceeds its high end) is rejected: the error
+is logged once and reported by IndexStatus, and the previous values stay in force.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ _HAN_RUN = re.compile(f"[{HAN_CHARS}]+")  # as the analyzer reads Han
 # search leaves out (`HAN_QUESTION_WORDS`): `熔断器打开怎么处理` marked 怎么 (and 开怎, 么处) in
 # every snippet; the longest first, so 怎么办 goes whole
 _HAN_ASKING = re.compile(
-    "|".join(sorted((w for w in HAN_QUESTION_WORDS if len(w) > 1 or w in "吗呢"), key=len, reverse=True))
+    "|".join(sorted((w for w in HAN_QUESTION_WORDS.split() if len(w) > 1 or w in "吗呢"), key=len, reverse=True))
 )
 _HEADING_MARKS = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+", re.MULTILINE)
 MIN_PREFIX = 3  # a shorter common part with the stem matches the whole word only
