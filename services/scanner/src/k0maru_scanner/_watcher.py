@@ -282,18 +282,25 @@ class ChangeWatcher:
             if "watch limit" in str(exc):
                 return f"the vault's {len(self._scanner.folders)} folders cannot all be watched: {_limit_reached()}"
             return f"the OS cannot watch the vault ({exc})"
+        except WatchfilesRustInternalError as exc:  # met by the set-up's first wait for events
+            self._unnamed_change(exc)
+            return None
         with closing(events):
             try:
                 return self._follow(events, watching, stop)
             except WatchfilesRustInternalError as exc:
-                if "decode path" not in str(exc):
-                    raise
-                # a change to a file whose name is no UTF-8 (a zip from Chinese Windows): the OS
-                # watch ends there (it failed 5 times, and the scanner gave up and restarted).
-                # Scan instead, which records the file with its reason, and watch again
-                log.info("a change the OS watch cannot name (%s): scanning, and watching again", exc)
-                self._scan()
+                self._unnamed_change(exc)
                 return None
+
+    def _unnamed_change(self, exc: WatchfilesRustInternalError) -> None:
+        """A change to a file whose name is no UTF-8 (a zip from Chinese Windows) ends the OS
+        watch (it failed 5 times, and the scanner gave up and restarted): scan instead, which
+        records the file with its reason; the caller watches again. Other errors are raised."""
+        if "decode path" not in str(exc):
+            raise exc
+        log.info("a change the OS watch cannot name (%s): scanning, and watching again", exc)
+        self._scan()
+        return None
 
     def _open_os_watch(
         self, stop: threading.Event
