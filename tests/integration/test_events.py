@@ -211,11 +211,12 @@ def test_an_event_from_another_publisher_changes_nothing_the_scanner_did_not_jou
             scanner.scanner.scan()  # journaled, published on the real address this follower does not hear
             wake = common_pb2.ChangeEvent(seq=seq + 1, kind=common_pb2.CHANGE_KIND_ADDED, path="invented.md")
             deadline = time.monotonic() + 30
-            while "later.md" not in index.state.docs and time.monotonic() < deadline:
+            last = scanner.scanner.manifest.last_seq()
+            while index.state.last_applied_seq != last and time.monotonic() < deadline:  # applied, then committed
                 stray.publish(wake)
                 time.sleep(0.05)
             assert "later.md" in index.state.docs and "invented.md" not in index.state.docs
-            assert index.state.last_applied_seq == scanner.scanner.manifest.last_seq()
+            assert index.state.last_applied_seq == last
         finally:
             follower.stop()
             stray.close()
@@ -257,6 +258,44 @@ def test_a_scanner_whose_manifest_was_lost_is_followed_again(vault: Path, tmp_pa
                 return changed and index.state.last_applied_seq == last
 
             wait_for(followed, 30, "the changes made after the manifest was lost, and the new journal's seq")
+            (vault / "n2.md").write_text("note 2 zqlaterstill")  # and it goes on following the new journal
+            scanner.scanner.scan()
+            wait_for(lambda: "zqlaterstill" in index.state.docs["n2.md"].chunks[0].text, 30, "a later edit")
+    finally:
+        follower.stop()
+        index.close()
+
+
+def test_a_lost_manifest_whose_new_journal_passes_the_old_seq_is_followed(vault: Path, tmp_path: Path):
+    """The same loss in a vault with more notes than the seq the retriever had applied: the new
+    journal's first scan numbers past it, so `Changes(since N)` was answered with the entries
+    after N, and the changes made while the manifest was gone, numbered below N, were taken as
+    seen (an edit and a deletion kept out of the index until a restart). Now the follower gives
+    the name of the journal its seq counts in, the new journal refuses it, and it reconciles."""
+    for i in range(30):
+        (vault / f"n{i}.md").write_text(f"note {i} first")
+    grpc_addr, events = f"127.0.0.1:{free_port()}", f"tcp://127.0.0.1:{free_port()}"
+    index = open_index(tmp_path / "retriever")
+    follower = EventFollower(index, grpc_addr, events, lambda jobs: None, 0.2)
+    try:
+        with running_scanner(vault, tmp_path / "scanner-a", False, grpc_addr, events) as (scanner, _):
+            follower.start()
+            assert follower.ready.wait(60)
+            old_seq, old_journal = index.state.last_applied_seq, index.state.journal_id
+            assert old_seq == 30 and old_journal == scanner.scanner.manifest.journal_id
+        (vault / "n0.md").write_text("note 0 zqwhilelost")  # while the scanner is down, its manifest lost
+        (vault / "n1.md").unlink()
+        for i in range(30, 40):
+            (vault / f"n{i}.md").write_text(f"note {i} added while lost")
+        with running_scanner(vault, tmp_path / "scanner-b", False, grpc_addr, events) as (scanner, _):
+            assert scanner.scanner.manifest.last_seq() > old_seq  # the new journal's first scan passed N
+
+            def followed() -> bool:
+                docs, journal = index.state.docs, scanner.scanner.manifest.journal_id
+                changed = "n1.md" not in docs and "zqwhilelost" in docs["n0.md"].chunks[0].text and len(docs) == 39
+                return changed and index.state.journal_id == journal != old_journal
+
+            wait_for(followed, 30, "the changes made while the manifest was lost, and the new journal's name")
             (vault / "n2.md").write_text("note 2 zqlaterstill")  # and it goes on following the new journal
             scanner.scanner.scan()
             wait_for(lambda: "zqlaterstill" in index.state.docs["n2.md"].chunks[0].text, 30, "a later edit")

@@ -41,10 +41,10 @@ def test_a_build_is_searchable_along_the_way_and_says_how_far_it_has_come(
         seen: list[tuple[object, ...]] = []  # what a search saw just before each commit
         commit = index.commit
 
-        def observed_commit(last_applied_seq: int | None = None) -> None:
+        def observed_commit(last_applied_seq: int | None = None, journal_id: str | None = None) -> None:
             first, last = (bool(index.bm25.search(f"uniq{i:04d}", 5, Scope())) for i in (0, 999))
             seen.append((last_applied_seq, follower.progress, follower.searchable.is_set(), first, last))
-            commit(last_applied_seq)
+            commit(last_applied_seq, journal_id)
 
         monkeypatch.setattr(index, "commit", observed_commit)
         follower.start()

@@ -720,6 +720,32 @@ def test_changes_since_a_seq_past_the_journals_end_is_refused(vault: Path, tmp_p
     scanner.manifest.close()
 
 
+def test_changes_counted_in_another_journal_are_refused(vault: Path, tmp_path: Path):
+    """A journal is named when its manifest is made, and keeps its name across restarts; a seq
+    given with another journal's name is refused even where this journal holds that seq (its
+    entries there are other changes), so the follower reconciles."""
+    from k0maru.v1 import scanner_pb2
+    from k0maru_common import JournalTruncated
+    from k0maru_scanner._manifest import open_manifest
+    from k0maru_scanner.server import ScannerServicer
+
+    (vault / "a.md").write_text("a")
+    scanner = make(vault, tmp_path)
+    scanner.scan()
+    named = scanner.manifest.journal_id
+    assert len(named) == 16
+    servicer = ScannerServicer(scanner, "v", None)
+    assert servicer.Status(scanner_pb2.ScannerStatusRequest(), None).journal_id == named
+    mine = scanner_pb2.ChangesRequest(since_seq=0, journal_id=named)
+    assert [e.path for e in servicer.Changes(mine, None)] == ["a.md"]
+    assert [e.path for e in servicer.Changes(scanner_pb2.ChangesRequest(since_seq=0), None)] == ["a.md"]  # unnamed
+    with pytest.raises(JournalTruncated, match="made anew"):
+        list(servicer.Changes(scanner_pb2.ChangesRequest(since_seq=0, journal_id="0123456789abcdef"), None))
+    scanner.manifest.close()
+    assert open_manifest(tmp_path / "m.sqlite", 100_000).journal_id == named  # kept across a restart
+    assert open_manifest(tmp_path / "other.sqlite", 100_000).journal_id != named  # a new manifest, a new name
+
+
 def test_undecodable_file_name_is_skipped_with_reason_and_survives_restart(vault: Path, tmp_path: Path):
     from k0maru.v1 import scanner_pb2
     from k0maru_scanner.server import ScannerServicer

@@ -7,8 +7,9 @@ there are changes: what changed is read from the journal through Scanner.Changes
 the stack's token. ZeroMQ carries no token, so anyone who reached the events port could send a
 "deleted" event, and an event's own path and `seq` emptied the index of that note or, with a
 high `seq`, stopped it following the vault; now a forged event costs one Changes call. A quiet
-period or a restart also triggers a catch-up; a journal that no longer reaches back far enough
-(OUT_OF_RANGE) triggers a reconcile. Every step is idempotent.
+period or a restart also triggers a catch-up; a journal that no longer reaches back far enough,
+or another journal than the one the applied seq counts in (OUT_OF_RANGE), triggers a reconcile.
+Every step is idempotent.
 
 A reconcile that fetches many notes (a first build, a restart after many edits, a reindex)
 commits along the way, one second after it starts and then at doubling intervals (at most
@@ -179,12 +180,17 @@ class EventFollower:
             try:
                 page = list(
                     self._scanner.Changes(
-                        scanner_pb2.ChangesRequest(since_seq=self.last_applied_seq, limit=CHANGES_PAGE), timeout=30
+                        scanner_pb2.ChangesRequest(
+                            since_seq=self.last_applied_seq, limit=CHANGES_PAGE, journal_id=self._index.state.journal_id
+                        ),
+                        timeout=30,
                     )
                 )
             except grpc.RpcError as exc:
                 if exc.code() == grpc.StatusCode.OUT_OF_RANGE:
-                    log.info("journal truncated past seq %d; reconciling", self.last_applied_seq)
+                    log.info(
+                        "the journal no longer holds seq %d (%s); reconciling", self.last_applied_seq, exc.details()
+                    )
                     self.reconcile()
                     continue
                 raise
@@ -230,9 +236,9 @@ class EventFollower:
             checkpoint = self._checkpoint(current, total)
             self._sync_paths(stale, extra, enqueue=False, checkpoint=checkpoint)  # missing_vectors() enqueues
             self._index.state.parser_version = status.parser_version
-            # the index now holds the manifest as of this seq; a journal made anew since the last
-            # run ends before `last_applied_seq`, which then named another journal's entries
-            self._index.commit(status.last_seq)
+            # the index now holds the manifest as of this seq of this journal (one made anew since
+            # the last run numbers other changes by the seqs the old one had)
+            self._index.commit(status.last_seq, status.journal_id)
         finally:
             self._progress = None
         # the stores themselves, not only the bookkeeping, must agree; a BM25 rebuild holds the

@@ -425,7 +425,7 @@ class NoteIndex:
                 pending, self._links_pending = self._links_pending, {}
                 self.graph.set_notes((path, targets, names) for path, (targets, names) in pending.items())
 
-    def commit(self, last_applied_seq: int | None = None) -> None:
+    def commit(self, last_applied_seq: int | None = None, journal_id: str | None = None) -> None:
         """BM25 first, then the bookkeeping that says what it holds (a crash between the two
         leaves BM25 ahead, which the follower's replay fixes). tantivy commits without the GIL,
         so the links and the bookkeeping's rows are written meanwhile: the rows go into an open
@@ -433,7 +433,7 @@ class NoteIndex:
         with self.lock:
             if not self.bm25.dirty:
                 self.link_pending()
-                self.state.commit(last_applied_seq)
+                self.state.commit(last_applied_seq, journal_id)
                 return
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bm25-commit") as pool:
                 bm25 = pool.submit(self.bm25.commit)
@@ -445,7 +445,7 @@ class NoteIndex:
                 if failed is not None:
                     self.state.rollback()
                     raise failed
-            self.state.commit(last_applied_seq)
+            self.state.commit(last_applied_seq, journal_id)
 
     def clear(self) -> None:
         with self.lock:

@@ -45,6 +45,7 @@ class IndexState:
         self.vectors: dict[str, str] = dict(self._db.execute("SELECT chunk_id, hash FROM vectors"))
         meta = dict(self._db.execute("SELECT key, value FROM meta"))
         self.last_applied_seq = int(meta.get("last_applied_seq", 0))
+        self.journal_id = meta.get("journal_id", "")  # the scanner's journal that seq counts in
         self.parser_version = meta.get("parser_version", "")
         self.generation = meta.get("generation", "")
         self._pending_docs: dict[str, common_pb2.Document | None] = {}
@@ -136,7 +137,8 @@ class IndexState:
             self._pending_docs = {**docs, **self._pending_docs}
             self._pending_vectors = {**vectors, **self._pending_vectors}
 
-    def commit(self, last_applied_seq: int | None = None) -> None:
+    def commit(self, last_applied_seq: int | None = None, journal_id: str | None = None) -> None:
+        """`journal_id`: the journal `last_applied_seq` counts in, when it is not the one before."""
         with self._lock:
             self._stage()
             try:
@@ -146,6 +148,8 @@ class IndexState:
                     self._db.execute(
                         "INSERT OR REPLACE INTO meta VALUES ('last_applied_seq', ?)", (str(last_applied_seq),)
                     )
+                if journal_id is not None:
+                    self._db.execute("INSERT OR REPLACE INTO meta VALUES ('journal_id', ?)", (journal_id,))
                 self._db.execute("COMMIT")
             except BaseException:
                 self._rollback()
@@ -153,6 +157,8 @@ class IndexState:
             self._staged = None
             if last_applied_seq is not None:
                 self.last_applied_seq = last_applied_seq
+            if journal_id is not None:
+                self.journal_id = journal_id
 
     def clear(self) -> None:
         with self._lock:
@@ -167,6 +173,7 @@ class IndexState:
         self.vectors.clear()
         self.version += 1
         self.last_applied_seq = 0
+        self.journal_id = ""
         self.parser_version = ""
         self.generation = ""
 

@@ -8,7 +8,9 @@ rows included, so `seq` and the manifest never disagree after a crash.
 from __future__ import annotations
 
 import errno
+import logging
 import os
+import secrets
 import sqlite3
 import threading
 import time
@@ -17,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from k0maru_common import CannotWrite, open_sqlite, opened_or_set_aside
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS files (
@@ -98,10 +102,28 @@ class Manifest:
             self._db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('journal', ?)", (first_seq,))
         self._lock = threading.Lock()
         self._keep = journal_keep
+        self.journal_id = self._journal_id()
         self.files: dict[str, FileRecord] = {
             row[0]: FileRecord(*row)
             for row in self._db.execute("SELECT path, size, mtime_ns, hash, parsed_at_ms, skipped_reason FROM files")
         }
+
+    def _journal_id(self) -> str:
+        """The name of this journal, made with the manifest (and with the first start of one made
+        before there were names). A follower compares it with the one its seq counts in: a new
+        journal's seqs begin again, so a seq alone could name another journal's change (a
+        manifest lost while the retriever had applied the old journal up to N, in a vault whose
+        first scan journals more than N notes: the changes made meanwhile were taken as seen).
+        On a full disk a name for this run only: a follower then reconciles once more."""
+        made = secrets.token_hex(8)
+        try:
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('journal_id', ?)", (made,))
+        except sqlite3.Error as exc:
+            if (exc.sqlite_errorcode & 0xFF) != sqlite3.SQLITE_FULL:
+                raise
+            log.warning("the journal's name cannot be kept (the disk is full): one for this run only")
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'journal_id'").fetchone()
+        return str(row[0]) if row else made
 
     def commit(self, batch: Batch, now_ms: int) -> list[JournalEntry]:
         """Write a batch in one transaction; return the journal entries it created."""

@@ -157,6 +157,11 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
         self, request: scanner_pb2.ChangesRequest, context: grpc.ServicerContext
     ) -> Iterator[common_pb2.ChangeEvent]:
         manifest = self._scanner.manifest
+        if request.journal_id and request.journal_id != manifest.journal_id:
+            raise JournalTruncated(
+                f"since_seq {request.since_seq} counts in journal {request.journal_id}, and this is journal "
+                f"{manifest.journal_id} (made anew since): reconcile from ListDocuments"
+            )
         oldest = manifest.oldest_seq()
         if request.since_seq + 1 < oldest:
             raise JournalTruncated(
@@ -227,6 +232,7 @@ class ScannerServicer(scanner_pb2_grpc.ScannerServicer):  # type: ignore[misc]
             vault=str(self._scanner.vault),
             vault_id=self._vid,
             last_seq=self._scanner.manifest.last_seq(),
+            journal_id=self._scanner.manifest.journal_id,
             oldest_seq=self._scanner.manifest.oldest_seq(),
             documents=len(self._scanner.manifest.files) - skipped,
             skipped=skipped,

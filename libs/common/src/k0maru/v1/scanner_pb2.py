@@ -27,7 +27,7 @@ _sym_db = _symbol_database.Default()
 from k0maru.v1 import common_pb2 as k0maru_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17k0maru/v1/scanner.proto\x12\tk0maru.v1\x1a\x16k0maru/v1/common.proto\"!\n\x0bScanRequest\x12\x12\n\nforce_full\x18\x01 \x01(\x08\"\x90\x01\n\tScanStats\x12\r\n\x05\x61\x64\x64\x65\x64\x18\x01 \x01(\r\x12\x10\n\x08modified\x18\x02 \x01(\r\x12\x0f\n\x07\x64\x65leted\x18\x03 \x01(\r\x12\x0f\n\x07renamed\x18\x04 \x01(\r\x12\x11\n\tunchanged\x18\x05 \x01(\r\x12\x0f\n\x07skipped\x18\x06 \x01(\r\x12\n\n\x02ms\x18\x07 \x01(\x01\x12\x10\n\x08last_seq\x18\x08 \x01(\x04\"2\n\x0e\x43hangesRequest\x12\x11\n\tsince_seq\x18\x01 \x01(\x04\x12\r\n\x05limit\x18\x02 \x01(\r\"$\n\x13GetDocumentsRequest\x12\r\n\x05paths\x18\x01 \x03(\t\"O\n\x14GetDocumentsResponse\x12&\n\tdocuments\x18\x01 \x03(\x0b\x32\x13.k0maru.v1.Document\x12\x0f\n\x07missing\x18\x02 \x03(\t\"/\n\x14ListDocumentsRequest\x12\x17\n\x0finclude_skipped\x18\x01 \x01(\x08\"~\n\rManifestEntry\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x04\x12\x10\n\x08mtime_ns\x18\x03 \x01(\x03\x12\x0c\n\x04hash\x18\x04 \x01(\t\x12\x19\n\x11parsed_at_unix_ms\x18\x05 \x01(\x03\x12\x16\n\x0eskipped_reason\x18\x06 \x01(\t\"9\n\x0cManifestPage\x12)\n\x07\x65ntries\x18< \x03(\x0b\x32\x18.k0maru.v1.ManifestEntry\"\x16\n\x14ScannerStatusRequest\"\xdf\x02\n\rScannerStatus\x12\r\n\x05vault\x18\x01 \x01(\t\x12\x10\n\x08vault_id\x18\x02 \x01(\t\x12\x10\n\x08last_seq\x18\x03 \x01(\x04\x12\x12\n\noldest_seq\x18\x04 \x01(\x04\x12\x11\n\tdocuments\x18\x05 \x01(\r\x12\x0f\n\x07skipped\x18\x06 \x01(\r\x12\x10\n\x08watching\x18\x07 \x01(\x08\x12\x16\n\x0eparser_version\x18\x08 \x01(\t\x12(\n\x07workers\x18\t \x03(\x0b\x32\x17.k0maru.v1.WorkerHealth\x12\x12\n\nwatch_note\x18\n \x01(\t\x12\x0f\n\x07problem\x18\x0b \x01(\t\x12\x10\n\x08\x65xcluded\x18\x0c \x03(\t\x12\x13\n\x0b\x63ommit_days\x18\r \x01(\t\x12\x14\n\x0cout_of_sight\x18\x0e \x03(\t\x12-\n\rskipped_files\x18\x0f \x03(\x0b\x32\x16.k0maru.v1.SkippedFile\"+\n\x0bSkippedFile\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t2\xb4\x03\n\x07Scanner\x12\x34\n\x04Scan\x12\x16.k0maru.v1.ScanRequest\x1a\x14.k0maru.v1.ScanStats\x12>\n\x07\x43hanges\x12\x19.k0maru.v1.ChangesRequest\x1a\x16.k0maru.v1.ChangeEvent0\x01\x12O\n\x0cGetDocuments\x12\x1e.k0maru.v1.GetDocumentsRequest\x1a\x1f.k0maru.v1.GetDocumentsResponse\x12L\n\rListDocuments\x12\x1f.k0maru.v1.ListDocumentsRequest\x1a\x18.k0maru.v1.ManifestEntry0\x01\x12O\n\x11ListDocumentPages\x12\x1f.k0maru.v1.ListDocumentsRequest\x1a\x17.k0maru.v1.ManifestPage0\x01\x12\x43\n\x06Status\x12\x1f.k0maru.v1.ScannerStatusRequest\x1a\x18.k0maru.v1.ScannerStatusB\"Z k0maru/gen/go/k0maru/v1;k0maruv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17k0maru/v1/scanner.proto\x12\tk0maru.v1\x1a\x16k0maru/v1/common.proto\"!\n\x0bScanRequest\x12\x12\n\nforce_full\x18\x01 \x01(\x08\"\x90\x01\n\tScanStats\x12\r\n\x05\x61\x64\x64\x65\x64\x18\x01 \x01(\r\x12\x10\n\x08modified\x18\x02 \x01(\r\x12\x0f\n\x07\x64\x65leted\x18\x03 \x01(\r\x12\x0f\n\x07renamed\x18\x04 \x01(\r\x12\x11\n\tunchanged\x18\x05 \x01(\r\x12\x0f\n\x07skipped\x18\x06 \x01(\r\x12\n\n\x02ms\x18\x07 \x01(\x01\x12\x10\n\x08last_seq\x18\x08 \x01(\x04\"F\n\x0e\x43hangesRequest\x12\x11\n\tsince_seq\x18\x01 \x01(\x04\x12\r\n\x05limit\x18\x02 \x01(\r\x12\x12\n\njournal_id\x18\x03 \x01(\t\"$\n\x13GetDocumentsRequest\x12\r\n\x05paths\x18\x01 \x03(\t\"O\n\x14GetDocumentsResponse\x12&\n\tdocuments\x18\x01 \x03(\x0b\x32\x13.k0maru.v1.Document\x12\x0f\n\x07missing\x18\x02 \x03(\t\"/\n\x14ListDocumentsRequest\x12\x17\n\x0finclude_skipped\x18\x01 \x01(\x08\"~\n\rManifestEntry\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0c\n\x04size\x18\x02 \x01(\x04\x12\x10\n\x08mtime_ns\x18\x03 \x01(\x03\x12\x0c\n\x04hash\x18\x04 \x01(\t\x12\x19\n\x11parsed_at_unix_ms\x18\x05 \x01(\x03\x12\x16\n\x0eskipped_reason\x18\x06 \x01(\t\"9\n\x0cManifestPage\x12)\n\x07\x65ntries\x18< \x03(\x0b\x32\x18.k0maru.v1.ManifestEntry\"\x16\n\x14ScannerStatusRequest\"\xf3\x02\n\rScannerStatus\x12\r\n\x05vault\x18\x01 \x01(\t\x12\x10\n\x08vault_id\x18\x02 \x01(\t\x12\x10\n\x08last_seq\x18\x03 \x01(\x04\x12\x12\n\noldest_seq\x18\x04 \x01(\x04\x12\x11\n\tdocuments\x18\x05 \x01(\r\x12\x0f\n\x07skipped\x18\x06 \x01(\r\x12\x10\n\x08watching\x18\x07 \x01(\x08\x12\x16\n\x0eparser_version\x18\x08 \x01(\t\x12(\n\x07workers\x18\t \x03(\x0b\x32\x17.k0maru.v1.WorkerHealth\x12\x12\n\nwatch_note\x18\n \x01(\t\x12\x0f\n\x07problem\x18\x0b \x01(\t\x12\x10\n\x08\x65xcluded\x18\x0c \x03(\t\x12\x13\n\x0b\x63ommit_days\x18\r \x01(\t\x12\x14\n\x0cout_of_sight\x18\x0e \x03(\t\x12-\n\rskipped_files\x18\x0f \x03(\x0b\x32\x16.k0maru.v1.SkippedFile\x12\x12\n\njournal_id\x18\x10 \x01(\t\"+\n\x0bSkippedFile\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t2\xb4\x03\n\x07Scanner\x12\x34\n\x04Scan\x12\x16.k0maru.v1.ScanRequest\x1a\x14.k0maru.v1.ScanStats\x12>\n\x07\x43hanges\x12\x19.k0maru.v1.ChangesRequest\x1a\x16.k0maru.v1.ChangeEvent0\x01\x12O\n\x0cGetDocuments\x12\x1e.k0maru.v1.GetDocumentsRequest\x1a\x1f.k0maru.v1.GetDocumentsResponse\x12L\n\rListDocuments\x12\x1f.k0maru.v1.ListDocumentsRequest\x1a\x18.k0maru.v1.ManifestEntry0\x01\x12O\n\x11ListDocumentPages\x12\x1f.k0maru.v1.ListDocumentsRequest\x1a\x17.k0maru.v1.ManifestPage0\x01\x12\x43\n\x06Status\x12\x1f.k0maru.v1.ScannerStatusRequest\x1a\x18.k0maru.v1.ScannerStatusB\"Z k0maru/gen/go/k0maru/v1;k0maruv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,23 +40,23 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SCANSTATS']._serialized_start=98
   _globals['_SCANSTATS']._serialized_end=242
   _globals['_CHANGESREQUEST']._serialized_start=244
-  _globals['_CHANGESREQUEST']._serialized_end=294
-  _globals['_GETDOCUMENTSREQUEST']._serialized_start=296
-  _globals['_GETDOCUMENTSREQUEST']._serialized_end=332
-  _globals['_GETDOCUMENTSRESPONSE']._serialized_start=334
-  _globals['_GETDOCUMENTSRESPONSE']._serialized_end=413
-  _globals['_LISTDOCUMENTSREQUEST']._serialized_start=415
-  _globals['_LISTDOCUMENTSREQUEST']._serialized_end=462
-  _globals['_MANIFESTENTRY']._serialized_start=464
-  _globals['_MANIFESTENTRY']._serialized_end=590
-  _globals['_MANIFESTPAGE']._serialized_start=592
-  _globals['_MANIFESTPAGE']._serialized_end=649
-  _globals['_SCANNERSTATUSREQUEST']._serialized_start=651
-  _globals['_SCANNERSTATUSREQUEST']._serialized_end=673
-  _globals['_SCANNERSTATUS']._serialized_start=676
-  _globals['_SCANNERSTATUS']._serialized_end=1027
-  _globals['_SKIPPEDFILE']._serialized_start=1029
-  _globals['_SKIPPEDFILE']._serialized_end=1072
-  _globals['_SCANNER']._serialized_start=1075
-  _globals['_SCANNER']._serialized_end=1511
+  _globals['_CHANGESREQUEST']._serialized_end=314
+  _globals['_GETDOCUMENTSREQUEST']._serialized_start=316
+  _globals['_GETDOCUMENTSREQUEST']._serialized_end=352
+  _globals['_GETDOCUMENTSRESPONSE']._serialized_start=354
+  _globals['_GETDOCUMENTSRESPONSE']._serialized_end=433
+  _globals['_LISTDOCUMENTSREQUEST']._serialized_start=435
+  _globals['_LISTDOCUMENTSREQUEST']._serialized_end=482
+  _globals['_MANIFESTENTRY']._serialized_start=484
+  _globals['_MANIFESTENTRY']._serialized_end=610
+  _globals['_MANIFESTPAGE']._serialized_start=612
+  _globals['_MANIFESTPAGE']._serialized_end=669
+  _globals['_SCANNERSTATUSREQUEST']._serialized_start=671
+  _globals['_SCANNERSTATUSREQUEST']._serialized_end=693
+  _globals['_SCANNERSTATUS']._serialized_start=696
+  _globals['_SCANNERSTATUS']._serialized_end=1067
+  _globals['_SKIPPEDFILE']._serialized_start=1069
+  _globals['_SKIPPEDFILE']._serialized_end=1112
+  _globals['_SCANNER']._serialized_start=1115
+  _globals['_SCANNER']._serialized_end=1551
 # @@protoc_insertion_point(module_scope)

@@ -36,12 +36,14 @@ class ScanStats(_message.Message):
     def __init__(self, added: _Optional[int] = ..., modified: _Optional[int] = ..., deleted: _Optional[int] = ..., renamed: _Optional[int] = ..., unchanged: _Optional[int] = ..., skipped: _Optional[int] = ..., ms: _Optional[float] = ..., last_seq: _Optional[int] = ...) -> None: ...
 
 class ChangesRequest(_message.Message):
-    __slots__ = ("since_seq", "limit")
+    __slots__ = ("since_seq", "limit", "journal_id")
     SINCE_SEQ_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    JOURNAL_ID_FIELD_NUMBER: _ClassVar[int]
     since_seq: int
     limit: int
-    def __init__(self, since_seq: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
+    journal_id: str
+    def __init__(self, since_seq: _Optional[int] = ..., limit: _Optional[int] = ..., journal_id: _Optional[str] = ...) -> None: ...
 
 class GetDocumentsRequest(_message.Message):
     __slots__ = ("paths",)
@@ -90,7 +92,7 @@ class ScannerStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ScannerStatus(_message.Message):
-    __slots__ = ("vault", "vault_id", "last_seq", "oldest_seq", "documents", "skipped", "watching", "parser_version", "workers", "watch_note", "problem", "excluded", "commit_days", "out_of_sight", "skipped_files")
+    __slots__ = ("vault", "vault_id", "last_seq", "oldest_seq", "documents", "skipped", "watching", "parser_version", "workers", "watch_note", "problem", "excluded", "commit_days", "out_of_sight", "skipped_files", "journal_id")
     VAULT_FIELD_NUMBER: _ClassVar[int]
     VAULT_ID_FIELD_NUMBER: _ClassVar[int]
     LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
@@ -106,6 +108,7 @@ class ScannerStatus(_message.Message):
     COMMIT_DAYS_FIELD_NUMBER: _ClassVar[int]
     OUT_OF_SIGHT_FIELD_NUMBER: _ClassVar[int]
     SKIPPED_FILES_FIELD_NUMBER: _ClassVar[int]
+    JOURNAL_ID_FIELD_NUMBER: _ClassVar[int]
     vault: str
     vault_id: str
     last_seq: int
@@ -121,7 +124,8 @@ class ScannerStatus(_message.Message):
     commit_days: str
     out_of_sight: _containers.RepeatedScalarFieldContainer[str]
     skipped_files: _containers.RepeatedCompositeFieldContainer[SkippedFile]
-    def __init__(self, vault: _Optional[str] = ..., vault_id: _Optional[str] = ..., last_seq: _Optional[int] = ..., oldest_seq: _Optional[int] = ..., documents: _Optional[int] = ..., skipped: _Optional[int] = ..., watching: _Optional[bool] = ..., parser_version: _Optional[str] = ..., workers: _Optional[_Iterable[_Union[_common_pb2.WorkerHealth, _Mapping]]] = ..., watch_note: _Optional[str] = ..., problem: _Optional[str] = ..., excluded: _Optional[_Iterable[str]] = ..., commit_days: _Optional[str] = ..., out_of_sight: _Optional[_Iterable[str]] = ..., skipped_files: _Optional[_Iterable[_Union[SkippedFile, _Mapping]]] = ...) -> None: ...
+    journal_id: str
+    def __init__(self, vault: _Optional[str] = ..., vault_id: _Optional[str] = ..., last_seq: _Optional[int] = ..., oldest_seq: _Optional[int] = ..., documents: _Optional[int] = ..., skipped: _Optional[int] = ..., watching: _Optional[bool] = ..., parser_version: _Optional[str] = ..., workers: _Optional[_Iterable[_Union[_common_pb2.WorkerHealth, _Mapping]]] = ..., watch_note: _Optional[str] = ..., problem: _Optional[str] = ..., excluded: _Optional[_Iterable[str]] = ..., commit_days: _Optional[str] = ..., out_of_sight: _Optional[_Iterable[str]] = ..., skipped_files: _Optional[_Iterable[_Union[SkippedFile, _Mapping]]] = ..., journal_id: _Optional[str] = ...) -> None: ...
 
 class SkippedFile(_message.Message):
     __slots__ = ("path", "reason")
