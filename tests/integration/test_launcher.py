@@ -67,6 +67,34 @@ def test_kill_9_of_valkey_is_survived_and_loses_no_ledger_entry(vault: Path, tmp
         launcher.stop()
 
 
+def test_an_mcp_server_that_met_a_stopping_stack_starts_its_own_once_the_lock_is_let_go(vault: Path, tmp_path: Path):
+    """`k0maru stop` removes the stack's state first and keeps the data dir's lock until its
+    processes exit. An MCP server attached to that stack tried to start its own meanwhile, was
+    refused (busy), and waited 120 s for a stack nobody was starting; then every call of that
+    server failed for the rest of the agent's session, even once the stack was up again."""
+    from k0maru_cli._mcp_stack import StackThread
+
+    write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    stack = StackThread(lambda: StackState.load(data_dir), lambda: Launcher(vault, data_dir, embedders=0, http_port=0))
+    with open(data_dir / "stack.lock", "w") as lock:  # a launcher stopping its stack: no state, the lock held
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        stack.start()
+        with pytest.raises(K0Error, match="still starting"):
+            stack.client(1.0)
+    try:  # let go: this server starts a stack of its own
+        client = stack.client(90.0)
+        hits = client.call(
+            client.retriever.Search,
+            retriever_pb2.SearchRequest(query="lighthouses", mode=retriever_pb2.SEARCH_MODE_BM25),
+        ).hits
+        assert [h.path for h in hits] == ["a.md"]
+    finally:
+        stack.stop()
+    assert not (data_dir / "stack.json").exists()
+
+
 def test_second_launcher_on_a_data_dir_is_refused_before_starting_anything(vault: Path, tmp_path: Path):
     data_dir = tmp_path / "data"
     data_dir.mkdir()

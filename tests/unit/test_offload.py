@@ -168,6 +168,19 @@ def test_flush_outcomes_and_conventions(vault: Path):
     assert log_path.startswith("journal/")
 
 
+def test_a_flushed_body_keeps_its_first_lines_indentation_and_its_last_lines_spaces(vault: Path):
+    """Only the blank lines around what an agent wrote go: `strip()` took the indentation of an
+    indented code block that opened it (command output became a paragraph) and the hard break
+    that ended it."""
+    body = "    $ kubectl -n orbit get pods\n    api-7d9 1/1 Running\n\nThat was the state before.  "
+    path, outcome = FlushEngine(vault).flush(FlushNote("Pod state", f"\n  \n{body}\n\n \n", "notes"))
+    assert outcome == "created"
+    assert (vault / path).read_text().endswith(f"\n\n{body}\n")
+    crlf = "\r\n  indented\r\nlast  \r\n\r\n"
+    path, _ = FlushEngine(vault).flush(FlushNote("Windows paste", crlf, "notes"))
+    assert (vault / path).read_bytes().decode().endswith("\n\n  indented\r\nlast  \n")
+
+
 def test_twenty_concurrent_flushes_lose_nothing(vault: Path):
     engine = FlushEngine(vault)
     results: list[tuple[str, str]] = []

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from k0maru_common import DependencyFailed, NotReady, StackClient
 
-from ._stack import DataDirLost, Launcher, StackBusy, StartupError
+from ._stack import DataDirLost, Launcher, StackBusy, StartupError, data_dir_held
 from ._state import StackState
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,9 @@ class StackThread:
                         state = launcher.start()
                     except StackBusy:  # another launcher is starting this stack: use it when it is up
                         self._launcher = None
-                        state = self._wait_for_other(launcher.startup_timeout_s)
+                        state = self._wait_for_other(launcher.data_dir)
+                        if state is None:  # it let go of the data dir with no stack up (it stopped): start one
+                            continue
                 self._attach(state)
             except StartupError as exc:
                 self._error = str(exc)
@@ -106,14 +108,19 @@ class StackThread:
         now = self._load_state()
         return now is None or now.launcher_pid != state.launcher_pid
 
-    def _wait_for_other(self, timeout_s: float) -> StackState:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and not self._stop.is_set():
+    def _wait_for_other(self, data_dir: Path) -> StackState | None:
+        """The stack of the launcher that holds `data_dir`, once it is up; None once that launcher
+        lets go of it without one (it was stopping: `k0maru stop` removes the stack's state first,
+        then waits for its processes, lock held). Only a stack that came up was waited for, 120 s,
+        after which every call of this MCP server failed, for the rest of the agent's session."""
+        while not self._stop.is_set():
             state = self._load_state()
             if state is not None:
                 return state
-            time.sleep(0.2)
-        raise StartupError("another launcher holds this vault's data dir, and its stack did not come up")
+            if not data_dir_held(data_dir):
+                return self._load_state()  # up just before it let go, or gone: None starts one
+            self._stop.wait(0.2)
+        return None
 
     def _supervise(self) -> None:
         launcher = self._launcher

@@ -277,6 +277,21 @@ RESTART_BACKOFF_MAX_S = 60.0
 LOW_DISK_BYTES = 16 * 1024 * 1024  # a failed restart with less free under the data dir: "the disk is full"
 
 
+def data_dir_held(data_dir: Path) -> bool:
+    """Whether a launcher holds `data_dir` now (its stack starting, running or stopping): its
+    lock is taken (a shared lock cannot be had beside it)."""
+    try:
+        with open(data_dir / LOCK_FILE, "a") as probe:
+            try:
+                fcntl.flock(probe, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(probe, fcntl.LOCK_UN)
+    except OSError:  # no data dir (yet): nobody holds it
+        pass
+    return False
+
+
 def _backoff(tries: int) -> float:
     """The wait before a child's next restart after `tries` (≥ 1) that failed or came too fast."""
     return min(RESTART_BACKOFF_S * 2.0 ** (tries - 1), RESTART_BACKOFF_MAX_S)

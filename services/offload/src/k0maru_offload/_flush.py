@@ -218,7 +218,7 @@ def render(
         front = ""
     related = _note_names(note.related)
     links = "\n".join(f"- [[{r}]]" for r in related)
-    content = note.content.strip()
+    content = _without_blank_lines_around(note.content)
     template = ""
     if rules.template and vault is not None:
         # a template symlinked out of the vault (a cloned repo's `templates/decision.md` →
@@ -277,6 +277,20 @@ def _properties(meta: dict[str, object]) -> str:
         if text:
             lines.append(f"{key}:: {text}")
     return "\n".join(lines) + "\n\n" if lines else ""
+
+
+def _without_blank_lines_around(text: str) -> str:
+    """What an agent wrote without the blank lines around it, and only those: `strip()` took the
+    indentation of its first line too (an indented code block of command output became a
+    paragraph) and the spaces that end its last line (a Markdown hard break)."""
+    end = len(text.rstrip())
+    if not end:
+        return ""
+    last_line_end = text.find("\n", end)
+    if last_line_end >= 0:
+        text = text[:last_line_end].removesuffix("\r")
+    first = len(text) - len(text.lstrip())
+    return text[text.rfind("\n", 0, first) + 1 :]
 
 
 _UNCOMPARED = DATE_KEYS | {"id"}  # a Dendron note's id is new at every write
