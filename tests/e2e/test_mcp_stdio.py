@@ -135,6 +135,10 @@ def test_recall_add_and_clean_exit(vault: Path, tmp_path: Path):
                 assert (await recall(session, "mutable borrow E0502"))[0] == "rust/borrows.md"
                 lost = structured(await session.call_tool("recall_memory", {"query": "SQLITE_BUSY", "folder": "dbs/"}))
                 assert lost["hits"] == [] and lost["empty_scope"] == ["no note is in the folder dbs/"]
+                # a folder as agents write it: `./db`, or joined with the vault every answer names
+                for folder in ("./db", f"{vault.resolve()}/db/", "db\\"):
+                    scoped = structured(await session.call_tool("recall_memory", {"query": "", "folder": folder}))
+                    assert [h["path"] for h in scoped["hits"]] == ["db/sqlite busy.md"], folder
                 # TagMemo reshapes the query's vector: wait until the notes have vectors (the first
                 # answers may come from BM25 alone, `left_out` saying why)
                 with anyio.fail_after(120):

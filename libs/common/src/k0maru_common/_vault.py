@@ -142,8 +142,12 @@ def relative_posix(vault: Path, path: Path) -> str:
 
 def as_folder(name: str) -> str:
     """A folder as a scope of notes: `code` is the folder `code/`, not every path that starts so
-    (`code-review/`); `/notes/` is `notes/`; "" is the whole vault."""
-    name = name.strip().strip("/")
+    (`code-review/`); `/notes/`, `./notes`, `notes\\` are `notes/`; "" and `.` are the whole vault.
+    (`./runbooks`, as an agent writes a folder, scoped to no note, and the answer said that no
+    note is in that folder.)"""
+    name = name.strip().replace("\\", "/").strip("/")
+    while name == "." or name.startswith("./"):
+        name = name[2:].lstrip("/")
     return f"{name}/" if name else ""
 
 

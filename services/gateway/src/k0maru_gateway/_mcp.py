@@ -274,6 +274,8 @@ def in_vault(path: str, vault: str) -> str:
     (every answer names the vault by its absolute path, so an agent joins them) loses the vault's
     part; any other path is passed on as it is (an absolute one outside is refused there)."""
     root = vault.rstrip("/")
+    if root and path.rstrip("/") == root:
+        return ""
     return path[len(root) + 1 :] if root and path.startswith(root + "/") else path
 
 
@@ -392,7 +394,8 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
         if not query.strip() and not (folder or tags or diary or since or until):
             raise ToolError("query is empty: say what to look for, or list notes by since/until, tags or folder")
         scope = retriever_pb2.Scope(
-            path_prefixes=[p for p in (as_folder(folder),) if p],  # `code` is `code/`, not `code-review/`
+            # `code` is `code/`, not `code-review/`; the vault's absolute path joined with it is that folder too
+            path_prefixes=[p for p in (as_folder(in_vault(folder.strip(), vault)),) if p],
             tags=_listed(tags),
             diaries=[diary] if diary else [],
             since=since,
