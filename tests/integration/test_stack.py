@@ -217,16 +217,30 @@ def test_a_note_notepad_saved_in_gbk_is_found_and_read(stack):
 
 def test_a_conflicting_copy_a_sync_tool_kept_is_said_on_its_hit(stack):
     """Two people edited the rota at once and Syncthing kept both: an agent that recalls the copy
-    is told it is one, and which note it conflicts with."""
+    is told it is one, and which note it conflicts with. The copy comes after the note (the
+    shorter, it came first for the note's own name), and a link by their alias goes to the note
+    (it named two notes, and went to none)."""
     _launcher, client, vault = stack
+    aliased = "---\naliases: [quokkarota]\n---\n# Rota\n\nThe quokka pilot rota"
     write_notes(
         vault,
         {
-            "team/rota.md": "# Rota\n\nThe quokka pilot rota is on the wiki.\n",
-            "team/rota.sync-conflict-20261201-101500-ABCDEF7.md": "# Rota\n\nThe quokka pilot rota moved to the drive.\n",
+            "team/rota.md": f"{aliased} is on the wiki, with the swaps of the whole winter listed by week.\n",
+            "team/rota.sync-conflict-20261201-101500-ABCDEF7.md": f"{aliased} moved to the drive.\n",
+            "team/pilots.md": "# Pilots\n\nWho flies when: [[quokkarota]].\n",
         },
     )
-    wait_for(lambda: len(search(client, "quokka pilot rota", BM25)) == 2, 45, "both notes")
+    copy = "team/rota.sync-conflict-20261201-101500-ABCDEF7.md"
+    wait_for(
+        lambda: {"team/rota.md", copy, "team/pilots.md"} <= set(search(client, "quokka pilots rota", BM25)),
+        45,
+        "the notes",
+    )
+    for query in ("Rota", "quokkarota", "quokka pilot rota"):
+        assert search(client, query, BM25)[:2] == ["team/rota.md", copy], query
+    read = anyio.run(build_mcp(client).call_tool, "read_note", {"path": "[[quokkarota]]"})
+    assert not read.is_error and read.structured_content is not None
+    assert read.structured_content["path"] == "team/rota.md"
     result = anyio.run(build_mcp(client).call_tool, "recall_memory", {"query": "quokka pilot rota"})
     assert not result.is_error and result.structured_content is not None
     said = {h["path"]: h.get("problems") for h in result.structured_content["hits"]}

@@ -49,5 +49,15 @@ def test_conflicting_copies_and_git_markers_are_problems_of_their_notes(vault: P
         "setext.md": [],
         "conflicted copy.md": [],
     }
+    originals = {rel: parse_document(scanner, rel).conflict_of for rel in scanner.manifest.files}
+    assert {rel: of for rel, of in originals.items() if of} == {
+        f"team/{copy}": "team/rota.md"
+        for copy in (
+            "rota.sync-conflict-20261201-101500-ABCDEF7.md",
+            "rota (Ann's conflicted copy 2026-12-01).md",
+            "rota (Conflicted copy laptop 202612011015).md",
+            "rota_BACKUP_4242.md",
+        )
+    }
     # both versions stay searchable text
     assert "the rota moved to the shared drive" in parse_document(scanner, "team/pulled.md").chunks[0].text

@@ -103,3 +103,19 @@ def test_a_notes_links_are_listed_unresolved_when_the_retriever_sends_no_resolut
     assert [(x["target"], x["path"]) for x in note_links(doc, [])] == [("storm drain", None), ("b", None)]
     label_first = [retriever_pb2.LinkResolution(target="the drain", path="misc/storm drain.md"), resolved[1]]
     assert note_links(doc, label_first)[0]["alias"] == "storm drain"  # sides turned
+
+
+def test_a_link_to_a_heading_or_a_block_says_which_in_the_note_view():
+    """`[[Kestrel Migration#^rb42x1]]` was listed as a link to the note, its block dropped."""
+    doc = common_pb2.Document(
+        links=[
+            common_pb2.Link(target="Kestrel Migration", block="rb42x1", line=3),
+            common_pb2.Link(target="Kestrel Migration", heading="Rollback", line=4),
+        ]
+    )
+    where = [retriever_pb2.LinkResolution(target="Kestrel Migration", path="Projects/Kestrel Migration.md")] * 2
+    listed = note_links(doc, where)
+    assert [(lk["heading"], lk["block"], lk["path"]) for lk in listed] == [
+        ("", "rb42x1", "Projects/Kestrel Migration.md"),
+        ("Rollback", "", "Projects/Kestrel Migration.md"),
+    ]

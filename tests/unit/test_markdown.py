@@ -471,3 +471,22 @@ def test_links_in_properties_are_links_that_say_their_property():
         ("nothing", ""),
     ]
     assert not parse_note("c.md", "---\nstatus: superseded\n---\n# C\n").links  # it names no successor
+
+
+def test_links_and_tags_in_obsidian_comments_are_none_and_their_words_stay_searchable():
+    """Obsidian hides `%% … %%`: a private remark's `[[Secret Note]]` and `#hiddentag` counted in the
+    graph and the tags. Its words are still the note's text (Obsidian's own search finds them)."""
+    note = parse_note(
+        "a.md",
+        "# A\n\nsee [[Shown]] %% and [[Secret]] #hidden %% #shown\n\n%%\nblock [[Block Secret]] #blocktag\n%%\n"
+        "after [[After]] #after\n`%% no comment` [[In code too]]\n",
+    )
+    assert [link.target for link in note.links] == ["Shown", "After", "In code too"]
+    assert note.tags == ["shown", "after"]
+    assert "Block Secret" in "\n".join(c.text for c in chunk_sections(note.sections))
+
+
+def test_aliases_written_as_one_string_are_split_at_commas_as_tags_are():
+    note = parse_note("a.md", "---\naliases: PG tuning, pgtune\ntags: database, infra\n---\n# Postgres Tuning\n")
+    assert note.aliases == ["PG tuning", "pgtune"] and note.tags == ["database", "infra"]
+    assert parse_note("b.md", "---\naliases: Just one\n---\n# B\n").aliases == ["Just one"]

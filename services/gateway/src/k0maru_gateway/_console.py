@@ -432,6 +432,7 @@ def note_links(doc: common_pb2.Document, resolutions: Sequence[retriever_pb2.Lin
             "target": where.target,
             "alias": link.alias if where.target == link.target else link.target,
             "heading": link.heading,
+            "block": link.block,  # `[[note#^id]]` leads to that block of it
             "line": link.line,
             "embed": link.embed,
             "path": where.path or None,

@@ -96,8 +96,11 @@ def note_names(doc: common_pb2.Document) -> str:
 
 def graph_names(doc: common_pb2.Document) -> list[str]:
     """What links may name a note by besides its file: its title, its aliases, and `((id))` for
-    each block of it other notes reference (Logseq)."""
-    return [doc.title, *doc.aliases, *(f"(({b}))" for b in doc.block_ids)]
+    each block of it other notes reference (Logseq). A sync tool's conflicting copy is named by
+    its file alone: it repeats its original's title and aliases, and so made every link by them
+    name two notes, which resolves to none (`[[Kestrel]]` lost its note while the copy existed)."""
+    blocks = [f"(({b}))" for b in doc.block_ids]
+    return blocks if doc.conflict_of else [doc.title, *doc.aliases, *blocks]
 
 
 def embed_text(doc: common_pb2.Document, chunk: common_pb2.Chunk) -> str:

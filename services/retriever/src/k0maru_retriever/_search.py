@@ -8,7 +8,7 @@ import threading
 import time
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -452,7 +452,7 @@ class HybridSearcher:
         with self._index.lock:  # a note deleted while the channels ran is left out, not an error
             docs = self._index.state.docs
             shown, successors = with_successors(
-                [h for h in fused if h.path in docs][:limit],
+                _copies_after_originals([h for h in fused if h.path in docs], docs)[:limit],
                 self._index.successors,
                 lambda path: note_in_scope(scope, docs[path]),
             )
@@ -690,3 +690,23 @@ class HybridSearcher:
                 )
             )
         return out
+
+
+def _copies_after_originals(hits: list[FusedHit], docs: Mapping[str, common_pb2.Document]) -> list[FusedHit]:
+    """`hits` with each sync tool's conflicting copy (`Document.conflict_of`) right after the note
+    it copies, when both are found. The copy repeats the note's title and often its text, and
+    the shorter of the two won BM25's length normalisation: the copy's stale decision came first
+    for the note's own name, and an agent acts on the first hit. Its ⚠ problem still says so."""
+    found = {h.path for h in hits}
+    held = {h.path: h for h in hits if (c := docs[h.path].conflict_of) and c in found and c != h.path}
+    if not held:
+        return hits
+    after: dict[str, list[FusedHit]] = {}
+    for hit in held.values():
+        after.setdefault(docs[hit.path].conflict_of, []).append(hit)
+    out: list[FusedHit] = []
+    for hit in hits:
+        if hit.path not in held:
+            out.append(hit)
+            out.extend(after.get(hit.path, ()))
+    return out

@@ -246,7 +246,7 @@ def indexed_path(app: RetrieverApp, typed: str) -> str:
         return found
     if elsewhere:
         raise NotFound(f"no indexed note at {typed!r}; a note of that name: {', '.join(map(repr, elsewhere[:5]))}")
-    candidates = names.notes(typed) or graph.titled(typed)
+    candidates = names.notes(typed) or graph.titled((_link_sides(typed) or [typed])[0])
     if candidates:
         raise NotFound(f"no indexed note at {typed!r}; it could be any of {', '.join(map(repr, candidates[:5]))}")
     raise NotFound(f"no indexed note at {typed!r}")

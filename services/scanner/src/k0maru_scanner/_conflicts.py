@@ -24,13 +24,32 @@ _GIT_MARKERS = (re.compile(r"<{7}(?: |$)"), re.compile(r"={7}$"), re.compile(r">
 _FENCE = re.compile(r" {0,3}(```|~~~)")
 
 
-def conflict_problem(rel: str, text: str) -> str:
-    """Why the note is a conflict left unresolved ("" when it is not)."""
-    name = rel.rsplit("/", 1)[-1]
-    for pattern, tool in ((_SYNCTHING, "Syncthing"), (_CONFLICTED_COPY, "a sync tool"), (_MERGETOOL, "git mergetool")):
+_COPY_NAMES = ((_SYNCTHING, "Syncthing"), (_CONFLICTED_COPY, "a sync tool"), (_MERGETOOL, "git mergetool"))
+
+
+def _copied(rel: str) -> tuple[str, str]:
+    """(the path of the note that a conflicting copy at `rel` copies, the tool that kept it), or
+    ("", "") when `rel` names no copy."""
+    folder, _, name = rel.rpartition("/")
+    for pattern, tool in _COPY_NAMES:
         if found := pattern.search(name):
             original = name[: found.start()] + name[found.end() :]
-            return f"a conflicting copy of {original} that {tool} kept: merge the two and delete this one"
+            return (f"{folder}/{original}" if folder else original), tool
+    return "", ""
+
+
+def conflict_original(rel: str) -> str:
+    """The path of the note that the conflicting copy at `rel` copies ("" when it is no copy):
+    `Document.conflict_of`. The copy repeats the note's title and aliases, and often its text."""
+    return _copied(rel)[0]
+
+
+def conflict_problem(rel: str, text: str) -> str:
+    """Why the note is a conflict left unresolved ("" when it is not)."""
+    original, tool = _copied(rel)
+    if original:
+        name = original.rsplit("/", 1)[-1]
+        return f"a conflicting copy of {name} that {tool} kept: merge the two and delete this one"
     if "<<<<<<<" in text and _git_conflict(text):
         return (
             "holds a git merge conflict (<<<<<<< … ======= … >>>>>>>): both versions are indexed until it is resolved"

@@ -53,7 +53,9 @@ DEFAULT_JOURNALS = JournalFormat()  # Logseq's: journals/2026_12_04.md is "Dec 4
 # 2026-12-07.1: wikilinks in frontmatter values are links, and a link says the property that holds it,
 # an ADR's status (its line, MADR's frontmatter) `supersedes` or `superseded_by`)
 # 2026-12-07.2: a decision record's "Date: 2026-03-01" line under its title dates it
-PARSER_VERSION = "2026-12-07.2"
+# 2026-12-07.3: links and tags inside Obsidian's `%% comments %%` are none; `aliases: a, b` is two
+# aliases (as `tags: a, b` is two tags); Document.conflict_of names a sync tool's copy's original
+PARSER_VERSION = "2026-12-07.3"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
 # some invalid-YAML messages are worded differently
@@ -268,6 +270,7 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
     fence_item = 0  # the open fence's column when it is in a list item (0: at the top level)
     current = Section(heading_path=[], start_line=fm_lines + 1, lines=[])
     opaque_fence = False
+    in_comment = False  # inside an Obsidian `%% comment %%` that spans lines
     variables = _FrontmatterVariables(frontmatter)
     for offset, raw_line in enumerate(body.splitlines()):
         line_no = fm_lines + offset + 1
@@ -315,6 +318,8 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
         else:
             current.lines.append(raw_line)
         code_free = _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), raw_line) if "`" in raw_line else raw_line
+        if in_comment or "%%" in code_free:
+            code_free, in_comment = _outside_comments(code_free, in_comment)
         found = _links_in(code_free, line_no)
         if found:
             if held_by := _line_property(code_free):
@@ -502,11 +507,25 @@ def _page_properties(body: str) -> dict[str, Any]:
     return found
 
 
+def _outside_comments(line: str, inside: bool) -> tuple[str, bool]:
+    """`line` with what Obsidian's `%% comments %%` hide blanked, given whether one is open at its
+    start; and whether one is open at its end. A comment's words stay searchable (Obsidian's own
+    search finds them), but links and tags in it are none: a private remark's `[[Secret Note]]`
+    and `#hiddentag` counted in the graph and the tags."""
+    out: list[str] = []
+    for i, part in enumerate(line.split("%%")):
+        if i:
+            inside = not inside
+            out.append("  ")
+        out.append(" " * len(part) if inside else part)
+    return "".join(out), inside
+
+
 def _as_list_keep_spaces(value: Any) -> list[str]:
     if value is None:
         return []
-    if isinstance(value, str):
-        return [value]
+    if isinstance(value, str):  # `aliases: PG tuning, pgtune`, as Obsidian read a string of them
+        return [v for v in value.split(",") if v.strip()]
     return _as_list(value)
 
 

@@ -27,7 +27,7 @@ from k0maru_common import (
 
 from ._canvas import parse_canvas
 from ._chunker import chunk_sections
-from ._conflicts import conflict_problem
+from ._conflicts import conflict_original, conflict_problem
 from ._manifest import FileRecord, JournalEntry, mtime_ns_of, open_manifest
 from ._markdown import PARSER_VERSION, parse_note
 from ._scanner import ContentError, IgnoreRules, IncrementalScanner, ScanResult, VaultUnavailable, read_note_text
@@ -107,6 +107,7 @@ def parse_document(
         block_ids=note.block_ids,
         date=note.date,
         description=note.description,
+        conflict_of=conflict_original(rel),
         committed=scanner.commit_days.day(rel, data) if scanner.commit_days is not None else "",
     )
     add_link = doc.links.add  # built in place: a list of messages would be copied into the field

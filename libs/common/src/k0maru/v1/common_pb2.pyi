@@ -67,7 +67,7 @@ class Chunk(_message.Message):
     def __init__(self, index: _Optional[int] = ..., text: _Optional[str] = ..., heading_path: _Optional[_Iterable[str]] = ..., start_line: _Optional[int] = ..., end_line: _Optional[int] = ..., hash: _Optional[str] = ...) -> None: ...
 
 class Document(_message.Message):
-    __slots__ = ("path", "title", "diary", "frontmatter_json", "tags", "aliases", "links", "chunks", "hash", "size", "mtime_ns", "problems", "block_ids", "date", "committed", "description")
+    __slots__ = ("path", "title", "diary", "frontmatter_json", "tags", "aliases", "links", "chunks", "hash", "size", "mtime_ns", "problems", "block_ids", "date", "committed", "description", "conflict_of")
     PATH_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     DIARY_FIELD_NUMBER: _ClassVar[int]
@@ -84,6 +84,7 @@ class Document(_message.Message):
     DATE_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    CONFLICT_OF_FIELD_NUMBER: _ClassVar[int]
     path: str
     title: str
     diary: str
@@ -100,7 +101,8 @@ class Document(_message.Message):
     date: str
     committed: str
     description: str
-    def __init__(self, path: _Optional[str] = ..., title: _Optional[str] = ..., diary: _Optional[str] = ..., frontmatter_json: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., aliases: _Optional[_Iterable[str]] = ..., links: _Optional[_Iterable[_Union[Link, _Mapping]]] = ..., chunks: _Optional[_Iterable[_Union[Chunk, _Mapping]]] = ..., hash: _Optional[str] = ..., size: _Optional[int] = ..., mtime_ns: _Optional[int] = ..., problems: _Optional[_Iterable[str]] = ..., block_ids: _Optional[_Iterable[str]] = ..., date: _Optional[str] = ..., committed: _Optional[str] = ..., description: _Optional[str] = ...) -> None: ...
+    conflict_of: str
+    def __init__(self, path: _Optional[str] = ..., title: _Optional[str] = ..., diary: _Optional[str] = ..., frontmatter_json: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., aliases: _Optional[_Iterable[str]] = ..., links: _Optional[_Iterable[_Union[Link, _Mapping]]] = ..., chunks: _Optional[_Iterable[_Union[Chunk, _Mapping]]] = ..., hash: _Optional[str] = ..., size: _Optional[int] = ..., mtime_ns: _Optional[int] = ..., problems: _Optional[_Iterable[str]] = ..., block_ids: _Optional[_Iterable[str]] = ..., date: _Optional[str] = ..., committed: _Optional[str] = ..., description: _Optional[str] = ..., conflict_of: _Optional[str] = ...) -> None: ...
 
 class ChangeEvent(_message.Message):
     __slots__ = ("seq", "kind", "path", "hash", "old_path", "at_unix_ms", "vault_id")

@@ -388,7 +388,9 @@ async function noteView(path) {
     const text = typeof v === "string" ? v : JSON.stringify(v);  // a long value is cut, whole in its tooltip
     return `<tr><td>${esc(k)}</td><td${text.length > FM_SHOWN ? ` title="${esc(text.slice(0, 4000))}"` : ""}>${esc(text.length > FM_SHOWN ? text.slice(0, FM_SHOWN) + "…" : text)}</td></tr>`;
   }).join("");
-  const linkItems = n.links.map((l) => l.path ? `<li><a href="${esc(noteHref(l.path))}">${esc(l.alias || l.target)}</a> <span class="dim">L${l.line}</span></li>` : `<li><span class="unresolved">${esc(l.target)}</span> <span class="dim">unresolved</span></li>`).join("");
+  // where in the note a link leads, as written: `#A heading`, `^block`
+  const part = (l) => (l.heading ? ` #${l.heading}` : "") + (l.block ? ` ^${l.block}` : "");
+  const linkItems = n.links.map((l) => l.path ? `<li><a href="${esc(noteHref(l.path))}">${esc(l.alias || l.target)}</a>${part(l) ? ` <span class="dim">${esc(part(l))}</span>` : ""} <span class="dim">L${l.line}</span></li>` : `<li><span class="unresolved">${esc(l.target)}</span> <span class="dim">unresolved</span></li>`).join("");
   view().innerHTML = `<div class="row"><a href="#/search" id="back" class="dim">← back</a>${n.title ? `<strong class="note-title">${esc(n.title)}</strong>` : ""}<span class="path">${esc(n.path)}</span>${n.date ? `<span class="dim" title="the note's date">${esc(n.date)}</span>` : n.committed ? `<span class="dim" title="the day of the last commit that changed it">${esc(n.committed)}</span>` : ""}
     <a href="#/graph/${encodeURIComponent(n.path)}">graph around this note</a></div>
   ${(n.superseded_by || []).length ? `<div class="card superseded" id="superseded">Superseded by ${n.superseded_by.map((p) => `<a href="${noteHref(p)}">${esc(p)}</a>`).join(", ")}: a later note says it replaces this one</div>` : ""}
