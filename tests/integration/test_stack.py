@@ -416,6 +416,14 @@ def test_read_note_reads_what_recall_found_in_parts_and_the_ledger_counts_it(sta
     assert "quokka relay 42" in str(part["text"]) and part["lines"] == hit["lines"] and part["next_call"] is None
     assert part["title"] == "Runbook" and part["links"] == ["eng/sqlite.md"] and part["backlinks"] == []
     assert (part["date"], part["modified"]) == ("2026-11-30", modified)
+    # the hit's range passed as it comes (it was ignored, and the whole note came)
+    assert tool("read_note", path="ops/runbook.md", lines=hit["lines"])["text"] == part["text"]
+    with pytest.raises(ToolError, match="lines must be a hit's range, like 5-10"):
+        anyio.run(mcp.call_tool, "read_note", {"path": "ops/runbook.md", "lines": "the step"})
+    pasted = "Error: quokka relay 42 failed\n" + "    at relay (src/relay.ts:42:7)\n" * 400  # a long stack trace
+    echoed = str(tool("recall_memory", query=pasted, mode="bm25")["query"])
+    assert echoed.startswith("Error: quokka relay 42") and echoed.endswith(f"… ({len(pasted):,} characters)")
+    assert len(echoed) < 250
     assert tool("read_note", path="sqlite")["path"] == "eng/sqlite.md"  # as `[[sqlite]]` names it
     write_notes(
         vault,

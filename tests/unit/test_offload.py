@@ -181,6 +181,16 @@ def test_a_flushed_body_keeps_its_first_lines_indentation_and_its_last_lines_spa
     assert (vault / path).read_bytes().decode().endswith("\n\n  indented\r\nlast  \n")
 
 
+def test_two_titles_without_words_are_two_notes_not_a_version(vault: Path):
+    """Both were `note.md`: the second, another note, was written as its `-v2` and said "versioned"."""
+    engine = FlushEngine(vault)
+    first, said = engine.flush(FlushNote("!!!???...", "one thing", "notes"))
+    second, also = engine.flush(FlushNote("🚀🚀", "another thing", "notes"))
+    assert (said, also) == ("created", "created") and first != second
+    assert "note-" in first and "note-" in second  # `note-` and 8 hex digits of the title
+    assert engine.flush(FlushNote("!!!???...", "one thing, revised", "notes"))[1] == "versioned"
+
+
 def test_twenty_concurrent_flushes_lose_nothing(vault: Path):
     engine = FlushEngine(vault)
     results: list[tuple[str, str]] = []

@@ -269,6 +269,19 @@ def _call(fn: Callable[[Any, float], T], request: Any, timeout: float = 30.0) ->
         raise ToolError(str(exc)) from exc
 
 
+ECHO_CHARS = 200
+
+
+def _echoed(query: str) -> str:
+    """The query as the answer repeats it: its start, for a long one. A pasted 14 KB stack trace
+    came back whole in every answer (twice, with the structured copy), an agent's context paying
+    for it again; the hits took 1.2 KB."""
+    return query if len(query) <= ECHO_CHARS else f"{query[:ECHO_CHARS]}… ({len(query):,} characters)"
+
+
+_LINE_RANGE = re.compile(r"(\d{1,7})(?:\s*[-–:]\s*(\d{1,7}))?")
+
+
 def in_vault(path: str, vault: str) -> str:
     """A note's path as the retriever takes it: vault-relative. An absolute path inside the vault
     (every answer names the vault by its absolute path, so an agent joins them) loses the vault's
@@ -448,7 +461,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
         tm = reply.tagmemo
         result = RecallResult(
             vault=vault,
-            query=query,
+            query=_echoed(query),
             mode_used=mode_name(reply.mode_used),
             vector_coverage=round(reply.vector_coverage, 4),
             left_out=[f"{c.channel}: {c.reason}" for c in reply.channels if not c.ran],
@@ -501,6 +514,13 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
             Field(ge=0, le=MAX_LINE, description="first line (1-based); 0 = the start. A hit's lines are its section"),
         ] = 0,
         end_line: Annotated[int, Field(ge=0, le=MAX_LINE, description="last line, inclusive; 0 = the end")] = 0,
+        lines: Annotated[
+            str,
+            Field(
+                max_length=40,
+                description="a hit's `lines` as recall_memory gives them (`5-10`), instead of start_line and end_line",
+            ),
+        ] = "",
         max_chars: Annotated[
             int,
             Field(ge=200, le=100_000, description="at most this many characters; whole lines, the rest by next_call"),
@@ -522,16 +542,23 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
 
         Works where the vault is not on this machine (a team deployment). Long notes come in parts:
         next_call reads on."""
+        if lines.strip():  # the range a hit gives: passed as `lines`, it was ignored and the whole note came
+            asked = _LINE_RANGE.fullmatch(lines.strip())
+            if asked is None:
+                raise ToolError(f"lines must be a hit's range, like 5-10 (got {lines!r})")
+            start_line, end_line = int(asked.group(1)), int(asked.group(2) or asked.group(1))
         note = _call(
             lambda q, t: client.call(client.retriever.GetNote, q, t),
             retriever_pb2.GetNoteRequest(path=in_vault(path, vault)),
         )
-        lines = note.markdown.splitlines()
+        text_lines = note.markdown.splitlines()
         first = max(start_line, 1)
-        last = min(end_line or len(lines), len(lines))
-        if first > max(last, 1) or (start_line and start_line > len(lines)):
-            raise ToolError(f"{note.document.path} has {len(lines)} lines; asked for {start_line}-{end_line or 'end'}")
-        head = lines[first - 1] if lines else ""
+        last = min(end_line or len(text_lines), len(text_lines))
+        if first > max(last, 1) or (start_line and start_line > len(text_lines)):
+            raise ToolError(
+                f"{note.document.path} has {len(text_lines)} lines; asked for {start_line}-{end_line or 'end'}"
+            )
+        head = text_lines[first - 1] if text_lines else ""
         if start_char and start_char >= len(head):
             raise ToolError(
                 f"line {first} of {note.document.path} has {len(head):,} characters; asked from {start_char:,}"
@@ -539,7 +566,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
         taken: list[str] = []
         size = 0
         for number in range(first, last + 1):
-            line = lines[number - 1] if number > first else head[start_char:]
+            line = text_lines[number - 1] if number > first else head[start_char:]
             if taken and size + len(line) + 1 > max_chars:
                 break
             taken.append(line[:max_chars])  # only the first can be longer: read in parts
@@ -560,7 +587,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
             modified=utc_day(note.document.mtime_ns) or None,
             committed=note.document.committed or None,
             lines=f"{first}-{shown_last}" if taken else "",
-            total_lines=len(lines),
+            total_lines=len(text_lines),
             text="\n".join(taken),
             unreadable=note.unreadable or None,
             problems=list(note.document.problems) or None,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import hashlib
 import os
 import re
 from collections import Counter
@@ -106,6 +107,13 @@ DATE_KEYS = {"date", "created", "updated", "modified", "created_at", "updated_at
 SAMPLE = 50
 
 
+def wordless_stem(title: str) -> str:
+    """The name of a note whose title holds no letter or digit (`!!!???`, emoji alone): `note-`
+    and 8 hex digits of the title. Every such title was `note.md`: the second, another note, was
+    written as its `-v2` and said "versioned", as if it revised the first."""
+    return "note-" + hashlib.sha1(title.strip().encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+
 @dataclass
 class NameStyle:
     """How a folder names its notes: `2026-08-01-export-lock.md`, `Export lock.md`, `11.03 Export lock.md`…"""
@@ -124,7 +132,7 @@ class NameStyle:
             parts = [p if p.isupper() else p[:1].upper() + p[1:] for p in parts]
         elif parts:
             parts = [parts[0][:1].upper() + parts[0][1:], *parts[1:]]
-        return self.separator.join(parts)[:80].rstrip(self.separator) or "note"
+        return self.separator.join(parts)[:80].rstrip(self.separator) or wordless_stem(title)
 
     def stem(self, title: str, day: dt.date, directory: Path | None = None) -> str:
         base = self.words(title)

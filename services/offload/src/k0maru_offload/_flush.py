@@ -26,7 +26,16 @@ import yaml
 
 from k0maru_common import CannotWrite, InvalidInput, OutsideVault, TooLarge, confine, name_key, stated_day
 
-from ._conventions import DATE_KEYS, NUMBERED_PREFIX, RECORD_HEADING, FolderRules, core_words, next_number, sniff
+from ._conventions import (
+    DATE_KEYS,
+    NUMBERED_PREFIX,
+    RECORD_HEADING,
+    FolderRules,
+    core_words,
+    next_number,
+    sniff,
+    wordless_stem,
+)
 from ._files import VaultFolder, make_folder, read_text_file, sweep_stale_temps
 from ._outline import logseq_outline
 
@@ -56,7 +65,7 @@ class FlushNote:
 
 def slugify(title: str) -> str:
     slug = re.sub(r"[^\w]+", "-", title.lower(), flags=re.UNICODE).strip("-_")
-    return slug[:80].rstrip("-") or "note"
+    return slug[:80].rstrip("-") or wordless_stem(title)
 
 
 def _validate(note: FlushNote) -> None:
