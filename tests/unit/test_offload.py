@@ -191,6 +191,20 @@ def test_two_titles_without_words_are_two_notes_not_a_version(vault: Path):
     assert engine.flush(FlushNote("!!!???...", "one thing, revised", "notes"))[1] == "versioned"
 
 
+def test_a_decision_of_a_title_a_numbered_record_has_is_said_to_be_another_version(vault: Path):
+    """In an adr-tools folder the next number made the name free, and a changed decision of the
+    same title was said "created": two records of one name, and the agent not told."""
+    adr = "# {n}. Cache rule\n\nDate: 2026-01-01\n\n## Status\n\nAccepted\n\n## Decision\n\n{body}\n"
+    (vault / "docs" / "adr").mkdir(parents=True)
+    (vault / "docs/adr/0001-record-architecture-decisions.md").write_text(adr.format(n=1, body="x"))
+    (vault / "docs/adr/0002-cache-rule.md").write_text(adr.format(n=2, body="Invalidate on write."))
+    engine = FlushEngine(vault)
+    path, outcome = engine.flush(FlushNote("Cache rule", "Invalidate on read.", "decision"))
+    assert (path, outcome) == ("docs/adr/0003-cache-rule.md", "versioned")
+    path, outcome = engine.flush(FlushNote("Queue rule", "Retry thrice.", "decision"))
+    assert (path, outcome) == ("docs/adr/0004-queue-rule.md", "created")
+
+
 def test_twenty_concurrent_flushes_lose_nothing(vault: Path):
     engine = FlushEngine(vault)
     results: list[tuple[str, str]] = []

@@ -281,6 +281,21 @@ def test_loadout_l2_goes_newest_first_whether_names_carry_a_day_or_not(vault: Pa
     assert [text.index(n) for n in names] == sorted(text.index(n) for n in names)
 
 
+def test_a_month_of_daily_logs_leaves_room_for_the_newest_decisions(vault: Path):
+    """L2 by recency alone: thirty daily logs newer than every decision filled the default 300
+    tokens with six links to days, and the agent that reads the loadout first saw no decision.
+    Decisions and logs now take turns, the newer first."""
+    from k0maru_offload._loadout import build_loadout
+
+    notes = {f"decisions/2026-0{m}-01-decision-{m}.md": f"# Decision {m}\n" for m in range(1, 4)}
+    notes |= {f"daily/2026-11-{d:02d}.md": f"# {d} November\n\nworked\n" for d in range(1, 31)}
+    write_notes(vault, notes)
+    text = build_loadout(vault).markdown
+    recent = text.split("L2 recent:\n", 1)[1].split("\n", 4)[:4]
+    assert recent[:2] == ["- [[daily/2026-11-30]]", "- [[decisions/2026-03-01-decision-3]]"]
+    assert recent[2:4] == ["- [[daily/2026-11-29]]", "- [[decisions/2026-02-01-decision-2]]"]
+
+
 def test_loadout_dates_decision_records_by_their_date_lines(vault: Path):
     """adr-tools' records carry no frontmatter and no day in their names, only "Date: …" under the
     title: a clone stamps their files alike, so L2 went by the numbers' reverse order of names."""

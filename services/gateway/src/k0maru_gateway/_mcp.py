@@ -759,7 +759,7 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
         distributed-lock renewal plan we just agreed on", "record this decision", "write up what we did today".
 
         Writes a note where this vault keeps that kind (its folder, naming, sections, frontmatter keys, template).
-        Never overwrites: the same content is 'up_to_date' (on any day); a different note of that name gets -v2.
+        Never overwrites: the same content is 'up_to_date' (on any day); a different note of that name gets -v2 (in a folder of numbered records, the next number; 'versioned' says so: pass supersedes when it replaces the earlier one).
         When it revises a note recall found (a changed decision), name that note in supersedes.
         Answers once recall_memory finds the note (searchable: true), or after 10 s (false)."""
         r = _call(

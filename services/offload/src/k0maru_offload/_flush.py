@@ -379,37 +379,40 @@ class FlushEngine:
         with _NUMBERING:
             number = next_number(directory) if rules.naming.prefix == "number" else 0
             text = render(note, day, rules, self.vault, number)
-            earlier = _same_note(directory, note.title, text, hierarchy)
+            earlier, named_alike = _same_note(directory, note.title, text, hierarchy)
             if earlier is not None:
                 return earlier.relative_to(self.vault).as_posix(), "up_to_date"
             stem = hierarchy + rules.naming.stem(note.title, day, directory)  # write_versioned makes the folder
             target, outcome = write_versioned(directory, stem, text, same_ignoring_dates)
+            if named_alike and number:  # a record of that name under another number: another version of it
+                outcome = "versioned"  # (a log of a title used on another day is a note of its own day)
         rel = target.relative_to(self.vault).as_posix()
         confine(self.vault, rel)
         return rel, outcome
 
 
-def _same_note(directory: Path, title: str, text: str, hierarchy: str = "") -> Path | None:
+def _same_note(directory: Path, title: str, text: str, hierarchy: str = "") -> tuple[Path | None, bool]:
     """A note of this title already in the folder (under this Dendron hierarchy) with this content
-    (any date in its name)."""
+    (any date or number in its name), and whether one of this title is there at all. A decision
+    of a title a record already has, in a numbered folder, took the next number and was said
+    "created": the agent was not told that it now had two records of one name."""
     want = core_words(title)
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError:
-        return None
+        return None, False
+    alike = False
     for entry in entries:
         if not (entry.name.startswith(hierarchy) and entry.name.endswith(".md")):
             continue
         leaf = entry.name[len(hierarchy) : -3]
         if hierarchy and "." in leaf:  # a note deeper in the hierarchy
             continue
-        if (
-            core_words(leaf) == want
-            and entry.is_file()
-            and same_ignoring_dates(read_text_file(Path(entry.path), 10 * len(text.encode()) + 1024), text)
-        ):
-            return Path(entry.path)
-    return None
+        if core_words(leaf) == want and entry.is_file():
+            alike = True
+            if same_ignoring_dates(read_text_file(Path(entry.path), 10 * len(text.encode()) + 1024), text):
+                return Path(entry.path), True
+    return None, alike
 
 
 def _create_exclusive(target: Path, text: str) -> bool:

@@ -18,6 +18,7 @@ budget; the default budget is 300 tokens and a caller may raise it.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -307,9 +308,16 @@ def build_loadout(
         [f"rules: {', '.join(conv.rule_files)}"] if conv.rule_files else []
     )
     # newest first by the same day as each folder's own order: by the names alone, an undated
-    # `auth-oidc.md` came before every dated note (`a` > `2`) and a dated log after any decision
-    recent = about(current(sorted({*loadout.decisions, *logs}, key=lambda r: recency(vault / r), reverse=True)))
-    l2 = [link(r) for r in recent]
+    # `auth-oidc.md` came before every dated note (`a` > `2`) and a dated log after any decision.
+    # Decisions and logs take turns, the newer first: by recency alone a month of daily logs
+    # filled the default budget with six links to days, and no decision was listed
+    newest = [
+        about(current(sorted(kind, key=lambda r: recency(vault / r), reverse=True)))
+        for kind in (loadout.decisions, [r for r in logs if r not in loadout.decisions])
+    ]
+    if newest[0] and newest[1] and recency(vault / newest[1][0]) > recency(vault / newest[0][0]):
+        newest.reverse()
+    l2 = [link(r) for pair in itertools.zip_longest(*newest) for r in pair if r is not None]
     l3 = _rule_bullets(rules_text)[:10] + [link(s) for s in loadout.skills] + [link(h) for h in loadout.hubs]
     levels = [("L1 conventions", l1), ("L2 recent", l2), ("L3 evergreen", l3)]
     footer = 'next: recall_memory(query="…") for details; flush_session to record a decision'
