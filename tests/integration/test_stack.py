@@ -380,6 +380,15 @@ def test_a_date_scope_keeps_the_notes_dated_within_it(stack):
     assert "capybara budget review" in hits[0]["snippet"]
     with pytest.raises(ToolError, match="query is empty: say what to look for, or list notes by since/until"):
         anyio.run(mcp.call_tool, "recall_memory", {"query": " "})
+    # wrong arguments are said as the tools say things, not as pydantic's models do
+    with pytest.raises(ToolError) as wrong:
+        anyio.run(mcp.call_tool, "recall_memory", {"query": "capybara", "limit": 100, "tags": {"a": 1}})
+    assert str(wrong.value) == (
+        "recall_memory was called with wrong arguments: limit: must be less than or equal to 50 (got 100); "
+        "tags: must be a valid list or a valid string (got {'a': 1})"
+    )
+    with pytest.raises(ToolError, match=r"^read_note was called with wrong arguments: path: required$"):
+        anyio.run(mcp.call_tool, "read_note", {"lines": "1-2"})
     with pytest.raises(InvalidInput, match="since must be a day, YYYY-MM-DD"):
         search(client, "capybara budget", BM25, since="last week")
     with pytest.raises(InvalidInput, match=r"since \(2026-03-01\) is after until \(2026-02-01\)"):

@@ -18,7 +18,7 @@ from typing import Annotated, Any, TypeVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from k0maru.v1 import common_pb2, offload_pb2, retriever_pb2, scanner_pb2
 from k0maru_common import OFFLOAD_THRESHOLD_LINES, SEARCH_MODES, K0Error, StackClient, as_folder, mode_name, utc_day
@@ -340,10 +340,52 @@ def until_searchable(client: StackClient, path: str, wait_s: float = SEARCHABLE_
     return True
 
 
+class _Server(MCPServer):
+    """MCPServer whose refusals of an agent's arguments read like the tools' own: `limit: at most 50
+    (got 100)`. They were pydantic's: the SDK's internal model name, the error's type and a
+    link to pydantic's docs, 270 characters for one wrong number."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(f"{name} was called with wrong arguments: {_refused(cause)}") from cause
+
+
+def _refused(error: ValidationError) -> str:
+    """Each refused argument: its name, what it must be (either form of one that takes two), and
+    what was given (its start)."""
+    wants: dict[str, list[str]] = {}
+    given: dict[str, str] = {}
+    for err in error.errors(include_url=False):
+        loc = err.get("loc", ())  # the argument, then an item's index or the form of a union tried
+        where = "".join([str(loc[0]) if loc else "arguments", *(f"[{p}]" for p in loc[1:] if isinstance(p, int))])
+        said = str(err.get("msg", "Not valid"))  # "Input should be …", "String should have at most …"
+        wants.setdefault(where, []).append(
+            "required"
+            if err.get("type") == "missing"
+            else f"must be {said[16:]}"
+            if said.startswith("Input should be ")
+            else said[:1].lower() + said[1:]
+        )
+        shown = repr(err.get("input"))
+        given[where] = "" if err.get("type") == "missing" else f" (got {shown[:60]}{'…' if len(shown) > 60 else ''})"
+    said_of = {
+        where: "must be " + " or ".join(w[8:] for w in dict.fromkeys(what))
+        if all(w.startswith("must be ") for w in what)
+        else "; ".join(dict.fromkeys(what))
+        for where, what in wants.items()
+    }
+    return "; ".join(f"{where}: {said}{given[where]}" for where, said in list(said_of.items())[:5])
+
+
 def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPServer:
     """The MCP tools over `client`'s stack; recalls and reads are counted through `ledger`."""
     ledger = ledger or RecallLedger(client)
-    server = MCPServer("k0maru", instructions=f"Long-term memory over the Markdown vault at {client.vault}.\n{INTENTS}")
+    server = _Server("k0maru", instructions=f"Long-term memory over the Markdown vault at {client.vault}.\n{INTENTS}")
     vault = client.vault
 
     @server.tool()
