@@ -107,11 +107,27 @@ def test_folder_frontmatter_keys_and_sections_are_followed(vault: Path):
     path, _ = engine.flush(FlushNote("Flaky export test", "Retried with a lock.", tags=("ci",)), DAY)
     assert path == "journal/2026-08-05-flaky-export-test.md"
     text = (vault / path).read_text()
-    assert front(text) == {"created": "2026-08-05", "tags": ["ci"]}
+    assert front(text) == {"created": "2026-08-05", "tags": ["ci", "session"]}  # and the tag every log carries
     assert "## Summary\n\nRetried with a lock." in text and "## Next steps" in text
     assert engine.flush(FlushNote("Flaky export test", "Retried with a lock.", tags=("ci",)), DAY + dt.timedelta(1))[
         1
     ] == ("up_to_date")
+
+
+def test_a_note_carries_the_tags_its_folders_notes_share(vault: Path):
+    """A skill distilled into `skills/`, whose notes are all tagged `skill`, was tagged `type/skill`
+    alone: a search scoped to the vault's `skill` tag missed it. A tag more than half of a folder's
+    notes carry (in frontmatter or inline) is carried by what is written there; others are not."""
+    write_notes(
+        vault,
+        {
+            "skills/retry.md": "---\ntags: [skill, http]\n---\n# Retry\n\nx\n",
+            "skills/vacuum.md": "---\ntags: skill, sqlite\n---\n# Vacuum\n\ny\n",
+            "skills/bisect.md": "# Bisect\n\n#skill #git, and `#not-a-tag` in code\n",
+        },
+    )
+    path, _ = FlushEngine(vault).flush(FlushNote("Cargo lock", "Delete the lock.", "skill", ("type/skill",)), DAY)
+    assert path.startswith("skills/") and front((vault / path).read_text())["tags"] == ["type/skill", "skill"]
 
 
 def test_a_vault_without_frontmatter_gets_none(vault: Path):

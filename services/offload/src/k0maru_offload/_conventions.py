@@ -194,6 +194,7 @@ class FolderRules:
     # decision records as adr-tools writes them: "# 4. Use gRPC" (the file's number), "Date: …" under it
     record_heading: bool = False
     date_line: bool = False
+    tags: list[str] = field(default_factory=list)  # tags most of the folder's notes carry (`skill`, `adr`)
 
 
 @dataclass
@@ -260,6 +261,7 @@ class Conventions:
             properties=self.tool == "logseq",
             record_heading=rules.record_heading and naming.prefix == "number",
             date_line=rules.date_line and self.tool not in ("logseq", "dendron"),
+            tags=list(rules.tags),
         )
 
     def describe(self) -> list[str]:
@@ -554,9 +556,17 @@ def front_matter(text: str) -> dict[Any, Any] | None:
     return meta if isinstance(meta, dict) else None
 
 
-def _front_keys(text: str) -> list[str] | None:
-    meta = front_matter(text)
-    return None if meta is None else [str(k) for k in meta]
+_HASHTAG = re.compile(r"(?<![\w#&/])#([^\W\d_][\w/-]*)")  # an inline `#tag` (not a heading, `&#39;` or a URL's)
+
+
+def _tags_of(meta: dict[Any, Any] | None, body: str) -> set[str]:
+    """The tags a note carries, lower-cased: its frontmatter's `tags` (a list, or words in a string)
+    and its inline `#tags` outside code."""
+    raw = meta.get("tags", meta.get("tag")) if meta else None
+    listed = re.split(r"[,\s]+", raw) if isinstance(raw, str) else raw if isinstance(raw, list) else []
+    body = re.sub(r"```.*?```|`[^`\n]*`", " ", body, flags=re.DOTALL) if "`" in body else body
+    found = [str(t) for t in listed if t is not None] + _HASHTAG.findall(body)
+    return {t.strip().lstrip("#").lower() for t in found if t.strip().lstrip("#")}
 
 
 def _learn(directory: Path, folder: str) -> FolderRules | None:
@@ -570,12 +580,15 @@ def _learn(directory: Path, folder: str) -> FolderRules | None:
     headings: Counter[str] = Counter()
     position: dict[str, list[int]] = {}
     numbered = dated = 0
+    tags: Counter[str] = Counter()
     for path in notes:
         text = _read(path, 50_000)
         body = after_front_matter(text)
         numbered += bool(RECORD_HEADING.match(body.lstrip("\n")))
         dated += bool(stated_day(body))
-        front = _front_keys(text)
+        meta = front_matter(text)
+        tags.update(_tags_of(meta, body))
+        front = None if meta is None else [str(k) for k in meta]
         if front is not None:
             with_front += 1
             for k in front:
@@ -594,6 +607,7 @@ def _learn(directory: Path, folder: str) -> FolderRules | None:
         rules.sections = sorted(shared, key=lambda h: sum(position[h]) / len(position[h]))
         rules.record_heading = rules.naming.prefix == "number" and numbered * 2 > len(notes)
         rules.date_line = dated * 2 > len(notes)
+        rules.tags = sorted(t for t in tags if tags[t] * 2 > len(notes))
     return rules
 
 

@@ -369,6 +369,9 @@ class FlushEngine:
             folder = ("" if conv.tool else _existing_folder(self.vault, note.category)) or conv.default_folder
             conv.learn_folder(self.vault, folder)
         rules = conv.rules_for(note.category, folder)
+        carried = {t.strip().lstrip("#").lower() for t in note.tags}
+        if shared := [t for t in rules.tags if t not in carried]:  # as the folder's own notes are tagged
+            note = replace(note, tags=(*note.tags, *shared))
         directory = confine(self.vault, folder) if folder else self.vault
         self.folder.check(f"the note {note.title.strip()!r}", directory)
         hierarchy = f"{conv.hierarchy_for(note.category)}." if conv.tool == "dendron" else ""
