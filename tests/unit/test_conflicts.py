@@ -61,3 +61,19 @@ def test_conflicting_copies_and_git_markers_are_problems_of_their_notes(vault: P
     }
     # both versions stay searchable text
     assert "the rota moved to the shared drive" in parse_document(scanner, "team/pulled.md").chunks[0].text
+
+
+def test_a_file_whose_name_differs_only_in_its_unicode_form_says_so(vault: Path, tmp_path: Path):
+    """`Café Notes.md` as macOS writes it (decomposed) and as Linux writes it (composed), side by
+    side after a sync: macOS takes them for one file, and links went to one of them silently."""
+    composed, decomposed = "Caf\u00e9 Notes.md", "Cafe\u0301 Notes.md"
+    write_notes(vault, {decomposed: "# Café Notes\n\nthe first\n", "plain.md": "# Plain\n"})
+    scanner = make(vault, tmp_path)
+    scanner.scan()
+    assert list(parse_document(scanner, decomposed).problems) == []
+    write_notes(vault, {composed: "# Café Notes\n\na stub\n"})
+    scanner.scan()
+    said = "another file has this name in another Unicode form ({!r}): macOS takes them for one; rename one"
+    assert list(parse_document(scanner, composed).problems) == [said.format(decomposed)]
+    assert list(parse_document(scanner, decomposed).problems) == [said.format(composed)]
+    assert list(parse_document(scanner, "plain.md").problems) == []

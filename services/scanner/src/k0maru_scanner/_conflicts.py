@@ -10,6 +10,8 @@ is told, and an agent recalls whichever it finds first.
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Container
 
 # Syncthing: `note.sync-conflict-20261201-101500-ABCDEF7.md`
 _SYNCTHING = re.compile(r"\.sync-conflict-\d{8}-\d{6}-[A-Z0-9]{7}(?=\.[^.]+$|$)")
@@ -71,3 +73,17 @@ def _git_conflict(text: str) -> bool:
             if step == len(_GIT_MARKERS):
                 return True
     return False
+
+
+def twin_problem(rel: str, paths: Container[str]) -> str:
+    """Why the note has a twin: a file beside it whose name differs only in its Unicode form
+    (`Café.md` composed, as Linux and Windows write it, and decomposed, as macOS does). macOS
+    takes the two for one file, so a sync between machines keeps one of them; and links and
+    `read_note` by that name went to one of them, without a word. "" when it has none."""
+    if rel.isascii():
+        return ""
+    forms = (unicodedata.normalize("NFC", rel), unicodedata.normalize("NFD", rel))
+    twins = [p for p in forms if p != rel and p in paths]
+    if not twins:
+        return ""
+    return f"another file has this name in another Unicode form ({twins[0]!r}): macOS takes them for one; rename one"

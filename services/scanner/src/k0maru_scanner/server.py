@@ -27,7 +27,7 @@ from k0maru_common import (
 
 from ._canvas import parse_canvas
 from ._chunker import chunk_sections
-from ._conflicts import conflict_original, conflict_problem
+from ._conflicts import conflict_original, conflict_problem, twin_problem
 from ._manifest import FileRecord, JournalEntry, mtime_ns_of, open_manifest
 from ._markdown import PARSER_VERSION, parse_note
 from ._scanner import ContentError, IgnoreRules, IncrementalScanner, ScanResult, VaultUnavailable, read_note_text
@@ -103,7 +103,8 @@ def parse_document(
         hash=xxhash.xxh3_64_hexdigest(data),
         size=len(data),
         mtime_ns=mtime_ns_of(st),
-        problems=[p for p in (how, conflict_problem(rel, text)) if p] + note.problems,
+        problems=[p for p in (how, conflict_problem(rel, text), twin_problem(rel, scanner.manifest.files)) if p]
+        + note.problems,
         block_ids=note.block_ids,
         date=note.date,
         description=note.description,
