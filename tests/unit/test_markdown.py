@@ -490,3 +490,11 @@ def test_aliases_written_as_one_string_are_split_at_commas_as_tags_are():
     note = parse_note("a.md", "---\naliases: PG tuning, pgtune\ntags: database, infra\n---\n# Postgres Tuning\n")
     assert note.aliases == ["PG tuning", "pgtune"] and note.tags == ["database", "infra"]
     assert parse_note("b.md", "---\naliases: Just one\n---\n# B\n").aliases == ["Just one"]
+
+
+def test_an_obsidian_block_anchor_is_no_text_of_its_chunk():
+    """`^rb42x1` named the block for links, and showed in snippets ("…48 hours. ^rb42x1 If…")."""
+    note = parse_note("a.md", "# A\n\nKeep it warm for 48 hours. ^rb42x1\n\n| a |\n\n^tbl-1\n\nx^2 and 2 ^ 3 stay\n")
+    text = "\n".join(c.text for c in chunk_sections(note.sections))
+    assert "^" not in text.replace("x^2", "").replace("2 ^ 3", "")
+    assert "Keep it warm for 48 hours." in text and "x^2 and 2 ^ 3 stay" in text

@@ -54,7 +54,8 @@ DEFAULT_JOURNALS = JournalFormat()  # Logseq's: journals/2026_12_04.md is "Dec 4
 # an ADR's status (its line, MADR's frontmatter) `supersedes` or `superseded_by`)
 # 2026-12-07.2: a decision record's "Date: 2026-03-01" line under its title dates it
 # 2026-12-07.3: links and tags inside Obsidian's `%% comments %%` are none; `aliases: a, b` is two
-# aliases (as `tags: a, b` is two tags); Document.conflict_of names a sync tool's copy's original
+# aliases (as `tags: a, b` is two tags); Document.conflict_of names a sync tool's copy's original;
+# Obsidian's block anchors (`… ^rb42x1`) are no text of a chunk
 PARSER_VERSION = "2026-12-07.3"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
@@ -98,6 +99,7 @@ _SUCCESSION_LINE = re.compile(
 )
 # MADR's frontmatter: `status: "superseded by [ADR-0005](0005-example.md)"`
 _SUPERSEDED_STATUS = re.compile(r"^[ \t]*superseded[ \t]+by\b", re.IGNORECASE)
+_BLOCK_ANCHOR = re.compile(r"(?:^|(?<=[ \t]))\^[A-Za-z0-9-]+[ \t]*$")  # `… warm for 48 hours. ^rb42x1`
 _BLOCK_ID = re.compile(r"^[ \t]*(?:-[ \t]+)?id::[ \t]*([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})[ \t]*$")
 # Logseq's block reference: ((64f1c2aa-1111-2222-3333-444455556666)), a link to the note holding it
 _BLOCK_REF = re.compile(r"\(\(([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})\)\)")
@@ -315,6 +317,8 @@ def parse_note(path: str, text: str, journals: JournalFormat = DEFAULT_JOURNALS)
                 heading_stack.pop()
             heading_stack.append((level, heading_text))
             current = Section(heading_path=[h for _, h in heading_stack], start_line=line_no, lines=[raw_line])
+        elif "^" in raw_line:  # Obsidian's block anchor names the block for links; no words of it
+            current.lines.append(_BLOCK_ANCHOR.sub("", raw_line))
         else:
             current.lines.append(raw_line)
         code_free = _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), raw_line) if "`" in raw_line else raw_line
