@@ -389,6 +389,8 @@ def test_a_date_scope_keeps_the_notes_dated_within_it(stack):
     )
     with pytest.raises(ToolError, match=r"^read_note was called with wrong arguments: path: required$"):
         anyio.run(mcp.call_tool, "read_note", {"lines": "1-2"})
+    with pytest.raises(ToolError, match=r"^read_note takes no argument 'line'; it takes path, start_line, end_line, "):
+        anyio.run(mcp.call_tool, "read_note", {"path": "dated/march.md", "line": "1-2"})  # it was dropped
     with pytest.raises(InvalidInput, match="since must be a day, YYYY-MM-DD"):
         search(client, "capybara budget", BM25, since="last week")
     with pytest.raises(InvalidInput, match=r"since \(2026-03-01\) is after until \(2026-02-01\)"):

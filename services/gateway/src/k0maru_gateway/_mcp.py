@@ -343,9 +343,17 @@ def until_searchable(client: StackClient, path: str, wait_s: float = SEARCHABLE_
 class _Server(MCPServer):
     """MCPServer whose refusals of an agent's arguments read like the tools' own: `limit: at most 50
     (got 100)`. They were pydantic's: the SDK's internal model name, the error's type and a
-    link to pydantic's docs, 270 characters for one wrong number."""
+    link to pydantic's docs, 270 characters for one wrong number. An argument the tool does not
+    take is refused too: it was dropped without a word (`read_note(lines=…)` before it took
+    `lines` gave the whole note, the agent unaware)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        takes = (tool.parameters.get("properties") or {}) if tool is not None else {}
+        if tool is not None and (unknown := [a for a in arguments if a not in takes]):
+            raise ToolError(
+                f"{name} takes no argument {', '.join(map(repr, unknown[:5]))}; it takes {', '.join(takes)}"
+            )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
