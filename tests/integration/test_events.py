@@ -224,6 +224,13 @@ def test_an_event_from_another_publisher_changes_nothing_the_scanner_did_not_jou
             index.close()
 
 
+def goes_on_following(vault: Path, scanner: ScannerApp, index: NoteIndex) -> None:
+    """A later edit reaches the index: the follower follows the scanner's new journal."""
+    (vault / "n2.md").write_text("note 2 zqlaterstill")
+    scanner.scanner.scan()
+    wait_for(lambda: "zqlaterstill" in index.state.docs["n2.md"].chunks[0].text, 30, "a later edit")
+
+
 def test_a_scanner_whose_manifest_was_lost_is_followed_again(vault: Path, tmp_path: Path):
     """The scanner's manifest lost (deleted to reset the index, its folder gone, then a restart):
     the new journal began at seq 1 while the retriever had applied the old one up to N, so it took
@@ -258,9 +265,7 @@ def test_a_scanner_whose_manifest_was_lost_is_followed_again(vault: Path, tmp_pa
                 return changed and index.state.last_applied_seq == last
 
             wait_for(followed, 30, "the changes made after the manifest was lost, and the new journal's seq")
-            (vault / "n2.md").write_text("note 2 zqlaterstill")  # and it goes on following the new journal
-            scanner.scanner.scan()
-            wait_for(lambda: "zqlaterstill" in index.state.docs["n2.md"].chunks[0].text, 30, "a later edit")
+            goes_on_following(vault, scanner, index)
     finally:
         follower.stop()
         index.close()
@@ -296,9 +301,7 @@ def test_a_lost_manifest_whose_new_journal_passes_the_old_seq_is_followed(vault:
                 return changed and index.state.journal_id == journal != old_journal
 
             wait_for(followed, 30, "the changes made while the manifest was lost, and the new journal's name")
-            (vault / "n2.md").write_text("note 2 zqlaterstill")  # and it goes on following the new journal
-            scanner.scanner.scan()
-            wait_for(lambda: "zqlaterstill" in index.state.docs["n2.md"].chunks[0].text, 30, "a later edit")
+            goes_on_following(vault, scanner, index)
     finally:
         follower.stop()
         index.close()

@@ -29,6 +29,11 @@ pytestmark = pytest.mark.integration
 LOG = "\n".join(f"line {i}: compiling crate_{i}" for i in range(200)) + "\nerror[E0502]: cannot borrow\n"
 
 
+def bm25_paths(client: StackClient, query: str) -> list[str]:
+    request = retriever_pb2.SearchRequest(query=query, mode=retriever_pb2.SEARCH_MODE_BM25)
+    return [h.path for h in client.call(client.retriever.Search, request).hits]
+
+
 def test_kill_9_of_valkey_is_survived_and_loses_no_ledger_entry(vault: Path, tmp_path: Path):
     write_notes(vault, {"a.md": "# Alpha\n\nthe alpha note about lighthouses\n"})
     launcher = Launcher(vault, tmp_path / "data", embedders=0, http_port=0)
@@ -52,11 +57,7 @@ def test_kill_9_of_valkey_is_survived_and_loses_no_ledger_entry(vault: Path, tmp
         assert set(launcher.state.health().values()) == {"SERVING"}
         stats = client.call(client.offload.TokenStats, offload_pb2.TokenStatsRequest())
         assert stats.offloads >= 1, "the token ledger was lost with Valkey"
-        hits = client.call(
-            client.retriever.Search,
-            retriever_pb2.SearchRequest(query="lighthouses", mode=retriever_pb2.SEARCH_MODE_BM25),
-        ).hits
-        assert [h.path for h in hits] == ["a.md"]
+        assert bm25_paths(client, "lighthouses") == ["a.md"]
         # the stack's services answer only callers with its per-stack token (kept in stack.json, mode 0600)
         assert (tmp_path / "data" / "stack.json").stat().st_mode & 0o077 == 0
         with StackClient(state.vault, state.addresses, token="") as stranger, pytest.raises(K0Error) as refused:
@@ -85,11 +86,7 @@ def test_an_mcp_server_that_met_a_stopping_stack_starts_its_own_once_the_lock_is
             stack.client(1.0)
     try:  # let go: this server starts a stack of its own
         client = stack.client(90.0)
-        hits = client.call(
-            client.retriever.Search,
-            retriever_pb2.SearchRequest(query="lighthouses", mode=retriever_pb2.SEARCH_MODE_BM25),
-        ).hits
-        assert [h.path for h in hits] == ["a.md"]
+        assert bm25_paths(client, "lighthouses") == ["a.md"]
     finally:
         stack.stop()
     assert not (data_dir / "stack.json").exists()
@@ -349,11 +346,7 @@ def test_a_stop_leaves_every_store_closed_and_a_restart_rebuilds_nothing(vault: 
                 assert reply.offloaded
             else:
                 assert client.call(client.offload.TokenStats, offload_pb2.TokenStatsRequest()).offloads == 1
-                hits = client.call(
-                    client.retriever.Search,
-                    retriever_pb2.SearchRequest(query="lighthouses", mode=retriever_pb2.SEARCH_MODE_BM25),
-                ).hits
-                assert [h.path for h in hits] == ["a.md"]
+                assert bm25_paths(client, "lighthouses") == ["a.md"]
         finally:
             client.close()
             launcher.stop()
