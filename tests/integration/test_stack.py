@@ -807,3 +807,36 @@ def test_read_note_shows_what_each_embed_in_its_lines_shows(stack):
     assert "no note of the vault has that name" in embeds[4]["missing"]
     part = anyio.run(mcp.call_tool, "read_note", {"path": "emb/hub.md", "start_line": 1, "end_line": 4})
     assert [e["line"] for e in part.structured_content["embeds"]] == [3]  # only those in the lines shown
+
+
+def test_read_note_shows_what_logseqs_block_references_and_embeds_show(stack):
+    """Logseq shows `((uuid))`, `{{embed ((uuid))}}` and `{{embed [[page]]}}` as the block or page
+    they name: read_note gave the raw uuid, and the agent saw which page, not which block."""
+    _launcher, client, vault = stack
+    uuid = "6571a3f2-aaaa-bbbb-cccc-aa11bb22cc03"
+    write_notes(
+        vault,
+        {
+            "pages/Flaky Tests.md": f"- intro to the numbat suite\n- Known flake: HashMap iteration order\n\tid:: {uuid}"
+            "\n\tcollapsed:: true\n\t- seen in CI twice\n- next block\n",
+            "pages/Numbat CI.md": f"- the flake: (({uuid}))\n- {{{{embed (({uuid}))}}}}\n- {{{{embed [[Flaky Tests]]}}}}\n"
+            f"- (({uuid[:-1]}9))\n",
+        },
+    )
+    wait_for(lambda: search(client, "numbat CI", BM25)[:1] == ["pages/Numbat CI.md"], 45, "the page")
+    result = anyio.run(build_mcp(client).call_tool, "read_note", {"path": "pages/Numbat CI.md"})
+    assert not result.is_error, result.content
+    block = "- Known flake: HashMap iteration order\n\t- seen in CI twice"
+    assert [(e["line"], e["target"], e["path"], e["text"]) for e in result.structured_content["embeds"]] == [
+        (1, f"(({uuid}))", "pages/Flaky Tests.md", block),
+        (2, f"(({uuid}))", "pages/Flaky Tests.md", block),
+        (
+            3,
+            "Flaky Tests",
+            "pages/Flaky Tests.md",
+            "- intro to the numbat suite\n"
+            + block.replace("\n\t-", f"\n\tid:: {uuid}\n\tcollapsed:: true\n\t-")
+            + "\n- next block",
+        ),
+        (4, f"(({uuid[:-1]}9))", None, None),
+    ]

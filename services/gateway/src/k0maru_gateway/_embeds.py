@@ -59,7 +59,7 @@ def embedded_part(markdown: str, heading: str = "", block: str = "") -> str | No
                 while start > 0 and lines[start - 1].strip() and not lines[i].lstrip().startswith(("-", "*", "+")):
                     start -= 1  # the paragraph the marker ends (a list item: its line alone)
                 return "\n".join([*lines[start:i], marker.sub("", line).rstrip()]).strip()
-        return None
+        return logseq_block(lines, block)
     if not heading:
         return body.strip()
     start_part, _colon, end_part = heading.partition(":")
@@ -78,3 +78,34 @@ def embedded_part(markdown: str, heading: str = "", block: str = "") -> str | No
     else:
         last = next((i for i, lv, _s in headings if i > at and lv <= level), len(lines))
     return "\n".join(lines[first:last]).strip()
+
+
+_HIDDEN_PROPERTY = re.compile(r"^[ \t]*(?:id|collapsed)::")
+_BULLET = re.compile(r"^([ \t]*)- ")
+
+
+def _indent(line: str) -> int:
+    """A line's indentation in columns (Logseq indents children with tabs, or spaces)."""
+    expanded = line.expandtabs(2)
+    return len(expanded) - len(expanded.lstrip())
+
+
+def logseq_block(lines: list[str], uuid: str) -> str | None:
+    """The block a Logseq page names `id:: uuid` (what `((uuid))` and `{{embed ((uuid))}}` show):
+    its bullet, the lines that continue it and its children, without the hidden properties.
+    None when no block of the page has that id."""
+    prop = re.compile(rf"^[ \t]*id::[ \t]*{re.escape(uuid)}[ \t]*$", re.IGNORECASE)
+    at = next((i for i, line in enumerate(lines) if prop.match(line)), None)
+    if at is None:
+        return None
+    start = next((i for i in range(at - 1, -1, -1) if _BULLET.match(lines[i])), None)
+    if start is None:  # the page's first block holds the id: the page itself
+        start = 0
+    depth = _indent(lines[start])
+    end = next(
+        (i for i in range(start + 1, len(lines)) if _BULLET.match(lines[i]) and _indent(lines[i]) <= depth),
+        len(lines),
+    )
+    prefix = lines[start][: len(lines[start]) - len(lines[start].lstrip())]  # the block's own indentation
+    kept = [line.removeprefix(prefix) for line in lines[start:end] if not _HIDDEN_PROPERTY.match(line)]
+    return "\n".join(kept).strip()

@@ -674,7 +674,8 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
         """What one `![[...]]` of a note shows, read from the embedded note as the vault has it now
         (`read`: the notes this answer read already, or why they could not be)."""
         anchor = f"#^{link.block}" if link.block else f"#{link.heading}" if link.heading else ""
-        embed = EmbedAnswer(line=link.line, target=f"{link.target}{anchor}")
+        logseq_ref = link.target.startswith("((")  # `((uuid))`: the block itself names its note
+        embed = EmbedAnswer(line=link.line, target=link.target if logseq_ref else f"{link.target}{anchor}")
         if not path:
             embed.missing = "no note of the vault has that name (an attachment, or a note not written yet)"
             return embed
@@ -690,7 +691,8 @@ def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPSer
             return embed
         part = embedded_part(embedded.markdown, link.heading, link.block)
         if part is None:
-            embed.missing = f"{path} has no {'block ^' + link.block if link.block else 'heading ' + repr(link.heading)}"
+            what = link.target if logseq_ref else f"^{link.block}" if link.block else f"heading {link.heading!r}"
+            embed.missing = f"{path} has no {'block ' if link.block else ''}{what}"
             return embed
         embed.text = part[:EMBED_CHARS]
         embed.cut = True if len(part) > EMBED_CHARS else None

@@ -55,7 +55,8 @@ DEFAULT_JOURNALS = JournalFormat()  # Logseq's: journals/2026_12_04.md is "Dec 4
 # 2026-12-07.2: a decision record's "Date: 2026-03-01" line under its title dates it
 # 2026-12-07.3: links and tags inside Obsidian's `%% comments %%` are none; `aliases: a, b` is two
 # aliases (as `tags: a, b` is two tags); Document.conflict_of names a sync tool's copy's original;
-# Obsidian's block anchors (`… ^rb42x1`) are no text of a chunk
+# Obsidian's block anchors (`… ^rb42x1`) are no text of a chunk; Logseq's `((uuid))` references and
+# `{{embed …}}` macros are embeds (read_note shows what they show)
 PARSER_VERSION = "2026-12-07.3"
 # libyaml's parser with PyYAML's safe constructor: the same values (1,015 frontmatters of the
 # dendron and foam vaults), 8x faster (pure-Python parsing was 3/4 of dendron's parse stage);
@@ -102,6 +103,7 @@ _SUPERSEDED_STATUS = re.compile(r"^[ \t]*superseded[ \t]+by\b", re.IGNORECASE)
 _BLOCK_ANCHOR = re.compile(r"(?:^|(?<=[ \t]))\^[A-Za-z0-9-]+[ \t]*$")  # `… warm for 48 hours. ^rb42x1`
 _BLOCK_ID = re.compile(r"^[ \t]*(?:-[ \t]+)?id::[ \t]*([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})[ \t]*$")
 # Logseq's block reference: ((64f1c2aa-1111-2222-3333-444455556666)), a link to the note holding it
+_LOGSEQ_EMBED = re.compile(r"\{\{embed[ \t]*$")  # Logseq's `{{embed [[page]]}}`, up to the link it embeds
 _BLOCK_REF = re.compile(r"\(\(([0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})\)\)")
 _FM_VARIABLE = re.compile(r"\{\{\s*fm\.([\w.-]+?)\s*\}\}")  # Dendron's variable substitution
 _DESCRIPTION_KEYS = ("description", "desc", "summary", "abstract", "excerpt")
@@ -600,13 +602,13 @@ def _links_in(line: str, line_no: int) -> list[ParsedLink]:
                     alias.strip(),
                     heading.strip(),
                     block.strip(),
-                    line[start - 1 : start] == "!",
+                    line[start - 1 : start] == "!" or _LOGSEQ_EMBED.search(line, 0, start) is not None,
                     False,
                     line_no,
                 )
             )
-    for block in map(str.lower, blocks):
-        found.append(ParsedLink(f"(({block}))", "", "", block, False, False, line_no))
+    for block in map(str.lower, blocks):  # Logseq shows the block in its place, as an embed
+        found.append(ParsedLink(f"(({block}))", "", "", block, True, False, line_no))
     for match in _MD_LINK.finditer(line) if "](" in line else ():
         dest = unquote(match.group(2) or match.group(4))
         if "://" in dest:
