@@ -99,3 +99,15 @@ def test_a_query_of_thousands_of_words_is_matched_by_as_many_as_the_search_looks
 def test_headings_lose_their_marks_and_tags_keep_theirs(snippet: Snippets) -> None:
     body = "# SQLite busy handling\n\nSet the timeout.\n\n## Fix #sqlite\n  ### Deep\n#tag at a line start"
     assert snippet(body, "busy") == "SQLite busy handling Set the timeout. Fix #sqlite Deep #tag at a line start"
+
+
+def test_a_logseq_pages_properties_and_task_stamps_leave_room_for_its_text(snippet: Snippets) -> None:
+    """Every snippet of a Logseq page opened with "title:: … alias:: … tags:: …"; the hit says those."""
+    body = (
+        "title:: PostgreSQL Connection Pooling\nalias:: pgbouncer, pg pool\ntags:: database, [[infra notes]]\n"
+        "type:: concept\n- PgBouncer sits in front of Postgres\n- TODO finish the backfill\n"
+        "  SCHEDULED: <2026-12-10 Thu>\n- {{query (page-tags [[infra notes]])}}\n- owner:: [[Dana]]\n"
+    )
+    shown = snippet(body, "pgbouncer")
+    assert shown.startswith("- PgBouncer sits in front of Postgres - TODO finish the backfill")
+    assert "::" not in shown.replace("owner:: [[Dana]]", "") and "SCHEDULED" not in shown and "{{" not in shown

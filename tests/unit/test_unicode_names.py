@@ -153,6 +153,11 @@ def test_a_tag_scope_finds_the_tag_as_typed_and_the_tags_nested_under_it():
     assert [p for p, d in docs.items() if scope.matches(p, "", list(d.tags))] == ["a.md", "b.md"]
     assert names.scope(Scope(tags=("project/Alpha", "équipe"))).tags == (("project/alpha",), (nfd("Équipe"),))
     assert names.scope(Scope(tags=("missing",))).tags == (("missing",),)
+    docs["e.md"] = common_pb2.Document(path="e.md", tags=["developer experience"])
+    names.add("e.md")
+    names.retag((), ["developer experience"])
+    for typed in ("#[[developer experience]]", "[[Developer Experience]]"):  # as Logseq writes a tag of words
+        assert names.scope(Scope(tags=(typed,))).tags == (("developer experience",),)
     # two tags: a hit carries both
     both = names.scope(Scope(tags=("project", "OPS")))
     assert [p for p, d in docs.items() if both.matches(p, "", list(d.tags))] == ["a.md"]

@@ -137,8 +137,12 @@ class VaultNames:
 
 
 def _tag_key(tag: str) -> str:
-    """How two spellings of a tag compare (see the module's docstring)."""
-    return normalise_tag(tag.lstrip("#"))
+    """How two spellings of a tag compare (see the module's docstring); Logseq's `#[[two words]]`
+    is `two words` (it found nothing, as Logseq writes the tag)."""
+    tag = tag.strip().lstrip("#")
+    if tag.startswith("[[") and tag.endswith("]]"):
+        tag = tag[2:-2]
+    return normalise_tag(tag)
 
 
 def _by_key(names: Mapping[str, object] | set[str]) -> dict[str, list[str]]:

@@ -27,6 +27,15 @@ _HAN_RUN = re.compile(f"[{HAN_CHARS}]+")  # as the analyzer reads Han
 _HAN_ASKING = re.compile(
     "|".join(sorted((w for w in HAN_QUESTION_WORDS.split() if len(w) > 1 or w in "吗呢"), key=len, reverse=True))
 )
+# What a Logseq page (or a Dataview note) says about itself, which the hit says already (title,
+# aliases, tags) or says nothing in a line of text: page properties, a task's SCHEDULED and
+# DEADLINE stamps, `{{query …}}` macros. They opened every snippet of a Logseq page ("title:: X
+# alias:: … tags:: …"). Still searched: only the snippet leaves them out.
+_PAGE_METADATA = re.compile(
+    r"^[ \t]*(?:- )?(?:title|alias|aliases|tags|tag|type|category|date|source|created|updated|public|icon|template)"
+    r"::.*$|[ \t]*(?:SCHEDULED|DEADLINE): <[^>\n]*>|\{\{query [^\n]*?\}\}",
+    re.MULTILINE | re.IGNORECASE,
+)
 _HEADING_MARKS = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+", re.MULTILINE)
 MIN_PREFIX = 3  # a shorter common part with the stem matches the whole word only
 MAX_MATCHES = 400  # of each needle in one chunk: enough to place a window, bounded on a huge one
@@ -55,6 +64,8 @@ class Snippets:
         it holds none."""
         if "#" in body:  # a heading's marks say nothing in one line of text (the heading does)
             body = _HEADING_MARKS.sub("", body)
+        if "::" in body or "{{" in body or "SCHEDULED: <" in body or "DEADLINE: <" in body:
+            body = _PAGE_METADATA.sub("", body)
         flat = " ".join(body.split())
         if len(flat) <= width:
             return flat
