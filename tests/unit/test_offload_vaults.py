@@ -312,6 +312,38 @@ def test_a_month_of_daily_logs_leaves_room_for_the_newest_decisions(vault: Path)
     assert recent[2:4] == ["- [[daily/2026-11-29]]", "- [[decisions/2026-02-01-decision-2]]"]
 
 
+def test_a_logseq_graphs_loadout_tells_its_pages_by_their_category(vault: Path):
+    """Logseq keeps every kind in pages/: each page was each kind, so L2 and L3 listed the same
+    pages and no journal; a project named as Logseq names its page (`project/alpha`, a `title::`,
+    an `alias::`) was "no note is named after"; links were `[[pages/X]]`, a new page in Logseq."""
+    from k0maru_offload._loadout import build_loadout
+
+    write_notes(
+        vault,
+        {
+            "logseq/config.edn": "{:meta/version 1}\n",
+            "pages/project___alpha.md": "title:: project/alpha\nalias:: Alpha\n\n- The alpha ledger service.\n",
+            "pages/Use Raft.md": "category:: decision\n\n- We use Raft for [[project/alpha]].\n",
+            "pages/Fix E0502.md": "category:: skill\n\n- Clone the key first.\n",
+            "pages/Ledger.md": "- [[project/alpha]] [[Use Raft]] [[Fix E0502]] [[Alpha]]\n",
+            "journals/2026_12_01.md": "- worked on [[project/alpha]]\n",
+            "logseq/bak/pages/Use Raft/2026_11_01.md": "category:: decision\n\n- an old copy\n",
+        },
+    )
+    for asked in ("project/alpha", "Alpha"):
+        loadout = build_loadout(vault, max_tokens=2000, project=asked)
+        assert loadout.scope == "The alpha ledger service.", asked
+    text = loadout.markdown
+    recent = text.split("L2 recent:\n", 1)[1].split("\nL3", 1)[0]
+    evergreen = text.split("L3 evergreen:\n", 1)[1]
+    assert recent.splitlines() == ["- [[journals/2026_12_01]]", "- [[Use Raft]]"] or recent.splitlines() == [
+        "- [[Use Raft]]",
+        "- [[journals/2026_12_01]]",
+    ]
+    assert "[[Fix E0502]]" in evergreen and "[[Ledger]]" in evergreen and "Use Raft" not in evergreen
+    assert "[[pages/" not in text and "old copy" not in text and "bak" not in recent + evergreen
+
+
 def test_loadout_dates_decision_records_by_their_date_lines(vault: Path):
     """adr-tools' records carry no frontmatter and no day in their names, only "Date: …" under the
     title: a clone stamps their files alike, so L2 went by the numbers' reverse order of names."""

@@ -25,7 +25,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from k0maru_common import CommitDays, estimate_tokens, name_day, note_date, stated_day, utc_day, vault_notes
+from k0maru_common import (
+    CommitDays,
+    estimate_tokens,
+    name_day,
+    note_date,
+    page_name,
+    stated_day,
+    utc_day,
+    vault_notes,
+)
 
 from ._conventions import Conventions, after_front_matter, front_matter, sniff
 from ._files import read_text_file
@@ -163,10 +172,12 @@ def _project_text(vault: Path, notes: list[Path], project: str, tool: str) -> tu
     named so (`projects/kiwi/`) stands for its front page (`README.md`…), else its first note."""
     if project:
         want = project.strip().lower()
-        stems = [(p, p.stem.lower()) for p in notes]
+        stems = [(p, page_name(p.stem).lower()) for p in notes]  # Logseq's `project___alpha` is `project/alpha`
         hit = next((p for p, s in stems if s == want), None)
+        if hit is None and tool == "logseq":  # a page named by its `title::` or an `alias::`
+            hit = next((p for p in notes if want in _logseq_names(_read(p, 2000))), None)
         if hit is not None:
-            return _read(hit), hit.stem
+            return _read(hit), page_name(hit.stem)
         inside = sorted((p for p in notes if p.parent.name.lower() == want), key=lambda p: (len(p.parts), p))
         if inside:
             front = next((p for p in inside if p.name in _PROJECT_NOTES), inside[0])
@@ -189,6 +200,45 @@ def _project_text(vault: Path, notes: list[Path], project: str, tool: str) -> tu
     found = [(p, _read(p)) for p in (*(vault / n for n in _PROJECT_NOTES), *named, vault / "root.md") if p.is_file()]
     fallback = next((text for p, text in found if p.name != "root.md"), "")  # Dendron's root is titled "Root"
     return next((text for _p, text in found if project_scope(text)), fallback), None
+
+
+_LOGSEQ_NAMES = re.compile(r"^(?:- )?(?:title|alias)::[ \t]*(.+)$", re.MULTILINE | re.IGNORECASE)
+
+
+def _logseq_names(text: str) -> set[str]:
+    """The names a Logseq page gives itself: its `title::` and each `alias::`, lower-cased."""
+    return {
+        n.strip().strip("[]").strip().lower() for found in _LOGSEQ_NAMES.findall(text) for n in found.split(",")
+    } - {""}
+
+
+_PROPERTY_LINE = re.compile(r"^[ \t]*(?:- )?[\w-]+::")
+
+
+def _logseq_prose(text: str) -> str:
+    """A Logseq page as the paragraphs its top-level blocks are, without its properties: its first
+    block (`title::`, `alias::`) was taken for the project's summary."""
+    paragraphs = [
+        line.removeprefix("- ").strip()
+        for line in text.splitlines()
+        if line.startswith("- ") and not _PROPERTY_LINE.match(line)
+    ]
+    return "\n\n".join(paragraphs)
+
+
+_LOGSEQ_KIND = re.compile(r"^(?:- )?(?:category|type)::[ \t]*\[*([^\],\n]+)", re.MULTILINE | re.IGNORECASE)
+_KIND_OF = {"decision": "decision", "adr": "decision", "log": "log", "session": "log", "skill": "skill"}
+
+
+def _logseq_kinds(vault: Path, notes: list[Path]) -> dict[str, str]:
+    """The pages of a Logseq graph that say their kind (decision, log, skill) in a `category::`
+    or `type::` property of their first block, as flush_session writes them: vault path → kind."""
+    kinds = {}
+    for path in notes:
+        found = _LOGSEQ_KIND.search(_read(path, 2000)) if path.parent.name == "pages" else None
+        if found is not None and (kind := _KIND_OF.get(found.group(1).strip().lower())):
+            kinds[path.relative_to(vault).as_posix()] = kind
+    return kinds
 
 
 def _about(project: str, name: str | None, vault: Path) -> Callable[[list[str]], list[str]]:
@@ -269,8 +319,13 @@ def build_loadout(
     loadout = Loadout(conventions=conv)
     for name in conv.rule_files:
         loadout.rules.append((name, _read(vault / name, 2000)))
-    notes = _notes(vault)
+    logseq = conv.tool == "logseq"
+    # a Logseq graph's notes are its pages and journals (`logseq/bak/` holds old copies of them)
+    notes = [p for d in ("pages", "journals") for p in _notes(vault / d)] if logseq else _notes(vault)
+    kinds = _logseq_kinds(vault, notes) if logseq else {}
     note_text, named = _project_text(vault, notes, project, conv.tool)
+    if logseq:
+        note_text = _logseq_prose(note_text)
     about = _about(project, named, vault)
     rules_text = loadout.rules[0][1] if loadout.rules else ""
     loadout.project = project.strip() or _title(note_text, "") or _title(rules_text, vault.name)
@@ -278,26 +333,37 @@ def build_loadout(
     if project.strip() and named is None:  # it was the vault's brief under the name asked for, saying nothing
         loadout.scope = f"no note is named after {project.strip()!r}; the vault's own: {loadout.scope}"
     scored = []
-    of_the_moment = tuple(f"{conv.folders[k]}/" for k in ("decision", "log") if conv.folders.get(k))
+    # Logseq keeps every kind in pages/, a page's `category::` (or `type::`) property says which
+    of_the_moment = (
+        ("journals/",) if logseq else tuple(f"{conv.folders[k]}/" for k in ("decision", "log") if conv.folders.get(k))
+    )
     for path in notes:
         rel = path.relative_to(vault).as_posix()
-        if name_day(rel) or _LOG_NAME.search(rel) or rel.startswith(of_the_moment):  # L2's, not hubs:
+        if name_day(rel) or _LOG_NAME.search(rel) or rel.startswith(of_the_moment) or rel in kinds:  # L2's, not hubs:
             continue  # a changelog lists many links and none lasts; a decision's `supersedes` link made it one
         links = len(_WIKILINK.findall(_read(path, 200_000)))
         scored.append((links + (20 if _HUB_NAME.search(path.stem) else 0), rel))
     loadout.hubs = current(about([rel for score, rel in sorted(scored, key=lambda s: (-s[0], s[1])) if score > 0]))[:8]
-    for category, target in (("decision", loadout.decisions), ("skill", loadout.skills)):
-        folder = conv.folders.get(category)
-        if folder and (vault / folder).is_dir():
-            found = sorted(_notes(vault / folder), key=recency, reverse=True)
-            target.extend(current(about([p.relative_to(vault).as_posix() for p in found]))[:30])
-    logs: list[str] = []
-    log_folder = conv.folders.get("log")
-    if log_folder and (vault / log_folder).is_dir():
-        found = sorted(_notes(vault / log_folder), key=recency, reverse=True)
-        logs = current(about([p.relative_to(vault).as_posix() for p in found]))[:30]
+
+    def of_kind(category: str) -> list[str]:
+        """The notes of a kind, newest first: its folder's, or a Logseq graph's pages of that
+        `category::` (its log: the journals too). Every page of a graph was each kind, and L2 and
+        L3 listed the same pages."""
+        if logseq:
+            found = [vault / rel for rel, kind in kinds.items() if kind == category]
+            found += _notes(vault / "journals") if category == "log" else []
+        else:
+            folder = conv.folders.get(category)
+            found = _notes(vault / folder) if folder and (vault / folder).is_dir() else []
+        return current(about([p.relative_to(vault).as_posix() for p in sorted(found, key=recency, reverse=True)]))[:30]
+
+    loadout.decisions.extend(of_kind("decision"))
+    loadout.skills.extend(of_kind("skill"))
+    logs = of_kind("log")
 
     def link(rel: str) -> str:
+        if logseq and rel.startswith("pages/"):  # a page by its name: `[[pages/X]]` would be a new page in Logseq
+            return f"[[{page_name(Path(rel).stem)}]]"
         return f"[[{rel.removesuffix('.md')}]]"
 
     lines = [
