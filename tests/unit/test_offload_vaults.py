@@ -607,6 +607,10 @@ def test_a_logseq_graph_gets_pages_with_properties(vault: Path):
     assert engine.flush(note, DAY + dt.timedelta(days=1)) == (path, "up_to_date")  # its date:: aside
     assert engine.flush(FlushNote("Skill x", "Steps.", "playbook"), DAY)[0] == "pages/Skill x.md"
     assert engine.flush(FlushNote("Other", "Text.", "research/papers"), DAY)[0] == "pages/Other.md"
+    # a page's file as Logseq names it: a namespace's `/` is `___`, its case as written
+    namespaced = FlushNote("project/alpha/consensus jitter", "Jitter.", "decision")
+    assert engine.flush(namespaced, DAY)[0] == "pages/project___alpha___consensus jitter.md"
+    assert engine.flush(FlushNote("Kafka lag: DLQ rollout", "x", "log"), DAY)[0] == "pages/Kafka lag DLQ rollout.md"
 
 
 def test_a_logseq_page_is_written_as_an_outline_of_blocks(vault: Path):

@@ -114,17 +114,24 @@ def wordless_stem(title: str) -> str:
     return "note-" + hashlib.sha1(title.strip().encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
 
+# what a file name on Windows, or in a vault synced there, cannot hold (`/` is a namespace's here)
+_NOT_IN_FILE_NAME = re.compile(r'[\\:*?"<>|\x00-\x1f]')
+
+
 @dataclass
 class NameStyle:
     """How a folder names its notes: `2026-08-01-export-lock.md`, `Export lock.md`, `11.03 Export lock.md`…"""
 
     prefix: str = "date"  # "" | date | timestamp | jd | number
     separator: str = "-"  # between words: "-", "_" or " "
-    case: str = "lower"  # lower | title | sentence
+    case: str = "lower"  # lower | title | sentence | page (Logseq: the page's name as written)
     jd_area: str = ""  # the Johnny-Decimal category (`11`) when prefix == "jd"
     digits: int = 4  # the sequence number's width when prefix == "number" (`0001`)
 
     def words(self, title: str) -> str:
+        if self.case == "page":  # Logseq names a page's file by the page: `a/b` is `a___b`, case kept
+            name = " ".join(_NOT_IN_FILE_NAME.sub(" ", title).split()).replace("/", "___").strip(". ")
+            return name[:120] or wordless_stem(title)
         parts = re.findall(r"[^\W_]+", title.strip(), flags=re.UNICODE)
         if self.case == "lower":
             parts = [p.lower() for p in parts]
@@ -247,7 +254,7 @@ class Conventions:
         frontmatter, naming = rules.frontmatter, rules.naming
         if self.tool == "logseq":  # properties, in k0maru's default set: Logseq shows them on the page
             frontmatter = None
-            naming = NameStyle("", " ", "sentence")  # a page's file is its title (`___` is a namespace's /)
+            naming = NameStyle("", " ", "page")  # a page's file is its title (`___` is a namespace's /)
         elif self.tool == "dendron":  # the leaf of `hierarchy.leaf`: dated, lower-case words
             frontmatter = rules.frontmatter or ["id", "title", "desc", "updated", "created"]
             naming = NameStyle()
