@@ -130,6 +130,16 @@ def test_a_note_carries_the_tags_its_folders_notes_share(vault: Path):
     assert path.startswith("skills/") and front((vault / path).read_text())["tags"] == ["type/skill", "skill"]
 
 
+def test_an_agents_own_frontmatter_joins_the_notes(vault: Path):
+    """Content that opens with YAML frontmatter, as agents often send it, was written below the
+    note's own: a second `---` block in its text. Its keys join the note's; the note's own win."""
+    note = FlushNote("Pod state", "---\nowner: me\ntitle: Not this\n---\n\nBody.\n")
+    text = (vault / FlushEngine(vault).flush(note, DAY)[0]).read_text()
+    meta = front(text)
+    assert (meta["title"], meta["owner"]) == ("Pod state", "me")
+    assert text.count("---") == 2 and text.endswith("Body.\n")
+
+
 def test_a_vault_without_frontmatter_gets_none(vault: Path):
     write_notes(vault, {"logs/a.md": "# A\n\ntext\n", "logs/b.md": "# B\n\ntext\n"})
     path, _ = FlushEngine(vault).flush(FlushNote("Third", "body"), DAY)
@@ -611,6 +621,10 @@ def test_a_logseq_graph_gets_pages_with_properties(vault: Path):
     namespaced = FlushNote("project/alpha/consensus jitter", "Jitter.", "decision")
     assert engine.flush(namespaced, DAY)[0] == "pages/project___alpha___consensus jitter.md"
     assert engine.flush(FlushNote("Kafka lag: DLQ rollout", "x", "log"), DAY)[0] == "pages/Kafka lag DLQ rollout.md"
+    # the agent's own frontmatter becomes properties (it was the first block's text: `- ---`)
+    path, _ = engine.flush(FlushNote("DLQ", "---\nowner: me\n---\nWe rolled out the DLQ.\n", "log"), DAY)
+    text = (vault / path).read_text()
+    assert "owner:: me\n" in text and "---" not in text and text.endswith("\n- We rolled out the DLQ.\n")
 
 
 def test_a_logseq_page_is_written_as_an_outline_of_blocks(vault: Path):

@@ -31,7 +31,9 @@ from ._conventions import (
     NUMBERED_PREFIX,
     RECORD_HEADING,
     FolderRules,
+    after_front_matter,
     core_words,
+    front_matter,
     next_number,
     sniff,
     wordless_stem,
@@ -219,6 +221,11 @@ def render(
     a decision record's number in its title and its day under it, as the folder's records have them."""
     rules = rules or FolderRules("")
     meta = _meta(note, today, rules.frontmatter)
+    content = note.content
+    given = front_matter(content) if meta is not None and content.lstrip().startswith("---") else None
+    if meta is not None and given:  # the agent's own frontmatter joins the note's: it was left as text
+        meta.update((str(k), v) for k, v in given.items() if str(k) not in meta)  # (a Logseq page's first block)
+        content = after_front_matter(content)
     if meta is not None and rules.properties:
         front = _properties(meta)
     elif meta is not None:
@@ -227,7 +234,7 @@ def render(
         front = ""
     related = _note_names(note.related)
     links = "\n".join(f"- [[{r}]]" for r in related)
-    content = _without_blank_lines_around(note.content)
+    content = _without_blank_lines_around(content)
     template = ""
     if rules.template and vault is not None:
         # a template symlinked out of the vault (a cloned repo's `templates/decision.md` →
