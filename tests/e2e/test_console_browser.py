@@ -52,7 +52,8 @@ NOTES = {
     "中文/借用.md": "# 借用检查器\n\n可变借用与共享借用重叠时报错 E0502。参见 [[Lighthouse]]。\n",
     # Dendron writes the label first: `[[label|dendron://vault/note]]`, `[[label|note]]`
     "wiki/from dendron.md": "# From Dendron\n\n[[the drain|dendron://site/misc/storm drain]], [[borrowing|借用]], [[Storm drain|a drain]]\n"
-    "\nAnd a Markdown link: [the drain again](<../misc/storm drain.md#Some heading>).\n",
+    "\nAnd a Markdown link: [the drain again](<../misc/storm drain.md#Some heading>).\n"
+    "\n%% a private remark on [[Secret Note]] %%\n",
     # frontmatter values no side card is wide enough for: a URL, a long list, a long text
     "misc/long front.md": "---\nsource: https://example.org/"
     + "a-very-long-path-segment-" * 12
@@ -467,6 +468,7 @@ def test_links_written_label_first_lead_to_their_notes(page: Any, stack: Stack):
     assert links.all_inner_texts() == ["the drain", "borrowing", "a drain"]
     hrefs = [urllib.request.unquote(links.nth(i).get_attribute("href") or "") for i in range(3)]
     assert hrefs == ["#/note/misc/storm drain.md", "#/note/中文/借用.md", "#/note/misc/storm drain.md"]
+    assert "private remark" not in page.inner_text("#note-body")  # an Obsidian comment, hidden as Obsidian hides it
     markdown = page.locator("#note-body a:not(.wikilink)")
     assert markdown.all_inner_texts() == ["the drain again"]
     assert urllib.request.unquote(markdown.get_attribute("href") or "") == "#/note/misc/storm drain.md"

@@ -345,12 +345,19 @@ function renderMarkdown(md, resolved) {
   if (fm) text = text.slice(fm[0].length);
   const lines = text.split("\n");
   const out = [];
-  let para = [], list = null;
+  let para = [], list = null, inComment = false;
   const flushPara = () => { if (para.length) { out.push(`<p>${inlineMd(para.join("\n"), resolved).replace(/\n/g, "<br>")}</p>`); para = []; } };
   const flushList = () => { if (list) { out.push(`<${list.tag}>${list.items.map((i) => `<li>${inlineMd(i, resolved)}</li>`).join("")}</${list.tag}>`); list = null; } };
   for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    const fence = line.match(/^\s*(```+|~~~+)\s*([\w-]*)/);
+    let line = lines[i];
+    const fence = inComment ? null : line.match(/^\s*(```+|~~~+)\s*([\w-]*)/);
+    if (inComment || (!fence && line.includes("%%"))) {
+      // Obsidian hides `%% comments %%` when it shows a note (the scanner reads no link or tag in them)
+      let shown = "";
+      line.split("%%").forEach((part, k) => { if (k) inComment = !inComment; if (!inComment) shown += part; });
+      if (!shown.trim()) continue;
+      line = shown;
+    }
     if (fence) {
       flushPara(); flushList();
       const body = [];
