@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -224,8 +224,12 @@ def test_an_event_from_another_publisher_changes_nothing_the_scanner_did_not_jou
             index.close()
 
 
-def goes_on_following(vault: Path, scanner: ScannerApp, index: NoteIndex) -> None:
-    """A later edit reaches the index: the follower follows the scanner's new journal."""
+def followed_again(
+    vault: Path, scanner: ScannerApp, index: NoteIndex, caught_up: Callable[[], bool], what: str
+) -> None:
+    """The follower caught up with the scanner's new journal (`caught_up`), and a later edit reaches
+    the index: it goes on following that journal."""
+    wait_for(caught_up, 30, what)
     (vault / "n2.md").write_text("note 2 zqlaterstill")
     scanner.scanner.scan()
     wait_for(lambda: "zqlaterstill" in index.state.docs["n2.md"].chunks[0].text, 30, "a later edit")
@@ -264,8 +268,13 @@ def test_a_scanner_whose_manifest_was_lost_is_followed_again(vault: Path, tmp_pa
                 changed = "n1.md" not in docs and "new.md" in docs and "zqafterloss" in docs["n0.md"].chunks[0].text
                 return changed and index.state.last_applied_seq == last
 
-            wait_for(followed, 30, "the changes made after the manifest was lost, and the new journal's seq")
-            goes_on_following(vault, scanner, index)
+            followed_again(
+                vault,
+                scanner,
+                index,
+                followed,
+                "the changes made after the manifest was lost, and the new journal's seq",
+            )
     finally:
         follower.stop()
         index.close()
@@ -300,8 +309,13 @@ def test_a_lost_manifest_whose_new_journal_passes_the_old_seq_is_followed(vault:
                 changed = "n1.md" not in docs and "zqwhilelost" in docs["n0.md"].chunks[0].text and len(docs) == 39
                 return changed and index.state.journal_id == journal != old_journal
 
-            wait_for(followed, 30, "the changes made while the manifest was lost, and the new journal's name")
-            goes_on_following(vault, scanner, index)
+            followed_again(
+                vault,
+                scanner,
+                index,
+                followed,
+                "the changes made while the manifest was lost, and the new journal's name",
+            )
     finally:
         follower.stop()
         index.close()

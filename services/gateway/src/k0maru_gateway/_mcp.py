@@ -366,28 +366,26 @@ class _Server(MCPServer):
 def _refused(error: ValidationError) -> str:
     """Each refused argument: its name, what it must be (either form of one that takes two), and
     what was given (its start)."""
-    wants: dict[str, list[str]] = {}
+    said: dict[str, list[str]] = {}  # argument → pydantic's words: "Input should be …", "String should have …"
     given: dict[str, str] = {}
     for err in error.errors(include_url=False):
         loc = err.get("loc", ())  # the argument, then an item's index or the form of a union tried
         where = "".join([str(loc[0]) if loc else "arguments", *(f"[{p}]" for p in loc[1:] if isinstance(p, int))])
-        said = str(err.get("msg", "Not valid"))  # "Input should be …", "String should have at most …"
-        wants.setdefault(where, []).append(
-            "required"
-            if err.get("type") == "missing"
-            else f"must be {said[16:]}"
-            if said.startswith("Input should be ")
-            else said[:1].lower() + said[1:]
-        )
+        said.setdefault(where, []).append(str(err.get("msg", "Not valid")))
         shown = repr(err.get("input"))
-        given[where] = "" if err.get("type") == "missing" else f" (got {shown[:60]}{'…' if len(shown) > 60 else ''})"
-    said_of = {
-        where: "must be " + " or ".join(w[8:] for w in dict.fromkeys(what))
-        if all(w.startswith("must be ") for w in what)
-        else "; ".join(dict.fromkeys(what))
-        for where, what in wants.items()
-    }
-    return "; ".join(f"{where}: {said}{given[where]}" for where, said in list(said_of.items())[:5])
+        missing = err.get("type") == "missing"
+        given[where] = "" if missing else f" (got {shown[:60]}{'…' if len(shown) > 60 else ''})"
+    return "; ".join(f"{where}: {_wanted(words)}{given[where]}" for where, words in list(said.items())[:5])
+
+
+def _wanted(words: list[str]) -> str:
+    """What an argument must be, from pydantic's words for it (one per form a union tried)."""
+    words = list(dict.fromkeys(words))
+    if words == ["Field required"]:
+        return "required"
+    if all(w.startswith("Input should be ") for w in words):
+        return "must be " + " or ".join(w.removeprefix("Input should be ") for w in words)
+    return "; ".join(w[:1].lower() + w[1:] for w in words)
 
 
 def build_mcp(client: StackClient, ledger: RecallLedger | None = None) -> MCPServer:

@@ -230,15 +230,11 @@ _LOGSEQ_KIND = re.compile(r"^(?:- )?(?:category|type)::[ \t]*\[*([^\],\n]+)", re
 _KIND_OF = {"decision": "decision", "adr": "decision", "log": "log", "session": "log", "skill": "skill"}
 
 
-def _logseq_kinds(vault: Path, notes: list[Path]) -> dict[str, str]:
-    """The pages of a Logseq graph that say their kind (decision, log, skill) in a `category::`
-    or `type::` property of their first block, as flush_session writes them: vault path → kind."""
-    kinds = {}
-    for path in notes:
-        found = _LOGSEQ_KIND.search(_read(path, 2000)) if path.parent.name == "pages" else None
-        if found is not None and (kind := _KIND_OF.get(found.group(1).strip().lower())):
-            kinds[path.relative_to(vault).as_posix()] = kind
-    return kinds
+def _logseq_kind(text: str) -> str:
+    """The kind (decision, log, skill) a Logseq page says it is in a `category::` or `type::`
+    property of its first block, as flush_session writes them; "" for any other page."""
+    found = _LOGSEQ_KIND.search(text, 0, 2000)
+    return _KIND_OF.get(found.group(1).strip().lower(), "") if found is not None else ""
 
 
 def _about(project: str, name: str | None, vault: Path) -> Callable[[list[str]], list[str]]:
@@ -322,7 +318,6 @@ def build_loadout(
     logseq = conv.tool == "logseq"
     # a Logseq graph's notes are its pages and journals (`logseq/bak/` holds old copies of them)
     notes = [p for d in ("pages", "journals") for p in _notes(vault / d)] if logseq else _notes(vault)
-    kinds = _logseq_kinds(vault, notes) if logseq else {}
     note_text, named = _project_text(vault, notes, project, conv.tool)
     if logseq:
         note_text = _logseq_prose(note_text)
@@ -333,16 +328,20 @@ def build_loadout(
     if project.strip() and named is None:  # it was the vault's brief under the name asked for, saying nothing
         loadout.scope = f"no note is named after {project.strip()!r}; the vault's own: {loadout.scope}"
     scored = []
-    # Logseq keeps every kind in pages/, a page's `category::` (or `type::`) property says which
+    # Logseq keeps every kind in pages/: a page's `category::` (or `type::`) property says which
+    kinds: dict[str, str] = {}  # vault path → decision | log | skill
     of_the_moment = (
         ("journals/",) if logseq else tuple(f"{conv.folders[k]}/" for k in ("decision", "log") if conv.folders.get(k))
     )
     for path in notes:
         rel = path.relative_to(vault).as_posix()
-        if name_day(rel) or _LOG_NAME.search(rel) or rel.startswith(of_the_moment) or rel in kinds:  # L2's, not hubs:
+        if name_day(rel) or _LOG_NAME.search(rel) or rel.startswith(of_the_moment):  # L2's, not hubs:
             continue  # a changelog lists many links and none lasts; a decision's `supersedes` link made it one
-        links = len(_WIKILINK.findall(_read(path, 200_000)))
-        scored.append((links + (20 if _HUB_NAME.search(path.stem) else 0), rel))
+        text = _read(path, 200_000)
+        if logseq and (kind := _logseq_kind(text)):
+            kinds[rel] = kind
+            continue
+        scored.append((len(_WIKILINK.findall(text)) + (20 if _HUB_NAME.search(path.stem) else 0), rel))
     loadout.hubs = current(about([rel for score, rel in sorted(scored, key=lambda s: (-s[0], s[1])) if score > 0]))[:8]
 
     def of_kind(category: str) -> list[str]:
